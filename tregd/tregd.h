@@ -1,0 +1,304 @@
+/*
+ * tregd: shared definitions of the privilege-separated daemon.
+ *
+ * One header for the program (and tregctl, for the control messages):
+ * limits, paths, the configuration, the imsg types grouped by channel
+ * with who sends each, the message structs, and the prototypes grouped
+ * by the file that defines them.
+ */
+
+#ifndef TREGD_H
+#define TREGD_H
+
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/queue.h>
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "imsg.h"
+#include "log.h"
+
+#define TREGD_VERSION		"0.1.0"
+#define TREGD_CONF		"/etc/tregd.conf"
+#define TREGD_SOCKET		"/var/run/tregd.sock"
+#define TREGD_STATE		"/var/lib/tregd"
+#define TREGD_RUN_DIR		"/var/tmp/tregd"
+#define TREGD_RUN_PATH		"/usr/local/bin:/usr/bin:/bin"
+#define TREGD_EMPTY		"/var/empty"
+#define TREGD_USER		"_tregd"	/* frontend */
+#define TREGD_VAULT_USER	"_tregvault"	/* vault */
+#define TREGD_RUN_USER		"_tregrun"	/* run children */
+#define TREGD_DB		"tregd.db"	/* in the state directory */
+#define TREGD_KEY		"master.key"	/* in the state directory */
+
+/* Descriptor a re-executed child finds its parent channel on. */
+#define PROC_PARENT_FD		3
+
+/* Limits (SPEC.md section 13). */
+#define CONF_LISTEN_MAX		16
+#define CONF_ALLOW_MAX		64
+#define CONF_BIN_LEN		64	/* bin names, with the NUL */
+#define CONF_STR_LEN		1024
+#define CONF_PROOF_LEN		256
+#define HTTP_BODY_MAX		(1024 * 1024)
+#define HTTP_HEADERS_MAX	(16 * 1024)
+#define HTTP_CONNS_MAX		2048
+#define HTTP_TIMEOUT		60
+#define NAME_LEN_MAX		128
+#define ARGV_MAX		256
+#define ARG_LEN_MAX		(32 * 1024)
+#define RUN_OUTPUT_MAX		1000000
+#define RUN_TIMEOUT_MAX		600
+#define TOKEN_HASH_LEN		32
+
+/* Processes.  The numbers index the parent's table and tag senders. */
+enum tregd_proc {
+	PROC_PARENT,
+	PROC_FRONTEND,
+	PROC_VAULT,
+	PROC_EXEC,
+	PROC_CONTROL,		/* a tregctl connection to the vault */
+	PROC_MAX
+};
+
+/* ------------------------------------------------------------------ */
+/* Configuration: a flat struct without pointers, sent in one imsg.    */
+
+struct conf_listen {
+	struct sockaddr_storage	 ss;
+	socklen_t		 sslen;
+	uint16_t		 port;
+	char			 name[64];	/* the address as written */
+};
+
+struct tregd_conf {
+	struct conf_listen	 listen[CONF_LISTEN_MAX];
+	int			 nlisten;
+	char			 state[PATH_MAX];
+	char			 socket[PATH_MAX];
+	char			 socket_group[64];	/* "" = root only */
+	int			 signup_open;
+	char			 run_allow[CONF_ALLOW_MAX][CONF_BIN_LEN];
+	int			 nrun_allow;		/* added to builtin */
+	int			 run_rlimits;
+	int			 run_timeout;		/* seconds, 1..600 */
+	int			 run_slots;
+	int			 run_slots_user;
+	long long		 run_cpu;		/* seconds */
+	long long		 run_filesize;		/* bytes */
+	char			 run_path[CONF_STR_LEN];
+	char			 run_dir[PATH_MAX];
+	char			 run_proof[CONF_PROOF_LEN];	/* "" = none */
+	int			 relay_allow_private;
+	long long		 http_body_max;		/* bytes */
+	int			 http_max_conns;
+	int			 http_timeout;		/* seconds */
+};
+
+/* ------------------------------------------------------------------ */
+/* imsg types, by channel.                                             */
+
+enum imsg_type {
+	IMSG_NONE,
+
+	/* parent -> every child */
+	IMSG_CONF,		/* struct tregd_conf */
+	IMSG_CONF_LISTEN,	/* fd: a bound listening socket (frontend) */
+	IMSG_CONF_CONTROL,	/* fd: the control socket (vault) */
+	IMSG_CONF_PEER,		/* fd + uint32_t proc: a channel to a peer */
+	IMSG_CONF_END,		/* configuration complete: serve */
+	IMSG_LOG_VERBOSE,	/* int */
+	IMSG_PROCINFO,		/* struct procinfo[PROC_MAX] (vault) */
+	IMSG_CTL_RELOAD_DONE,	/* int: 0 ok, -1 refused (vault) */
+
+	/* every child -> parent */
+	IMSG_LOG,		/* int priority, then the line with its NUL */
+
+	/* vault -> parent (from tregctl) */
+	IMSG_CTL_RELOAD,
+	IMSG_CTL_LOG_VERBOSE,	/* int */
+
+	/* any blob sender: a chunk of the payload a head message announced */
+	IMSG_DATA,
+
+	/* frontend -> vault */
+	IMSG_API_REQUEST,	/* blob: struct api_request + payload */
+
+	/* vault -> frontend */
+	IMSG_API_RESPONSE,	/* blob: struct api_response + JSON body */
+	IMSG_RUN_ACCEPTED,	/* no data: the run was handed to exec */
+	IMSG_RUN_RESULT,	/* struct run_result: the audit row is written */
+
+	/* vault -> exec */
+	IMSG_RUN_START,		/* blob: struct run_start + packed strings */
+
+	/* exec -> frontend */
+	IMSG_RUN_OUTPUT,	/* uint8_t stream (1, 2) + redacted bytes */
+	IMSG_RUN_EOF,		/* no data: every output chunk was sent */
+
+	/* exec -> vault */
+	IMSG_RUN_EXIT,		/* struct run_exit */
+
+	/* tregctl <-> vault (control socket) */
+	IMSG_CTL_REQUEST,	/* struct ctl_request */
+	IMSG_CTL_REPLY,		/* blob: struct ctl_reply + JSON document */
+};
+
+/* Blob heads start with this: how many payload bytes follow in IMSG_DATA. */
+struct blob_hdr {
+	uint32_t	 datalen;
+};
+
+struct procinfo {
+	pid_t		 pid;
+	int64_t		 started;	/* time(3) */
+};
+
+/* Routes of the HTTP API, matched by the frontend, served by the vault. */
+enum api_route {
+	ROUTE_NONE,
+	ROUTE_USERS_CREATE,		/* POST /users */
+	ROUTE_ORGS_CREATE,		/* POST /orgs */
+	ROUTE_ORGS_LIST,		/* GET /orgs */
+	ROUTE_ORG_DELETE,		/* DELETE /orgs/{id}?confirm= */
+	ROUTE_INVITES_CREATE,		/* POST /orgs/{id}/invites */
+	ROUTE_INVITES_LIST,		/* GET /orgs/{id}/invites */
+	ROUTE_INVITE_DELETE,		/* DELETE /orgs/{id}/invites/{id} */
+	ROUTE_INVITE_ACCEPT,		/* POST /invites/accept */
+	ROUTE_MEMBERS_LIST,		/* GET /orgs/{id}/members */
+	ROUTE_MEMBER_ROLE,		/* PATCH /orgs/{id}/members/{id} */
+	ROUTE_MEMBER_ACCESS,		/* PATCH /orgs/{id}/members/{id}/access */
+	ROUTE_MEMBER_DELETE,		/* DELETE /orgs/{id}/members/{id} */
+	ROUTE_ORG_LEAVE,		/* POST /orgs/{id}/leave */
+	ROUTE_AGENTS_CREATE,		/* POST /orgs/{id}/agents */
+	ROUTE_AGENTS_LIST,		/* GET /orgs/{id}/agents */
+	ROUTE_AGENT_DELETE,		/* DELETE /orgs/{id}/agents/{id} */
+	ROUTE_DENY_CREATE,		/* POST /orgs/{id}/deny */
+	ROUTE_DENY_LIST,		/* GET /orgs/{id}/deny */
+	ROUTE_DENY_DELETE,		/* DELETE /orgs/{id}/deny/{id} */
+	ROUTE_SECRETS_CREATE,		/* POST /secrets */
+	ROUTE_SECRETS_LIST,		/* GET /secrets */
+	ROUTE_SECRET_PATCH,		/* PATCH /secrets/{id} */
+	ROUTE_SECRET_DELETE,		/* DELETE /secrets/{id} */
+	ROUTE_TOOLS_CREATE,		/* POST /tools */
+	ROUTE_TOOLS_LIST,		/* GET /tools */
+	ROUTE_TOOL_BY_NAME,		/* GET /tools/by-name/{name} */
+	ROUTE_TOOL_PATCH,		/* PATCH /tools/{id} */
+	ROUTE_TOOL_DELETE,		/* DELETE /tools/{id} */
+	ROUTE_TOOL_GRANT,		/* POST /tools/{name}/grant */
+	ROUTE_TOOL_RUN_REPORT,		/* POST /tools/{name}/run-report */
+	ROUTE_SKILLS_CREATE,		/* POST /skills */
+	ROUTE_BUNDLES_LIST,		/* GET /bundles */
+	ROUTE_BUNDLE_GET,		/* GET /bundles/{id} */
+	ROUTE_BUNDLE_BY_NAME,		/* GET /bundles/by-name/{name} */
+	ROUTE_BUNDLE_PATCH,		/* PATCH /bundles/{id} */
+	ROUTE_BUNDLE_DELETE,		/* DELETE /bundles/{id} */
+	ROUTE_RUN,			/* POST /run */
+	ROUTE_RUNS_LIST,		/* GET /runs */
+	ROUTE_CALLS_LIST,		/* GET /calls */
+	ROUTE_HEALTH,			/* GET /health */
+	ROUTE_MAX
+};
+
+/*
+ * An API request as the frontend forwards it.  The payload that follows
+ * is name (namelen bytes, a path parameter such as a tool name), query
+ * (querylen bytes, the raw query string) and body (bodylen bytes of
+ * JSON the frontend has checked to be well formed); no NULs inside.
+ * The token never leaves the frontend: only its hash does.
+ */
+struct api_request {
+	uint32_t	 route;
+	uint32_t	 has_token;
+	uint8_t		 token_hash[TOKEN_HASH_LEN];
+	int64_t		 id1;		/* first numeric path parameter */
+	int64_t		 id2;		/* second numeric path parameter */
+	uint32_t	 namelen;
+	uint32_t	 querylen;
+	uint32_t	 bodylen;
+	uint32_t	 proof_ok;	/* X-Treg-Run-Proof matched (grants) */
+	uint32_t	 stream;	/* POST /run asked for a stream */
+	char		 peer[64];	/* client address, for the log */
+};
+
+struct api_response {
+	uint32_t	 status;	/* HTTP status */
+};
+
+/* vault -> exec: a run order.  Strings follow, packed (see pack.h). */
+struct run_start {
+	uint32_t	 runid;		/* the vault's run id */
+	uint32_t	 timeout_s;
+	uint32_t	 rlimits;
+	uint32_t	 stream;
+	int64_t		 cpu;
+	int64_t		 filesize;
+	/* packed: bin path, argc, argv[], envc, env[], nsecrets, secrets[] */
+};
+
+/* exec -> vault: the run ended. */
+struct run_exit {
+	uint32_t	 runid;
+	int32_t		 exit_code;	/* -signal when killed */
+	uint32_t	 timed_out;
+	uint32_t	 duration_ms;
+	uint32_t	 redacted;
+	uint32_t	 truncated;
+};
+
+/* vault -> frontend: the run's final status, sent after the audit row. */
+struct run_result {
+	int32_t		 exit_code;
+	uint32_t	 timed_out;
+	uint32_t	 duration_ms;
+	uint32_t	 redacted;
+	uint32_t	 error;		/* 1: the run could not start */
+};
+
+/* Control commands (tregctl). */
+enum ctl_cmd {
+	CTL_NONE,
+	CTL_SHOW_STATUS,
+	CTL_SHOW_USERS,
+	CTL_SHOW_ORGS,
+	CTL_SHOW_TOOLS,
+	CTL_SHOW_RUNS,
+	CTL_SHOW_AUDIT,
+	CTL_USER_ADD,
+	CTL_TOKEN_REVOKE,
+	CTL_ORG_DELETE,
+	CTL_KEY_ROTATE,
+	CTL_RELOAD,
+	CTL_LOG_VERBOSE,
+	CTL_LOG_BRIEF,
+	CTL_METRICS,
+	CTL_MAX
+};
+
+struct ctl_request {
+	uint32_t	 cmd;
+	int32_t		 limit;		/* show runs: 0 = default */
+	char		 email[256];
+	char		 org[NAME_LEN_MAX + 1];
+	char		 role[16];
+};
+
+struct ctl_reply {
+	int32_t		 status;	/* 0 ok, else an error (message in JSON) */
+};
+
+/* ------------------------------------------------------------------ */
+/* Prototypes.                                                         */
+
+/* parse.y */
+void	 conf_defaults(struct tregd_conf *);
+int	 parse_config(const char *, struct tregd_conf *);
+int	 cmdline_symset(char *);
+int	 conf_run_allowed(const struct tregd_conf *, const char *);
+void	 print_config(const struct tregd_conf *, FILE *);
+extern const char *const run_builtin_allow[];
+
+#endif /* TREGD_H */
