@@ -48,27 +48,43 @@ TAILQ_HEAD(imsg_fdqueue, imsg_fdq);
 struct imsgbuf {
 	int			 fd;
 	unsigned char		*rbuf;		/* IMSG_MAXSIZE bytes */
-	size_t			 rlen;		/* bytes in rbuf */
-	struct imsg_fdqueue	 rfds;		/* received, not yet handed out */
+	size_t			 roff;		/* consumed bytes before rlen */
+	size_t			 rlen;		/* unconsumed bytes in rbuf */
+	struct imsg_fdqueue	 rfds;		/* received, not handed out */
+	size_t			 rfdlen;	/* descriptors in rfds */
 	struct imsg_wqueue	 wq;		/* composed, not yet written */
 	size_t			 wqlen;		/* messages in wq */
 };
 
-/* Set up / tear down.  imsgbuf_clear() zeroes and frees all buffers. */
+/*
+ * Set up / tear down.  imsgbuf_init() puts the socket in non-blocking
+ * mode.  imsgbuf_clear() zeroes and frees all buffers and closes every
+ * queued descriptor, but leaves the socket itself to the caller.
+ */
 int	 imsgbuf_init(struct imsgbuf *, int);
 void	 imsgbuf_clear(struct imsgbuf *);
 
 /*
  * Read what the socket has.  Returns the number of bytes read, 0 on EOF,
- * -1 on error (errno set; EAGAIN means nothing to read now).
+ * -1 on error (errno set; EAGAIN means nothing to read now, and also that
+ * the read buffer is full of complete messages: call imsg_get() first;
+ * ENOBUFS means the buffer is full without a complete message; EBADMSG
+ * means descriptors were lost or unexpected, the stream is unusable).
  */
 ssize_t	 imsgbuf_read(struct imsgbuf *);
 
 /*
+ * Nonzero when bytes of an incomplete message are buffered: at EOF this
+ * means the peer stopped in the middle of a message.
+ */
+int	 imsgbuf_pending(struct imsgbuf *);
+
+/*
  * Take the next complete message.  Returns 1 and fills *imsg, 0 when no
  * complete message is buffered, -1 when the stream is corrupt (a length
- * below the header size or above IMSG_MAXSIZE, or a message claiming a
- * descriptor that did not arrive); errno is EBADMSG then.
+ * below the header size or above IMSG_MAXSIZE, an unknown flag, or a
+ * message claiming a descriptor that did not arrive); errno is EBADMSG
+ * then.  The consumed bytes are zeroed in the read buffer.
  */
 int	 imsg_get(struct imsgbuf *, struct imsg *);
 
@@ -78,7 +94,8 @@ void	 imsg_free(struct imsg *);
 /*
  * Queue a message.  fd is -1 or a descriptor whose ownership passes to
  * the imsgbuf (closed once sent).  Returns 0, or -1 with errno (EMSGSIZE
- * when the data is larger than IMSG_DATA_MAX).
+ * when the data is larger than IMSG_DATA_MAX); on failure the caller
+ * still owns fd.
  */
 int	 imsg_compose(struct imsgbuf *, uint32_t, uint32_t, int,
 	    const void *, size_t);
