@@ -300,5 +300,30 @@ int	 cmdline_symset(char *);
 int	 conf_run_allowed(const struct tregd_conf *, const char *);
 void	 print_config(const struct tregd_conf *, FILE *);
 extern const char *const run_builtin_allow[];
+int	 parse_keywords_sorted(void);
+
+/* tregd.c */
+extern const char *const proc_names[PROC_MAX];
+struct imsgev;
+struct passwd;
+void	 proc_child_init(enum tregd_proc, struct imsgev *, int, int,
+	    void (*)(struct imsgev *, struct imsg *),
+	    void (*)(struct imsgev *), void (*)(struct imsg *));
+void	 proc_conf_recv(struct imsg *, struct tregd_conf *);
+struct passwd *proc_getpw(const char *);
+void	 conf_terminate(struct tregd_conf *);
+
+/* parent.c */
+__dead void parent_main(struct tregd_conf *, const char *, int, int);
+void	 parent_send_procinfo(void);
+
+/* frontend.c */
+__dead void frontend_main(int, int);
+
+/* vault.c */
+__dead void vault_main(int, int);
+
+/* exec.c */
+__dead void exec_main(int, int);
 
 #endif /* TREGD_H */

@@ -1,0 +1,269 @@
+/*
+ * imsgev: imsg over libevent, and the blob framing for large payloads.
+ */
+
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <errno.h>
+#include <event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "imsg.h"
+#include "log.h"
+#include "proc.h"
+#include "tregd.h"
+
+static void	imsgev_handler(int, short, void *);
+
+void
+imsgev_init(struct imsgev *iev, int fd, int peer, const char *name,
+    imsgev_fn dispatch, imsgev_closed_fn closed, void *arg)
+{
+	memset(iev, 0, sizeof(*iev));
+	if (imsgbuf_init(&iev->ibuf, fd) == -1)
+		fatal("%s: imsgbuf_init", __func__);
+	iev->dispatch = dispatch;
+	iev->closed = closed;
+	iev->arg = arg;
+	iev->peer = peer;
+	iev->name = name;
+	iev->events = EV_READ;
+	event_set(&iev->ev, fd, iev->events, imsgev_handler, iev);
+	event_add(&iev->ev, NULL);
+}
+
+void
+imsgev_clear(struct imsgev *iev)
+{
+	if (iev->dead == 2)
+		return;
+	event_del(&iev->ev);
+	close(iev->ibuf.fd);
+	imsgbuf_clear(&iev->ibuf);
+	iev->dead = 2;
+}
+
+void
+imsgev_update(struct imsgev *iev)
+{
+	short	 events = EV_READ;
+
+	if (iev->dead)
+		return;
+	if (imsgbuf_queuelen(&iev->ibuf) > 0)
+		events |= EV_WRITE;
+	if (events == iev->events)
+		return;
+	event_del(&iev->ev);
+	iev->events = events;
+	event_set(&iev->ev, iev->ibuf.fd, events, imsgev_handler, iev);
+	event_add(&iev->ev, NULL);
+}
+
+int
+imsgev_compose(struct imsgev *iev, uint32_t type, uint32_t id, int fd,
+    const void *data, size_t len)
+{
+	if (iev->dead) {
+		if (fd != -1)
+			close(fd);
+		errno = EPIPE;
+		return (-1);
+	}
+	if (imsg_compose(&iev->ibuf, type, id, fd, data, len) == -1)
+		return (-1);
+	imsgev_update(iev);
+	return (0);
+}
+
+int
+imsgev_composev(struct imsgev *iev, uint32_t type, uint32_t id, int fd,
+    const struct iovec *iov, int iovcnt)
+{
+	if (iev->dead) {
+		if (fd != -1)
+			close(fd);
+		errno = EPIPE;
+		return (-1);
+	}
+	if (imsg_composev(&iev->ibuf, type, id, fd, iov, iovcnt) == -1)
+		return (-1);
+	imsgev_update(iev);
+	return (0);
+}
+
+/* The head (blob_hdr + head struct), then the payload in IMSG_DATA chunks. */
+int
+imsgev_send_blob(struct imsgev *iev, uint32_t type, uint32_t id,
+    const void *head, size_t headlen, const void *data, size_t datalen)
+{
+	struct blob_hdr	 bh;
+	struct iovec	 iov[2];
+	const char	*p = data;
+	size_t		 n;
+
+	if (datalen > UINT32_MAX) {
+		errno = EMSGSIZE;
+		return (-1);
+	}
+	bh.datalen = datalen;
+	iov[0].iov_base = &bh;
+	iov[0].iov_len = sizeof(bh);
+	iov[1].iov_base = (void *)head;
+	iov[1].iov_len = headlen;
+	if (imsgev_composev(iev, type, id, -1, iov, 2) == -1)
+		return (-1);
+	while (datalen > 0) {
+		n = datalen > IMSG_DATA_MAX ? IMSG_DATA_MAX : datalen;
+		if (imsgev_compose(iev, IMSG_DATA, id, -1, p, n) == -1)
+			return (-1);
+		p += n;
+		datalen -= n;
+	}
+	return (0);
+}
+
+void
+imsgev_drain(struct imsgev *iev)
+{
+	struct imsg	 imsg;
+	int		 r;
+
+	while (!iev->dead) {
+		r = imsg_get(&iev->ibuf, &imsg);
+		if (r == -1)
+			fatalx("corrupt message stream from %s", iev->name);
+		if (r == 0)
+			break;
+		iev->dispatch(iev, &imsg);
+		imsg_free(&imsg);
+	}
+}
+
+static void
+imsgev_handler(int fd, short event, void *arg)
+{
+	struct imsgev	*iev = arg;
+	struct imsg	 imsg;
+	ssize_t		 n;
+	int		 r;
+
+	if (event & EV_WRITE) {
+		if (imsgbuf_write(&iev->ibuf) == -1 && errno != EAGAIN) {
+			if (errno != EPIPE)
+				log_warn("write to %s", iev->name);
+			goto dead;
+		}
+	}
+	if (event & EV_READ) {
+		n = imsgbuf_read(&iev->ibuf);
+		if (n == -1 && errno != EAGAIN) {
+			if (errno != ECONNRESET)
+				log_warn("read from %s", iev->name);
+			goto dead;
+		}
+		for (;;) {
+			r = imsg_get(&iev->ibuf, &imsg);
+			if (r == -1)
+				fatalx("corrupt message stream from %s",
+				    iev->name);
+			if (r == 0)
+				break;
+			iev->dispatch(iev, &imsg);
+			imsg_free(&imsg);
+			if (iev->dead)
+				return;
+		}
+		if (n == 0)
+			goto dead;
+	}
+	imsgev_update(iev);
+	return;
+ dead:
+	iev->dead = 1;
+	event_del(&iev->ev);
+	if (iev->closed != NULL)
+		iev->closed(iev);
+}
+
+/* ------------------------------------------------------------------ */
+
+struct blob *
+blob_start(struct blob_list *bl, struct imsg *imsg, int peer, size_t headlen,
+    size_t max)
+{
+	struct blob_hdr	 bh;
+	struct blob	*b;
+
+	if (imsg->datalen != sizeof(bh) + headlen)
+		return (NULL);
+	memcpy(&bh, imsg->data, sizeof(bh));
+	if (bh.datalen > max)
+		return (NULL);
+	TAILQ_FOREACH(b, bl, entry)
+		if (b->id == imsg->hdr.id && b->peer == peer)
+			return (NULL);		/* one blob per id */
+	if ((b = calloc(1, sizeof(*b))) == NULL ||
+	    (b->head = malloc(headlen ? headlen : 1)) == NULL ||
+	    (b->data = malloc(bh.datalen + 1)) == NULL)
+		fatal("%s: malloc", __func__);
+	b->type = imsg->hdr.type;
+	b->id = imsg->hdr.id;
+	b->peer = peer;
+	b->headlen = headlen;
+	memcpy(b->head, (char *)imsg->data + sizeof(bh), headlen);
+	b->datalen = bh.datalen;
+	b->data[b->datalen] = '\0';
+	if (b->datalen > 0)
+		TAILQ_INSERT_TAIL(bl, b, entry);
+	return (b);
+}
+
+struct blob *
+blob_add(struct blob_list *bl, struct imsg *imsg, int peer, int *bad)
+{
+	struct blob	*b;
+
+	*bad = 0;
+	TAILQ_FOREACH(b, bl, entry)
+		if (b->id == imsg->hdr.id && b->peer == peer)
+			break;
+	if (b == NULL || imsg->datalen == 0 ||
+	    imsg->datalen > b->datalen - b->have) {
+		*bad = 1;
+		return (NULL);
+	}
+	memcpy(b->data + b->have, imsg->data, imsg->datalen);
+	b->have += imsg->datalen;
+	if (b->have < b->datalen)
+		return (NULL);
+	TAILQ_REMOVE(bl, b, entry);
+	return (b);
+}
+
+void
+blob_free(struct blob *b)
+{
+	if (b == NULL)
+		return;
+	freezero(b->head, b->headlen ? b->headlen : 1);
+	freezero(b->data, b->datalen + 1);
+	free(b);
+}
+
+/* Drop the blobs of one peer (-1: all), e.g. when a connection closes. */
+void
+blob_list_clear(struct blob_list *bl, int peer)
+{
+	struct blob	*b, *t;
+
+	TAILQ_FOREACH_SAFE(b, bl, entry, t) {
+		if (peer != -1 && b->peer != peer)
+			continue;
+		TAILQ_REMOVE(bl, b, entry);
+		blob_free(b);
+	}
+}

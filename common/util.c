@@ -1,0 +1,68 @@
+/*
+ * Small helpers shared by the processes.
+ */
+
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <sodium.h>
+
+#include "util.h"
+
+static void *
+zmalloc(size_t n)
+{
+	return (malloc(n));
+}
+
+/* jansson's free: the block may have held a secret value or a token. */
+static void
+zfree(void *p)
+{
+	if (p == NULL)
+		return;
+	explicit_bzero(p, malloc_usable_size(p));
+	free(p);
+}
+
+void
+json_zero_alloc(void)
+{
+	json_set_alloc_funcs(zmalloc, zfree);
+}
+
+void
+token_hash(const char *token, size_t len, uint8_t out[32])
+{
+	crypto_generichash(out, 32, (const unsigned char *)token, len,
+	    NULL, 0);
+}
+
+void
+token_new(char out[TOKEN_LEN + 1], uint8_t hash[32])
+{
+	unsigned char	 raw[32];
+
+	randombytes_buf(raw, sizeof(raw));
+	sodium_bin2base64(out, TOKEN_LEN + 1, raw, sizeof(raw),
+	    sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+	sodium_memzero(raw, sizeof(raw));
+	token_hash(out, TOKEN_LEN, hash);
+}
+
+int
+token_wellformed(const char *s, size_t len)
+{
+	size_t	 i;
+
+	if (len != TOKEN_LEN)
+		return (0);
+	for (i = 0; i < len; i++)
+		if (!((s[i] >= 'A' && s[i] <= 'Z') ||
+		    (s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '_'))
+			return (0);
+	return (1);
+}

@@ -1,0 +1,480 @@
+/*
+ * The parent process (root).  It reads the configuration, binds the
+ * listening and control sockets, starts each child by fork and re-exec
+ * with its channel on fd 3, hands it its configuration and descriptors,
+ * writes the children's log lines, reloads on SIGHUP and supervises: a
+ * core child that dies takes the daemon down with a log line naming it.
+ * It never touches client bytes, the database or a secret.
+ */
+
+#include <sys/types.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <event.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "tregd.h"
+
+struct child {
+	enum tregd_proc		 id;
+	pid_t			 pid;
+	time_t			 started;
+	struct imsgev		 iev;
+	int			 exited;
+};
+
+static struct tregd_conf	 parent_conf;
+static const char		*parent_conffile;
+static char			 self_path[PATH_MAX];
+static struct child		 children[PROC_MAX];
+static int			 listen_fds[CONF_LISTEN_MAX];
+static int			 control_fd = -1;
+static int			 parent_debug, parent_verbose;
+static int			 shutting_down;
+static struct event		 ev_sigterm, ev_sigint, ev_sighup, ev_sigchld;
+
+static void	parent_bind_listeners(void);
+static void	parent_bind_control(void);
+static void	parent_start(enum tregd_proc, int);
+static void	parent_send_conf(struct child *, int);
+static void	parent_dispatch(struct imsgev *, struct imsg *);
+static void	parent_closed(struct imsgev *);
+static void	parent_sig(int, short, void *);
+static void	parent_reap(void);
+static int	parent_reload(void);
+__dead static void parent_shutdown(int);
+static void	parent_check_users(void);
+
+static const enum tregd_proc core_procs[] = {
+	PROC_VAULT, PROC_EXEC, PROC_FRONTEND
+};
+#define NCORE	(sizeof(core_procs) / sizeof(core_procs[0]))
+
+__dead void
+parent_main(struct tregd_conf *conf, const char *conffile, int debug,
+    int verbose)
+{
+	int		 pairs[PROC_MAX][PROC_MAX][2];
+	struct rlimit	 rl;
+	ssize_t		 n;
+	size_t		 i, j;
+	enum tregd_proc	 a, b;
+
+	parent_conf = *conf;
+	parent_conffile = conffile;
+	parent_debug = debug;
+	parent_verbose = verbose;
+	log_init(debug, verbose);
+
+	n = readlink("/proc/self/exe", self_path, sizeof(self_path) - 1);
+	if (n == -1)
+		fatal("readlink /proc/self/exe");
+	self_path[n] = '\0';
+
+	if (geteuid() == 0)
+		parent_check_users();
+	else
+		log_warnx("running as uid %u, not root: no chroot and no uid "
+		    "change; the processes and filters are the same",
+		    (unsigned)geteuid());
+
+	/* The frontend keeps an idle connection per descriptor. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rlim_t want = parent_conf.http_max_conns + 256;
+
+		if (geteuid() == 0 && rl.rlim_max < want)
+			rl.rlim_max = want;
+		rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
+			log_warn("setrlimit RLIMIT_NOFILE");
+	}
+
+	parent_bind_listeners();
+	parent_bind_control();
+
+	if (!debug && daemon(1, 0) == -1)
+		fatal("daemon");
+	log_init(debug, verbose);
+	setproctitle("parent");
+	signal(SIGPIPE, SIG_IGN);
+
+	/* One socketpair per pair of core processes that talk. */
+	memset(pairs, -1, sizeof(pairs));
+	for (i = 0; i < NCORE; i++)
+		for (j = i + 1; j < NCORE; j++) {
+			a = core_procs[i];
+			b = core_procs[j];
+			if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+			    pairs[a][b]) == -1)
+				fatal("socketpair");
+		}
+
+	event_init();
+	for (i = 0; i < NCORE; i++)
+		parent_start(core_procs[i], 0);
+
+	/* Peer channels: a to b gets pairs[a][b][0], b gets [1]. */
+	for (i = 0; i < NCORE; i++)
+		for (j = i + 1; j < NCORE; j++) {
+			uint32_t pa, pb;
+
+			a = core_procs[i];
+			b = core_procs[j];
+			pa = a;
+			pb = b;
+			imsgev_compose(&children[a].iev, IMSG_CONF_PEER, 0,
+			    pairs[a][b][0], &pb, sizeof(pb));
+			imsgev_compose(&children[b].iev, IMSG_CONF_PEER, 0,
+			    pairs[a][b][1], &pa, sizeof(pa));
+		}
+	for (i = 0; i < NCORE; i++)
+		parent_send_conf(&children[core_procs[i]], 1);
+	parent_send_procinfo();
+
+	signal_set(&ev_sigterm, SIGTERM, parent_sig, NULL);
+	signal_set(&ev_sigint, SIGINT, parent_sig, NULL);
+	signal_set(&ev_sighup, SIGHUP, parent_sig, NULL);
+	signal_set(&ev_sigchld, SIGCHLD, parent_sig, NULL);
+	signal_add(&ev_sigterm, NULL);
+	signal_add(&ev_sigint, NULL);
+	signal_add(&ev_sighup, NULL);
+	signal_add(&ev_sigchld, NULL);
+
+	log_info("tregd %s started", TREGD_VERSION);
+	event_dispatch();
+	parent_shutdown(1);
+}
+
+static void
+parent_check_users(void)
+{
+	const char	*users[] = { TREGD_USER, TREGD_VAULT_USER,
+			    TREGD_RUN_USER };
+	struct stat	 st;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(users) / sizeof(users[0]); i++)
+		if (getpwnam(users[i]) == NULL)
+			fatalx("system user %s is missing: create it with "
+			    "\"make install\" or useradd --system %s",
+			    users[i], users[i]);
+	if (stat(TREGD_EMPTY, &st) == -1 || !S_ISDIR(st.st_mode))
+		fatalx("%s is missing: create it (mode 0755, owned by root)",
+		    TREGD_EMPTY);
+}
+
+static void
+parent_bind_listeners(void)
+{
+	struct conf_listen	*l;
+	int			 i, fd, on = 1;
+
+	for (i = 0; i < parent_conf.nlisten; i++) {
+		l = &parent_conf.listen[i];
+		fd = socket(l->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+		    SOCK_CLOEXEC, 0);
+		if (fd == -1)
+			fatal("socket");
+		if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on,
+		    sizeof(on)) == -1)
+			fatal("setsockopt SO_REUSEADDR");
+		if (l->ss.ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6,
+		    IPV6_V6ONLY, &on, sizeof(on)) == -1)
+			fatal("setsockopt IPV6_V6ONLY");
+		if (bind(fd, (struct sockaddr *)&l->ss, l->sslen) == -1)
+			fatal("cannot listen on %s port %u", l->name, l->port);
+		if (listen(fd, 1024) == -1)
+			fatal("listen on %s port %u", l->name, l->port);
+		listen_fds[i] = fd;
+	}
+}
+
+static void
+parent_bind_control(void)
+{
+	struct sockaddr_un	 sun;
+	struct group		*gr;
+	mode_t			 old;
+	int			 fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlcpy(sun.sun_path, parent_conf.socket,
+	    sizeof(sun.sun_path)) >= sizeof(sun.sun_path))
+		fatalx("control socket path too long: %s", parent_conf.socket);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0)) == -1)
+		fatal("socket");
+	if (unlink(parent_conf.socket) == -1 && errno != ENOENT)
+		fatal("unlink %s", parent_conf.socket);
+	old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1)
+		fatal("bind %s", parent_conf.socket);
+	umask(old);
+	if (parent_conf.socket_group[0] != '\0') {
+		if ((gr = getgrnam(parent_conf.socket_group)) == NULL)
+			fatalx("unknown group %s", parent_conf.socket_group);
+		if (chown(parent_conf.socket, 0, gr->gr_gid) == -1 ||
+		    chmod(parent_conf.socket, 0660) == -1)
+			fatal("chmod %s", parent_conf.socket);
+	}
+	if (listen(fd, 16) == -1)
+		fatal("listen %s", parent_conf.socket);
+	control_fd = fd;
+}
+
+/* fork, put the channel on fd 3, re-exec ourselves as the child. */
+static void
+parent_start(enum tregd_proc id, int unused)
+{
+	struct child	*c = &children[id];
+	char		*argv[8];
+	int		 sp[2], argc = 0;
+	pid_t		 pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1)
+		fatal("socketpair");
+	switch ((pid = fork())) {
+	case -1:
+		fatal("fork");
+	case 0:
+		if (dup2(sp[1], PROC_PARENT_FD) == -1)
+			fatal("dup2");
+		closefrom(PROC_PARENT_FD + 1);
+		argv[argc++] = "tregd";
+		argv[argc++] = "-P";
+		argv[argc++] = (char *)proc_names[id];
+		if (parent_debug)
+			argv[argc++] = "-d";
+		if (parent_verbose)
+			argv[argc++] = parent_verbose > 1 ? "-vv" : "-v";
+		argv[argc] = NULL;
+		execv(self_path, argv);
+		fatal("execv %s", self_path);
+	}
+	close(sp[1]);
+	c->id = id;
+	c->pid = pid;
+	c->started = time(NULL);
+	c->exited = 0;
+	imsgev_init(&c->iev, sp[0], id, proc_names[id], parent_dispatch,
+	    parent_closed, c);
+}
+
+static void
+parent_send_conf(struct child *c, int first)
+{
+	uint32_t	 i;
+	int		 fd;
+
+	imsgev_compose(&c->iev, IMSG_CONF, 0, -1, &parent_conf,
+	    sizeof(parent_conf));
+	if (first && c->id == PROC_FRONTEND)
+		for (i = 0; i < (uint32_t)parent_conf.nlisten; i++) {
+			if ((fd = dup(listen_fds[i])) == -1)
+				fatal("dup");
+			imsgev_compose(&c->iev, IMSG_CONF_LISTEN, 0, fd,
+			    &i, sizeof(i));
+		}
+	if (first && c->id == PROC_VAULT) {
+		if ((fd = dup(control_fd)) == -1)
+			fatal("dup");
+		imsgev_compose(&c->iev, IMSG_CONF_CONTROL, 0, fd, NULL, 0);
+	}
+	imsgev_compose(&c->iev, IMSG_CONF_END, 0, -1, NULL, 0);
+}
+
+void
+parent_send_procinfo(void)
+{
+	struct procinfo	 pi[PROC_MAX];
+	int		 i;
+
+	memset(pi, 0, sizeof(pi));
+	pi[PROC_PARENT].pid = getpid();
+	pi[PROC_PARENT].started = children[PROC_VAULT].started;
+	for (i = PROC_FRONTEND; i < PROC_CONTROL; i++) {
+		pi[i].pid = children[i].pid;
+		pi[i].started = children[i].started;
+	}
+	imsgev_compose(&children[PROC_VAULT].iev, IMSG_PROCINFO, 0, -1, pi,
+	    sizeof(pi));
+}
+
+static void
+parent_dispatch(struct imsgev *iev, struct imsg *imsg)
+{
+	struct child	*c = iev->arg;
+	const char	*line;
+	int		 pri, v, r;
+
+	switch (imsg->hdr.type) {
+	case IMSG_LOG:
+		if (imsg->datalen < sizeof(pri) + 1)
+			fatalx("bad IMSG_LOG from %s", iev->name);
+		memcpy(&pri, imsg->data, sizeof(pri));
+		line = (char *)imsg->data + sizeof(pri);
+		if (line[imsg->datalen - sizeof(pri) - 1] != '\0')
+			fatalx("bad IMSG_LOG from %s", iev->name);
+		log_emit(pri, line);
+		break;
+	case IMSG_CTL_RELOAD:
+		if (c->id != PROC_VAULT || imsg->datalen != 0)
+			fatalx("bad IMSG_CTL_RELOAD from %s", iev->name);
+		r = parent_reload();
+		imsgev_compose(iev, IMSG_CTL_RELOAD_DONE, imsg->hdr.id, -1,
+		    &r, sizeof(r));
+		break;
+	case IMSG_CTL_LOG_VERBOSE:
+		if (c->id != PROC_VAULT || imsg->datalen != sizeof(v))
+			fatalx("bad IMSG_CTL_LOG_VERBOSE from %s", iev->name);
+		memcpy(&v, imsg->data, sizeof(v));
+		log_setverbose(v);
+		for (r = PROC_FRONTEND; r < PROC_CONTROL; r++)
+			imsgev_compose(&children[r].iev, IMSG_LOG_VERBOSE, 0,
+			    -1, &v, sizeof(v));
+		log_info("log %s", v ? "verbose" : "brief");
+		break;
+	default:
+		fatalx("%s: bad imsg %u from %s", __func__, imsg->hdr.type,
+		    iev->name);
+	}
+}
+
+static void
+parent_closed(struct imsgev *iev)
+{
+	/* The exit status arrives with SIGCHLD; reap there. */
+	parent_reap();
+}
+
+static void
+parent_sig(int sig, short event, void *arg)
+{
+	switch (sig) {
+	case SIGTERM:
+	case SIGINT:
+		parent_shutdown(0);
+	case SIGHUP:
+		log_info("SIGHUP: reloading %s", parent_conffile);
+		parent_reload();
+		break;
+	case SIGCHLD:
+		parent_reap();
+		break;
+	}
+}
+
+static void
+parent_reap(void)
+{
+	struct child	*c;
+	char		 why[64];
+	pid_t		 pid;
+	int		 status, i;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (i = 0, c = NULL; i < PROC_MAX; i++)
+			if (children[i].pid == pid)
+				c = &children[i];
+		if (c == NULL)
+			continue;
+		c->exited = 1;
+		if (shutting_down)
+			continue;
+		if (WIFSIGNALED(status))
+			snprintf(why, sizeof(why), "killed by signal %d (%s)",
+			    WTERMSIG(status), strsignal(WTERMSIG(status)));
+		else
+			snprintf(why, sizeof(why), "exited with status %d",
+			    WEXITSTATUS(status));
+		log_warnx("%s process (pid %d) %s: stopping tregd",
+		    proc_names[c->id], (int)pid, why);
+		parent_shutdown(1);
+	}
+}
+
+/* Re-read the file; a bad one is refused and the running one stays. */
+static int
+parent_reload(void)
+{
+	struct tregd_conf	 nconf;
+	int			 i;
+
+	conf_defaults(&nconf);
+	if (parse_config(parent_conffile, &nconf) == -1) {
+		log_warnx("reload: %s has errors, keeping the running "
+		    "configuration", parent_conffile);
+		return (-1);
+	}
+	/* What was bound or opened at start cannot change without restart. */
+	if (memcmp(nconf.listen, parent_conf.listen, sizeof(nconf.listen)) ||
+	    nconf.nlisten != parent_conf.nlisten ||
+	    strcmp(nconf.state, parent_conf.state) ||
+	    strcmp(nconf.socket, parent_conf.socket) ||
+	    strcmp(nconf.run_dir, parent_conf.run_dir))
+		log_warnx("reload: listen, state, socket and run directory "
+		    "changes take effect at the next start");
+	memcpy(nconf.listen, parent_conf.listen, sizeof(nconf.listen));
+	nconf.nlisten = parent_conf.nlisten;
+	memcpy(nconf.state, parent_conf.state, sizeof(nconf.state));
+	memcpy(nconf.socket, parent_conf.socket, sizeof(nconf.socket));
+	memcpy(nconf.run_dir, parent_conf.run_dir, sizeof(nconf.run_dir));
+	parent_conf = nconf;
+	for (i = 0; i < (int)NCORE; i++)
+		parent_send_conf(&children[core_procs[i]], 0);
+	log_info("configuration reloaded");
+	return (0);
+}
+
+/* Stop every child: SIGTERM, a grace period, then SIGKILL. */
+__dead static void
+parent_shutdown(int code)
+{
+	struct timespec	 ts = { 0, 50 * 1000 * 1000 };
+	pid_t		 pid;
+	int		 i, status, tries, alive;
+
+	shutting_down = 1;
+	for (i = PROC_FRONTEND; i < PROC_CONTROL; i++)
+		if (children[i].pid > 0 && !children[i].exited)
+			kill(children[i].pid, SIGTERM);
+	for (tries = 0; tries < 100; tries++) {
+		while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+			for (i = 0; i < PROC_MAX; i++)
+				if (children[i].pid == pid)
+					children[i].exited = 1;
+		for (i = PROC_FRONTEND, alive = 0; i < PROC_CONTROL; i++)
+			if (children[i].pid > 0 && !children[i].exited)
+				alive++;
+		if (alive == 0)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	for (i = PROC_FRONTEND; i < PROC_CONTROL; i++)
+		if (children[i].pid > 0 && !children[i].exited) {
+			log_warnx("%s did not stop, killing it",
+			    proc_names[i]);
+			kill(children[i].pid, SIGKILL);
+			waitpid(children[i].pid, &status, 0);
+		}
+	unlink(parent_conf.socket);
+	log_info("tregd stopped");
+	exit(code);
+}

@@ -1,0 +1,774 @@
+/*
+ * The vault (_tregvault, chroot into the state directory).
+ *
+ * It owns every row (sqlite3), the master key (libsodium) and every
+ * authorisation decision.  It may read and write the state directory and
+ * talk to its peers over imsg; it has no network, starts no program and
+ * never dumps core.  It unseals a secret only to hand it to exec for a
+ * server run or to the frontend for a grant that passed every check.
+ *
+ * This file: the process, the request dispatch, authentication and the
+ * helpers the route handlers in vault_*.c share.
+ */
+
+#include <sys/types.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <event.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "sandbox.h"
+#include "vault.h"
+
+sqlite3			*vault_db;
+struct tregd_conf	 vault_conf;
+struct procinfo		 vault_procs[PROC_MAX];
+struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
+
+static struct imsgev	 iev_parent, iev_frontend, iev_exec;
+static struct blob_list	 vault_blobs = TAILQ_HEAD_INITIALIZER(vault_blobs);
+static const struct vault_route *route_index[ROUTE_MAX];
+static int		 control_fd = -1;
+static int		 conf_ready;
+static struct event	 ev_sigterm, ev_sigint;
+
+static void	vault_config(struct imsg *);
+static void	vault_dispatch_parent(struct imsgev *, struct imsg *);
+static void	vault_dispatch_frontend(struct imsgev *, struct imsg *);
+static void	vault_dispatch_exec(struct imsgev *, struct imsg *);
+static void	vault_closed(struct imsgev *);
+static void	vault_request(struct blob *);
+static void	vault_open_db(const char *);
+static void	vault_index_routes(void);
+static void	vault_sig(int, short, void *);
+
+__dead void
+vault_main(int debug, int verbose)
+{
+	struct sandbox_paths	 paths;
+	struct passwd		*pw = NULL;
+	char			 dbpath[PATH_MAX], keypath[PATH_MAX];
+	const char		*root;
+
+	vault_parent = &iev_parent;
+	proc_child_init(PROC_VAULT, &iev_parent, debug, verbose,
+	    vault_dispatch_parent, vault_closed, vault_config);
+	if (vault_frontend == NULL || vault_exec == NULL || control_fd == -1)
+		fatalx("vault: incomplete configuration");
+
+	if (sodium_init() == -1)
+		fatalx("sodium_init");
+	json_zero_alloc();
+	if (geteuid() == 0)
+		pw = proc_getpw(TREGD_VAULT_USER);
+	if (mkdir(vault_conf.state, 0700) == -1 && errno != EEXIST)
+		fatal("mkdir %s", vault_conf.state);
+	if (pw != NULL && chown(vault_conf.state, pw->pw_uid,
+	    pw->pw_gid) == -1)
+		fatal("chown %s", vault_conf.state);
+	if (chmod(vault_conf.state, 0700) == -1)
+		fatal("chmod %s", vault_conf.state);
+
+	/* After the chroot the state directory is "/". */
+	root = pw != NULL ? "" : vault_conf.state;
+	snprintf(dbpath, sizeof(dbpath), "%s/%s", root, TREGD_DB);
+	snprintf(keypath, sizeof(keypath), "%s/%s", root, TREGD_KEY);
+	sqlite3_initialize();
+
+	sandbox_nodump();
+	if (pw != NULL)
+		sandbox_demote(pw, vault_conf.state);
+	memset(&paths, 0, sizeof(paths));
+	paths.state = pw != NULL ? "/" : vault_conf.state;
+	sandbox_confine(SANDBOX_VAULT, &paths);
+
+	umask(0077);
+	if (crypto_init(keypath) == -1)
+		fatalx("cannot set up the master key");
+	vault_open_db(dbpath);
+	vault_index_routes();
+	ctl_init(control_fd);
+
+	signal(SIGPIPE, SIG_IGN);
+	signal_set(&ev_sigterm, SIGTERM, vault_sig, NULL);
+	signal_set(&ev_sigint, SIGINT, vault_sig, NULL);
+	signal_add(&ev_sigterm, NULL);
+	signal_add(&ev_sigint, NULL);
+
+	imsgev_drain(&iev_parent);
+	log_debug("ready");
+	event_dispatch();
+	fatalx("event loop ended");
+}
+
+static void
+vault_sig(int sig, short event, void *arg)
+{
+	sqlite3_close_v2(vault_db);
+	exit(0);
+}
+
+static void
+vault_open_db(const char *path)
+{
+	if (sqlite3_open_v2(path, &vault_db, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
+		fatalx("sqlite3_open %s: %s", path, vault_db ?
+		    sqlite3_errmsg(vault_db) : "out of memory");
+	sqlite3_busy_timeout(vault_db, 5000);
+	/*
+	 * WAL with synchronous NORMAL: a committed row survives the vault
+	 * being killed (only an OS crash can lose the last transactions).
+	 */
+	if (db_exec("PRAGMA journal_mode = WAL") == -1 ||
+	    db_exec("PRAGMA synchronous = NORMAL") == -1 ||
+	    db_exec("PRAGMA foreign_keys = ON") == -1 ||
+	    db_exec("PRAGMA temp_store = MEMORY") == -1 ||
+	    db_exec("PRAGMA secure_delete = ON") == -1)
+		fatalx("cannot configure the database");
+	if (schema_migrate() == -1)
+		fatalx("cannot migrate the database schema");
+	if (crypto_settle() == -1)
+		fatalx("cannot finish the interrupted key rotation");
+}
+
+static void
+vault_index_routes(void)
+{
+	const struct vault_route	*tables[] = {
+		vault_org_routes, vault_tool_routes, vault_run_routes
+	};
+	const struct vault_route	*r;
+	size_t				 i;
+
+	for (i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
+		for (r = tables[i]; r->route != ROUTE_NONE; r++) {
+			if (r->route >= ROUTE_MAX || route_index[r->route])
+				fatalx("%s: bad route %d", __func__, r->route);
+			route_index[r->route] = r;
+		}
+}
+
+/* ------------------------------------------------------------------ */
+/* Channels.                                                           */
+
+static void
+vault_config(struct imsg *imsg)
+{
+	uint32_t	 peer;
+
+	switch (imsg->hdr.type) {
+	case IMSG_CONF:
+		proc_conf_recv(imsg, &vault_conf);
+		break;
+	case IMSG_CONF_CONTROL:
+		if (imsg->fd == -1 || control_fd != -1)
+			fatalx("bad IMSG_CONF_CONTROL");
+		control_fd = imsg->fd;
+		imsg->fd = -1;
+		break;
+	case IMSG_CONF_PEER:
+		if (imsg->fd == -1 || imsg->datalen != sizeof(peer))
+			fatalx("bad IMSG_CONF_PEER");
+		memcpy(&peer, imsg->data, sizeof(peer));
+		if (peer == PROC_FRONTEND && vault_frontend == NULL) {
+			imsgev_init(&iev_frontend, imsg->fd, PROC_FRONTEND,
+			    "frontend", vault_dispatch_frontend, vault_closed,
+			    NULL);
+			vault_frontend = &iev_frontend;
+		} else if (peer == PROC_EXEC && vault_exec == NULL) {
+			imsgev_init(&iev_exec, imsg->fd, PROC_EXEC, "exec",
+			    vault_dispatch_exec, vault_closed, NULL);
+			vault_exec = &iev_exec;
+		} else
+			fatalx("bad IMSG_CONF_PEER %u", peer);
+		imsg->fd = -1;
+		break;
+	default:
+		fatalx("%s: bad imsg %u from parent", __func__,
+		    imsg->hdr.type);
+	}
+}
+
+static void
+vault_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
+{
+	int	 v;
+
+	switch (imsg->hdr.type) {
+	case IMSG_CONF:
+		/* A reload: the new settings apply to new requests. */
+		proc_conf_recv(imsg, &vault_conf);
+		conf_ready = 0;
+		break;
+	case IMSG_CONF_END:
+		conf_ready = 1;
+		break;
+	case IMSG_LOG_VERBOSE:
+		if (imsg->datalen != sizeof(v))
+			fatalx("bad IMSG_LOG_VERBOSE");
+		memcpy(&v, imsg->data, sizeof(v));
+		log_setverbose(v);
+		break;
+	case IMSG_PROCINFO:
+		if (imsg->datalen != sizeof(vault_procs))
+			fatalx("bad IMSG_PROCINFO");
+		memcpy(vault_procs, imsg->data, sizeof(vault_procs));
+		break;
+	case IMSG_CTL_RELOAD_DONE:
+		if (imsg->datalen != sizeof(v))
+			fatalx("bad IMSG_CTL_RELOAD_DONE");
+		memcpy(&v, imsg->data, sizeof(v));
+		ctl_reload_done(imsg->hdr.id, v);
+		break;
+	default:
+		fatalx("%s: bad imsg %u from parent", __func__,
+		    imsg->hdr.type);
+	}
+}
+
+static void
+vault_dispatch_frontend(struct imsgev *iev, struct imsg *imsg)
+{
+	struct blob	*b;
+	int		 bad;
+
+	switch (imsg->hdr.type) {
+	case IMSG_API_REQUEST:
+		b = blob_start(&vault_blobs, imsg, PROC_FRONTEND,
+		    sizeof(struct api_request),
+		    (size_t)vault_conf.http_body_max + 2 * PATH_MAX);
+		if (b == NULL)
+			fatalx("bad IMSG_API_REQUEST from frontend");
+		if (b->datalen == 0)
+			vault_request(b);
+		break;
+	case IMSG_DATA:
+		b = blob_add(&vault_blobs, imsg, PROC_FRONTEND, &bad);
+		if (bad)
+			fatalx("bad IMSG_DATA from frontend");
+		if (b != NULL)
+			vault_request(b);
+		break;
+	default:
+		fatalx("%s: bad imsg %u from frontend", __func__,
+		    imsg->hdr.type);
+	}
+}
+
+static void
+vault_dispatch_exec(struct imsgev *iev, struct imsg *imsg)
+{
+	switch (imsg->hdr.type) {
+	case IMSG_RUN_EXIT:
+		run_exit(imsg);
+		break;
+	default:
+		fatalx("%s: bad imsg %u from exec", __func__, imsg->hdr.type);
+	}
+}
+
+static void
+vault_closed(struct imsgev *iev)
+{
+	fatalx("lost the channel to %s", iev->name);
+}
+
+/* ------------------------------------------------------------------ */
+/* Requests.                                                           */
+
+static const char *
+role_phrase(enum role need)
+{
+	switch (need) {
+	case ROLE_MEMBER:
+		return ("viewers can call and read, but cannot register");
+	case ROLE_ADMIN:
+		return ("only admins and owners can do this");
+	case ROLE_OWNER:
+		return ("only owners can do this");
+	default:
+		return ("forbidden");
+	}
+}
+
+int
+require_role(struct vault_req *req, struct vault_resp *resp, enum role need)
+{
+	if (req->auth != NULL && req->auth->role >= need)
+		return (0);
+	resp_error(resp, 403, "%s", role_phrase(need));
+	return (-1);
+}
+
+static void
+vault_request(struct blob *b)
+{
+	struct api_request		 ar;
+	const struct vault_route	*r;
+	struct vault_req		 req;
+	struct vault_resp		 resp;
+	struct auth			 auth;
+	json_error_t			 jerr;
+	char				*name, *query, *body;
+
+	memcpy(&ar, b->head, sizeof(ar));
+	if ((uint64_t)ar.namelen + ar.querylen + ar.bodylen != b->datalen ||
+	    ar.route <= ROUTE_NONE || ar.route >= ROUTE_MAX ||
+	    (r = route_index[ar.route]) == NULL)
+		fatalx("bad api request from frontend");
+	name = b->data;
+	query = name + ar.namelen;
+	body = query + ar.querylen;
+	if (memchr(name, '\0', ar.namelen) ||
+	    memchr(query, '\0', ar.querylen))
+		fatalx("bad api request strings from frontend");
+
+	memset(&req, 0, sizeof(req));
+	memset(&resp, 0, sizeof(resp));
+	memset(&auth, 0, sizeof(auth));
+	req.reqid = b->id;
+	req.route = ar.route;
+	req.id1 = ar.id1;
+	req.id2 = ar.id2;
+	req.proof_ok = ar.proof_ok != 0;
+	req.stream = ar.stream != 0;
+
+	if (ar.bodylen > 0) {
+		req.body = json_loadb(body, ar.bodylen, JSON_ALLOW_NUL, &jerr);
+		if (req.body == NULL || !json_is_object(req.body)) {
+			resp_error(&resp, 400, "malformed JSON body");
+			goto done;
+		}
+	}
+	/* Split the strings apart in place: each is followed by the next. */
+	req.name = strndup(name, ar.namelen);
+	req.query = strndup(query, ar.querylen);
+	if (req.name == NULL || req.query == NULL)
+		fatal("%s: strndup", __func__);
+
+	if (r->min_role != ROLE_NONE) {
+		if (!ar.has_token) {
+			resp_error(&resp, 401, "not authenticated");
+			goto done;
+		}
+		if (auth_lookup(ar.token_hash, &auth) != 0) {
+			resp_error(&resp, 401, "invalid token");
+			goto done;
+		}
+		req.auth = &auth;
+		if (require_role(&req, &resp, r->min_role) == -1)
+			goto done;
+	}
+	r->handler(&req, &resp);
+ done:
+	if (resp.status != 0)
+		vault_respond(req.reqid, &resp);
+	json_decref(resp.body);
+	json_decref(req.body);
+	free((char *)req.name);
+	free((char *)req.query);
+	auth_clear(&auth);
+	blob_free(b);
+}
+
+void
+vault_respond(uint32_t reqid, struct vault_resp *resp)
+{
+	struct api_response	 ar;
+	char			*text;
+
+	ar.status = resp->status;
+	if (resp->body == NULL)
+		resp->body = json_object();
+	if ((text = json_dumps(resp->body, JSON_COMPACT)) == NULL)
+		fatalx("%s: json_dumps", __func__);
+	if (imsgev_send_blob(vault_frontend, IMSG_API_RESPONSE, reqid, &ar,
+	    sizeof(ar), text, strlen(text)) == -1)
+		fatal("%s: send", __func__);
+	freezero(text, strlen(text));
+}
+
+void
+resp_error(struct vault_resp *resp, int status, const char *fmt, ...)
+{
+	char	 msg[1024];
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_decref(resp->body);
+	resp->status = status;
+	resp->body = json_pack("{s:s}", "detail", msg);
+}
+
+void
+resp_ok(struct vault_resp *resp, json_t *body)
+{
+	json_decref(resp->body);
+	resp->status = 200;
+	resp->body = body;
+}
+
+/* ------------------------------------------------------------------ */
+/* Authentication.                                                     */
+
+int
+auth_lookup(const uint8_t hash[TOKEN_HASH_LEN], struct auth *a)
+{
+	sqlite3_stmt	*st;
+	const void	*stored;
+	const char	*access;
+	int		 rc = -1;
+
+	st = db_prepare("SELECT m.id, m.user_id, m.org_id, m.role, "
+	    "m.tool_access, m.local_run_enabled, u.email, u.is_agent, o.slug, "
+	    "m.token_hash FROM memberships m JOIN users u ON u.id = m.user_id "
+	    "JOIN orgs o ON o.id = m.org_id WHERE m.token_hash = ?");
+	if (st == NULL)
+		return (-1);
+	sqlite3_bind_blob(st, 1, hash, TOKEN_HASH_LEN, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		goto out;
+	stored = sqlite3_column_blob(st, 9);
+	if (stored == NULL || sqlite3_column_bytes(st, 9) != TOKEN_HASH_LEN ||
+	    sodium_memcmp(stored, hash, TOKEN_HASH_LEN) != 0)
+		goto out;
+	a->membership_id = sqlite3_column_int64(st, 0);
+	a->user_id = sqlite3_column_int64(st, 1);
+	a->org_id = sqlite3_column_int64(st, 2);
+	a->role = role_from_name(db_text(st, 3));
+	access = (const char *)sqlite3_column_text(st, 4);
+	a->tool_access = access ? json_loads(access, 0, NULL) : NULL;
+	a->local_run_enabled = sqlite3_column_int(st, 5);
+	strlcpy(a->email, db_text(st, 6), sizeof(a->email));
+	a->is_agent = sqlite3_column_int(st, 7);
+	strlcpy(a->org_slug, db_text(st, 8), sizeof(a->org_slug));
+	if (a->role != ROLE_NONE)
+		rc = 0;
+ out:
+	sqlite3_reset(st);
+	return (rc);
+}
+
+void
+auth_clear(struct auth *a)
+{
+	json_decref(a->tool_access);
+	memset(a, 0, sizeof(*a));
+}
+
+/* Owners are never restricted; null means every tool. */
+int
+access_allows(const struct auth *a, const char *tool)
+{
+	size_t	 i;
+	json_t	*v;
+
+	if (a->role == ROLE_OWNER || a->tool_access == NULL ||
+	    !json_is_array(a->tool_access))
+		return (1);
+	json_array_foreach(a->tool_access, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), tool) == 0)
+			return (1);
+	return (0);
+}
+
+static const char *const role_names[] = {
+	"", "viewer", "member", "admin", "owner"
+};
+
+enum role
+role_from_name(const char *s)
+{
+	int	 i;
+
+	for (i = ROLE_VIEWER; i <= ROLE_OWNER; i++)
+		if (strcmp(s, role_names[i]) == 0)
+			return (i);
+	return (ROLE_NONE);
+}
+
+const char *
+role_name(enum role r)
+{
+	if (r < ROLE_VIEWER || r > ROLE_OWNER)
+		return ("");
+	return (role_names[r]);
+}
+
+/* ------------------------------------------------------------------ */
+/* Database helpers.                                                   */
+
+struct stmt_cache {
+	const char	*sql;		/* the caller's string constant */
+	sqlite3_stmt	*st;
+};
+#define STMT_CACHE_MAX	256
+static struct stmt_cache	 stmt_cache[STMT_CACHE_MAX];
+static int			 nstmt_cache;
+
+/*
+ * Prepared statements are cached by the address of their SQL text (a
+ * string constant at every call site) and come back reset and unbound.
+ */
+sqlite3_stmt *
+db_prepare(const char *sql)
+{
+	sqlite3_stmt	*st;
+	int		 i;
+
+	for (i = 0; i < nstmt_cache; i++)
+		if (stmt_cache[i].sql == sql) {
+			st = stmt_cache[i].st;
+			sqlite3_reset(st);
+			sqlite3_clear_bindings(st);
+			return (st);
+		}
+	if (sqlite3_prepare_v3(vault_db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+	    &st, NULL) != SQLITE_OK) {
+		log_warnx("prepare: %s", sqlite3_errmsg(vault_db));
+		return (NULL);
+	}
+	if (nstmt_cache < STMT_CACHE_MAX) {
+		stmt_cache[nstmt_cache].sql = sql;
+		stmt_cache[nstmt_cache++].st = st;
+	} else
+		fatalx("%s: statement cache full", __func__);
+	return (st);
+}
+
+int
+db_exec(const char *sql)
+{
+	char	*err = NULL;
+
+	if (sqlite3_exec(vault_db, sql, NULL, NULL, &err) != SQLITE_OK) {
+		log_warnx("sqlite: %s", err ? err : "error");
+		sqlite3_free(err);
+		return (-1);
+	}
+	return (0);
+}
+
+int
+db_begin(void)
+{
+	return (db_exec("BEGIN IMMEDIATE"));
+}
+
+int
+db_commit(void)
+{
+	if (db_exec("COMMIT") == -1) {
+		db_rollback();
+		return (-1);
+	}
+	return (0);
+}
+
+void
+db_rollback(void)
+{
+	if (!sqlite3_get_autocommit(vault_db))
+		sqlite3_exec(vault_db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+void
+db_fail(struct vault_resp *resp, const char *what)
+{
+	log_warnx("database error (%s): %s", what, sqlite3_errmsg(vault_db));
+	db_rollback();
+	resp_error(resp, 500, "internal error: the database failed (%s)",
+	    what);
+}
+
+const char *
+db_text(sqlite3_stmt *st, int col)
+{
+	const unsigned char	*s = sqlite3_column_text(st, col);
+
+	return (s != NULL ? (const char *)s : "");
+}
+
+void
+iso_time(int64_t t, char *buf, size_t len)
+{
+	time_t		 tt = t;
+	struct tm	 tm;
+
+	gmtime_r(&tt, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void
+now_iso(char *buf, size_t len)
+{
+	iso_time(time(NULL), buf, len);
+}
+
+/* ------------------------------------------------------------------ */
+/* Body fields.                                                        */
+
+int
+valid_name(const char *s)
+{
+	size_t	 n = strlen(s);
+	size_t	 i;
+
+	if (n < 1 || n > NAME_LEN_MAX)
+		return (0);
+	for (i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return (0);
+	return (1);
+}
+
+int
+json_has_nul(json_t *v)
+{
+	const char	*k;
+	json_t		*e;
+	size_t		 i;
+
+	if (json_is_string(v))
+		return (memchr(json_string_value(v), '\0',
+		    json_string_length(v)) != NULL);
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, e)
+			if (json_has_nul(e))
+				return (1);
+	} else if (json_is_object(v)) {
+		json_object_foreach(v, k, e)
+			if (json_has_nul(e))
+				return (1);
+	}
+	return (0);
+}
+
+static json_t *
+body_field(struct vault_req *req, struct vault_resp *resp, const char *f,
+    int required)
+{
+	json_t	*v = req->body ? json_object_get(req->body, f) : NULL;
+
+	if (v == NULL && required)
+		resp_error(resp, 422, "field '%s' is required", f);
+	return (v);
+}
+
+int
+body_str(struct vault_req *req, struct vault_resp *resp, const char *f,
+    int required, size_t maxlen, const char **out)
+{
+	json_t	*v;
+
+	if ((v = body_field(req, resp, f, required)) == NULL)
+		return (required ? -1 : 0);
+	if (!json_is_string(v)) {
+		resp_error(resp, 422, "field '%s' must be a string", f);
+		return (-1);
+	}
+	if (json_string_length(v) > maxlen) {
+		resp_error(resp, 422, "field '%s' is too long (at most %zu "
+		    "bytes)", f, maxlen);
+		return (-1);
+	}
+	if (strlen(json_string_value(v)) != json_string_length(v)) {
+		resp_error(resp, 422, "field '%s' contains a NUL byte", f);
+		return (-1);
+	}
+	*out = json_string_value(v);
+	return (0);
+}
+
+int
+body_bool(struct vault_req *req, struct vault_resp *resp, const char *f,
+    int required, int *out)
+{
+	json_t	*v;
+
+	if ((v = body_field(req, resp, f, required)) == NULL)
+		return (required ? -1 : 0);
+	if (!json_is_boolean(v)) {
+		resp_error(resp, 422, "field '%s' must be true or false", f);
+		return (-1);
+	}
+	*out = json_is_true(v);
+	return (0);
+}
+
+int
+body_int(struct vault_req *req, struct vault_resp *resp, const char *f,
+    int required, int64_t min, int64_t max, int64_t *out)
+{
+	json_t	*v;
+
+	if ((v = body_field(req, resp, f, required)) == NULL)
+		return (required ? -1 : 0);
+	if (!json_is_integer(v) || json_integer_value(v) < min ||
+	    json_integer_value(v) > max) {
+		resp_error(resp, 422, "field '%s' must be an integer from "
+		    "%lld to %lld", f, (long long)min, (long long)max);
+		return (-1);
+	}
+	*out = json_integer_value(v);
+	return (0);
+}
+
+static int
+hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return (c - '0');
+	if (c >= 'a' && c <= 'f')
+		return (c - 'a' + 10);
+	if (c >= 'A' && c <= 'F')
+		return (c - 'A' + 10);
+	return (-1);
+}
+
+/* The percent-decoded value of key in a query string; 0 found, -1 not. */
+int
+query_param(const char *query, const char *key, char *buf, size_t len)
+{
+	const char	*p = query, *end, *eq;
+	size_t		 klen = strlen(key), o;
+	int		 h, l;
+
+	while (*p != '\0') {
+		end = strchr(p, '&');
+		if (end == NULL)
+			end = p + strlen(p);
+		eq = memchr(p, '=', end - p);
+		if (eq != NULL && (size_t)(eq - p) == klen &&
+		    strncmp(p, key, klen) == 0) {
+			for (o = 0, p = eq + 1; p < end && o + 1 < len; p++) {
+				if (*p == '%' && end - p >= 3 &&
+				    (h = hexval(p[1])) != -1 &&
+				    (l = hexval(p[2])) != -1) {
+					buf[o++] = h * 16 + l;
+					p += 2;
+				} else
+					buf[o++] = *p == '+' ? ' ' : *p;
+			}
+			buf[o] = '\0';
+			if (memchr(buf, '\0', o) != NULL)
+				return (-1);
+			return (0);
+		}
+		p = *end ? end + 1 : end;
+	}
+	return (-1);
+}

@@ -1,0 +1,154 @@
+/*
+ * The vault's internal interface, shared by its files: vault.c (process,
+ * dispatch, authentication, database helpers), vault_schema.c (the
+ * schema and its migrations), vault_crypto.c (master key, sealing),
+ * vault_org.c (users, orgs, invites, members, agents), vault_tool.c
+ * (secrets, tools, skills and bundles), vault_run.c (server runs, grants,
+ * audit reads, deny rules), vault_ctl.c (the tregctl commands).
+ */
+
+#ifndef VAULT_H
+#define VAULT_H
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "proc.h"
+#include "tregd.h"
+#include "util.h"
+
+enum role {
+	ROLE_NONE,
+	ROLE_VIEWER,
+	ROLE_MEMBER,
+	ROLE_ADMIN,
+	ROLE_OWNER
+};
+
+/* The caller: one membership, i.e. one (user, org) pair and a role. */
+struct auth {
+	int64_t		 membership_id;
+	int64_t		 user_id;
+	int64_t		 org_id;
+	enum role	 role;
+	int		 is_agent;
+	int		 local_run_enabled;
+	json_t		*tool_access;	/* NULL: every tool; else an array */
+	char		 email[256];
+	char		 org_slug[NAME_LEN_MAX + 1];
+};
+
+struct vault_req {
+	uint32_t	 reqid;		/* the frontend's request id */
+	enum api_route	 route;
+	struct auth	*auth;		/* NULL on open routes */
+	int64_t		 id1;
+	int64_t		 id2;
+	const char	*name;		/* path parameter, "" when none */
+	const char	*query;		/* raw query string, "" when none */
+	json_t		*body;		/* parsed object, NULL when no body */
+	int		 proof_ok;
+	int		 stream;
+};
+
+/*
+ * A handler fills the response: status and a JSON body.  status 0 means
+ * the answer goes another way (a server run answers through exec).
+ */
+struct vault_resp {
+	int		 status;
+	json_t		*body;
+};
+
+typedef void (*vault_handler)(struct vault_req *, struct vault_resp *);
+
+/*
+ * Each file of the vault exports its routes.  min_role ROLE_NONE: open
+ * (no token needed); ROLE_VIEWER: any valid token; higher: that role or
+ * above in the token's org, else 403 with the role's phrase.
+ */
+struct vault_route {
+	enum api_route	 route;
+	enum role	 min_role;
+	vault_handler	 handler;
+};
+extern const struct vault_route vault_org_routes[];	/* vault_org.c */
+extern const struct vault_route vault_tool_routes[];	/* vault_tool.c */
+extern const struct vault_route vault_run_routes[];	/* vault_run.c */
+
+/* vault.c */
+extern sqlite3			*vault_db;
+extern struct tregd_conf	 vault_conf;
+extern struct procinfo		 vault_procs[PROC_MAX];
+extern struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
+void		 vault_respond(uint32_t, struct vault_resp *);
+sqlite3_stmt	*db_prepare(const char *);	/* cached; reset on return */
+int		 db_exec(const char *);
+int		 db_begin(void);
+int		 db_commit(void);
+void		 db_rollback(void);
+void		 db_fail(struct vault_resp *, const char *);	/* 500 + log */
+const char	*db_text(sqlite3_stmt *, int);	/* "" for NULL */
+void		 resp_error(struct vault_resp *, int, const char *, ...)
+		    __attribute__((__format__ (printf, 3, 4)));
+void		 resp_ok(struct vault_resp *, json_t *);	/* steals */
+void		 now_iso(char *, size_t);		/* ISO 8601 UTC */
+void		 iso_time(int64_t, char *, size_t);
+enum role	 role_from_name(const char *);
+const char	*role_name(enum role);
+int		 require_role(struct vault_req *, struct vault_resp *,
+		    enum role);
+/* Field access: 0 ok (absent optional: *out untouched), -1 response set. */
+int		 body_str(struct vault_req *, struct vault_resp *,
+		    const char *, int, size_t, const char **);
+int		 body_bool(struct vault_req *, struct vault_resp *,
+		    const char *, int, int *);
+int		 body_int(struct vault_req *, struct vault_resp *,
+		    const char *, int, int64_t, int64_t, int64_t *);
+int		 valid_name(const char *);	/* 1..128 bytes, no controls */
+int		 json_has_nul(json_t *);	/* any string with a NUL */
+int		 query_param(const char *, const char *, char *, size_t);
+int		 auth_lookup(const uint8_t [TOKEN_HASH_LEN], struct auth *);
+void		 auth_clear(struct auth *);
+int		 access_allows(const struct auth *, const char *);
+
+/*
+ * tregctl commands served by the vault's files (vault_ctl.c dispatches).
+ * Each returns 0 with *reply the JSON answer, or -1 with *reply
+ * {"error": "..."}.
+ */
+int		 ctl_show_users(const struct ctl_request *, json_t **);
+int		 ctl_show_orgs(const struct ctl_request *, json_t **);
+int		 ctl_user_add(const struct ctl_request *, json_t **);
+int		 ctl_token_revoke(const struct ctl_request *, json_t **);
+int		 ctl_org_delete(const struct ctl_request *, json_t **);
+int		 ctl_show_tools(const struct ctl_request *, json_t **);
+int		 ctl_key_rotate(const struct ctl_request *, json_t **);
+int		 ctl_show_runs(const struct ctl_request *, json_t **);
+int		 ctl_show_audit(const struct ctl_request *, json_t **);
+json_t		*ctl_errorf(const char *, ...)
+		    __attribute__((__format__ (printf, 1, 2)));
+
+/* vault_ctl.c */
+void		 ctl_init(int);
+void		 ctl_reload_done(uint32_t, int);
+
+/* vault_run.c */
+void		 run_exit(struct imsg *);	/* IMSG_RUN_EXIT from exec */
+int		 run_slots_used(void);
+
+/* vault_schema.c */
+int		 schema_migrate(void);
+
+/* vault_crypto.c */
+int		 crypto_init(const char *);	/* key file path */
+int		 secret_seal(int64_t, int64_t, const void *, size_t,
+		    void **, size_t *);
+int		 secret_unseal(int64_t, int64_t, const void *, size_t,
+		    unsigned char **, size_t *);	/* sodium_malloc'd */
+void		 secret_free(unsigned char *, size_t);
+int		 crypto_rotate(const char *);
+int		 crypto_settle(void);
+const char	*crypto_key_id(void);
+
+#endif /* VAULT_H */

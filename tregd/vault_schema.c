@@ -1,0 +1,186 @@
+/*
+ * The database schema, versioned with PRAGMA user_version: each entry of
+ * migrations[] moves the schema one version forward inside a transaction.
+ * Never edit a released migration; add the next one.
+ */
+
+#include <stdio.h>
+
+#include "vault.h"
+
+static const char *const migrations[] = {
+	/* 1: identity, registry and audit. */
+	"CREATE TABLE users ("
+	"  id INTEGER PRIMARY KEY,"
+	"  email TEXT NOT NULL UNIQUE,"
+	"  is_agent INTEGER NOT NULL DEFAULT 0,"
+	"  created_at TEXT NOT NULL);"
+	"CREATE TABLE orgs ("
+	"  id INTEGER PRIMARY KEY,"
+	"  slug TEXT NOT NULL UNIQUE,"
+	"  name TEXT NOT NULL,"
+	"  created_at TEXT NOT NULL);"
+	/* A membership is a token: one (user, org) pair with a role. */
+	"CREATE TABLE memberships ("
+	"  id INTEGER PRIMARY KEY,"
+	"  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+	"  org_id INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+	"  role TEXT NOT NULL CHECK (role IN"
+	"    ('viewer', 'member', 'admin', 'owner')),"
+	"  token_hash BLOB NOT NULL UNIQUE,"
+	"  tool_access TEXT,"			/* JSON array, NULL = all */
+	"  local_run_enabled INTEGER NOT NULL DEFAULT 1,"
+	"  agent_name TEXT,"			/* agents only */
+	"  created_at TEXT NOT NULL,"
+	"  UNIQUE (user_id, org_id));"
+	"CREATE INDEX memberships_org ON memberships(org_id);"
+	"CREATE TABLE invites ("
+	"  id INTEGER PRIMARY KEY,"
+	"  org_id INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+	"  email TEXT NOT NULL,"
+	"  role TEXT NOT NULL,"
+	"  code_hash BLOB NOT NULL UNIQUE,"
+	"  tool_access TEXT,"
+	"  local_run_enabled INTEGER NOT NULL DEFAULT 1,"
+	"  expires_at INTEGER NOT NULL,"	/* unix time */
+	"  used INTEGER NOT NULL DEFAULT 0,"
+	"  created_by INTEGER,"
+	"  created_at TEXT NOT NULL);"
+	"CREATE TABLE bundles ("
+	"  id INTEGER PRIMARY KEY,"
+	"  org_id INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+	"  name TEXT NOT NULL,"
+	"  owner_id INTEGER NOT NULL,"
+	"  recipe TEXT NOT NULL,"
+	"  files TEXT NOT NULL DEFAULT '{}',"	/* JSON object */
+	"  created_at TEXT NOT NULL,"
+	"  UNIQUE (org_id, name));"
+	"CREATE TABLE secrets ("
+	"  id INTEGER PRIMARY KEY,"
+	"  org_id INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+	"  name TEXT NOT NULL,"
+	"  kind TEXT NOT NULL CHECK (kind IN"
+	"    ('env', 'oauth', 'secret_file', 'param')),"
+	"  owner_id INTEGER NOT NULL,"
+	"  bundle_id INTEGER REFERENCES bundles(id) ON DELETE CASCADE,"
+	"  sealed BLOB NOT NULL,"		/* see vault_crypto.c */
+	"  status TEXT NOT NULL DEFAULT 'unknown',"
+	"  status_detail TEXT,"
+	"  checked_at TEXT,"
+	"  created_at TEXT NOT NULL);"
+	"CREATE INDEX secrets_org ON secrets(org_id);"
+	"CREATE TABLE tools ("
+	"  id INTEGER PRIMARY KEY,"
+	"  org_id INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+	"  name TEXT NOT NULL,"
+	"  owner_id INTEGER NOT NULL,"
+	"  base_url TEXT NOT NULL,"
+	"  host TEXT NOT NULL,"
+	"  bindings TEXT NOT NULL DEFAULT '[]',"	/* JSON */
+	"  cli TEXT,"					/* JSON or NULL */
+	"  health_check TEXT,"				/* JSON or NULL */
+	"  examples TEXT NOT NULL DEFAULT '[]',"	/* JSON */
+	"  bundle_id INTEGER REFERENCES bundles(id) ON DELETE CASCADE,"
+	"  created_at TEXT NOT NULL,"
+	"  UNIQUE (org_id, name));"
+	/* Which secrets a tool's bindings and inject entries use. */
+	"CREATE TABLE tool_secrets ("
+	"  tool_id INTEGER NOT NULL REFERENCES tools(id) ON DELETE CASCADE,"
+	"  secret_id INTEGER NOT NULL REFERENCES secrets(id),"
+	"  PRIMARY KEY (tool_id, secret_id));"
+	"CREATE INDEX tool_secrets_secret ON tool_secrets(secret_id);"
+	"CREATE TABLE deny_rules ("
+	"  id INTEGER PRIMARY KEY,"
+	"  org_id INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+	"  host TEXT,"
+	"  path_prefix TEXT,"
+	"  method TEXT,"
+	"  user_id INTEGER,"
+	"  note TEXT,"
+	"  created_by INTEGER,"
+	"  created_at TEXT NOT NULL);"
+	/* Audit: server runs, and calls/grants/denials/reports. */
+	"CREATE TABLE runs ("
+	"  id INTEGER PRIMARY KEY,"
+	"  org_id INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+	"  user_id INTEGER,"
+	"  user_email TEXT NOT NULL,"
+	"  tool TEXT NOT NULL,"
+	"  argv TEXT NOT NULL,"			/* JSON, masked */
+	"  exit_code INTEGER,"
+	"  duration_ms INTEGER,"
+	"  timed_out INTEGER NOT NULL DEFAULT 0,"
+	"  redacted INTEGER NOT NULL DEFAULT 0,"
+	"  created_at TEXT NOT NULL);"
+	"CREATE INDEX runs_org ON runs(org_id, id);"
+	"CREATE TABLE calls ("
+	"  id INTEGER PRIMARY KEY,"
+	"  org_id INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+	"  user_id INTEGER,"
+	"  user_email TEXT NOT NULL,"
+	"  tool_name TEXT,"
+	"  method TEXT,"
+	"  path TEXT,"
+	"  status_code INTEGER,"
+	"  kind TEXT NOT NULL,"			/* call, local_run */
+	"  action TEXT,"			/* GRANT, DENY, REPORT */
+	"  refused_by TEXT,"
+	"  argv TEXT,"				/* JSON, masked */
+	"  exit_code INTEGER,"
+	"  verdict TEXT,"
+	"  grant_id INTEGER,"			/* REPORT: its GRANT */
+	"  duration_ms INTEGER,"
+	"  created_at TEXT NOT NULL);"
+	"CREATE INDEX calls_org ON calls(org_id, id);"
+	/*
+	 * Append-only: no update ever, and no delete while the org exists
+	 * (deleting an org removes its records through the cascade).
+	 */
+	"CREATE TRIGGER runs_no_update BEFORE UPDATE ON runs BEGIN"
+	"  SELECT RAISE(ABORT, 'audit records are append-only'); END;"
+	"CREATE TRIGGER calls_no_update BEFORE UPDATE ON calls BEGIN"
+	"  SELECT RAISE(ABORT, 'audit records are append-only'); END;"
+	"CREATE TRIGGER runs_no_delete BEFORE DELETE ON runs"
+	"  WHEN EXISTS (SELECT 1 FROM orgs WHERE id = OLD.org_id) BEGIN"
+	"  SELECT RAISE(ABORT, 'audit records are append-only'); END;"
+	"CREATE TRIGGER calls_no_delete BEFORE DELETE ON calls"
+	"  WHEN EXISTS (SELECT 1 FROM orgs WHERE id = OLD.org_id) BEGIN"
+	"  SELECT RAISE(ABORT, 'audit records are append-only'); END;",
+};
+#define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
+
+int
+schema_migrate(void)
+{
+	sqlite3_stmt	*st;
+	char		 sql[64];
+	int		 version = -1, v;
+
+	if (sqlite3_prepare_v2(vault_db, "PRAGMA user_version", -1, &st,
+	    NULL) != SQLITE_OK)
+		return (-1);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		version = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	if (version < 0)
+		return (-1);
+	if (version > NMIGRATIONS) {
+		log_warnx("database schema version %d is newer than this "
+		    "tregd (%d)", version, NMIGRATIONS);
+		return (-1);
+	}
+	for (v = version; v < NMIGRATIONS; v++) {
+		if (db_begin() == -1)
+			return (-1);
+		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v + 1);
+		if (db_exec(migrations[v]) == -1 || db_exec(sql) == -1 ||
+		    db_commit() == -1) {
+			db_rollback();
+			log_warnx("database migration to version %d failed",
+			    v + 1);
+			return (-1);
+		}
+		log_info("database schema migrated to version %d", v + 1);
+	}
+	return (0);
+}
