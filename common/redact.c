@@ -1,0 +1,883 @@
+/*
+ * The streaming redactor.  See redact.h for the promises.
+ *
+ * Every form of every secret goes into one trie, compiled into an
+ * Aho-Corasick automaton.  The states near the root, where scanning
+ * ordinary output spends its time, get dense transition rows indexed by
+ * byte class; deeper states keep only their trie edges and a failure link,
+ * so a run with a large multi-line secret (a service account key) costs
+ * megabytes less while matching stays linear.
+ *
+ * Scanning mostly never enters the automaton: while no match is in
+ * progress, a bitmap of the first two bytes of every pattern skips the
+ * positions where nothing can start.
+ *
+ * Leftmost-longest on an Aho-Corasick scan: every state knows the longest
+ * pattern ending in it (outlen) and how far back a match still in
+ * progress may start (pend).  A found match stays a candidate until no
+ * match in progress can start at or before it; it is then replaced by the
+ * mask and scanning restarts right after it.  The bytes a stream holds
+ * back are exactly those of the match in progress, never more than
+ * maxlen - 1.
+ */
+
+#include <sys/types.h>
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redact.h"
+
+/* Transition rows kept dense; deeper states walk failure links. */
+#define REDACT_DENSE_BUDGET	(512 * 1024)
+/* Bytes copied into a stream's window per scan. */
+#define REDACT_CHUNK		(64 * 1024)
+#define REDACT_MAXSTATES	(UINT32_MAX / 2)
+
+struct rnode {				/* the trie while secrets are added */
+	uint32_t	 child;		/* first child, 0 if none */
+	uint32_t	 sibling;
+	uint32_t	 depth;
+	uint8_t		 byte;
+	uint8_t		 term;		/* a pattern ends here */
+};
+
+struct rstate {
+	uint32_t	 outlen;	/* longest pattern ending here, or 0 */
+	uint32_t	 pend;		/* bytes a match in progress spans */
+};
+
+struct redact_set {
+	struct rnode	*nodes;
+	size_t		 nnodes;
+	size_t		 nodecap;
+	int		 compiled;
+	size_t		 maxlen;
+	size_t		 npatterns;
+
+	/* The automaton; states are numbered breadth first, root is 0. */
+	uint32_t	 nstates;
+	uint32_t	 ndense;
+	uint32_t	 nclasses;
+	uint16_t	 cls[256];	/* byte -> class, 0: in no pattern */
+	uint32_t	*dense;		/* ndense rows of nclasses */
+	struct rstate	*st;
+	uint32_t	*fail;
+	uint32_t	*estart;	/* nstates + 1, edges of each state */
+	uint8_t		*ebyte;
+	uint32_t	*eto;
+	size_t		 memsize;
+	uint8_t		 bigram[65536 / 8];
+};
+
+struct redact {
+	const struct redact_set	*rs;
+	uint8_t		*buf;		/* the held-back tail, then a chunk */
+	size_t		 bufsz;
+	size_t		 buflen;
+	/* Scan state; positions are offsets into buf. */
+	size_t		 pos;		/* next byte to scan */
+	size_t		 done;		/* bytes before this were emitted */
+	size_t		 guard;		/* no skipping before this */
+	size_t		 cs;		/* candidate match [cs, ce) */
+	size_t		 ce;
+	uint32_t	 q;
+	int		 hascand;
+	int		 finished;
+	int		 truncated;
+	size_t		 cap;
+	size_t		 emitted;
+	size_t		 count;
+};
+
+static void	*rs_grow(void *, size_t *, size_t, size_t);
+static int	 rs_insert(struct redact_set *, const uint8_t *, size_t);
+static int	 rs_add_forms(struct redact_set *, const uint8_t *, size_t);
+static int	 rs_add_lines(struct redact_set *, const uint8_t *, size_t);
+static size_t	 rs_base64(const uint8_t *, size_t, size_t, const char *, int,
+		    int, uint8_t *);
+static size_t	 rs_percent(const uint8_t *, size_t, const char *, int, int,
+		    uint8_t *);
+static size_t	 rs_json(const uint8_t *, size_t, int, const char *,
+		    uint8_t *);
+static size_t	 rs_hex(const uint8_t *, size_t, const char *, uint8_t *);
+static uint32_t	 rs_goto(const struct redact_set *, uint32_t, uint8_t);
+static void	 rs_free_automaton(struct redact_set *);
+static inline uint32_t rs_step(const struct redact_set *, uint32_t, uint8_t);
+static inline size_t rs_skip(const uint8_t *, const uint8_t *, size_t,
+		    size_t);
+static void	 redact_emit(struct redact *, const void *, size_t,
+		    redact_out_fn, void *);
+static size_t	 redact_scan(struct redact *, const uint8_t *, size_t, int,
+		    redact_out_fn, void *);
+static void	 redact_rebase(struct redact *, size_t);
+
+static const char b64std[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char b64url[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+static const char hexup[] = "0123456789ABCDEF";
+static const char hexlo[] = "0123456789abcdef";
+
+struct redact_set *
+redact_set_new(void)
+{
+	struct redact_set	*rs;
+
+	if ((rs = calloc(1, sizeof(*rs))) == NULL)
+		return NULL;
+	rs->nodecap = 64;
+	if ((rs->nodes = calloc(rs->nodecap, sizeof(*rs->nodes))) == NULL) {
+		free(rs);
+		return NULL;
+	}
+	rs->nnodes = 1;			/* the root */
+	return rs;
+}
+
+/*
+ * Like reallocarray, but the old block held secret bytes: copy and zero
+ * it instead of letting realloc free it dirty.
+ */
+static void *
+rs_grow(void *old, size_t *nmemb, size_t want, size_t size)
+{
+	void	*new;
+	size_t	 n = *nmemb;
+
+	while (n < want) {
+		if (n > SIZE_MAX / 2 / size) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		n *= 2;
+	}
+	if ((new = calloc(n, size)) == NULL)
+		return NULL;
+	memcpy(new, old, *nmemb * size);
+	freezero(old, *nmemb * size);
+	*nmemb = n;
+	return new;
+}
+
+static int
+rs_insert(struct redact_set *rs, const uint8_t *p, size_t len)
+{
+	struct rnode	*nodes;
+	uint32_t	 u = 0, c;
+	size_t		 i;
+
+	if (len == 0)
+		return 0;
+	if (len > REDACT_MAXSTATES || rs->nnodes > REDACT_MAXSTATES - len) {
+		errno = E2BIG;
+		return -1;
+	}
+	if (rs->nnodes + len > rs->nodecap) {
+		nodes = rs_grow(rs->nodes, &rs->nodecap, rs->nnodes + len,
+		    sizeof(*nodes));
+		if (nodes == NULL)
+			return -1;
+		rs->nodes = nodes;
+	}
+	nodes = rs->nodes;
+	for (i = 0; i < len; i++) {
+		for (c = nodes[u].child; c != 0; c = nodes[c].sibling)
+			if (nodes[c].byte == p[i])
+				break;
+		if (c == 0) {
+			c = rs->nnodes++;
+			nodes[c].byte = p[i];
+			nodes[c].depth = i + 1;
+			nodes[c].sibling = nodes[u].child;
+			nodes[u].child = c;
+		}
+		u = c;
+	}
+	if (!nodes[u].term) {
+		nodes[u].term = 1;
+		rs->npatterns++;
+		if (len > rs->maxlen)
+			rs->maxlen = len;
+	}
+	return 0;
+}
+
+int
+redact_set_add(struct redact_set *rs, const void *secret, size_t len)
+{
+	const uint8_t	*s = secret;
+
+	if (rs->compiled) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (len == 0)
+		return 0;
+	if (rs_insert(rs, s, len) == -1)
+		return -1;
+	if (len < REDACT_MINFORMS)
+		return 0;
+	if (rs_add_forms(rs, s, len) == -1)
+		return -1;
+	return rs_add_lines(rs, s, len);
+}
+
+/*
+ * Base64 of s as it appears after `align' (0-2) bytes of unknown data:
+ * only the characters that depend on s alone.  With tail, the character
+ * that mixes the last bits of s with the next data (taken as zero bits, as
+ * at the end of the encoding), and with pad, the padding after it.
+ */
+static size_t
+rs_base64(const uint8_t *s, size_t n, size_t align, const char *alpha,
+    int tail, int pad, uint8_t *out)
+{
+	size_t		 total = align + n, skip, i, j, o = 0, ci = 0, r;
+	uint32_t	 v;
+
+	/* Characters carrying bits of the unknown leading bytes. */
+	skip = align == 0 ? 0 : align == 1 ? 2 : 3;
+	for (i = 0; i + 3 <= total; i += 3) {
+		v = 0;
+		for (j = i; j < i + 3; j++)
+			v = v << 8 | (j < align ? 0 : s[j - align]);
+		for (j = 0; j < 4; j++, ci++)
+			if (ci >= skip)
+				out[o++] = alpha[(v >> (18 - 6 * j)) & 63];
+	}
+	if ((r = total - i) == 0)
+		return o;
+	/* n >= 8, so the partial group holds secret bytes only. */
+	v = s[i - align] << 16;
+	if (r == 2)
+		v |= s[i + 1 - align] << 8;
+	for (j = 0; j < r; j++)
+		out[o++] = alpha[(v >> (18 - 6 * j)) & 63];
+	if (tail) {
+		out[o++] = alpha[(v >> (18 - 6 * r)) & 63];
+		for (j = 0; pad && j < 3 - r; j++)
+			out[o++] = '=';
+	}
+	return o;
+}
+
+/*
+ * Percent-encoding: every byte as %XX, or (unreserved) the URL form that
+ * keeps RFC 3986 unreserved characters, or (plus) the form-encoding that
+ * also writes a space as '+'.
+ */
+static size_t
+rs_percent(const uint8_t *s, size_t n, const char *hexd, int unreserved,
+    int plus, uint8_t *out)
+{
+	size_t	 i, o = 0;
+	uint8_t	 c;
+
+	for (i = 0; i < n; i++) {
+		c = s[i];
+		if (unreserved && ((c >= 'A' && c <= 'Z') ||
+		    (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '.' || c == '_' || c == '~'))
+			out[o++] = c;
+		else if (plus && c == ' ')
+			out[o++] = '+';
+		else {
+			out[o++] = '%';
+			out[o++] = hexd[c >> 4];
+			out[o++] = hexd[c & 15];
+		}
+	}
+	return o;
+}
+
+/* The body of a JSON string holding s, as common encoders write it. */
+static size_t
+rs_json(const uint8_t *s, size_t n, int slash, const char *hexd,
+    uint8_t *out)
+{
+	size_t	 i, o = 0;
+	uint8_t	 c, e;
+
+	for (i = 0; i < n; i++) {
+		c = s[i];
+		switch (c) {
+		case '"':
+		case '\\':
+			e = c;
+			break;
+		case '/':
+			e = slash ? '/' : 0;
+			break;
+		case '\b':
+			e = 'b';
+			break;
+		case '\f':
+			e = 'f';
+			break;
+		case '\n':
+			e = 'n';
+			break;
+		case '\r':
+			e = 'r';
+			break;
+		case '\t':
+			e = 't';
+			break;
+		default:
+			e = c < 0x20 ? 'u' : 0;
+			break;
+		}
+		if (e == 0) {
+			out[o++] = c;
+			continue;
+		}
+		out[o++] = '\\';
+		out[o++] = e;
+		if (e == 'u') {
+			out[o++] = '0';
+			out[o++] = '0';
+			out[o++] = hexd[c >> 4];
+			out[o++] = hexd[c & 15];
+		}
+	}
+	return o;
+}
+
+static size_t
+rs_hex(const uint8_t *s, size_t n, const char *hexd, uint8_t *out)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = hexd[s[i] >> 4];
+		out[2 * i + 1] = hexd[s[i] & 15];
+	}
+	return 2 * n;
+}
+
+static int
+rs_add_forms(struct redact_set *rs, const uint8_t *s, size_t n)
+{
+	static const char	*alphas[] = { b64std, b64url };
+	static const char	*hexds[] = { hexup, hexlo };
+	uint8_t			*tmp;
+	size_t			 tmpsz, len, align, a, h, v;
+	int			 rv = -1;
+
+	/* \u00XX is the widest form: six bytes per byte. */
+	if (n > (SIZE_MAX - 8) / 6) {
+		errno = E2BIG;
+		return -1;
+	}
+	tmpsz = 6 * n + 8;
+	if ((tmp = malloc(tmpsz)) == NULL)
+		return -1;
+	for (align = 0; align < 3; align++)
+		for (a = 0; a < 2; a++)
+			for (v = 0; v < 3; v++) {
+				len = rs_base64(s, n, align, alphas[a], v > 0,
+				    v > 1, tmp);
+				if (rs_insert(rs, tmp, len) == -1)
+					goto out;
+			}
+	for (h = 0; h < 2; h++) {
+		len = rs_percent(s, n, hexds[h], 0, 0, tmp);
+		if (rs_insert(rs, tmp, len) == -1)
+			goto out;
+		len = rs_percent(s, n, hexds[h], 1, 0, tmp);
+		if (rs_insert(rs, tmp, len) == -1)
+			goto out;
+		len = rs_percent(s, n, hexds[h], 1, 1, tmp);
+		if (rs_insert(rs, tmp, len) == -1)
+			goto out;
+		len = rs_json(s, n, 0, hexds[h], tmp);
+		if (rs_insert(rs, tmp, len) == -1)
+			goto out;
+		len = rs_json(s, n, 1, hexds[h], tmp);
+		if (rs_insert(rs, tmp, len) == -1)
+			goto out;
+		len = rs_hex(s, n, hexds[h], tmp);
+		if (rs_insert(rs, tmp, len) == -1)
+			goto out;
+	}
+	rv = 0;
+ out:
+	freezero(tmp, tmpsz);
+	return rv;
+}
+
+/* A multi-line value (a PEM key) often leaks one line at a time. */
+static int
+rs_add_lines(struct redact_set *rs, const uint8_t *s, size_t n)
+{
+	const uint8_t	*p = s, *end = s + n, *nl;
+	size_t		 len;
+
+	if (memchr(s, '\n', n) == NULL)
+		return 0;
+	while (p < end) {
+		if ((nl = memchr(p, '\n', end - p)) == NULL)
+			nl = end;
+		len = nl - p;
+		while (len > 0 && p[len - 1] == '\r')
+			len--;
+		if (len >= REDACT_MINFORMS && rs_insert(rs, p, len) == -1)
+			return -1;
+		p = nl + 1;
+	}
+	return 0;
+}
+
+/* Trie edge of state q on byte c, or 0 (compile time only). */
+static uint32_t
+rs_goto(const struct redact_set *rs, uint32_t q, uint8_t c)
+{
+	uint32_t	 e;
+
+	for (e = rs->estart[q]; e < rs->estart[q + 1]; e++)
+		if (rs->ebyte[e] == c)
+			return rs->eto[e];
+	return 0;
+}
+
+int
+redact_set_compile(struct redact_set *rs)
+{
+	struct rnode	*nodes = rs->nodes;
+	uint32_t	*order = NULL, *id = NULL, *row;
+	uint32_t	 n, head, tail, c, q, v, f, e, k, t = 0;
+	uint32_t	 rootgo[256];
+	size_t		 ncls, ndense;
+	int		 rv = -1;
+
+	if (rs->compiled) {
+		errno = EINVAL;
+		return -1;
+	}
+	n = rs->nstates = rs->nnodes;
+	if ((order = reallocarray(NULL, n, sizeof(*order))) == NULL ||
+	    (id = reallocarray(NULL, n, sizeof(*id))) == NULL ||
+	    (rs->estart = reallocarray(NULL, n + 1, sizeof(uint32_t))) ==
+	    NULL ||
+	    (rs->ebyte = malloc(n)) == NULL ||
+	    (rs->eto = reallocarray(NULL, n, sizeof(uint32_t))) == NULL ||
+	    (rs->fail = calloc(n, sizeof(uint32_t))) == NULL ||
+	    (rs->st = calloc(n, sizeof(*rs->st))) == NULL)
+		goto out;
+
+	/* Breadth-first numbering: failure links point to lower numbers. */
+	order[0] = 0;
+	for (head = 0, tail = 1; head < tail; head++)
+		for (c = nodes[order[head]].child; c != 0;
+		    c = nodes[c].sibling)
+			order[tail++] = c;
+	for (q = 0; q < n; q++)
+		id[order[q]] = q;
+	for (q = 0, e = 0; q < n; q++) {
+		rs->estart[q] = e;
+		for (c = nodes[order[q]].child; c != 0; c = nodes[c].sibling) {
+			rs->ebyte[e] = nodes[c].byte;
+			rs->eto[e++] = id[c];
+		}
+	}
+	rs->estart[n] = e;
+
+	memset(rootgo, 0, sizeof(rootgo));
+	for (e = rs->estart[0]; e < rs->estart[1]; e++)
+		rootgo[rs->ebyte[e]] = rs->eto[e];
+	for (q = 0; q < n; q++) {
+		for (e = rs->estart[q]; e < rs->estart[q + 1]; e++) {
+			v = rs->eto[e];
+			if (q == 0)
+				continue;
+			for (f = rs->fail[q]; f != 0; f = rs->fail[f])
+				if ((t = rs_goto(rs, f, rs->ebyte[e])) != 0)
+					break;
+			rs->fail[v] = f != 0 ? t : rootgo[rs->ebyte[e]];
+		}
+		if (q == 0)
+			continue;
+		f = rs->fail[q];
+		rs->st[q].outlen = nodes[order[q]].term ?
+		    nodes[order[q]].depth : rs->st[f].outlen;
+		/* A leaf continues exactly like its failure state. */
+		rs->st[q].pend = rs->estart[q + 1] > rs->estart[q] ?
+		    nodes[order[q]].depth : rs->st[f].pend;
+	}
+
+	memset(rs->cls, 0, sizeof(rs->cls));
+	for (e = 0; e < rs->estart[n]; e++)
+		rs->cls[rs->ebyte[e]] = 1;
+	for (c = 0, k = 1; c < 256; c++)
+		if (rs->cls[c] != 0)
+			rs->cls[c] = k++;
+	rs->nclasses = ncls = k;
+	ndense = REDACT_DENSE_BUDGET / (ncls * sizeof(uint32_t));
+	if (ndense < 1)
+		ndense = 1;
+	if (ndense > n)
+		ndense = n;
+	rs->ndense = ndense;
+	if ((rs->dense = calloc(ndense * ncls, sizeof(uint32_t))) == NULL)
+		goto out;
+	for (q = 0; q < ndense; q++) {
+		row = rs->dense + (size_t)q * ncls;
+		if (q != 0)
+			memcpy(row, rs->dense + (size_t)rs->fail[q] * ncls,
+			    ncls * sizeof(uint32_t));
+		for (e = rs->estart[q]; e < rs->estart[q + 1]; e++)
+			row[rs->cls[rs->ebyte[e]]] = rs->eto[e];
+	}
+
+	/* Pairs of bytes a pattern may start with; any for 1-byte ones. */
+	for (e = rs->estart[0]; e < rs->estart[1]; e++) {
+		v = rs->eto[e];
+		for (c = 0; c < 256; c++) {
+			t = rs->ebyte[e] | c << 8;
+			if (rs->st[v].outlen != 0 || rs_goto(rs, v, c) != 0)
+				rs->bigram[t >> 3] |= 1U << (t & 7);
+		}
+	}
+
+	rs->memsize = ndense * ncls * sizeof(uint32_t) +
+	    (size_t)n * (sizeof(*rs->st) + 3 * sizeof(uint32_t) + 1);
+	freezero(rs->nodes, rs->nodecap * sizeof(*rs->nodes));
+	rs->nodes = NULL;
+	rs->nnodes = rs->nodecap = 0;
+	rs->compiled = 1;
+	rv = 0;
+ out:
+	free(order);
+	free(id);
+	if (rv == -1)
+		rs_free_automaton(rs);
+	return rv;
+}
+
+size_t
+redact_set_maxlen(const struct redact_set *rs)
+{
+	return rs->maxlen;
+}
+
+size_t
+redact_set_npatterns(const struct redact_set *rs)
+{
+	return rs->npatterns;
+}
+
+size_t
+redact_set_memsize(const struct redact_set *rs)
+{
+	return rs->memsize;
+}
+
+int
+redact_set_foreach(const struct redact_set *rs, redact_pattern_fn fn,
+    void *arg)
+{
+	uint8_t		*path;
+	uint32_t	*state, *cur, q, v;
+	size_t		 d, max = rs->maxlen + 1;
+
+	if (!rs->compiled) {
+		errno = EINVAL;
+		return -1;
+	}
+	path = malloc(max);
+	state = reallocarray(NULL, max, sizeof(*state));
+	cur = reallocarray(NULL, max, sizeof(*cur));
+	if (path == NULL || state == NULL || cur == NULL) {
+		free(path);
+		free(state);
+		free(cur);
+		return -1;
+	}
+	d = 0;
+	state[0] = 0;
+	cur[0] = rs->estart[0];
+	for (;;) {
+		q = state[d];
+		if (cur[d] == rs->estart[q + 1]) {
+			if (d-- == 0)
+				break;
+			continue;
+		}
+		path[d] = rs->ebyte[cur[d]];
+		v = rs->eto[cur[d]++];
+		state[++d] = v;
+		cur[d] = rs->estart[v];
+		if (rs->st[v].outlen == d)
+			fn(arg, path, d);
+	}
+	freezero(path, max);
+	free(state);
+	free(cur);
+	return 0;
+}
+
+static void
+rs_free_automaton(struct redact_set *rs)
+{
+	size_t	 n = rs->nstates;
+
+	freezero(rs->dense, (size_t)rs->ndense * rs->nclasses *
+	    sizeof(uint32_t));
+	freezero(rs->st, n * sizeof(*rs->st));
+	freezero(rs->fail, n * sizeof(uint32_t));
+	freezero(rs->estart, (n + 1) * sizeof(uint32_t));
+	freezero(rs->ebyte, n);
+	freezero(rs->eto, n * sizeof(uint32_t));
+	rs->dense = NULL;
+	rs->st = NULL;
+	rs->fail = rs->estart = rs->eto = NULL;
+	rs->ebyte = NULL;
+	rs->nstates = rs->ndense = 0;
+	explicit_bzero(rs->bigram, sizeof(rs->bigram));
+	explicit_bzero(rs->cls, sizeof(rs->cls));
+}
+
+void
+redact_set_free(struct redact_set *rs)
+{
+	if (rs == NULL)
+		return;
+	if (rs->nodes != NULL)
+		freezero(rs->nodes, rs->nodecap * sizeof(*rs->nodes));
+	rs_free_automaton(rs);
+	freezero(rs, sizeof(*rs));
+}
+
+struct redact *
+redact_new(const struct redact_set *rs, size_t cap)
+{
+	struct redact	*r;
+
+	if (!rs->compiled) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return NULL;
+	r->rs = rs;
+	r->cap = cap;
+	if (rs->npatterns == 0)
+		return r;
+	r->bufsz = rs->maxlen + REDACT_CHUNK;
+	if ((r->buf = malloc(r->bufsz)) == NULL) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* The cap cuts the redacted stream, so no secret byte can pass it. */
+static void
+redact_emit(struct redact *r, const void *p, size_t len, redact_out_fn out,
+    void *arg)
+{
+	if (len == 0)
+		return;
+	if (len > r->cap - r->emitted) {
+		len = r->cap - r->emitted;
+		r->truncated = 1;
+		if (len == 0)
+			return;
+	}
+	out(arg, p, len);
+	r->emitted += len;
+}
+
+/* Transition of the automaton. */
+static inline uint32_t
+rs_step(const struct redact_set *rs, uint32_t q, uint8_t c)
+{
+	uint32_t	 k = rs->cls[c], e;
+
+	if (k == 0)
+		return 0;
+	while (q >= rs->ndense) {
+		for (e = rs->estart[q]; e < rs->estart[q + 1]; e++)
+			if (rs->ebyte[e] == c)
+				return rs->eto[e];
+		q = rs->fail[q];
+	}
+	return rs->dense[(size_t)q * rs->nclasses + k];
+}
+
+/* First position from i where a pattern may start, or n - 1, or n. */
+static inline size_t
+rs_skip(const uint8_t *bigram, const uint8_t *w, size_t i, size_t n)
+{
+	size_t	 v;
+
+	while (i + 1 < n) {
+		v = w[i] | (size_t)w[i + 1] << 8;
+		if (bigram[v >> 3] & (1U << (v & 7)))
+			break;
+		i++;
+	}
+	return i;
+}
+
+/*
+ * Scan w[0, n) from the saved state, emit every byte that is decided and
+ * return where the undecided tail starts (n when final).
+ */
+static size_t
+redact_scan(struct redact *r, const uint8_t *w, size_t n, int final,
+    redact_out_fn out, void *arg)
+{
+	const struct redact_set	*rs = r->rs;
+	const struct rstate	*st = rs->st;
+	size_t			 pos = r->pos, guard = r->guard;
+	size_t			 cs = r->cs, ce = r->ce, start, keep;
+	uint32_t		 q = r->q;
+	int			 hascand = r->hascand;
+
+	for (;;) {
+		/*
+		 * Nothing in progress: skip to where a pattern may start.
+		 * The guard makes the automaton take at least two bytes
+		 * after each hit, so the skip always moves forward.
+		 */
+		if (!hascand && st[q].pend <= 1 && pos - st[q].pend >= guard) {
+			pos = rs_skip(rs->bigram, w, pos - st[q].pend, n);
+			q = 0;
+			if (pos >= n)
+				break;
+			/* The last byte: held only if a pattern starts so. */
+			if (pos + 1 == n && !final &&
+			    rs->dense[rs->cls[w[pos]]] == 0) {
+				pos = n;
+				break;
+			}
+			guard = pos + 1;
+		}
+		if (pos == n) {
+			if (!hascand || !final)
+				break;
+		} else {
+			q = rs_step(rs, q, w[pos++]);
+			if (st[q].outlen != 0) {
+				start = pos - st[q].outlen;
+				if (!hascand || start <= cs) {
+					cs = start;
+					ce = pos;
+					hascand = 1;
+				}
+			}
+			/* Could a match starting at or before cs go on? */
+			if (!hascand || pos - st[q].pend <= cs)
+				continue;
+		}
+		redact_emit(r, w + r->done, cs - r->done, out, arg);
+		redact_emit(r, REDACT_MASK, sizeof(REDACT_MASK) - 1, out, arg);
+		r->count++;
+		r->done = pos = ce;
+		q = 0;
+		hascand = 0;
+		guard = 0;
+	}
+	keep = final ? n : pos - st[q].pend;
+	redact_emit(r, w + r->done, keep - r->done, out, arg);
+	r->done = keep;
+	r->pos = pos;
+	r->guard = guard;
+	r->cs = cs;
+	r->ce = ce;
+	r->q = q;
+	r->hascand = hascand;
+	return keep;
+}
+
+/* The first `keep' bytes of the window are gone: shift the positions. */
+static void
+redact_rebase(struct redact *r, size_t keep)
+{
+	r->pos -= keep;
+	r->done -= keep;
+	r->guard = r->guard > keep ? r->guard - keep : 0;
+	if (r->hascand) {
+		r->cs -= keep;
+		r->ce -= keep;
+	}
+}
+
+int
+redact_write(struct redact *r, const void *p, size_t len, redact_out_fn out,
+    void *arg)
+{
+	const uint8_t	*in = p;
+	size_t		 n, keep;
+
+	if (r->finished) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (r->rs->npatterns == 0) {
+		redact_emit(r, in, len, out, arg);
+		return 0;
+	}
+	while (len > 0) {
+		n = r->bufsz - r->buflen;
+		if (n > len)
+			n = len;
+		memcpy(r->buf + r->buflen, in, n);
+		r->buflen += n;
+		in += n;
+		len -= n;
+		keep = redact_scan(r, r->buf, r->buflen, 0, out, arg);
+		memmove(r->buf, r->buf + keep, r->buflen - keep);
+		r->buflen -= keep;
+		redact_rebase(r, keep);
+	}
+	return 0;
+}
+
+int
+redact_finish(struct redact *r, redact_out_fn out, void *arg)
+{
+	if (r->finished) {
+		errno = EINVAL;
+		return -1;
+	}
+	r->finished = 1;
+	if (r->rs->npatterns == 0)
+		return 0;
+	redact_scan(r, r->buf, r->buflen, 1, out, arg);
+	explicit_bzero(r->buf, r->bufsz);
+	r->buflen = 0;
+	return 0;
+}
+
+size_t
+redact_count(const struct redact *r)
+{
+	return r->count;
+}
+
+int
+redact_truncated(const struct redact *r)
+{
+	return r->truncated;
+}
+
+size_t
+redact_emitted(const struct redact *r)
+{
+	return r->emitted;
+}
+
+void
+redact_free(struct redact *r)
+{
+	if (r == NULL)
+		return;
+	if (r->buf != NULL)
+		freezero(r->buf, r->bufsz);
+	freezero(r, sizeof(*r));
+}

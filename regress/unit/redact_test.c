@@ -1,0 +1,705 @@
+/*
+ * The redactor alone: whatever the write boundaries, its output equals a
+ * naive leftmost-longest replace over the whole stream, and no form of a
+ * secret survives it.
+ */
+
+#include <sys/types.h>
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <atf-c.h>
+
+#include "redact.h"
+
+struct obuf {
+	uint8_t		*p;
+	size_t		 len;
+	size_t		 cap;
+};
+
+struct patlist {
+	uint8_t		**pat;
+	size_t		 *len;
+	size_t		  n;
+};
+
+static void	 ob_out(void *, const void *, size_t);
+static void	 ob_reset(struct obuf *);
+static void	 pl_add(void *, const void *, size_t);
+static void	 pl_free(struct patlist *);
+static size_t	 reference(const struct patlist *, const uint8_t *, size_t,
+		    size_t, struct obuf *, int *);
+static struct redact_set *mkset(const char **, size_t);
+static size_t	 run(const struct redact_set *, const void *, size_t,
+		    const size_t *, size_t, size_t, struct obuf *, int *);
+static size_t	 run_whole(const struct redact_set *, const char *,
+		    struct obuf *);
+static uint32_t	 rnd(uint32_t *);
+static size_t	 b64(const uint8_t *, size_t, const char *, int, char *);
+static int	 contains(const struct obuf *, const void *, size_t);
+static void	 check_masked(const struct redact_set *, const char *,
+		    size_t, size_t, size_t);
+
+static const char b64std[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char b64url[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static void
+ob_out(void *arg, const void *buf, size_t len)
+{
+	struct obuf	*ob = arg;
+
+	ATF_REQUIRE(len > 0);
+	if (ob->len + len > ob->cap) {
+		ob->cap = (ob->len + len) * 2 + 64;
+		ATF_REQUIRE((ob->p = realloc(ob->p, ob->cap)) != NULL);
+	}
+	memcpy(ob->p + ob->len, buf, len);
+	ob->len += len;
+}
+
+static void
+ob_reset(struct obuf *ob)
+{
+	ob->len = 0;
+}
+
+static void
+pl_add(void *arg, const void *pat, size_t len)
+{
+	struct patlist	*pl = arg;
+
+	ATF_REQUIRE((pl->pat = reallocarray(pl->pat, pl->n + 1,
+	    sizeof(*pl->pat))) != NULL);
+	ATF_REQUIRE((pl->len = reallocarray(pl->len, pl->n + 1,
+	    sizeof(*pl->len))) != NULL);
+	ATF_REQUIRE((pl->pat[pl->n] = malloc(len)) != NULL);
+	memcpy(pl->pat[pl->n], pat, len);
+	pl->len[pl->n++] = len;
+}
+
+static void
+pl_free(struct patlist *pl)
+{
+	size_t	 i;
+
+	for (i = 0; i < pl->n; i++)
+		free(pl->pat[i]);
+	free(pl->pat);
+	free(pl->len);
+	memset(pl, 0, sizeof(*pl));
+}
+
+/* The obvious O(n * m) leftmost-longest replace, then the cap. */
+static size_t
+reference(const struct patlist *pl, const uint8_t *in, size_t n, size_t cap,
+    struct obuf *ob, int *truncated)
+{
+	size_t	 i = 0, j, best, count = 0;
+
+	ob_reset(ob);
+	while (i < n) {
+		best = 0;
+		for (j = 0; j < pl->n; j++)
+			if (pl->len[j] > best && pl->len[j] <= n - i &&
+			    memcmp(in + i, pl->pat[j], pl->len[j]) == 0)
+				best = pl->len[j];
+		if (best > 0) {
+			ob_out(ob, "***", 3);
+			i += best;
+			count++;
+		} else
+			ob_out(ob, in + i++, 1);
+	}
+	*truncated = ob->len > cap;
+	if (ob->len > cap)
+		ob->len = cap;
+	return count;
+}
+
+static struct redact_set *
+mkset(const char **secrets, size_t n)
+{
+	struct redact_set	*rs;
+	size_t			 i;
+
+	ATF_REQUIRE((rs = redact_set_new()) != NULL);
+	for (i = 0; i < n; i++)
+		ATF_REQUIRE(redact_set_add(rs, secrets[i],
+		    strlen(secrets[i])) == 0);
+	ATF_REQUIRE(redact_set_compile(rs) == 0);
+	return rs;
+}
+
+/* Feed `in' cut at the given lengths (cycled), then finish. */
+static size_t
+run(const struct redact_set *rs, const void *in, size_t n,
+    const size_t *cuts, size_t ncuts, size_t cap, struct obuf *ob,
+    int *truncated)
+{
+	struct redact	*r;
+	const uint8_t	*p = in;
+	size_t		 off = 0, k = 0, len, count;
+
+	ob_reset(ob);
+	ATF_REQUIRE((r = redact_new(rs, cap)) != NULL);
+	while (off < n) {
+		len = ncuts == 0 ? n - off : cuts[k++ % ncuts];
+		if (len > n - off)
+			len = n - off;
+		ATF_REQUIRE(redact_write(r, p + off, len, ob_out, ob) == 0);
+		/*
+		 * Never more than maxlen - 1 bytes held back: what went in
+		 * is what came out raw, what was masked and the held tail.
+		 */
+		count = redact_count(r);
+		ATF_REQUIRE_MSG(redact_truncated(r) || ob->len + (count + 1) *
+		    redact_set_maxlen(rs) + (redact_set_maxlen(rs) == 0) >=
+		    off + len + 1 + 3 * count, "%zu in, %zu out, %zu masked",
+		    off + len, ob->len, count);
+		off += len;
+	}
+	ATF_REQUIRE(redact_finish(r, ob_out, ob) == 0);
+	ATF_REQUIRE_EQ(redact_emitted(r), ob->len);
+	count = redact_count(r);
+	if (truncated != NULL)
+		*truncated = redact_truncated(r);
+	redact_free(r);
+	return count;
+}
+
+static size_t
+run_whole(const struct redact_set *rs, const char *in, struct obuf *ob)
+{
+	size_t	 count;
+
+	count = run(rs, in, strlen(in), NULL, 0, SIZE_MAX, ob, NULL);
+	ob_out(ob, "", 1);
+	ob->len--;
+	return count;
+}
+
+static uint32_t
+rnd(uint32_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 17;
+	*s ^= *s << 5;
+	return *s;
+}
+
+/* A plain base64 encoder, written independently of redact.c. */
+static size_t
+b64(const uint8_t *in, size_t n, const char *alpha, int pad, char *out)
+{
+	size_t		 i, o = 0;
+	uint32_t	 v;
+
+	for (i = 0; i + 3 <= n; i += 3) {
+		v = in[i] << 16 | in[i + 1] << 8 | in[i + 2];
+		out[o++] = alpha[v >> 18];
+		out[o++] = alpha[(v >> 12) & 63];
+		out[o++] = alpha[(v >> 6) & 63];
+		out[o++] = alpha[v & 63];
+	}
+	if (n - i == 1) {
+		v = in[i] << 16;
+		out[o++] = alpha[v >> 18];
+		out[o++] = alpha[(v >> 12) & 63];
+		if (pad) {
+			out[o++] = '=';
+			out[o++] = '=';
+		}
+	} else if (n - i == 2) {
+		v = in[i] << 16 | in[i + 1] << 8;
+		out[o++] = alpha[v >> 18];
+		out[o++] = alpha[(v >> 12) & 63];
+		out[o++] = alpha[(v >> 6) & 63];
+		if (pad)
+			out[o++] = '=';
+	}
+	out[o] = '\0';
+	return o;
+}
+
+static int
+contains(const struct obuf *ob, const void *needle, size_t len)
+{
+	return memmem(ob->p, ob->len, needle, len) != NULL;
+}
+
+/*
+ * `text' (with no '*') must come out as text[0, a) "***" text[b, n) with
+ * one mask covering text[lo, hi).
+ */
+static void
+check_masked(const struct redact_set *rs, const char *text, size_t n,
+    size_t lo, size_t hi)
+{
+	struct obuf	 ob = { 0 };
+	const uint8_t	*star;
+	size_t		 a, b;
+
+	ATF_REQUIRE_EQ(run(rs, text, n, NULL, 0, SIZE_MAX, &ob, NULL), 1);
+	star = memmem(ob.p, ob.len, "***", 3);
+	ATF_REQUIRE(star != NULL);
+	a = star - ob.p;
+	b = n - (ob.len - a - 3);
+	ATF_REQUIRE_MSG(a <= lo && b >= hi, "%.*s: masked [%zu,%zu) but the "
+	    "secret is [%zu,%zu)", (int)n, text, a, b, lo, hi);
+	ATF_REQUIRE(memcmp(ob.p, text, a) == 0);
+	ATF_REQUIRE(memcmp(star + 3, text + b, n - b) == 0);
+	free(ob.p);
+}
+
+ATF_TC_WITHOUT_HEAD(empty_set_passes_bytes_through);
+ATF_TC_BODY(empty_set_passes_bytes_through, tc)
+{
+	struct redact_set	*rs;
+	struct obuf		 ob = { 0 };
+	const char		*text = "nothing to hide\n\xff\x00 here";
+	size_t			 cuts[] = { 1, 3 };
+	int			 trunc;
+
+	rs = mkset(NULL, 0);
+	ATF_REQUIRE(redact_set_add(rs, "x", 1) == -1);
+	ATF_REQUIRE_EQ(errno, EINVAL);
+	ATF_REQUIRE_EQ(redact_set_npatterns(rs), 0);
+	ATF_REQUIRE_EQ(run(rs, text, 22, cuts, 2, SIZE_MAX, &ob, &trunc), 0);
+	ATF_REQUIRE_EQ(ob.len, 22);
+	ATF_REQUIRE(memcmp(ob.p, text, 22) == 0);
+	ATF_REQUIRE(!trunc);
+	ATF_REQUIRE_EQ(run(rs, text, 22, cuts, 2, 5, &ob, &trunc), 0);
+	ATF_REQUIRE_EQ(ob.len, 5);
+	ATF_REQUIRE(trunc);
+	redact_set_free(rs);
+	free(ob.p);
+}
+
+ATF_TC_WITHOUT_HEAD(short_secret_is_masked_raw_only);
+ATF_TC_BODY(short_secret_is_masked_raw_only, tc)
+{
+	const char		*s[] = { "pa/ss7", "" };
+	struct redact_set	*rs = mkset(s, 2);
+	struct obuf		 ob = { 0 };
+
+	ATF_REQUIRE_EQ(redact_set_npatterns(rs), 1);
+	ATF_REQUIRE_EQ(redact_set_maxlen(rs), 6);
+	ATF_REQUIRE_EQ(run_whole(rs, "a pa/ss7 pa%2Fss7 70612f7373 "
+	    "cGEvc3M3", &ob), 1);
+	ATF_REQUIRE_STREQ((char *)ob.p, "a *** pa%2Fss7 70612f7373 cGEvc3M3");
+	redact_set_free(rs);
+	free(ob.p);
+}
+
+ATF_TC_WITHOUT_HEAD(secret_split_at_every_byte_position);
+ATF_TC_BODY(secret_split_at_every_byte_position, tc)
+{
+	const char		*s[] = { "hunter2-is-my-password" };
+	const char		*text = "login: hunter2-is-my-password ok "
+	    "hunter2-is-my-passwor hunter2-is-my-password";
+	const char		*want = "login: *** ok hunter2-is-my-passwor ***";
+	struct redact_set	*rs = mkset(s, 1);
+	struct obuf		 ob = { 0 };
+	size_t			 n = strlen(text), i, j, cuts[3];
+
+	for (i = 0; i <= n; i++) {
+		cuts[0] = i;
+		cuts[1] = n;
+		ATF_REQUIRE_EQ(run(rs, text, n, cuts, 2, SIZE_MAX, &ob,
+		    NULL), 2);
+		ATF_REQUIRE_EQ(ob.len, strlen(want));
+		ATF_REQUIRE(memcmp(ob.p, want, ob.len) == 0);
+		/* And cut twice. */
+		for (j = 0; j <= n - i; j += 3) {
+			cuts[0] = i;
+			cuts[1] = j;
+			cuts[2] = n;
+			ATF_REQUIRE_EQ(run(rs, text, n, cuts, 3, SIZE_MAX,
+			    &ob, NULL), 2);
+			ATF_REQUIRE(ob.len == strlen(want) &&
+			    memcmp(ob.p, want, ob.len) == 0);
+		}
+	}
+	redact_set_free(rs);
+	free(ob.p);
+}
+
+ATF_TC_WITHOUT_HEAD(secret_written_one_byte_at_a_time);
+ATF_TC_BODY(secret_written_one_byte_at_a_time, tc)
+{
+	const char		*s[] = { "sk_live_0123456789abcdef", "Zq" };
+	const char		*text = "key=sk_live_0123456789abcdef;Zq;"
+	    "c2tfbGl2ZV8wMTIzNDU2Nzg5YWJjZGVm\n";
+	const char		*want = "key=***;***;***\n";
+	struct redact_set	*rs = mkset(s, 2);
+	struct obuf		 ob = { 0 };
+	size_t			 one = 1;
+
+	ATF_REQUIRE_EQ(run(rs, text, strlen(text), &one, 1, SIZE_MAX, &ob,
+	    NULL), 3);
+	ATF_REQUIRE_EQ(ob.len, strlen(want));
+	ATF_REQUIRE(memcmp(ob.p, want, ob.len) == 0);
+	redact_set_free(rs);
+	free(ob.p);
+}
+
+ATF_TC_WITHOUT_HEAD(overlapping_secrets_mask_leftmost_first);
+ATF_TC_BODY(overlapping_secrets_mask_leftmost_first, tc)
+{
+	const char		*s[] = { "abcdefgh12", "defgh12345" };
+	struct redact_set	*rs = mkset(s, 2);
+	struct obuf		 ob = { 0 };
+
+	ATF_REQUIRE_EQ(run_whole(rs, "xxabcdefgh12345yy", &ob), 1);
+	ATF_REQUIRE_STREQ((char *)ob.p, "xx***345yy");
+	ATF_REQUIRE_EQ(run_whole(rs, "xxabcdefgh1defgh12345yy", &ob), 1);
+	ATF_REQUIRE_STREQ((char *)ob.p, "xxabcdefgh1***yy");
+	ATF_REQUIRE_EQ(run_whole(rs, "abcdefgh12defgh12345", &ob), 2);
+	ATF_REQUIRE_STREQ((char *)ob.p, "******");
+	redact_set_free(rs);
+	free(ob.p);
+}
+
+ATF_TC_WITHOUT_HEAD(nested_secrets_mask_longest_match);
+ATF_TC_BODY(nested_secrets_mask_longest_match, tc)
+{
+	const char		*s[] = { "secretvalue", "secretvalue-long",
+	    "tvalu" };
+	struct redact_set	*rs = mkset(s, 3);
+	struct obuf		 ob = { 0 };
+	size_t			 one = 1;
+
+	ATF_REQUIRE_EQ(run_whole(rs, "a secretvalue-long b secretvalue c "
+	    "secretvalue-lon", &ob), 3);
+	ATF_REQUIRE_STREQ((char *)ob.p, "a *** b *** c ***-lon");
+	ATF_REQUIRE_EQ(run_whole(rs, "secrettvalue", &ob), 1);
+	ATF_REQUIRE_STREQ((char *)ob.p, "secret***e");
+	ATF_REQUIRE_EQ(run(rs, "secretvalue-long", 16, &one, 1, SIZE_MAX,
+	    &ob, NULL), 1);
+	ATF_REQUIRE(ob.len == 3 && memcmp(ob.p, "***", 3) == 0);
+	redact_set_free(rs);
+	free(ob.p);
+}
+
+ATF_TC_WITHOUT_HEAD(duplicate_forms_are_stored_once);
+ATF_TC_BODY(duplicate_forms_are_stored_once, tc)
+{
+	const char		*one[] = { "abcdefghijkl" };
+	const char		*two[] = { "abcdefghijkl", "abcdefghijkl" };
+	struct redact_set	*a = mkset(one, 1), *b = mkset(two, 2);
+
+	ATF_REQUIRE(redact_set_npatterns(a) > 8);
+	ATF_REQUIRE_EQ(redact_set_npatterns(a), redact_set_npatterns(b));
+	ATF_REQUIRE_EQ(redact_set_maxlen(a), 36);	/* %XX */
+	redact_set_free(a);
+	redact_set_free(b);
+}
+
+/* Each form is built here independently and must come out masked. */
+ATF_TC_WITHOUT_HEAD(every_encoded_form_is_masked);
+ATF_TC_BODY(every_encoded_form_is_masked, tc)
+{
+	const char		*secret = "p@ss w/\"o\\rd\x01\t+~x";
+	const char		*s[] = { secret };
+	const char		*forms[] = {
+		"p%40ss%20w%2F%22o%5Crd%01%09%2B~x",
+		"p%40ss+w%2F%22o%5Crd%01%09%2B~x",
+		"p%40ss%20w%2f%22o%5crd%01%09%2b~x",
+		"%70%40%73%73%20%77%2F%22%6F%5C%72%64%01%09%2B%7E%78",
+		"%70%40%73%73%20%77%2f%22%6f%5c%72%64%01%09%2b%7e%78",
+		"p@ss w/\\\"o\\\\rd\\u0001\\t+~x",
+		"p@ss w\\/\\\"o\\\\rd\\u0001\\t+~x",
+		"7040737320772F226F5C72640109 2B7E78",
+		"7040737320772f226f5c726401092b7e78",
+		"7040737320772F226F5C726401092B7E78",
+		"cEBzcyB3LyJvXHJkAQkrfng=",
+		"cEBzcyB3LyJvXHJkAQkrfng",
+		"cEBzcyB3LyJvXHJkAQkrfn",
+	};
+	struct redact_set	*rs = mkset(s, 1);
+	struct obuf		 ob = { 0 };
+	char			 text[256];
+	size_t			 i, n;
+
+	for (i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		if (strchr(forms[i], ' ') != NULL && forms[i][0] == '7')
+			continue;	/* a near miss, below */
+		n = snprintf(text, sizeof(text), "<%s>", forms[i]);
+		ATF_REQUIRE_EQ_MSG(run(rs, text, n, NULL, 0, SIZE_MAX, &ob,
+		    NULL), 1, "form %s", forms[i]);
+		ATF_REQUIRE_MSG(ob.len == 5 && memcmp(ob.p, "<***>", 5) == 0,
+		    "form %s came out as %.*s", forms[i], (int)ob.len, ob.p);
+	}
+	/* A broken hex run is not a form of the secret. */
+	ATF_REQUIRE_EQ(run_whole(rs, forms[7], &ob), 0);
+	redact_set_free(rs);
+	free(ob.p);
+}
+
+/*
+ * Base64 of random data around the secret, at every alignment: every
+ * character that depends only on secret bytes is under the mask.
+ */
+ATF_TC_WITHOUT_HEAD(base64_is_masked_at_every_alignment);
+ATF_TC_BODY(base64_is_masked_at_every_alignment, tc)
+{
+	const char		*s[] = { "0123456789", "tok-ABCDEFGHIJK\xfe",
+	    "\xff\xfe\xfd\xfc\xfb\xfa\xf9\xf8\xf7" };
+	struct redact_set	*rs = mkset(s, 3);
+	uint8_t			 data[64];
+	char			 enc[128];
+	uint32_t		 seed = 7;
+	size_t			 k, pre, post, len, n, i, lo, hi, a;
+	int			 pad;
+
+	for (k = 0; k < 3; k++) {
+		len = strlen(s[k]);
+		for (pre = 0; pre < 6; pre++)
+			for (post = 0; post < 6; post++)
+				for (a = 0; a < 4; a++) {
+					pad = a & 1;
+					for (i = 0; i < pre + post; i++)
+						data[i < pre ? i : i + len] =
+						    rnd(&seed);
+					memcpy(data + pre, s[k], len);
+					n = b64(data, pre + len + post, a < 2 ?
+					    b64std : b64url, pad, enc);
+					/* Characters made of secret bits. */
+					lo = (8 * pre + 5) / 6;
+					hi = 8 * (pre + len) / 6;
+					check_masked(rs, enc, n, lo, hi);
+				}
+	}
+	redact_set_free(rs);
+}
+
+ATF_TC_WITHOUT_HEAD(every_line_of_a_multiline_secret_is_masked);
+ATF_TC_BODY(every_line_of_a_multiline_secret_is_masked, tc)
+{
+	const char		*s[] = { "-----BEGIN KEY-----\r\n"
+	    "MIIEvQIBADANBgkqhkiG9w0B\r\nshort\nAQEFAASCBKcwggSjAgEAAoIB\n"
+	    "-----END KEY-----\n" };
+	struct redact_set	*rs = mkset(s, 1);
+	struct obuf		 ob = { 0 };
+
+	ATF_REQUIRE_EQ(run_whole(rs, "got MIIEvQIBADANBgkqhkiG9w0B and "
+	    "AQEFAASCBKcwggSjAgEAAoIB\r\nand -----END KEY----- and short", &ob),
+	    3);
+	ATF_REQUIRE_STREQ((char *)ob.p, "got *** and ***\r\nand *** and "
+	    "short");
+	ATF_REQUIRE_EQ(run_whole(rs, s[0], &ob), 1);
+	ATF_REQUIRE_STREQ((char *)ob.p, "***");
+	redact_set_free(rs);
+	free(ob.p);
+}
+
+ATF_TC_WITHOUT_HEAD(secret_crossing_the_output_cap_does_not_leak);
+ATF_TC_BODY(secret_crossing_the_output_cap_does_not_leak, tc)
+{
+	const char		*s[] = { "SECRETSECRET" };
+	const char		*text = "hello SECRETSECRET world SECRETSECRET";
+	const char		*full = "hello *** world ***";
+	struct redact_set	*rs = mkset(s, 1);
+	struct obuf		 ob = { 0 };
+	size_t			 cap, one = 1, n = strlen(text);
+	int			 trunc;
+
+	for (cap = 0; cap <= strlen(full) + 1; cap++) {
+		/* Counted even where the output was dropped. */
+		ATF_REQUIRE_EQ(run(rs, text, n, &one, 1, cap, &ob, &trunc), 2);
+		ATF_REQUIRE_EQ(ob.len, cap < strlen(full) ? cap :
+		    strlen(full));
+		ATF_REQUIRE(memcmp(ob.p, full, ob.len) == 0);
+		ATF_REQUIRE_EQ(trunc, cap < strlen(full));
+		ATF_REQUIRE(!contains(&ob, "S", 1));
+	}
+	redact_set_free(rs);
+	free(ob.p);
+}
+
+ATF_TC_WITHOUT_HEAD(count_is_the_number_of_occurrences);
+ATF_TC_BODY(count_is_the_number_of_occurrences, tc)
+{
+	const char		*s[] = { "aaaaaaaa", "xyz" };
+	struct redact_set	*rs = mkset(s, 2);
+	struct obuf		 ob = { 0 };
+
+	ATF_REQUIRE_EQ(run_whole(rs, "aaaaaaaaaaaaaaaaaaa xyzxyz xy z "
+	    "YWFhYWFhYWE=", &ob), 5);
+	ATF_REQUIRE_STREQ((char *)ob.p, "******aaa ****** xy z ***");
+	redact_set_free(rs);
+	free(ob.p);
+}
+
+ATF_TC_WITHOUT_HEAD(invalid_utf8_around_a_secret_is_kept);
+ATF_TC_BODY(invalid_utf8_around_a_secret_is_kept, tc)
+{
+	const char		*s[] = { "\xc3\xa9t\xe9-secret\xff" };
+	const char		*text = "\xff\xc3\xc3\xa9t\xe9-secret\xff\xc3"
+	    "\xa9\x80";
+	struct redact_set	*rs = mkset(s, 1);
+	struct obuf		 ob = { 0 };
+	size_t			 one = 1;
+
+	ATF_REQUIRE_EQ(run(rs, text, strlen(text), &one, 1, SIZE_MAX, &ob,
+	    NULL), 1);
+	ATF_REQUIRE(ob.len == 8 &&
+	    memcmp(ob.p, "\xff\xc3***\xc3\xa9\x80", 8) == 0);
+	redact_set_free(rs);
+	free(ob.p);
+}
+
+ATF_TC_WITHOUT_HEAD(misuse_is_refused);
+ATF_TC_BODY(misuse_is_refused, tc)
+{
+	const char		*s[] = { "abc" };
+	struct redact_set	*rs = mkset(s, 1), *raw;
+	struct redact		*r;
+	struct obuf		 ob = { 0 };
+
+	ATF_REQUIRE(redact_set_add(rs, "def", 3) == -1 && errno == EINVAL);
+	ATF_REQUIRE(redact_set_compile(rs) == -1 && errno == EINVAL);
+	ATF_REQUIRE((raw = redact_set_new()) != NULL);
+	ATF_REQUIRE(redact_new(raw, 10) == NULL && errno == EINVAL);
+	ATF_REQUIRE(redact_set_foreach(raw, pl_add, NULL) == -1);
+	redact_set_free(raw);
+	ATF_REQUIRE((r = redact_new(rs, SIZE_MAX)) != NULL);
+	ATF_REQUIRE(redact_write(r, "ab", 2, ob_out, &ob) == 0);
+	ATF_REQUIRE(redact_finish(r, ob_out, &ob) == 0);
+	ATF_REQUIRE(redact_finish(r, ob_out, &ob) == -1 && errno == EINVAL);
+	ATF_REQUIRE(redact_write(r, "c", 1, ob_out, &ob) == -1);
+	ATF_REQUIRE(ob.len == 2 && memcmp(ob.p, "ab", 2) == 0);
+	redact_free(r);
+	redact_set_free(rs);
+	free(ob.p);
+}
+
+/*
+ * Random secrets over a small alphabet, so matches overlap and nest all
+ * the time, random text salted with pieces of the patterns, random write
+ * sizes and caps: the stream must equal the naive reference.
+ */
+ATF_TC_WITHOUT_HEAD(random_streams_equal_the_reference);
+ATF_TC_BODY(random_streams_equal_the_reference, tc)
+{
+	struct redact_set	*rs;
+	struct patlist		 pl = { 0 };
+	struct obuf		 got = { 0 }, want = { 0 };
+	uint8_t			 secret[24], text[600];
+	size_t			 cuts[4], iter, i, j, n, ns, len, cap, count;
+	uint32_t		 seed = 2024;
+	int			 tgot, twant;
+
+	for (iter = 0; iter < 3000; iter++) {
+		ATF_REQUIRE((rs = redact_set_new()) != NULL);
+		ns = 1 + rnd(&seed) % 5;
+		for (i = 0; i < ns; i++) {
+			len = 1 + rnd(&seed) % (i == 0 ? 20 : 10);
+			for (j = 0; j < len; j++)
+				secret[j] = "ab%c\n"[rnd(&seed) % (iter % 2 ?
+				    3 : 5)];
+			ATF_REQUIRE(redact_set_add(rs, secret, len) == 0);
+		}
+		ATF_REQUIRE(redact_set_compile(rs) == 0);
+		ATF_REQUIRE(redact_set_foreach(rs, pl_add, &pl) == 0);
+		ATF_REQUIRE_EQ(pl.n, redact_set_npatterns(rs));
+		n = rnd(&seed) % sizeof(text);
+		for (i = 0; i < n; ) {
+			if (rnd(&seed) % 4 == 0) {
+				j = rnd(&seed) % pl.n;
+				len = pl.len[j];
+				if (len > n - i)
+					len = n - i;
+				memcpy(text + i, pl.pat[j], len);
+				i += len;
+			} else
+				text[i++] = "abcYW%6\n"[rnd(&seed) % 8];
+		}
+		for (i = 0; i < 4; i++)
+			cuts[i] = 1 + rnd(&seed) % (i * 40 + 1);
+		cap = rnd(&seed) % 3 == 0 ? rnd(&seed) % (n + 1) : SIZE_MAX;
+		count = reference(&pl, text, n, cap, &want, &twant);
+		ATF_REQUIRE_EQ(run(rs, text, n, cuts, 4, cap, &got, &tgot),
+		    count);
+		ATF_REQUIRE_EQ_MSG(got.len, want.len, "iteration %zu", iter);
+		ATF_REQUIRE_MSG(memcmp(got.p, want.p, got.len) == 0,
+		    "iteration %zu", iter);
+		ATF_REQUIRE_EQ(tgot, twant);
+		pl_free(&pl);
+		redact_set_free(rs);
+	}
+	free(got.p);
+	free(want.p);
+}
+
+/* A large secret sends the automaton past its dense states. */
+ATF_TC_WITHOUT_HEAD(large_secret_is_masked_in_every_form);
+ATF_TC_BODY(large_secret_is_masked_in_every_form, tc)
+{
+	struct redact_set	*rs;
+	struct patlist		 pl = { 0 };
+	struct obuf		 got = { 0 }, want = { 0 };
+	uint8_t			 big[3000], *text;
+	size_t			 i, j, n = 0, cuts[] = { 4096, 1, 777 };
+	uint32_t		 seed = 99;
+	int			 t;
+
+	for (i = 0; i < sizeof(big); i++)
+		big[i] = i % 61 == 60 ? '\n' : ' ' + rnd(&seed) % 95;
+	ATF_REQUIRE((rs = redact_set_new()) != NULL);
+	ATF_REQUIRE(redact_set_add(rs, big, sizeof(big)) == 0);
+	ATF_REQUIRE(redact_set_add(rs, "another-secret", 14) == 0);
+	ATF_REQUIRE(redact_set_compile(rs) == 0);
+	ATF_REQUIRE(redact_set_memsize(rs) < 4 * 1024 * 1024);
+	ATF_REQUIRE(redact_set_foreach(rs, pl_add, &pl) == 0);
+	for (i = 0; i < pl.n; i++)
+		n += pl.len[i] * 2 + 10;
+	ATF_REQUIRE((text = malloc(n)) != NULL);
+	for (i = 0, n = 0; i < pl.n; i++) {
+		memcpy(text + n, pl.pat[i], pl.len[i]);
+		n += pl.len[i];
+		/* A near miss: all but the last byte. */
+		memcpy(text + n, pl.pat[i], pl.len[i] - 1);
+		n += pl.len[i] - 1;
+		for (j = 0; j < 10; j++)
+			text[n++] = "xyz \n"[j % 5];
+	}
+	ATF_REQUIRE(reference(&pl, text, n, SIZE_MAX, &want, &t) >= pl.n);
+	ATF_REQUIRE_EQ(run(rs, text, n, cuts, 3, SIZE_MAX, &got, &t),
+	    reference(&pl, text, n, SIZE_MAX, &want, &t));
+	ATF_REQUIRE(got.len == want.len &&
+	    memcmp(got.p, want.p, got.len) == 0);
+	free(text);
+	pl_free(&pl);
+	redact_set_free(rs);
+	free(got.p);
+	free(want.p);
+}
+
+ATF_TP_ADD_TCS(tp)
+{
+	ATF_TP_ADD_TC(tp, empty_set_passes_bytes_through);
+	ATF_TP_ADD_TC(tp, short_secret_is_masked_raw_only);
+	ATF_TP_ADD_TC(tp, secret_split_at_every_byte_position);
+	ATF_TP_ADD_TC(tp, secret_written_one_byte_at_a_time);
+	ATF_TP_ADD_TC(tp, overlapping_secrets_mask_leftmost_first);
+	ATF_TP_ADD_TC(tp, nested_secrets_mask_longest_match);
+	ATF_TP_ADD_TC(tp, duplicate_forms_are_stored_once);
+	ATF_TP_ADD_TC(tp, every_encoded_form_is_masked);
+	ATF_TP_ADD_TC(tp, base64_is_masked_at_every_alignment);
+	ATF_TP_ADD_TC(tp, every_line_of_a_multiline_secret_is_masked);
+	ATF_TP_ADD_TC(tp, secret_crossing_the_output_cap_does_not_leak);
+	ATF_TP_ADD_TC(tp, count_is_the_number_of_occurrences);
+	ATF_TP_ADD_TC(tp, invalid_utf8_around_a_secret_is_kept);
+	ATF_TP_ADD_TC(tp, misuse_is_refused);
+	ATF_TP_ADD_TC(tp, random_streams_equal_the_reference);
+	ATF_TP_ADD_TC(tp, large_secret_is_masked_in_every_form);
+	return atf_no_error();
+}
