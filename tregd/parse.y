@@ -1,0 +1,1403 @@
+/*
+ * parse.y: the tregd.conf grammar.
+ *
+ * Read by the parent only, before any privilege is dropped.  The result
+ * is a flat struct tregd_conf the parent sends to its children in one
+ * imsg.  Errors are printed as "file:line: message" on stderr and the
+ * caller's configuration is left untouched unless the whole file (with
+ * its includes) parses and passes the validation pass.
+ *
+ * The lexer keeps a stack of files for "include", expands $macros outside
+ * quotes by pushing their text back onto the input, and looks words up
+ * in a sorted keyword table.  Every string the lexer hands to the grammar
+ * is kept on a list and zeroed when the parse ends: a file may hold the
+ * run proof, and error recovery would otherwise leak discarded tokens.
+ */
+
+%{
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tregd.h"
+
+#define PARSE_INCLUDE_MAX	8	/* nested include files */
+#define PARSE_UNGET_MAX		4096	/* pushed back bytes, macro text */
+#define PARSE_WORD_MAX		8192	/* longest token */
+#define MACRO_NAME_MAX		64
+#define EXPAND_DONE		0x100	/* marks the end of a macro's text */
+
+#define KILO			1024LL
+#define MEGA			(1024LL * 1024)
+#define GIGA			(1024LL * 1024 * 1024)
+
+/* Defaults; the ranges are checked in the grammar actions. */
+#define DEF_LISTEN_ADDR		"127.0.0.1"
+#define DEF_LISTEN_PORT		8790
+#define DEF_RUN_TIMEOUT		120
+#define DEF_RUN_SLOTS		4
+#define DEF_RUN_SLOTS_USER	2
+#define DEF_RUN_CPU		300
+#define DEF_RUN_FILESIZE	(100 * MEGA)
+#define DEF_HTTP_CONNS		1000
+#define RUN_SLOTS_MAX		1024
+#define RUN_CPU_MAX		86400
+#define RUN_FILESIZE_MIN	KILO
+#define RUN_FILESIZE_MAX	(64 * GIGA)
+#define HTTP_BODY_MIN		KILO
+#define HTTP_BODY_LIMIT_MAX	(64 * MEGA)
+#define HTTP_CONNS_MIN		16
+#define HTTP_TIMEOUT_MIN	5
+#define HTTP_TIMEOUT_MAX	3600
+#define PROOF_LEN_MIN		16
+
+TAILQ_HEAD(files, file);
+struct file {
+	TAILQ_ENTRY(file)	 entry;
+	FILE			*stream;
+	char			*name;
+	int			 lineno;
+	int			 errors;
+	int			 lastc;		/* last byte read from stream */
+	int			 eof_nl;	/* a final '\n' was supplied */
+	int			 expanding;	/* reading a macro's text */
+	size_t			 nunget;
+	int			 unget[PARSE_UNGET_MAX];
+	char			 iobuf[BUFSIZ];	/* ours, so it can be zeroed */
+};
+
+struct sym {
+	TAILQ_ENTRY(sym)	 entry;
+	int			 persist;	/* -D: the file cannot change it */
+	char			*name;
+	char			*val;
+};
+TAILQ_HEAD(symhead, sym);
+
+struct lexstr {
+	TAILQ_ENTRY(lexstr)	 entry;
+	size_t			 len;
+	char			 s[];
+};
+TAILQ_HEAD(lexstrs, lexstr);
+
+/* Where a setting was made, for the errors of the validation pass. */
+struct where {
+	char			 file[PATH_MAX];
+	int			 line;
+};
+
+typedef struct {
+	union {
+		long long	 number;
+		char		*string;
+	} v;
+	int lineno;
+} YYSTYPE;
+#define YYSTYPE_IS_DECLARED 1
+
+static struct files	 files = TAILQ_HEAD_INITIALIZER(files);
+static struct symhead	 symhead = TAILQ_HEAD_INITIALIZER(symhead);
+static struct lexstrs	 lexstrs = TAILQ_HEAD_INITIALIZER(lexstrs);
+static struct file	*file, *topfile;
+static int		 nfiles;
+static int		 quiet_syntax;	/* the lexer already said why */
+static char		 lexbuf[PARSE_WORD_MAX];
+
+static struct tregd_conf *conf;
+static int		 listen_explicit;
+static struct where	 at_slots, at_state, at_rundir;
+
+int		 yyparse(void);
+static int	 yylex(void);
+static int	 yyerror(const char *, ...)
+		    __attribute__((__format__ (printf, 1, 2)));
+static int	 kw_cmp(const void *, const void *);
+static int	 lookup(const char *);
+static int	 lgetc(int);
+static int	 lungetc(int);
+static int	 findeol(void);
+static int	 macro_push(const char *);
+static char	*lex_strdup(const char *);
+static void	 lex_strs_free(void);
+static struct file *pushfile(const char *, int);
+static int	 popfile(void);
+static void	 closefile(struct file *);
+static int	 symset(const char *, const char *, int);
+static const char *symget(const char *);
+static void	 symclear(int);
+static int	 macro_name_ok(const char *, size_t);
+static void	 where_set(struct where *);
+static int	 listen_fill(struct conf_listen *, const char *, int,
+		    const char *, int);
+static int	 listen_same(const struct conf_listen *,
+		    const struct conf_listen *);
+static int	 listen_add(const char *, long long);
+static int	 abspath_set(char *, size_t, const char *, const char *);
+static int	 runpath_ok(const char *);
+static int	 bin_name_ok(const char *);
+static int	 group_name_ok(const char *);
+static int	 proof_ok(const char *);
+static int	 allow_add(const char *);
+static int	 size_parse(const char *, long long *);
+static int	 conf_validate(const struct tregd_conf *);
+static void	 print_string(FILE *, const char *);
+static void	 print_size(FILE *, long long);
+
+/*
+ * The vendor CLIs treg already knows how to inject (SPEC.md section 0);
+ * "run allow" adds to these.
+ */
+const char *const run_builtin_allow[] = {
+	"gcloud", "az", "supabase", "openai", "stripe", "gh", "glab",
+	"render", "vercel", "wrangler", "doctl", "netlify", "heroku",
+	"flyctl", "railway", "neonctl", "pscale", "turso", "doppler",
+	"infisical", "sentry-cli", NULL
+};
+%}
+
+%token	ALLOW ALLOW_PRIVATE BODY_LIMIT CLOSED CPU DIRECTORY FILESIZE GROUP
+%token	HTTP INCLUDE LISTEN MAX_CONNECTIONS NO ON OPEN PATH PER_USER PORT
+%token	PROOF RELAY RLIMITS RUN SIGNUP SLOTS SOCKET STATE TIMEOUT YES
+%token	ERROR
+%token	<v.string>	STRING
+%token	<v.number>	NUMBER
+%type	<v.number>	yesno size peruser
+
+%%
+
+grammar		: /* empty */
+		| grammar '\n'
+		| grammar include '\n'
+		| grammar varset '\n'
+		| grammar main '\n'
+		| grammar error '\n' {
+			/* Report the errors of the next lines too. */
+			file->errors++;
+			yyerrok;
+		}
+		;
+
+include		: INCLUDE STRING {
+			struct file	*nfile;
+
+			if (nfiles >= PARSE_INCLUDE_MAX) {
+				yyerror("include nesting too deep");
+				YYERROR;
+			}
+			if ((nfile = pushfile($2, 1)) == NULL) {
+				yyerror("cannot include %s: %s", $2,
+				    strerror(errno));
+				YYERROR;
+			}
+			file = nfile;
+			/* The grammar wants the newline that ends "include". */
+			lungetc('\n');
+		}
+		;
+
+varset		: STRING '=' STRING {
+			if (!macro_name_ok($1, strlen($1))) {
+				yyerror("invalid macro name \"%s\"", $1);
+				YYERROR;
+			}
+			if (symset($1, $3, 0) == -1) {
+				yyerror("cannot set macro %s", $1);
+				YYERROR;
+			}
+		}
+		;
+
+main		: LISTEN ON STRING PORT NUMBER {
+			if (listen_add($3, $5) == -1)
+				YYERROR;
+		}
+		| STATE STRING {
+			if (abspath_set(conf->state, sizeof(conf->state), $2,
+			    "state") == -1)
+				YYERROR;
+			where_set(&at_state);
+		}
+		| SOCKET STRING {
+			struct sockaddr_un	 sun;
+
+			if (strlen($2) >= sizeof(sun.sun_path)) {
+				yyerror("socket path too long (max %zu bytes)",
+				    sizeof(sun.sun_path) - 1);
+				YYERROR;
+			}
+			if (abspath_set(conf->socket, sizeof(conf->socket),
+			    $2, "socket") == -1)
+				YYERROR;
+		}
+		| SOCKET GROUP STRING {
+			if (!group_name_ok($3) ||
+			    strlen($3) >= sizeof(conf->socket_group)) {
+				yyerror("invalid socket group \"%s\"", $3);
+				YYERROR;
+			}
+			strlcpy(conf->socket_group, $3,
+			    sizeof(conf->socket_group));
+		}
+		| SIGNUP OPEN		{ conf->signup_open = 1; }
+		| SIGNUP CLOSED		{ conf->signup_open = 0; }
+		| RUN runopt
+		| RELAY ALLOW_PRIVATE yesno {
+			conf->relay_allow_private = $3;
+		}
+		| HTTP httpopt
+		;
+
+runopt		: ALLOW allowlist
+		| RLIMITS yesno		{ conf->run_rlimits = $2; }
+		| TIMEOUT NUMBER {
+			if ($2 < 1 || $2 > RUN_TIMEOUT_MAX) {
+				yyerror("run timeout %lld out of range "
+				    "(1..%d)", $2, RUN_TIMEOUT_MAX);
+				YYERROR;
+			}
+			conf->run_timeout = $2;
+		}
+		| SLOTS NUMBER peruser {
+			if ($2 < 1 || $2 > RUN_SLOTS_MAX) {
+				yyerror("run slots %lld out of range (1..%d)",
+				    $2, RUN_SLOTS_MAX);
+				YYERROR;
+			}
+			conf->run_slots = $2;
+			if ($3 != -1)
+				conf->run_slots_user = $3;
+			where_set(&at_slots);
+		}
+		| PATH STRING {
+			if (!runpath_ok($2))
+				YYERROR;
+			if (strlcpy(conf->run_path, $2,
+			    sizeof(conf->run_path)) >= sizeof(conf->run_path)) {
+				yyerror("run path too long");
+				YYERROR;
+			}
+		}
+		| DIRECTORY STRING {
+			if (abspath_set(conf->run_dir, sizeof(conf->run_dir),
+			    $2, "run directory") == -1)
+				YYERROR;
+			where_set(&at_rundir);
+		}
+		| CPU NUMBER {
+			if ($2 < 1 || $2 > RUN_CPU_MAX) {
+				yyerror("run cpu %lld out of range (1..%d)",
+				    $2, RUN_CPU_MAX);
+				YYERROR;
+			}
+			conf->run_cpu = $2;
+		}
+		| FILESIZE size {
+			if ($2 < RUN_FILESIZE_MIN || $2 > RUN_FILESIZE_MAX) {
+				yyerror("run filesize %lld out of range "
+				    "(1K..64G)", $2);
+				YYERROR;
+			}
+			conf->run_filesize = $2;
+		}
+		| PROOF STRING {
+			if (!proof_ok($2))
+				YYERROR;
+			strlcpy(conf->run_proof, $2, sizeof(conf->run_proof));
+			if (file->stream != NULL) {
+				struct stat	 st;
+
+				if (fstat(fileno(file->stream), &st) == 0 &&
+				    (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
+					fprintf(stderr, "%s:%d: warning: run "
+					    "proof in a file readable by group "
+					    "or others\n", file->name,
+					    yylval.lineno);
+			}
+		}
+		;
+
+peruser		: /* empty */		{ $$ = -1; }
+		| PER_USER NUMBER {
+			if ($2 < 1 || $2 > RUN_SLOTS_MAX) {
+				yyerror("run slots per-user %lld out of range "
+				    "(1..slots)", $2);
+				YYERROR;
+			}
+			$$ = $2;
+		}
+		;
+
+allowlist	: allowname
+		| '{' optnl allownames '}'
+		;
+
+allownames	: /* empty */
+		| allownames allowname allowsep
+		;
+
+allowsep	: optnl
+		| ',' optnl
+		;
+
+allowname	: STRING {
+			if (allow_add($1) == -1)
+				YYERROR;
+		}
+		;
+
+optnl		: /* empty */
+		| optnl '\n'
+		;
+
+httpopt		: BODY_LIMIT size {
+			if ($2 < HTTP_BODY_MIN || $2 > HTTP_BODY_LIMIT_MAX) {
+				yyerror("http body-limit %lld out of range "
+				    "(1K..64M)", $2);
+				YYERROR;
+			}
+			conf->http_body_max = $2;
+		}
+		| MAX_CONNECTIONS NUMBER {
+			if ($2 < HTTP_CONNS_MIN || $2 > HTTP_CONNS_MAX) {
+				yyerror("http max-connections %lld out of range "
+				    "(%d..%d)", $2, HTTP_CONNS_MIN,
+				    HTTP_CONNS_MAX);
+				YYERROR;
+			}
+			conf->http_max_conns = $2;
+		}
+		| TIMEOUT NUMBER {
+			if ($2 < HTTP_TIMEOUT_MIN || $2 > HTTP_TIMEOUT_MAX) {
+				yyerror("http timeout %lld out of range "
+				    "(%d..%d)", $2, HTTP_TIMEOUT_MIN,
+				    HTTP_TIMEOUT_MAX);
+				YYERROR;
+			}
+			conf->http_timeout = $2;
+		}
+		;
+
+yesno		: YES			{ $$ = 1; }
+		| NO			{ $$ = 0; }
+		;
+
+size		: NUMBER		{ $$ = $1; }
+		| STRING {
+			if (size_parse($1, &$$) == -1) {
+				yyerror("invalid size \"%s\" (a number with "
+				    "an optional K, M or G)", $1);
+				YYERROR;
+			}
+		}
+		;
+
+%%
+
+struct keyword {
+	const char	*k_name;
+	int		 k_val;
+};
+
+/* Sorted: lookup() uses bsearch and a unit test checks the order. */
+static const struct keyword keywords[] = {
+	{ "allow",		ALLOW },
+	{ "allow-private",	ALLOW_PRIVATE },
+	{ "body-limit",		BODY_LIMIT },
+	{ "closed",		CLOSED },
+	{ "cpu",		CPU },
+	{ "directory",		DIRECTORY },
+	{ "filesize",		FILESIZE },
+	{ "group",		GROUP },
+	{ "http",		HTTP },
+	{ "include",		INCLUDE },
+	{ "listen",		LISTEN },
+	{ "max-connections",	MAX_CONNECTIONS },
+	{ "no",			NO },
+	{ "on",			ON },
+	{ "open",		OPEN },
+	{ "path",		PATH },
+	{ "per-user",		PER_USER },
+	{ "port",		PORT },
+	{ "proof",		PROOF },
+	{ "relay",		RELAY },
+	{ "rlimits",		RLIMITS },
+	{ "run",		RUN },
+	{ "signup",		SIGNUP },
+	{ "slots",		SLOTS },
+	{ "socket",		SOCKET },
+	{ "state",		STATE },
+	{ "timeout",		TIMEOUT },
+	{ "yes",		YES },
+};
+
+static int
+yyerror(const char *fmt, ...)
+{
+	va_list		 ap;
+	char		 msg[1024];
+
+	file->errors++;
+	/* The lexer printed the real reason before returning ERROR. */
+	if (quiet_syntax && strcmp(fmt, "syntax error") == 0) {
+		quiet_syntax = 0;
+		return (0);
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s:%d: %s\n", file->name, yylval.lineno, msg);
+	return (0);
+}
+
+int
+parse_keywords_sorted(void)
+{
+	size_t	 i;
+
+	for (i = 1; i < sizeof(keywords) / sizeof(keywords[0]); i++)
+		if (strcmp(keywords[i - 1].k_name, keywords[i].k_name) >= 0)
+			return (0);
+	return (1);
+}
+
+static int
+kw_cmp(const void *k, const void *e)
+{
+	return (strcmp(k, ((const struct keyword *)e)->k_name));
+}
+
+static int
+lookup(const char *s)
+{
+	const struct keyword	*p;
+
+	p = bsearch(s, keywords, sizeof(keywords) / sizeof(keywords[0]),
+	    sizeof(keywords[0]), kw_cmp);
+	return (p != NULL ? p->k_val : STRING);
+}
+
+/*
+ * One byte of input: pushed back bytes (macro text) first, then the
+ * current file; at its end, the file that included it.  Outside quotes
+ * a backslash before a newline joins two lines.
+ */
+static int
+lgetc(int inquote)
+{
+	int	 c, next;
+
+	for (;;) {
+		if (file->nunget > 0) {
+			c = file->unget[--file->nunget];
+			if (c == EXPAND_DONE) {
+				file->expanding = 0;
+				continue;
+			}
+			return (c);
+		}
+		c = getc(file->stream);
+		if (c == '\\' && !inquote) {
+			next = getc(file->stream);
+			if (next == '\n') {
+				file->lineno++;
+				continue;
+			}
+			if (next != EOF)
+				lungetc(next);
+		}
+		if (c != EOF) {
+			file->lastc = c;
+			return (c);
+		}
+		if (inquote)
+			return (EOF);
+		/* A last line without its newline still ends a directive. */
+		if (!file->eof_nl) {
+			file->eof_nl = 1;
+			if (file->lastc != '\n')
+				return ('\n');
+		}
+		if (file == topfile || popfile() == EOF)
+			return (EOF);
+	}
+}
+
+static int
+lungetc(int c)
+{
+	if (c == EOF)
+		return (EOF);
+	if (file->nunget >= PARSE_UNGET_MAX)
+		return (EOF);
+	file->unget[file->nunget++] = c;
+	return (c);
+}
+
+/*
+ * Skip the rest of a bad line, but leave its newline for the grammar's
+ * error rule, so the next line is parsed normally.
+ */
+static int
+findeol(void)
+{
+	int	 c;
+
+	while ((c = lgetc(0)) != '\n' && c != EOF)
+		;
+	lungetc(c);
+	quiet_syntax = 1;
+	return (ERROR);
+}
+
+/* Push a macro's text back; $ inside it is not expanded again. */
+static int
+macro_push(const char *val)
+{
+	size_t	 len = strlen(val);
+
+	if (len + 1 > PARSE_UNGET_MAX - file->nunget)
+		return (-1);
+	lungetc(EXPAND_DONE);
+	while (len > 0)
+		lungetc((unsigned char)val[--len]);
+	file->expanding = 1;
+	return (0);
+}
+
+static int
+word_char(int c)
+{
+	if (c == EOF || c > 0xff)
+		return (0);
+	return (isalnum(c) || (c != '\0' && strchr("-_.:+*/@%[]~^", c)));
+}
+
+static int
+yylex(void)
+{
+	char		*p, *ebuf = lexbuf + sizeof(lexbuf) - 1;
+	const char	*val, *errstr;
+	int		 c, next, token;
+
+	quiet_syntax = 0;
+ top:
+	p = lexbuf;
+	while ((c = lgetc(0)) == ' ' || c == '\t')
+		;
+	yylval.lineno = file->lineno;
+	if (c == '#')
+		while ((c = lgetc(0)) != '\n' && c != EOF)
+			;
+	if (c == '$' && !file->expanding) {
+		while ((c = lgetc(0)) != EOF && (isalnum(c) || c == '_')) {
+			if (p - lexbuf >= MACRO_NAME_MAX) {
+				yyerror("macro name too long");
+				return (findeol());
+			}
+			*p++ = c;
+		}
+		lungetc(c);
+		*p = '\0';
+		if (p == lexbuf) {
+			yyerror("missing macro name after $");
+			return (findeol());
+		}
+		if ((val = symget(lexbuf)) == NULL) {
+			yyerror("macro '%s' not defined", lexbuf);
+			return (findeol());
+		}
+		if (macro_push(val) == -1) {
+			yyerror("macro '%s' too long", lexbuf);
+			return (findeol());
+		}
+		goto top;
+	}
+
+	if (c == '"') {
+		for (;;) {
+			if ((c = lgetc(1)) == EOF || c == '\n') {
+				yyerror("unterminated quoted string");
+				if (c == '\n')
+					lungetc(c);
+				explicit_bzero(lexbuf, p - lexbuf);
+				quiet_syntax = 1;
+				return (ERROR);
+			}
+			if (c == '"')
+				break;
+			if (c == '\\') {
+				next = lgetc(1);
+				if (next == '"' || next == '\\')
+					c = next;
+				else if (next == '\n') {
+					file->lineno++;
+					continue;
+				} else
+					lungetc(next);
+			}
+			if ((c < 0x20 && c != '\t') || c == 0x7f) {
+				yyerror("control character in quoted string");
+				explicit_bzero(lexbuf, p - lexbuf);
+				return (findeol());
+			}
+			if (p >= ebuf) {
+				yyerror("string too long");
+				explicit_bzero(lexbuf, p - lexbuf);
+				return (findeol());
+			}
+			*p++ = c;
+		}
+		*p = '\0';
+		yylval.v.string = lex_strdup(lexbuf);
+		explicit_bzero(lexbuf, p - lexbuf);
+		return (STRING);
+	}
+
+	if (word_char(c)) {
+		do {
+			if (p >= ebuf) {
+				yyerror("string too long");
+				return (findeol());
+			}
+			*p++ = c;
+		} while (word_char(c = lgetc(0)));
+		lungetc(c);
+		*p = '\0';
+		if (strspn(lexbuf + (lexbuf[0] == '-'), "0123456789") ==
+		    strlen(lexbuf + (lexbuf[0] == '-')) &&
+		    strcmp(lexbuf, "-") != 0) {
+			yylval.v.number = strtonum(lexbuf, LLONG_MIN,
+			    LLONG_MAX, &errstr);
+			if (errstr != NULL) {
+				yyerror("number %s is %s", lexbuf, errstr);
+				return (findeol());
+			}
+			return (NUMBER);
+		}
+		if ((token = lookup(lexbuf)) == STRING)
+			yylval.v.string = lex_strdup(lexbuf);
+		return (token);
+	}
+
+	if (c == '\n') {
+		yylval.lineno = file->lineno;
+		file->lineno++;
+	}
+	if (c == EOF)
+		return (0);
+	return (c);
+}
+
+/* Token strings live until the parse ends; see the comment at the top. */
+static char *
+lex_strdup(const char *s)
+{
+	struct lexstr	*ls;
+	size_t		 len = strlen(s);
+
+	if ((ls = malloc(sizeof(*ls) + len + 1)) == NULL)
+		fatal("%s: malloc", __func__);
+	ls->len = len;
+	memcpy(ls->s, s, len + 1);
+	TAILQ_INSERT_TAIL(&lexstrs, ls, entry);
+	return (ls->s);
+}
+
+static void
+lex_strs_free(void)
+{
+	struct lexstr	*ls;
+
+	while ((ls = TAILQ_FIRST(&lexstrs)) != NULL) {
+		TAILQ_REMOVE(&lexstrs, ls, entry);
+		freezero(ls, sizeof(*ls) + ls->len + 1);
+	}
+}
+
+/*
+ * Open a configuration file.  An include names a file relative to the
+ * directory of the file that includes it, so a configuration tree can
+ * be checked from anywhere.
+ */
+static struct file *
+pushfile(const char *name, int include)
+{
+	struct file	*nfile;
+	struct stat	 st;
+	char		 path[PATH_MAX];
+	const char	*slash;
+	int		 n, saved_errno;
+
+	if (include && name[0] != '/' && file != NULL &&
+	    (slash = strrchr(file->name, '/')) != NULL)
+		n = snprintf(path, sizeof(path), "%.*s/%s",
+		    (int)(slash - file->name), file->name, name);
+	else
+		n = snprintf(path, sizeof(path), "%s", name);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return (NULL);
+	}
+	if ((nfile = calloc(1, sizeof(*nfile))) == NULL)
+		fatal("%s: calloc", __func__);
+	if ((nfile->name = strdup(path)) == NULL)
+		fatal("%s: strdup", __func__);
+	if ((nfile->stream = fopen(path, "r")) == NULL)
+		goto fail;
+	if (fstat(fileno(nfile->stream), &st) == -1)
+		goto fail;
+	if (!S_ISREG(st.st_mode)) {
+		errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		goto fail;
+	}
+	setvbuf(nfile->stream, nfile->iobuf, _IOFBF, sizeof(nfile->iobuf));
+	/* An include starts with the newline its action pushes back. */
+	nfile->lineno = include ? 0 : 1;
+	nfile->lastc = '\n';
+	TAILQ_INSERT_TAIL(&files, nfile, entry);
+	nfiles++;
+	return (nfile);
+
+ fail:
+	saved_errno = errno;
+	closefile(nfile);
+	errno = saved_errno;
+	return (NULL);
+}
+
+static void
+closefile(struct file *f)
+{
+	if (f->stream != NULL)
+		fclose(f->stream);
+	free(f->name);
+	freezero(f, sizeof(*f));
+}
+
+static int
+popfile(void)
+{
+	struct file	*prev;
+
+	if ((prev = TAILQ_PREV(file, files, entry)) != NULL)
+		prev->errors += file->errors;
+	TAILQ_REMOVE(&files, file, entry);
+	nfiles--;
+	closefile(file);
+	file = prev;
+	return (file != NULL ? 0 : EOF);
+}
+
+static int
+macro_name_ok(const char *s, size_t len)
+{
+	size_t	 i;
+
+	if (len == 0 || len > MACRO_NAME_MAX || isdigit((unsigned char)s[0]))
+		return (0);
+	for (i = 0; i < len; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+			return (0);
+	return (1);
+}
+
+/* A -D macro (persist) wins over one of the same name in the file. */
+static int
+symset(const char *name, const char *val, int persist)
+{
+	struct sym	*sym;
+
+	TAILQ_FOREACH(sym, &symhead, entry)
+		if (strcmp(sym->name, name) == 0)
+			break;
+	if (sym != NULL) {
+		if (sym->persist && !persist)
+			return (0);
+		TAILQ_REMOVE(&symhead, sym, entry);
+		free(sym->name);
+		freezero(sym->val, strlen(sym->val) + 1);
+		free(sym);
+	}
+	if ((sym = calloc(1, sizeof(*sym))) == NULL)
+		return (-1);
+	if ((sym->name = strdup(name)) == NULL) {
+		free(sym);
+		return (-1);
+	}
+	if ((sym->val = strdup(val)) == NULL) {
+		free(sym->name);
+		free(sym);
+		return (-1);
+	}
+	sym->persist = persist;
+	TAILQ_INSERT_TAIL(&symhead, sym, entry);
+	return (0);
+}
+
+static const char *
+symget(const char *name)
+{
+	struct sym	*sym;
+
+	TAILQ_FOREACH(sym, &symhead, entry)
+		if (strcmp(sym->name, name) == 0)
+			return (sym->val);
+	return (NULL);
+}
+
+/* Forget the file's macros; with all set, the -D ones too. */
+static void
+symclear(int all)
+{
+	struct sym	*sym, *next;
+
+	for (sym = TAILQ_FIRST(&symhead); sym != NULL; sym = next) {
+		next = TAILQ_NEXT(sym, entry);
+		if (sym->persist && !all)
+			continue;
+		TAILQ_REMOVE(&symhead, sym, entry);
+		free(sym->name);
+		freezero(sym->val, strlen(sym->val) + 1);
+		free(sym);
+	}
+}
+
+int
+cmdline_symset(char *s)
+{
+	const char	*eq;
+	char		*name;
+	int		 ret;
+
+	if (s == NULL || (eq = strchr(s, '=')) == NULL)
+		return (-1);
+	if (!macro_name_ok(s, eq - s))
+		return (-1);
+	if ((name = strndup(s, eq - s)) == NULL)
+		return (-1);
+	ret = symset(name, eq + 1, 1);
+	free(name);
+	return (ret);
+}
+
+static void
+where_set(struct where *w)
+{
+	strlcpy(w->file, file->name, sizeof(w->file));
+	w->line = yylval.lineno;
+}
+
+/* ------------------------------------------------------------------ */
+/* Directive helpers.                                                  */
+
+static int
+listen_fill(struct conf_listen *l, const char *addr, int family,
+    const char *name, int port)
+{
+	struct sockaddr_in	*sin;
+	struct addrinfo		 hints, *res;
+
+	memset(l, 0, sizeof(*l));
+	if (strlcpy(l->name, name, sizeof(l->name)) >= sizeof(l->name))
+		return (-1);
+	l->port = port;
+	if (family == AF_INET) {
+		/* inet_pton: no "127.1" or octal spellings. */
+		sin = (struct sockaddr_in *)&l->ss;
+		if (inet_pton(AF_INET, addr, &sin->sin_addr) != 1)
+			return (-1);
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		l->sslen = sizeof(*sin);
+		return (0);
+	}
+	/* getaddrinfo, not inet_pton, for scoped addresses (fe80::1%eth0). */
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_INET6;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICHOST;
+	if (getaddrinfo(addr, NULL, &hints, &res) != 0)
+		return (-1);
+	if (res->ai_addrlen > sizeof(l->ss)) {
+		freeaddrinfo(res);
+		return (-1);
+	}
+	memcpy(&l->ss, res->ai_addr, res->ai_addrlen);
+	l->sslen = res->ai_addrlen;
+	((struct sockaddr_in6 *)&l->ss)->sin6_port = htons(port);
+	freeaddrinfo(res);
+	return (0);
+}
+
+static int
+listen_same(const struct conf_listen *a, const struct conf_listen *b)
+{
+	const struct sockaddr_in	*a4, *b4;
+	const struct sockaddr_in6	*a6, *b6;
+
+	if (a->ss.ss_family != b->ss.ss_family || a->port != b->port)
+		return (0);
+	if (a->ss.ss_family == AF_INET) {
+		a4 = (const struct sockaddr_in *)&a->ss;
+		b4 = (const struct sockaddr_in *)&b->ss;
+		return (a4->sin_addr.s_addr == b4->sin_addr.s_addr);
+	}
+	a6 = (const struct sockaddr_in6 *)&a->ss;
+	b6 = (const struct sockaddr_in6 *)&b->ss;
+	return (memcmp(&a6->sin6_addr, &b6->sin6_addr,
+	    sizeof(a6->sin6_addr)) == 0 &&
+	    a6->sin6_scope_id == b6->sin6_scope_id);
+}
+
+/*
+ * "*" is both wildcards and "localhost" the IPv4 loopback; both keep
+ * their name, so print_config writes them back as written.
+ */
+static int
+listen_add(const char *addr, long long port)
+{
+	struct conf_listen	 l[2];
+	const char		*bare = addr;
+	char			 buf[64];
+	size_t			 len;
+	int			 i, j, n;
+
+	if (port < 1 || port > 65535) {
+		yyerror("listen port %lld out of range (1..65535)", port);
+		return (-1);
+	}
+	if (strlen(addr) >= sizeof(l[0].name)) {
+		yyerror("listen address too long");
+		return (-1);
+	}
+	/* [::1] is accepted for ::1. */
+	len = strlen(addr);
+	if (len > 2 && addr[0] == '[' && addr[len - 1] == ']') {
+		snprintf(buf, sizeof(buf), "%.*s", (int)(len - 2), addr + 1);
+		bare = buf;
+	}
+	if (strcmp(addr, "*") == 0) {
+		n = 2;
+		i = listen_fill(&l[0], "0.0.0.0", AF_INET, addr, port);
+		i |= listen_fill(&l[1], "::", AF_INET6, addr, port);
+	} else if (strcmp(addr, "localhost") == 0) {
+		n = 1;
+		i = listen_fill(&l[0], "127.0.0.1", AF_INET, addr, port);
+	} else {
+		n = 1;
+		if (strchr(bare, ':') != NULL)
+			i = listen_fill(&l[0], bare, AF_INET6, addr, port);
+		else
+			i = listen_fill(&l[0], bare, AF_INET, addr, port);
+	}
+	if (i != 0) {
+		yyerror("listen address \"%s\" is not a numeric IPv4 or IPv6 "
+		    "address, \"*\" or \"localhost\"", addr);
+		return (-1);
+	}
+	/* The first listen replaces the default one. */
+	if (!listen_explicit) {
+		listen_explicit = 1;
+		conf->nlisten = 0;
+	}
+	for (j = 0; j < n; j++) {
+		for (i = 0; i < conf->nlisten; i++)
+			if (listen_same(&conf->listen[i], &l[j])) {
+				yyerror("duplicate listen on %s port %lld",
+				    addr, port);
+				return (-1);
+			}
+	}
+	if (conf->nlisten + n > CONF_LISTEN_MAX) {
+		yyerror("too many listen addresses (max %d)", CONF_LISTEN_MAX);
+		return (-1);
+	}
+	for (j = 0; j < n; j++)
+		conf->listen[conf->nlisten++] = l[j];
+	return (0);
+}
+
+static int
+abspath_set(char *dst, size_t dstlen, const char *path, const char *what)
+{
+	if (path[0] != '/') {
+		yyerror("%s \"%s\" is not an absolute path", what, path);
+		return (-1);
+	}
+	if (strlcpy(dst, path, dstlen) >= dstlen) {
+		yyerror("%s path too long", what);
+		return (-1);
+	}
+	return (0);
+}
+
+/* An empty element would mean the current directory to a path search. */
+static int
+runpath_ok(const char *path)
+{
+	const char	*p = path, *colon;
+	size_t		 len;
+
+	for (;;) {
+		colon = strchr(p, ':');
+		len = colon != NULL ? (size_t)(colon - p) : strlen(p);
+		if (len == 0) {
+			yyerror("run path \"%s\" has an empty element", path);
+			return (0);
+		}
+		if (p[0] != '/') {
+			yyerror("run path element \"%.*s\" is not absolute",
+			    (int)len, p);
+			return (0);
+		}
+		if (colon == NULL)
+			return (1);
+		p = colon + 1;
+	}
+}
+
+static int
+bin_name_ok(const char *s)
+{
+	size_t	 i;
+
+	if (!isalnum((unsigned char)s[0]))
+		return (0);
+	for (i = 1; s[i] != '\0'; i++)
+		if (!isalnum((unsigned char)s[i]) &&
+		    strchr("._+-", s[i]) == NULL)
+			return (0);
+	return (1);
+}
+
+static int
+group_name_ok(const char *s)
+{
+	size_t	 i;
+
+	if (s[0] == '\0' || s[0] == '-')
+		return (0);
+	for (i = 0; s[i] != '\0'; i++)
+		if (!isalnum((unsigned char)s[i]) &&
+		    strchr("._-$", s[i]) == NULL)
+			return (0);
+	return (1);
+}
+
+/* The proof travels in an HTTP header: printable, no spaces. */
+static int
+proof_ok(const char *s)
+{
+	size_t	 i, len = strlen(s);
+
+	if (len < PROOF_LEN_MIN || len >= CONF_PROOF_LEN) {
+		yyerror("run proof must be %d to %d characters",
+		    PROOF_LEN_MIN, CONF_PROOF_LEN - 1);
+		return (0);
+	}
+	for (i = 0; i < len; i++)
+		if (s[i] <= ' ' || s[i] >= 0x7f) {
+			yyerror("run proof must be printable ASCII without "
+			    "spaces");
+			return (0);
+		}
+	return (1);
+}
+
+static int
+allow_add(const char *name)
+{
+	int	 i;
+
+	if (!bin_name_ok(name) || strlen(name) >= CONF_BIN_LEN) {
+		yyerror("invalid run allow name \"%s\" (a bare command name "
+		    "of at most %d characters)", name, CONF_BIN_LEN - 1);
+		return (-1);
+	}
+	for (i = 0; i < conf->nrun_allow; i++)
+		if (strcmp(conf->run_allow[i], name) == 0)
+			return (0);
+	if (conf->nrun_allow >= CONF_ALLOW_MAX) {
+		yyerror("too many run allow names (max %d)", CONF_ALLOW_MAX);
+		return (-1);
+	}
+	strlcpy(conf->run_allow[conf->nrun_allow++], name, CONF_BIN_LEN);
+	return (0);
+}
+
+/* A number with an optional K, M or G suffix (powers of 1024). */
+static int
+size_parse(const char *s, long long *out)
+{
+	char		 digits[32];
+	const char	*errstr;
+	size_t		 len = strlen(s);
+	long long	 mult = 1;
+
+	if (len == 0)
+		return (-1);
+	switch (s[len - 1]) {
+	case 'k':
+	case 'K':
+		mult = KILO;
+		break;
+	case 'm':
+	case 'M':
+		mult = MEGA;
+		break;
+	case 'g':
+	case 'G':
+		mult = GIGA;
+		break;
+	}
+	if (mult != 1)
+		len--;
+	if (len == 0 || len >= sizeof(digits) ||
+	    strspn(s, "0123456789") != len)
+		return (-1);
+	memcpy(digits, s, len);
+	digits[len] = '\0';
+	*out = strtonum(digits, 0, LLONG_MAX / mult, &errstr);
+	if (errstr != NULL)
+		return (-1);
+	*out *= mult;
+	return (0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Defaults, the validation pass, parse_config.                        */
+
+void
+conf_defaults(struct tregd_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (listen_fill(&c->listen[0], DEF_LISTEN_ADDR, AF_INET,
+	    DEF_LISTEN_ADDR, DEF_LISTEN_PORT) == -1)
+		fatalx("%s: default listen address", __func__);
+	c->nlisten = 1;
+	strlcpy(c->state, TREGD_STATE, sizeof(c->state));
+	strlcpy(c->socket, TREGD_SOCKET, sizeof(c->socket));
+	c->signup_open = 0;
+	c->run_rlimits = 1;
+	c->run_timeout = DEF_RUN_TIMEOUT;
+	c->run_slots = DEF_RUN_SLOTS;
+	c->run_slots_user = DEF_RUN_SLOTS_USER;
+	c->run_cpu = DEF_RUN_CPU;
+	c->run_filesize = DEF_RUN_FILESIZE;
+	strlcpy(c->run_path, TREGD_RUN_PATH, sizeof(c->run_path));
+	strlcpy(c->run_dir, TREGD_RUN_DIR, sizeof(c->run_dir));
+	c->relay_allow_private = 0;
+	c->http_body_max = HTTP_BODY_MAX;
+	c->http_max_conns = DEF_HTTP_CONNS;
+	c->http_timeout = HTTP_TIMEOUT;
+}
+
+/* Is dir equal to or below top? */
+static int
+path_within(const char *dir, const char *top)
+{
+	size_t	 len = strlen(top);
+
+	while (len > 1 && top[len - 1] == '/')
+		len--;
+	if (strncmp(dir, top, len) != 0)
+		return (0);
+	return (dir[len] == '\0' || dir[len] == '/' || len == 1);
+}
+
+/* Rules that span directives; reported where the last one was set. */
+static int
+conf_validate(const struct tregd_conf *c)
+{
+	const struct where	*w;
+	int			 errors = 0;
+
+	if (c->run_slots_user > c->run_slots) {
+		fprintf(stderr, "%s:%d: run slots per-user %d exceeds run "
+		    "slots %d\n", at_slots.file, at_slots.line,
+		    c->run_slots_user, c->run_slots);
+		errors++;
+	}
+	/* Run children must never get a directory near the master key. */
+	if (path_within(c->run_dir, c->state) ||
+	    path_within(c->state, c->run_dir)) {
+		w = at_rundir.line >= at_state.line &&
+		    at_rundir.line != 0 ? &at_rundir : &at_state;
+		fprintf(stderr, "%s:%d: run directory %s and state %s must "
+		    "not contain one another\n", w->file, w->line,
+		    c->run_dir, c->state);
+		errors++;
+	}
+	if (c->state[0] != '/' || c->socket[0] != '/' ||
+	    c->run_dir[0] != '/') {
+		fprintf(stderr, "%s: state, socket and run directory must "
+		    "be absolute paths\n", topfile->name);
+		errors++;
+	}
+	if (c->nlisten < 1) {
+		fprintf(stderr, "%s: no listen address\n", topfile->name);
+		errors++;
+	}
+	return (errors);
+}
+
+int
+parse_config(const char *filename, struct tregd_conf *xconf)
+{
+	struct tregd_conf	*c;
+	int			 errors;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		fatal("%s: calloc", __func__);
+	conf_defaults(c);
+	conf = c;
+	listen_explicit = 0;
+	quiet_syntax = 0;
+	memset(&at_slots, 0, sizeof(at_slots));
+	memset(&at_state, 0, sizeof(at_state));
+	memset(&at_rundir, 0, sizeof(at_rundir));
+
+	if ((file = pushfile(filename, 0)) == NULL) {
+		fprintf(stderr, "%s: %s\n", filename, strerror(errno));
+		freezero(c, sizeof(*c));
+		conf = NULL;
+		return (-1);
+	}
+	topfile = file;
+
+	yyparse();
+	errors = file->errors;
+	/* yyparse may stop inside an include; fold every file's count. */
+	while (file != NULL && file != topfile) {
+		popfile();
+		errors = file->errors;
+	}
+	if (errors == 0)
+		errors = conf_validate(c);
+	popfile();
+	topfile = NULL;
+	symclear(0);
+	lex_strs_free();
+	explicit_bzero(lexbuf, sizeof(lexbuf));
+
+	if (errors == 0)
+		memcpy(xconf, c, sizeof(*xconf));
+	freezero(c, sizeof(*c));
+	conf = NULL;
+	return (errors ? -1 : 0);
+}
+
+int
+conf_run_allowed(const struct tregd_conf *c, const char *bin)
+{
+	int	 i;
+
+	if (bin == NULL || bin[0] == '\0')
+		return (0);
+	for (i = 0; run_builtin_allow[i] != NULL; i++)
+		if (strcmp(run_builtin_allow[i], bin) == 0)
+			return (1);
+	for (i = 0; i < c->nrun_allow; i++)
+		if (strcmp(c->run_allow[i], bin) == 0)
+			return (1);
+	return (0);
+}
+
+/* ------------------------------------------------------------------ */
+/* The canonical form: every setting, in grammar order.                */
+
+static void
+print_string(FILE *fp, const char *s)
+{
+	fputc('"', fp);
+	for (; *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', fp);
+		fputc(*s, fp);
+	}
+	fputc('"', fp);
+}
+
+static void
+print_size(FILE *fp, long long v)
+{
+	if (v != 0 && v % GIGA == 0)
+		fprintf(fp, "%lldG", v / GIGA);
+	else if (v != 0 && v % MEGA == 0)
+		fprintf(fp, "%lldM", v / MEGA);
+	else if (v != 0 && v % KILO == 0)
+		fprintf(fp, "%lldK", v / KILO);
+	else
+		fprintf(fp, "%lld", v);
+}
+
+void
+print_config(const struct tregd_conf *c, FILE *fp)
+{
+	int	 i, j;
+
+	for (i = 0; i < c->nlisten; i++) {
+		/* "*" made two entries of one name: print it once. */
+		for (j = 0; j < i; j++)
+			if (strcmp(c->listen[j].name, c->listen[i].name) == 0 &&
+			    c->listen[j].port == c->listen[i].port)
+				break;
+		if (j < i)
+			continue;
+		fprintf(fp, "listen on %s port %u\n", c->listen[i].name,
+		    c->listen[i].port);
+	}
+	fputs("state ", fp);
+	print_string(fp, c->state);
+	fputs("\nsocket ", fp);
+	print_string(fp, c->socket);
+	fputc('\n', fp);
+	if (c->socket_group[0] != '\0') {
+		fputs("socket group ", fp);
+		print_string(fp, c->socket_group);
+		fputc('\n', fp);
+	}
+	fprintf(fp, "signup %s\n", c->signup_open ? "open" : "closed");
+	if (c->nrun_allow > 0) {
+		fputs("run allow {", fp);
+		for (i = 0; i < c->nrun_allow; i++) {
+			fputs(i == 0 ? " " : ", ", fp);
+			print_string(fp, c->run_allow[i]);
+		}
+		fputs(" }\n", fp);
+	}
+	fprintf(fp, "run rlimits %s\n", c->run_rlimits ? "yes" : "no");
+	fprintf(fp, "run timeout %d\n", c->run_timeout);
+	fprintf(fp, "run slots %d per-user %d\n", c->run_slots,
+	    c->run_slots_user);
+	fputs("run path ", fp);
+	print_string(fp, c->run_path);
+	fputs("\nrun directory ", fp);
+	print_string(fp, c->run_dir);
+	fprintf(fp, "\nrun cpu %lld\n", c->run_cpu);
+	fputs("run filesize ", fp);
+	print_size(fp, c->run_filesize);
+	fputc('\n', fp);
+	/* The proof is a shared secret: say that it is set, never what. */
+	if (c->run_proof[0] != '\0')
+		fputs("# run proof is set\n", fp);
+	fprintf(fp, "relay allow-private %s\n",
+	    c->relay_allow_private ? "yes" : "no");
+	fputs("http body-limit ", fp);
+	print_size(fp, c->http_body_max);
+	fprintf(fp, "\nhttp max-connections %d\n", c->http_max_conns);
+	fprintf(fp, "http timeout %d\n", c->http_timeout);
+}
