@@ -184,7 +184,7 @@ static int	sb_debug(void);
 static void	sb_sigsys(int, siginfo_t *, void *);
 static void	sb_ll_confine(enum sandbox_proc, const struct sandbox_paths *);
 static int	sb_ll_abi(void);
-static void	sb_ll_add(struct sb_ll *, const char *, uint64_t);
+static void	sb_ll_add(struct sb_ll *, const char *, uint64_t, int);
 static void	sb_ll_exec(struct sb_ll *, const struct sandbox_paths *);
 static void	sb_seccomp(enum sandbox_proc);
 static int	sb_selftest_eperm(const char *);
@@ -193,10 +193,13 @@ static void	sb_prefetch(void);
 void
 sandbox_demote(const struct passwd *pw, const char *root)
 {
+	int	 dumpable;
+
 	if (geteuid() != 0)
 		return;
 	if (pw == NULL)
 		fatalx("%s: no user", __func__);
+	dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 	if (root != NULL) {
 		if (chroot(root) == -1)
 			fatal("%s: chroot %s", __func__, root);
@@ -209,6 +212,9 @@ sandbox_demote(const struct passwd *pw, const char *root)
 		fatal("%s: setresgid %u", __func__, (unsigned int)pw->pw_gid);
 	if (setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == -1)
 		fatal("%s: setresuid %u", __func__, (unsigned int)pw->pw_uid);
+	/* A uid change resets it to fs.suid_dumpable: keep sandbox_nodump. */
+	if (dumpable == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+		fatal("%s: PR_SET_DUMPABLE", __func__);
 
 	/* A demotion that can be undone is no demotion. */
 	if (pw->pw_uid != 0 &&
@@ -680,7 +686,7 @@ sb_ll_confine(enum sandbox_proc proc, const struct sandbox_paths *paths)
 		break;		/* no filesystem at all */
 	case SANDBOX_VAULT:
 		if (paths->state != NULL)
-			sb_ll_add(&ll, paths->state, ll.fs);
+			sb_ll_add(&ll, paths->state, ll.fs, 1);
 		break;
 	case SANDBOX_EXEC:
 		sb_ll_exec(&ll, paths);
@@ -701,12 +707,12 @@ sb_ll_exec(struct sb_ll *ll, const struct sandbox_paths *paths)
 	size_t		 i, len;
 
 	for (i = 0; sb_exec_read[i] != NULL; i++)
-		sb_ll_add(ll, sb_exec_read[i], SB_LL_READ);
+		sb_ll_add(ll, sb_exec_read[i], SB_LL_READ, 0);
 	sb_ll_add(ll, "/dev", LANDLOCK_ACCESS_FS_READ_FILE |
 	    LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_WRITE_FILE |
-	    LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV);
+	    LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV, 0);
 	if (paths->run_dir != NULL)
-		sb_ll_add(ll, paths->run_dir, ll->fs);
+		sb_ll_add(ll, paths->run_dir, ll->fs, 1);
 	for (p = paths->run_path; p != NULL && *p != '\0'; p = end) {
 		if ((end = strchr(p, ':')) == NULL)
 			end = p + strlen(p);
@@ -719,20 +725,24 @@ sb_ll_exec(struct sb_ll *ll, const struct sandbox_paths *paths)
 			fatalx("%s: run path element too long", __func__);
 		memcpy(dir, p, len);
 		dir[len] = '\0';
-		sb_ll_add(ll, dir, SB_LL_READ);
+		sb_ll_add(ll, dir, SB_LL_READ, 0);
 	}
 }
 
-/* Allow access beneath path; a path that does not exist is skipped. */
+/*
+ * Allow access beneath path.  A system path that does not exist is
+ * skipped; a required one (state, run_dir) could never be made later
+ * under this ruleset, so its absence is fatal now.
+ */
 static void
-sb_ll_add(struct sb_ll *ll, const char *path, uint64_t access)
+sb_ll_add(struct sb_ll *ll, const char *path, uint64_t access, int required)
 {
 	struct landlock_path_beneath_attr	 pb;
 	struct stat				 st;
 	int					 fd;
 
 	if ((fd = open(path, O_PATH | O_CLOEXEC)) == -1) {
-		if (errno == ENOENT || errno == ENOTDIR) {
+		if (!required && (errno == ENOENT || errno == ENOTDIR)) {
 			log_debug("%s: %s: skipped", __func__, path);
 			return;
 		}

@@ -469,6 +469,28 @@ ATF_TC_BODY(exec_writes_only_in_run_dir_and_dev, tc)
 	REQUIRE_EXIT0(run_child(exec_writes, run_dir));
 }
 
+static void
+exec_no_run_dir(const void *run_dir)
+{
+	struct sandbox_paths	 paths = { .run_dir = run_dir };
+
+	sandbox_confine(SANDBOX_EXEC, &paths);
+	_exit(0);
+}
+
+ATF_TC_WITHOUT_HEAD(exec_will_not_start_without_its_run_dir);
+ATF_TC_BODY(exec_will_not_start_without_its_run_dir, tc)
+{
+	char	 run_dir[PATH_MAX];
+	int	 st;
+
+	require_landlock();
+	tmp_path(run_dir, sizeof(run_dir), "missing");
+	st = run_child(exec_no_run_dir, run_dir);
+	ATF_REQUIRE_MSG(WIFEXITED(st) && WEXITSTATUS(st) != 0,
+	    "exec confined itself without a run dir it could never create");
+}
+
 /* run child */
 
 static void
@@ -668,7 +690,10 @@ demote(const void *root)
 
 	if ((pw = getpwnam("nobody")) == NULL)
 		_exit(2);
+	sandbox_nodump();
 	sandbox_demote(pw, root);
+	if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0)
+		_exit(8);
 	if (getuid() != pw->pw_uid || geteuid() != pw->pw_uid)
 		_exit(3);
 	if (getgid() != pw->pw_gid || getegid() != pw->pw_gid)
@@ -735,6 +760,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, exec_refuses_ptrace_unshare_and_namespaces);
 	ATF_TP_ADD_TC(tp, exec_still_forks_and_runs_a_program);
 	ATF_TP_ADD_TC(tp, exec_writes_only_in_run_dir_and_dev);
+	ATF_TP_ADD_TC(tp, exec_will_not_start_without_its_run_dir);
 	ATF_TP_ADD_TC(tp, run_child_cannot_leave_its_process_group);
 	ATF_TP_ADD_TC(tp, run_child_still_runs_a_shell);
 	ATF_TP_ADD_TC(tp, run_child_is_in_seccomp_filter_mode);
