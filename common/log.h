@@ -15,6 +15,9 @@
 #ifndef __dead
 #define __dead __attribute__((__noreturn__))
 #endif
+#ifndef __unused
+#define __unused __attribute__((__unused__))
+#endif
 
 typedef void (*log_sink_fn)(int, const char *);
 

@@ -25,6 +25,7 @@ __dead static void	usage(void);
 static void		child_log_sink(int, const char *);
 
 static struct imsgev	*log_iev;	/* children: the parent channel */
+struct event_base	*proc_base;	/* children: the event base */
 
 const char *const proc_names[PROC_MAX] = {
 	"parent", "frontend", "vault", "exec", "control"
@@ -84,9 +85,9 @@ main(int argc, char *argv[], char *envp[])
 		usage();
 
 	if (selftest != NULL) {
-		if (sandbox_selftest(selftest) == -1)
+		if ((ch = sandbox_selftest(selftest)) == -1)
 			errx(1, "unknown selftest %s", selftest);
-		return (1);
+		return (ch);
 	}
 	if (title != NULL) {
 		if (strcmp(title, "frontend") == 0)
@@ -156,7 +157,7 @@ proc_child_init(enum tregd_proc self, struct imsgev *parent,
 	log_init(1, verbose);
 	log_procinit(proc_names[self]);
 	setproctitle("%s", proc_names[self]);
-	event_init();
+	proc_base = event_init();
 	imsgev_init(parent, PROC_PARENT_FD, PROC_PARENT, "parent", dispatch,
 	    closed, NULL);
 	log_iev = parent;

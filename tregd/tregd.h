@@ -304,6 +304,8 @@ int	 parse_keywords_sorted(void);
 
 /* tregd.c */
 extern const char *const proc_names[PROC_MAX];
+struct event_base;
+extern struct event_base *proc_base;
 struct imsgev;
 struct passwd;
 void	 proc_child_init(enum tregd_proc, struct imsgev *, int, int,

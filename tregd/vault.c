@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <grp.h>
 #include <event.h>
 #include <pwd.h>
 #include <signal.h>
@@ -59,6 +60,8 @@ vault_main(int debug, int verbose)
 	struct passwd		*pw = NULL;
 	char			 dbpath[PATH_MAX], keypath[PATH_MAX];
 	const char		*root;
+	struct group		*gr;
+	gid_t			 ctl_gid = (gid_t)-1;
 
 	vault_parent = &iev_parent;
 	proc_child_init(PROC_VAULT, &iev_parent, debug, verbose,
@@ -84,6 +87,11 @@ vault_main(int debug, int verbose)
 	snprintf(dbpath, sizeof(dbpath), "%s/%s", root, TREGD_DB);
 	snprintf(keypath, sizeof(keypath), "%s/%s", root, TREGD_KEY);
 	sqlite3_initialize();
+	if (vault_conf.socket_group[0] != '\0') {
+		if ((gr = getgrnam(vault_conf.socket_group)) == NULL)
+			fatalx("unknown group %s", vault_conf.socket_group);
+		ctl_gid = gr->gr_gid;
+	}
 
 	sandbox_nodump();
 	if (pw != NULL)
@@ -97,7 +105,7 @@ vault_main(int debug, int verbose)
 		fatalx("cannot set up the master key");
 	vault_open_db(dbpath);
 	vault_index_routes();
-	ctl_init(control_fd);
+	ctl_init(control_fd, ctl_gid);
 
 	signal(SIGPIPE, SIG_IGN);
 	signal_set(&ev_sigterm, SIGTERM, vault_sig, NULL);

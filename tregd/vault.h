@@ -130,7 +130,7 @@ json_t		*ctl_errorf(const char *, ...)
 		    __attribute__((__format__ (printf, 1, 2)));
 
 /* vault_ctl.c */
-void		 ctl_init(int);
+void		 ctl_init(int, gid_t);
 void		 ctl_reload_done(uint32_t, int);
 
 /* vault_run.c */

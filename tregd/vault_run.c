@@ -1,5 +1,6 @@
 /*
- * vault_run.c: placeholder, being written.
+ * vault_run.c: placeholder, being written (server runs, grants, audit
+ * reads, deny rules).
  */
 
 #include "vault.h"
@@ -7,3 +8,29 @@
 const struct vault_route vault_run_routes[] = {
 	{ ROUTE_NONE, ROLE_NONE, NULL }
 };
+
+void
+run_exit(struct imsg *imsg)
+{
+	fatalx("%s: no run in flight", __func__);
+}
+
+int
+run_slots_used(void)
+{
+	return (0);
+}
+
+int
+ctl_show_runs(const struct ctl_request *cr, json_t **reply)
+{
+	*reply = json_array();
+	return (0);
+}
+
+int
+ctl_show_audit(const struct ctl_request *cr, json_t **reply)
+{
+	*reply = json_array();
+	return (0);
+}

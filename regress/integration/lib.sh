@@ -1,0 +1,117 @@
+# Shared helpers for the integration tests: a real tregd on a free loopback
+# port with its own state, socket and run directories, and curl to talk to
+# it.  Source it from an atf-sh test program:  . "$(atf_get_srcdir)/lib.sh"
+
+TOP=$(cd "$(atf_get_srcdir)/../.." && pwd)
+TREGD="$TOP/tregd/tregd"
+TREGCTL="$TOP/tregctl/tregctl"
+
+# A free TCP port on 127.0.0.1.
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# tregd_start [config lines...]: write a configuration, start tregd -d in
+# the background and wait until GET /meta answers.  Sets T (the test's
+# directory), PORT, URL, SOCK, CONF, LOG, PID.
+tregd_start() {
+	T=$(mktemp -d /tmp/tregd-test.XXXXXX)
+	chmod 0711 "$T"
+	echo "$T" > tregd-test-dir
+	PORT=$(free_port)
+	URL="http://127.0.0.1:$PORT"
+	SOCK="$T/tregd.sock"
+	CONF="$T/tregd.conf"
+	LOG="$T/tregd.log"
+	cat > "$CONF" <<CONF
+listen on 127.0.0.1 port $PORT
+state "$T/state"
+socket "$SOCK"
+signup open
+relay allow-private yes
+run allow { "sh", "echo", "true", "false", "cat", "sleep", "treg-nonexistent-bin-xyz" }
+run directory "$T/runs"
+run timeout 30
+CONF
+	for line in "$@"; do
+		echo "$line" >> "$CONF"
+	done
+	tregd_launch
+}
+
+# Start tregd on the configuration already in $CONF.
+tregd_launch() {
+	${TREGD_ENV:-} "$TREGD" -d -f "$CONF" >> "$LOG" 2>&1 &
+	PID=$!
+	echo "$PID" > "$T/tregd.pid"
+	i=0
+	while ! curl -sf -o /dev/null "$URL/meta"; do
+		i=$((i + 1))
+		if [ $i -gt 100 ] || ! kill -0 "$PID" 2>/dev/null; then
+			cat "$LOG" >&2
+			atf_fail "tregd did not start"
+		fi
+		sleep 0.1
+	done
+}
+
+# Stop tregd and remove its directory; safe to call from a cleanup.
+tregd_stop() {
+	[ -f tregd-test-dir ] || return 0
+	T=$(cat tregd-test-dir)
+	if [ -f "$T/tregd.pid" ]; then
+		pid=$(cat "$T/tregd.pid")
+		kill -TERM "$pid" 2>/dev/null
+		i=0
+		while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		kill -KILL "$pid" 2>/dev/null
+	fi
+	rm -rf "$T"
+	rm -f tregd-test-dir
+}
+
+# api METHOD PATH [JSON [TOKEN]]: sets STATUS and writes the body to
+# $PWD/body; TOKEN defaults to $TOKEN.  BODY holds the body too.
+api() {
+	_m=$1 _p=$2 _d=${3:-} _t=${4:-${TOKEN:-}}
+	set -- -s -o body -w '%{http_code}' -X "$_m" \
+	    -H 'Content-Type: application/json'
+	[ -n "$_t" ] && set -- "$@" -H "X-Treg-Token: $_t"
+	[ -n "$_d" ] && set -- "$@" --data-binary "$_d"
+	STATUS=$(curl "$@" "$URL$_p")
+	BODY=$(cat body)
+}
+
+# expect_status CODE: the last api call answered CODE.
+expect_status() {
+	[ "$STATUS" = "$1" ] ||
+	    atf_fail "expected HTTP $1, got $STATUS: $BODY"
+}
+
+# expect_detail PHRASE: the error detail contains PHRASE.
+expect_detail() {
+	jq -e --arg p "$1" '.detail | contains($p)' body >/dev/null ||
+	    atf_fail "expected detail containing '$1', got: $BODY"
+}
+
+# jget FILTER: a jq filter over the last body, raw output.
+jget() {
+	jq -r "$1" body
+}
+
+# new_user EMAIL: sign up and print the token.
+new_user() {
+	api POST /users "{\"email\": \"$1\"}" ""
+	expect_status 200
+	jget .token
+}
+
+# The daemon log must never carry a secret or a token.
+expect_not_in_log() {
+	if grep -qF -- "$1" "$LOG"; then
+		atf_fail "the daemon log contains '$1'"
+	fi
+}
