@@ -136,6 +136,18 @@ void		 ctl_reload_done(uint32_t, int);
 /* vault_run.c */
 void		 run_exit(struct imsg *);	/* IMSG_RUN_EXIT from exec */
 int		 run_slots_used(void);
+/* Mask credential-looking arguments and registered secret values. */
+json_t		*argv_mask(int64_t, json_t *);
+
+/* vault_policy.c */
+/*
+ * Deny rules (SPEC section 9) for a use of host/path by the caller; method
+ * NULL for runs and grants.  0 allowed; -1 refused, resp set to 403
+ * "blocked by a policy rule ...".
+ */
+int		 deny_check(const struct auth *, const char *, const char *,
+		    const char *, struct vault_resp *);
+extern const struct vault_route vault_policy_routes[];
 
 /* vault_schema.c */
 int		 schema_migrate(void);
