@@ -193,7 +193,7 @@ grammar		: /* empty */
 include		: INCLUDE STRING {
 			struct file	*nfile;
 
-			if (nfiles >= PARSE_INCLUDE_MAX) {
+			if (nfiles > PARSE_INCLUDE_MAX) {
 				yyerror("include nesting too deep");
 				YYERROR;
 			}
