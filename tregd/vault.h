@@ -129,6 +129,10 @@ int		 ctl_show_audit(const struct ctl_request *, json_t **);
 json_t		*ctl_errorf(const char *, ...)
 		    __attribute__((__format__ (printf, 1, 2)));
 
+/* vault_org.c */
+int		 email_normalize(const char *, char *, size_t);
+void		 org_slugify(const char *, char *, size_t);
+
 /* vault_ctl.c */
 void		 ctl_init(int, gid_t);
 void		 ctl_reload_done(uint32_t, int);
