@@ -153,6 +153,50 @@ int		 deny_check(const struct auth *, const char *, const char *,
 		    const char *, struct vault_resp *);
 extern const struct vault_route vault_policy_routes[];
 
+/* validate.c */
+#define URL_LEN_MAX		2048
+#define HOST_LEN_MAX		264	/* [IPv6] or a DNS name, ":port" */
+#define BINDINGS_MAX		32
+#define INJECT_MAX		32
+#define INJECT_ARGV_MAX		32
+#define DENY_MAX		64
+#define DENY_LEN_MAX		1024
+#define SECRET_LEN_MAX		(64 * 1024)
+#define SKILL_FILES_MAX		256
+#define SKILL_FILE_LEN_MAX	(256 * 1024)
+#define SKILL_PATH_MAX		1024
+int		 url_check_base(const char *, int, char *, size_t, char *,
+		    size_t);
+int		 host_is_internal(const char *);
+int		 ip4_parse_loose(const char *, uint32_t *);
+int		 ip4_is_public(uint32_t);
+int		 ip6_is_public(const unsigned char [16]);
+const char	*env_name_refusal(const char *);
+int		 bin_valid(const char *);
+int		 format_check(const char *);
+int		 file_path_allowed(const char *);
+int		 bindings_check(json_t *, int, json_t **, char *, size_t);
+int		 cli_check(json_t *, int, json_t **, char *, size_t);
+
+/* vault_tool.c */
+/* A tool as the run path needs it; tool_row_clear releases it. */
+struct tool_row {
+	int64_t		 id;
+	char		 name[NAME_LEN_MAX + 1];
+	int64_t		 owner_id;
+	char		 base_url[URL_LEN_MAX + 1];
+	char		 host[HOST_LEN_MAX];
+	json_t		*bindings;	/* array, canonical */
+	json_t		*cli;		/* object, NULL: no CLI profile */
+	int64_t		 bundle_id;	/* 0: none */
+	char		 bundle[NAME_LEN_MAX + 1];	/* "" when none */
+};
+/* tool_load: 0 found, 1 no such tool in the org, -1 database error. */
+int		 tool_load(int64_t, const char *, struct tool_row *);
+void		 tool_row_clear(struct tool_row *);
+/* The secret an inject entry uses: 0 and *id, or -1 (none, ambiguous). */
+int		 inject_resolve(const struct tool_row *, json_t *, int64_t *);
+
 /* vault_schema.c */
 int		 schema_migrate(void);
 
