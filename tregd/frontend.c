@@ -439,6 +439,7 @@ status_reason(int status)
 	case 422: return ("Unprocessable Entity");
 	case 429: return ("Too Many Requests");
 	case 500: return ("Internal Server Error");
+	case 501: return ("Not Implemented");
 	case 503: return ("Service Unavailable");
 	default: return ("Error");
 	}
@@ -726,6 +727,8 @@ front_request(struct evhttp_request *req, void *arg)
 		    json_is_string(v))
 			strlcpy(fr->tool, json_string_value(v),
 			    sizeof(fr->tool));
+		utf8_init(&fr->u8[0]);
+		utf8_init(&fr->u8[1]);
 		if ((fr->out[0] = evbuffer_new()) == NULL ||
 		    (fr->out[1] = evbuffer_new()) == NULL)
 			fatal("%s: evbuffer_new", __func__);
@@ -867,7 +870,7 @@ front_run_output(struct imsg *imsg)
 		return;
 	}
 	front_stream_start(fr);
-	ulen = utf8_sanitize_bound(len);
+	ulen = UTF8_SANITIZE_BOUND(len);
 	if ((u = malloc(ulen)) == NULL)
 		fatal("%s: malloc", __func__);
 	ulen = utf8_sanitize(&fr->u8[s], p + 1, len, u, ulen, 0);
@@ -884,7 +887,7 @@ front_output_string(struct front_req *fr, int s)
 	json_t		*j;
 
 	raw = evbuffer_pullup(fr->out[s], -1);
-	ulen = utf8_sanitize_bound(len);
+	ulen = UTF8_SANITIZE_BOUND(len);
 	if ((u = malloc(ulen + 1)) == NULL)
 		fatal("%s: malloc", __func__);
 	ulen = utf8_sanitize(&fr->u8[s], raw, len, u, ulen, 1);

@@ -57,6 +57,7 @@ static void	parent_dispatch(struct imsgev *, struct imsg *);
 static void	parent_closed(struct imsgev *);
 static void	parent_sig(int, short, void *);
 static void	parent_reap(void);
+static void	parent_drain(struct child *);
 static int	parent_reload(void);
 __dead static void parent_shutdown(int);
 static void	parent_check_users(void);
@@ -381,6 +382,20 @@ parent_sig(int sig, short event, void *arg)
 	}
 }
 
+/* A dead child's last log lines (its fatal() reason) are still queued. */
+static void
+parent_drain(struct child *c)
+{
+	ssize_t	 n;
+
+	if (c->iev.dead)
+		return;
+	do {
+		n = imsgbuf_read(&c->iev.ibuf);
+		imsgev_drain(&c->iev);
+	} while (n > 0 && !c->iev.dead);
+}
+
 static void
 parent_reap(void)
 {
@@ -398,6 +413,7 @@ parent_reap(void)
 		c->exited = 1;
 		if (shutting_down)
 			continue;
+		parent_drain(c);
 		if (WIFSIGNALED(status))
 			snprintf(why, sizeof(why), "killed by signal %d (%s)",
 			    WTERMSIG(status), strsignal(WTERMSIG(status)));

@@ -84,8 +84,10 @@ vault_main(int debug, int verbose)
 
 	/* After the chroot the state directory is "/". */
 	root = pw != NULL ? "" : vault_conf.state;
-	snprintf(dbpath, sizeof(dbpath), "%s/%s", root, TREGD_DB);
-	snprintf(keypath, sizeof(keypath), "%s/%s", root, TREGD_KEY);
+	if (snprintf(dbpath, sizeof(dbpath), "%s/%s", root, TREGD_DB) >=
+	    (int)sizeof(dbpath) || snprintf(keypath, sizeof(keypath), "%s/%s",
+	    root, TREGD_KEY) >= (int)sizeof(keypath))
+		fatalx("state directory path too long");
 	sqlite3_initialize();
 	if (vault_conf.socket_group[0] != '\0') {
 		if ((gr = getgrnam(vault_conf.socket_group)) == NULL)
@@ -333,9 +335,9 @@ vault_request(struct blob *b)
 
 	memcpy(&ar, b->head, sizeof(ar));
 	if ((uint64_t)ar.namelen + ar.querylen + ar.bodylen != b->datalen ||
-	    ar.route <= ROUTE_NONE || ar.route >= ROUTE_MAX ||
-	    (r = route_index[ar.route]) == NULL)
+	    ar.route <= ROUTE_NONE || ar.route >= ROUTE_MAX)
 		fatalx("bad api request from frontend");
+	r = route_index[ar.route];
 	name = b->data;
 	query = name + ar.namelen;
 	body = query + ar.querylen;
@@ -347,6 +349,10 @@ vault_request(struct blob *b)
 	memset(&resp, 0, sizeof(resp));
 	memset(&auth, 0, sizeof(auth));
 	req.reqid = b->id;
+	if (r == NULL) {
+		resp_error(&resp, 501, "not implemented by this tregd");
+		goto done;
+	}
 	req.route = ar.route;
 	req.id1 = ar.id1;
 	req.id2 = ar.id2;

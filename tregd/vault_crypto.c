@@ -39,6 +39,7 @@ struct mkey {
 
 static struct mkey	 cur, next;
 static char		 key_path[PATH_MAX];
+static char		 npath[PATH_MAX + 8];	/* key_path.new */
 static char		 key_id_hex[KEY_ID_LEN * 2 + 1];
 
 static int	key_load(const char *, struct mkey *);
@@ -129,10 +130,9 @@ key_set_id(void)
 int
 crypto_init(const char *path)
 {
-	char	 npath[PATH_MAX];
-
 	if (strlcpy(key_path, path, sizeof(key_path)) >= sizeof(key_path))
 		return (-1);
+	snprintf(npath, sizeof(npath), "%s.new", key_path);
 	if (key_load(key_path, &cur) == -1) {
 		if (errno != ENOENT) {
 			log_warn("master key %s", key_path);
@@ -143,7 +143,6 @@ crypto_init(const char *path)
 		log_info("created a new master key");
 	}
 	key_set_id();
-	snprintf(npath, sizeof(npath), "%s.new", key_path);
 	if (key_load(npath, &next) == 0)
 		log_warnx("found an unfinished key rotation");
 	return (0);
@@ -153,11 +152,8 @@ crypto_init(const char *path)
 static int
 key_finish_rotation(void)
 {
-	char	 npath[PATH_MAX];
-
 	if (!next.loaded)
 		return (0);
-	snprintf(npath, sizeof(npath), "%s.new", key_path);
 	if (key_count(&next) > 0 && key_count(&cur) == 0) {
 		if (rename(npath, key_path) == -1)
 			return (-1);
@@ -344,11 +340,8 @@ key_wipe_file(const char *path)
 int
 crypto_rotate(const char *why)
 {
-	char	 npath[PATH_MAX];
-
 	if (key_finish_rotation() == -1)
 		return (-1);
-	snprintf(npath, sizeof(npath), "%s.new", key_path);
 	unlink(npath);
 	if (key_create(npath, &next) == -1)
 		return (-1);
