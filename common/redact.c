@@ -8,9 +8,12 @@
  * so a run with a large multi-line secret (a service account key) costs
  * megabytes less while matching stays linear.
  *
- * Scanning mostly never enters the automaton: while no match is in
- * progress, a bitmap of the first two bytes of every pattern skips the
- * positions where nothing can start.
+ * Scanning mostly never enters the automaton.  While no match is in
+ * progress, a hashed bitmap of W-grams (W is 2 to 4, from the shortest
+ * pattern) is probed every K bytes: it holds the W-grams at offsets 0 to
+ * K - 1 of every pattern, and every pattern is at least W + K - 1 long,
+ * so a probe that misses rules out a match starting in the K positions
+ * before it.
  *
  * Leftmost-longest on an Aho-Corasick scan: every state knows the longest
  * pattern ending in it (outlen) and how far back a match still in
@@ -23,6 +26,7 @@
 
 #include <sys/types.h>
 
+#include <endian.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -35,6 +39,11 @@
 /* Bytes copied into a stream's window per scan. */
 #define REDACT_CHUNK		(64 * 1024)
 #define REDACT_MAXSTATES	(UINT32_MAX / 2)
+/* The start filter: 2^16 bits, 8 KiB, stays in L1 beside the text. */
+#define REDACT_FILTER_BITS	16
+#define REDACT_FILTER_MAXSTRIDE	4
+#define REDACT_FILTER_HASH(v) \
+	((uint32_t)((v) * 0x9e3779b1U) >> (32 - REDACT_FILTER_BITS))
 
 struct rnode {				/* the trie while secrets are added */
 	uint32_t	 child;		/* first child, 0 if none */
@@ -55,6 +64,7 @@ struct redact_set {
 	size_t		 nodecap;
 	int		 compiled;
 	size_t		 maxlen;
+	size_t		 minlen;
 	size_t		 npatterns;
 
 	/* The automaton; states are numbered breadth first, root is 0. */
@@ -69,7 +79,10 @@ struct redact_set {
 	uint8_t		*ebyte;
 	uint32_t	*eto;
 	size_t		 memsize;
-	uint8_t		 bigram[65536 / 8];
+	uint32_t	 fwidth;	/* W: bytes the start filter sees */
+	uint32_t	 fstride;	/* K: bytes between two probes */
+	uint32_t	 fmask;		/* the low W bytes of a word */
+	uint8_t		 filter[(1U << REDACT_FILTER_BITS) / 8];
 };
 
 struct redact {
@@ -106,8 +119,10 @@ static size_t	 rs_hex(const uint8_t *, size_t, const char *, uint8_t *);
 static uint32_t	 rs_goto(const struct redact_set *, uint32_t, uint8_t);
 static void	 rs_free_automaton(struct redact_set *);
 static inline uint32_t rs_step(const struct redact_set *, uint32_t, uint8_t);
-static inline size_t rs_skip(const uint8_t *, const uint8_t *, size_t,
-		    size_t);
+static inline size_t rs_skip(const struct redact_set *, const uint8_t *,
+		    size_t, size_t);
+static void	 rs_filter_add(struct redact_set *, uint32_t, uint32_t,
+		    uint8_t *);
 static void	 redact_emit(struct redact *, const void *, size_t,
 		    redact_out_fn, void *);
 static size_t	 redact_scan(struct redact *, const uint8_t *, size_t, int,
@@ -201,6 +216,8 @@ rs_insert(struct redact_set *rs, const uint8_t *p, size_t len)
 		rs->npatterns++;
 		if (len > rs->maxlen)
 			rs->maxlen = len;
+		if (rs->minlen == 0 || len < rs->minlen)
+			rs->minlen = len;
 	}
 	return 0;
 }
@@ -450,6 +467,7 @@ redact_set_compile(struct redact_set *rs)
 	uint32_t	*order = NULL, *id = NULL, *row;
 	uint32_t	 n, head, tail, c, q, v, f, e, k, t = 0;
 	uint32_t	 rootgo[256];
+	uint8_t		 path[8];
 	size_t		 ncls, ndense;
 	int		 rv = -1;
 
@@ -532,15 +550,13 @@ redact_set_compile(struct redact_set *rs)
 			row[rs->cls[rs->ebyte[e]]] = rs->eto[e];
 	}
 
-	/* Pairs of bytes a pattern may start with; any for 1-byte ones. */
-	for (e = rs->estart[0]; e < rs->estart[1]; e++) {
-		v = rs->eto[e];
-		for (c = 0; c < 256; c++) {
-			t = rs->ebyte[e] | c << 8;
-			if (rs->st[v].outlen != 0 || rs_goto(rs, v, c) != 0)
-				rs->bigram[t >> 3] |= 1U << (t & 7);
-		}
-	}
+	rs->fwidth = rs->minlen < 2 ? 2 : rs->minlen > 4 ? 4 : rs->minlen;
+	rs->fmask = rs->fwidth == 4 ? 0xffffffffU :
+	    (1U << (8 * rs->fwidth)) - 1;
+	rs->fstride = rs->minlen < rs->fwidth ? 1 : rs->minlen - rs->fwidth + 1;
+	if (rs->fstride > REDACT_FILTER_MAXSTRIDE)
+		rs->fstride = REDACT_FILTER_MAXSTRIDE;
+	rs_filter_add(rs, 0, 0, path);
 
 	rs->memsize = ndense * ncls * sizeof(uint32_t) +
 	    (size_t)n * (sizeof(*rs->st) + 3 * sizeof(uint32_t) + 1);
@@ -555,6 +571,35 @@ redact_set_compile(struct redact_set *rs)
 	if (rv == -1)
 		rs_free_automaton(rs);
 	return rv;
+}
+
+/*
+ * Mark the W-grams at offsets 0 to K - 1 of every pattern below state q
+ * (reached by the d bytes in path) in the start filter.  A pattern
+ * shorter than W (only with W = 2, K = 1) marks every W-gram it starts.
+ */
+static void
+rs_filter_add(struct redact_set *rs, uint32_t q, uint32_t d, uint8_t *path)
+{
+	uint32_t	 e, c, h, v, i, w = rs->fwidth;
+
+	if (d >= w || (d > 0 && rs->st[q].outlen == d)) {
+		for (c = 0; c < (d >= w ? 1U : 256U); c++) {
+			/* The last W bytes of the path, or all and c. */
+			v = d >= w ? 0 : c << (8 * d);
+			for (i = d >= w ? d - w : 0; i < d; i++)
+				v |= (uint32_t)path[i] <<
+				    (8 * (d >= w ? i + w - d : i));
+			h = REDACT_FILTER_HASH(v);
+			rs->filter[h >> 3] |= 1U << (h & 7);
+		}
+		if (d == w + rs->fstride - 1)
+			return;
+	}
+	for (e = rs->estart[q]; e < rs->estart[q + 1]; e++) {
+		path[d] = rs->ebyte[e];
+		rs_filter_add(rs, rs->eto[e], d + 1, path);
+	}
 }
 
 size_t
@@ -636,7 +681,7 @@ rs_free_automaton(struct redact_set *rs)
 	rs->fail = rs->estart = rs->eto = NULL;
 	rs->ebyte = NULL;
 	rs->nstates = rs->ndense = 0;
-	explicit_bzero(rs->bigram, sizeof(rs->bigram));
+	explicit_bzero(rs->filter, sizeof(rs->filter));
 	explicit_bzero(rs->cls, sizeof(rs->cls));
 }
 
@@ -708,19 +753,39 @@ rs_step(const struct redact_set *rs, uint32_t q, uint8_t c)
 	return rs->dense[(size_t)q * rs->nclasses + k];
 }
 
-/* First position from i where a pattern may start, or n - 1, or n. */
+/*
+ * The first position from i where a pattern may start, or where fewer
+ * than 4 bytes remain after a probe, so the automaton decides alone.
+ */
 static inline size_t
-rs_skip(const uint8_t *bigram, const uint8_t *w, size_t i, size_t n)
+rs_skip(const struct redact_set *rs, const uint8_t *w, size_t i, size_t n)
 {
-	size_t	 v;
+	const uint8_t	*f = rs->filter;
+	uint32_t	 m = rs->fmask, k = rs->fstride, h0, h1, h2, h3, v;
+	size_t		 p = i + k - 1;
 
-	while (i + 1 < n) {
-		v = w[i] | (size_t)w[i + 1] << 8;
-		if (bigram[v >> 3] & (1U << (v & 7)))
+#define PROBE(h, off) do {						\
+	memcpy(&v, w + p + (off), sizeof(v));				\
+	(h) = REDACT_FILTER_HASH(le32toh(v) & m);			\
+} while (0)
+#define HIT(h)	((f[(h) >> 3] >> ((h) & 7)) & 1)
+	while (p + 3 * k + 4 <= n) {
+		PROBE(h0, 0);
+		PROBE(h1, k);
+		PROBE(h2, 2 * k);
+		PROBE(h3, 3 * k);
+		if (HIT(h0) | HIT(h1) | HIT(h2) | HIT(h3))
 			break;
-		i++;
+		p += 4 * k;
 	}
-	return i;
+	for (; p + 4 <= n; p += k) {
+		PROBE(h0, 0);
+		if (HIT(h0))
+			break;
+	}
+#undef PROBE
+#undef HIT
+	return p - (k - 1);
 }
 
 /*
@@ -741,20 +806,15 @@ redact_scan(struct redact *r, const uint8_t *w, size_t n, int final,
 	for (;;) {
 		/*
 		 * Nothing in progress: skip to where a pattern may start.
-		 * The guard makes the automaton take at least two bytes
-		 * after each hit, so the skip always moves forward.
+		 * The guard keeps the automaton going until what it holds
+		 * starts past the last hit, so the skip always moves on.
 		 */
-		if (!hascand && st[q].pend <= 1 && pos - st[q].pend >= guard) {
-			pos = rs_skip(rs->bigram, w, pos - st[q].pend, n);
+		if (!hascand && st[q].pend < rs->fwidth &&
+		    pos - st[q].pend >= guard) {
+			pos = rs_skip(rs, w, pos - st[q].pend, n);
 			q = 0;
 			if (pos >= n)
 				break;
-			/* The last byte: held only if a pattern starts so. */
-			if (pos + 1 == n && !final &&
-			    rs->dense[rs->cls[w[pos]]] == 0) {
-				pos = n;
-				break;
-			}
 			guard = pos + 1;
 		}
 		if (pos == n) {

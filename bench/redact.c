@@ -1,0 +1,219 @@
+/*
+ * Redactor throughput on one core: synthetic CLI output (log lines, paths,
+ * hex ids, numbers) with one planted secret every 64 KiB, redacted with
+ * 0 to 100 random API-token-like secrets of 20-64 bytes and all their
+ * forms, written in 4 KiB and 64 KiB chunks.  Prints MB/s (10^6 bytes).
+ *
+ * usage: redact [-m MiB] [-r rounds]
+ */
+
+#include <sys/types.h>
+
+#include <err.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "redact.h"
+
+struct sink {
+	size_t		 bytes;
+	uint32_t	 sum;
+};
+
+static void	 usage(void) __attribute__((__noreturn__));
+static uint32_t	 rnd(void);
+static void	 sink_out(void *, const void *, size_t);
+static size_t	 gen_text(uint8_t *, size_t);
+static double	 now(void);
+
+static uint32_t	 seed = 0x7265646b;
+
+static const char *words[] = {
+	"INFO", "DEBUG", "WARN", "request", "completed", "user", "status",
+	"ok", "GET", "POST", "/api/v1/items", "/usr/lib/x86_64-linux-gnu",
+	"bytes", "duration", "ms", "cache", "miss", "hit", "upstream",
+	"connection", "pool", "worker", "started", "listening", "on", "the",
+	"and", "for", "with", "error:", "retrying", "deployment", "created",
+	"pod", "default", "Running", "Pending", "NAME", "READY", "AGE",
+	"commit", "Author:", "Date:", "Merge", "branch", "main", "origin",
+	"{\"id\":", "\"name\":", "\"created_at\":", "true,", "false,", "null",
+};
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: redact [-m MiB] [-r rounds]\n");
+	exit(1);
+}
+
+static uint32_t
+rnd(void)
+{
+	seed ^= seed << 13;
+	seed ^= seed >> 17;
+	seed ^= seed << 5;
+	return seed;
+}
+
+static void
+sink_out(void *arg, const void *buf, size_t len)
+{
+	struct sink	*s = arg;
+
+	s->bytes += len;
+	s->sum += ((const uint8_t *)buf)[len - 1];
+}
+
+static double
+now(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Lines of words, numbers, timestamps and hex ids, like a CLI prints. */
+static size_t
+gen_text(uint8_t *p, size_t n)
+{
+	size_t	 o = 0, i, k;
+	int	 len;
+	char	 tmp[64];
+
+	while (o + 128 < n) {
+		len = snprintf(tmp, sizeof(tmp), "2024-05-%02u %02u:%02u:%02u ",
+		    1 + rnd() % 28, rnd() % 24, rnd() % 60, rnd() % 60);
+		memcpy(p + o, tmp, len);
+		o += len;
+		for (k = 3 + rnd() % 10; k > 0; k--) {
+			switch (rnd() % 8) {
+			case 0:
+				len = snprintf(tmp, sizeof(tmp), "%u ",
+				    rnd() % 100000);
+				break;
+			case 1:
+				for (i = 0; i < 12; i++)
+					tmp[i] = "0123456789abcdef"[rnd() % 16];
+				tmp[i] = ' ';
+				len = i + 1;
+				break;
+			default:
+				len = snprintf(tmp, sizeof(tmp), "%s ",
+				    words[rnd() % (sizeof(words) /
+				    sizeof(words[0]))]);
+				break;
+			}
+			if (o + len + 1 >= n)
+				break;
+			memcpy(p + o, tmp, len);
+			o += len;
+		}
+		p[o++] = '\n';
+	}
+	while (o < n)
+		p[o++] = '\n';
+	return o;
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const size_t	 counts[] = { 0, 1, 10, 30, 100 };
+	static const size_t	 chunks[] = { 4096, 65536 };
+	struct redact_set	*rs;
+	struct redact		*r;
+	struct sink		 sk;
+	uint8_t			*text, *orig, secret[100][64];
+	size_t			 slen[100], mib = 64, rounds = 3, size;
+	size_t			 c, ch, i, j, off, len, plants;
+	double			 t, best, tcomp;
+	int			 ch_;
+
+	while ((ch_ = getopt(argc, argv, "m:r:")) != -1) {
+		switch (ch_) {
+		case 'm':
+			mib = strtoul(optarg, NULL, 10);
+			break;
+		case 'r':
+			rounds = strtoul(optarg, NULL, 10);
+			break;
+		default:
+			usage();
+		}
+	}
+	if (mib == 0 || mib > 4096 || rounds == 0)
+		usage();
+	size = mib << 20;
+	if ((text = malloc(size)) == NULL || (orig = malloc(size)) == NULL)
+		err(1, "malloc");
+	gen_text(orig, size);
+	for (i = 0; i < 100; i++) {
+		slen[i] = 20 + rnd() % 45;
+		for (j = 0; j < slen[i]; j++)
+			secret[i][j] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmn"
+			    "opqrstuvwxyz0123456789-_"[rnd() % 64];
+	}
+
+	printf("%-8s %-9s %-7s %-9s %-8s %-6s %-7s %s\n", "secrets",
+	    "patterns", "maxlen", "memory", "compile", "chunk", "masked",
+	    "MB/s");
+	for (c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		/* Plant a secret every 64 KiB, so the matcher works too. */
+		memcpy(text, orig, size);
+		plants = 0;
+		if (counts[c] > 0)
+			for (off = 32768; off + 64 < size; off += 65536) {
+				i = rnd() % counts[c];
+				memcpy(text + off, secret[i], slen[i]);
+				plants++;
+			}
+		if ((rs = redact_set_new()) == NULL)
+			err(1, "redact_set_new");
+		for (i = 0; i < counts[c]; i++)
+			if (redact_set_add(rs, secret[i], slen[i]) == -1)
+				err(1, "redact_set_add");
+		tcomp = now();
+		if (redact_set_compile(rs) == -1)
+			err(1, "redact_set_compile");
+		tcomp = now() - tcomp;
+		for (ch = 0; ch < sizeof(chunks) / sizeof(chunks[0]); ch++) {
+			best = 1e9;
+			for (j = 0; j < rounds; j++) {
+				memset(&sk, 0, sizeof(sk));
+				if ((r = redact_new(rs, SIZE_MAX)) == NULL)
+					err(1, "redact_new");
+				t = now();
+				for (off = 0; off < size; off += len) {
+					len = size - off < chunks[ch] ?
+					    size - off : chunks[ch];
+					redact_write(r, text + off, len,
+					    sink_out, &sk);
+				}
+				redact_finish(r, sink_out, &sk);
+				t = now() - t;
+				if (t < best)
+					best = t;
+				if (redact_count(r) < plants)
+					errx(1, "masked %zu of %zu planted",
+					    redact_count(r), plants);
+				redact_free(r);
+			}
+			printf("%-8zu %-9zu %-7zu %-9zu %-8.1f %-6zu %-7zu "
+			    "%.0f\n", counts[c], redact_set_npatterns(rs),
+			    redact_set_maxlen(rs), redact_set_memsize(rs),
+			    tcomp * 1e3, chunks[ch], plants,
+			    size / best / 1e6);
+			if (sk.bytes == 0)
+				errx(1, "no output");
+		}
+		redact_set_free(rs);
+	}
+	free(text);
+	free(orig);
+	return 0;
+}
