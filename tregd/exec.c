@@ -9,6 +9,7 @@
  */
 
 #include <sys/types.h>
+#include <sys/stat.h>
 
 #include <errno.h>
 #include <event.h>
@@ -44,6 +45,12 @@ exec_main(int debug, int verbose)
 	    exec_dispatch_parent, exec_closed, exec_config);
 	if (!have_vault || !have_frontend)
 		fatalx("exec: incomplete configuration");
+
+	/* Run directories live here; Landlock needs it to exist. */
+	if (mkdir(exec_conf.run_dir, 0711) == -1 && errno != EEXIST)
+		fatal("mkdir %s", exec_conf.run_dir);
+	if (chmod(exec_conf.run_dir, 0711) == -1)
+		fatal("chmod %s", exec_conf.run_dir);
 
 	sandbox_nodump();
 	memset(&paths, 0, sizeof(paths));
