@@ -28,6 +28,8 @@ ifeq ($(SANITIZE),1)
 DEBUG    = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	   -fno-sanitize-recover=undefined -DTREGD_SANITIZE
 SANLD    = -fsanitize=address,undefined
+SANENV   = env LSAN_OPTIONS=suppressions=$(CURDIR)/regress/lsan.supp:print_suppressions=0 \
+	   ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 else
 DEBUG    = -O2 -g -D_FORTIFY_SOURCE=2
 SANLD    =
@@ -89,7 +91,7 @@ check-build: all $(UNIT_PROGS)
 check:
 	@sh scripts/deps.sh
 	$(MAKE) check-build
-	cd regress && { kyua test -k Kyuafile; rc=$$?; \
+	cd regress && { $(SANENV) kyua test -k Kyuafile; rc=$$?; \
 	    [ $$rc -eq 0 ] || kyua report --verbose --results-filter broken,failed; \
 	    exit $$rc; }
 
