@@ -1,24 +1,1373 @@
 /*
- * vault_policy.c: placeholder, being written (deny rules, local grants,
- * run reports, /calls, /health).
+ * vault_policy.c: policy and the local tier.  Deny rules (SPEC.md
+ * section 9) and their check, local-run grants and run reports (section
+ * 7), the call audit read (section 8), credential health (section 11) and
+ * tregctl's "show audit".
+ *
+ * A grant is the one answer of the daemon that carries secret values: it
+ * is written to the audit before it is answered, its values live only in
+ * sodium or jansson memory that is zeroed on free, and nothing here ever
+ * logs a value, an argument or a request body.
  */
+
+#include <ctype.h>
+#include <limits.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "vault.h"
 
-const struct vault_route vault_policy_routes[] = {
-	{ ROUTE_NONE, ROLE_NONE, NULL }
+#define DENY_RULES_MAX		1000	/* per org */
+#define DENY_NOTE_MAX		256
+#define DENY_PATH_MAX		1024
+#define DENY_METHOD_MAX		32
+#define GRANT_ARGV_MAX		256
+#define GRANT_ARG_LEN_MAX	(32 * 1024)
+#define GRANT_TTL		300
+#define REPORT_DETAIL_MAX	512
+#define CALLS_LIMIT_DEF		50
+#define CALLS_LIMIT_MAX		500
+#define AUDIT_CTL_MAX		500
+
+/* One row of the local-run audit (calls, kind 'local_run'). */
+struct local_audit {
+	const char	*tool;
+	const char	*action;	/* GRANT, DENY, REPORT */
+	const char	*refused_by;	/* DENY only */
+	int		 status;
+	json_t		*argv;		/* masked here before it is stored */
+	int		 has_exit;
+	int64_t		 exit_code;
+	const char	*verdict;
+	int64_t		 grant_id;
 };
 
+static int	host_match(const char *, const char *);
+static int	path_match(const char *, const char *);
+static void	url_path(const char *, char *, size_t);
+static int	org_admin(struct vault_req *, struct vault_resp *);
+static int	deny_body(struct vault_req *, struct vault_resp *, char *,
+		    size_t, const char **, char *, size_t, int64_t *,
+		    const char **);
+static json_t	*deny_view(sqlite3_stmt *);
+static void	deny_create(struct vault_req *, struct vault_resp *);
+static void	deny_list(struct vault_req *, struct vault_resp *);
+static void	deny_delete(struct vault_req *, struct vault_resp *);
+static int	grant_argv(struct vault_req *, struct vault_resp *, json_t **);
+static int	tool_usable(const struct auth *, const struct tool_row *);
+static const char *cli_deny_match(json_t *, json_t *);
+static int	inject_ids(const struct tool_row *, json_t *, int64_t *,
+		    struct vault_resp *);
+static int	needs_proof(const struct auth *, const int64_t *, size_t);
+static char	*subst(const char *, const char *, size_t, size_t *);
+static json_t	*grant_value(int64_t, int64_t, json_t *, const char *,
+		    struct vault_resp *);
+static json_t	*grant_render(int64_t, const char *, json_t *,
+		    const int64_t *, struct vault_resp *);
+static int64_t	audit_local(const struct auth *, const struct local_audit *);
+static void	tool_grant(struct vault_req *, struct vault_resp *);
+static void	tool_run_report(struct vault_req *, struct vault_resp *);
+static void	calls_list(struct vault_req *, struct vault_resp *);
+static void	health_list(struct vault_req *, struct vault_resp *);
+static json_t	*json_text_or_null(sqlite3_stmt *, int);
+static json_t	*json_int_or_null(sqlite3_stmt *, int);
+
+const struct vault_route vault_policy_routes[] = {
+	{ ROUTE_DENY_CREATE,		ROLE_VIEWER,	deny_create },
+	{ ROUTE_DENY_LIST,		ROLE_VIEWER,	deny_list },
+	{ ROUTE_DENY_DELETE,		ROLE_VIEWER,	deny_delete },
+	{ ROUTE_TOOL_GRANT,		ROLE_MEMBER,	tool_grant },
+	{ ROUTE_TOOL_RUN_REPORT,	ROLE_MEMBER,	tool_run_report },
+	{ ROUTE_CALLS_LIST,		ROLE_VIEWER,	calls_list },
+	{ ROUTE_HEALTH,			ROLE_VIEWER,	health_list },
+	{ ROUTE_NONE,			ROLE_NONE,	NULL }
+};
+
+/* ------------------------------------------------------------------ */
+/* Deny rules: the check.                                              */
+
+/*
+ * A rule's host is equal to the used host, ignoring case; a rule without
+ * a port also matches the host on any port.
+ */
+static int
+host_match(const char *rule, const char *host)
+{
+	const char	*end;
+	size_t		 n;
+
+	if (strcasecmp(rule, host) == 0)
+		return (1);
+	if (*rule == '[' ? strstr(rule, "]:") != NULL :
+	    strchr(rule, ':') != NULL)
+		return (0);
+	if (*host == '[') {
+		if ((end = strchr(host, ']')) == NULL)
+			return (0);
+		n = end - host + 1;
+	} else if ((end = strchr(host, ':')) != NULL &&
+	    strchr(end + 1, ':') == NULL)
+		n = end - host;
+	else
+		return (0);
+	return (strlen(rule) == n && strncasecmp(rule, host, n) == 0);
+}
+
+/*
+ * A path prefix matches on a segment boundary: "/v1" matches "/v1" and
+ * "/v1/x" but not "/v10".  A trailing "/" in the rule is ignored, so "/"
+ * matches every path.
+ */
+static int
+path_match(const char *prefix, const char *path)
+{
+	size_t	 n = strlen(prefix);
+
+	while (n > 0 && prefix[n - 1] == '/')
+		n--;
+	if (n == 0)
+		return (1);
+	if (strncmp(prefix, path, n) != 0)
+		return (0);
+	return (path[n] == '\0' || path[n] == '/' || path[n] == '?');
+}
+
+/* The path of an absolute URL ("/" when it has none). */
+static void
+url_path(const char *url, char *buf, size_t len)
+{
+	const char	*p, *end;
+	size_t		 n;
+
+	if ((p = strstr(url, "://")) != NULL)
+		p += 3;
+	else
+		p = url;
+	p += strcspn(p, "/?#");
+	if (*p != '/') {
+		strlcpy(buf, "/", len);
+		return;
+	}
+	end = p + strcspn(p, "?#");
+	n = end - p;
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+}
+
+/*
+ * The rules of the caller's org aimed at everyone or at the caller; the
+ * first one whose every non-empty field matches refuses.  method NULL
+ * (runs and grants) never matches a rule that names a method.  path may
+ * also be a whole URL (its path is used) or NULL ("/").
+ */
 int
 deny_check(const struct auth *a, const char *host, const char *path,
     const char *method, struct vault_resp *resp)
 {
+	sqlite3_stmt	*st;
+	char		 pbuf[DENY_PATH_MAX + 1];
+	const char	*rh, *rp, *rm;
+	int64_t		 id = 0;
+	char		 note[DENY_NOTE_MAX + 1];
+	int		 rc;
+
+	if (host == NULL)
+		host = "";
+	if (path == NULL || *path == '\0')
+		path = "/";
+	else if (*path != '/') {
+		url_path(path, pbuf, sizeof(pbuf));
+		path = pbuf;
+	}
+	if ((st = db_prepare("SELECT id, host, path_prefix, method, note "
+	    "FROM deny_rules WHERE org_id = ? AND (user_id IS NULL OR "
+	    "user_id = ?) ORDER BY id")) == NULL) {
+		db_fail(resp, "deny rules");
+		return (-1);
+	}
+	sqlite3_bind_int64(st, 1, a->org_id);
+	sqlite3_bind_int64(st, 2, a->user_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		rh = db_text(st, 1);
+		rp = db_text(st, 2);
+		rm = db_text(st, 3);
+		if (*rh == '\0' && *rp == '\0' && *rm == '\0')
+			continue;	/* matches nothing, by definition */
+		if (*rh != '\0' && !host_match(rh, host))
+			continue;
+		if (*rm != '\0' && (method == NULL || strcmp(rm, method) != 0))
+			continue;
+		if (*rp != '\0' && !path_match(rp, path))
+			continue;
+		id = sqlite3_column_int64(st, 0);
+		strlcpy(note, db_text(st, 4), sizeof(note));
+		break;
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		db_fail(resp, "deny rules");
+		return (-1);
+	}
+	if (id == 0)
+		return (0);
+	if (note[0] != '\0')
+		resp_error(resp, 403, "blocked by a policy rule (rule %lld: "
+		    "%s)", (long long)id, note);
+	else
+		resp_error(resp, 403, "blocked by a policy rule (rule %lld)",
+		    (long long)id);
+	return (-1);
+}
+
+/* ------------------------------------------------------------------ */
+/* Deny rules: the routes.                                             */
+
+/*
+ * The caller's own membership in org {id1} must be admin or owner, the
+ * same rule as the other /orgs/{id} routes: no membership is 404.
+ */
+static int
+org_admin(struct vault_req *req, struct vault_resp *resp)
+{
+	sqlite3_stmt	*st;
+	enum role	 role = ROLE_NONE;
+	int		 rc;
+
+	if ((st = db_prepare("SELECT role FROM memberships WHERE "
+	    "user_id = ? AND org_id = ?")) == NULL) {
+		db_fail(resp, "org lookup");
+		return (-1);
+	}
+	sqlite3_bind_int64(st, 1, req->auth->user_id);
+	sqlite3_bind_int64(st, 2, req->id1);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		role = role_from_name(db_text(st, 0));
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		db_fail(resp, "org lookup");
+		return (-1);
+	}
+	if (role == ROLE_NONE) {
+		resp_error(resp, 404, "org not found");
+		return (-1);
+	}
+	if (role < ROLE_ADMIN) {
+		resp_error(resp, 403, "only admins and owners can do this");
+		return (-1);
+	}
 	return (0);
 }
 
+/* The fields of a new rule; empty strings count as absent. */
+static int
+deny_body(struct vault_req *req, struct vault_resp *resp, char *host,
+    size_t hostlen, const char **path, char *method, size_t methodlen,
+    int64_t *user, const char **note)
+{
+	const char	*h = "", *m = "";
+	json_t		*u;
+	size_t		 i;
+
+	*path = "";
+	*note = "";
+	*user = 0;
+	if (body_str(req, resp, "host", 0, hostlen - 1, &h) == -1 ||
+	    body_str(req, resp, "path_prefix", 0, DENY_PATH_MAX, path) == -1 ||
+	    body_str(req, resp, "method", 0, methodlen - 1, &m) == -1 ||
+	    body_str(req, resp, "note", 0, DENY_NOTE_MAX, note) == -1)
+		return (-1);
+	for (i = 0; h[i] != '\0'; i++) {
+		if (!isalnum((unsigned char)h[i]) &&
+		    strchr(".-_:[]", h[i]) == NULL) {
+			resp_error(resp, 422, "field 'host' must be a bare "
+			    "host name, without a scheme or a path");
+			return (-1);
+		}
+		host[i] = tolower((unsigned char)h[i]);
+	}
+	host[i] = '\0';
+	for (i = 0; m[i] != '\0'; i++) {
+		if (!isalpha((unsigned char)m[i]) && m[i] != '-' &&
+		    m[i] != '_') {
+			resp_error(resp, 422, "field 'method' must be an HTTP "
+			    "method such as GET or DELETE");
+			return (-1);
+		}
+		method[i] = toupper((unsigned char)m[i]);
+	}
+	method[i] = '\0';
+	if (**path != '\0' && **path != '/') {
+		resp_error(resp, 422, "field 'path_prefix' must start with "
+		    "'/'");
+		return (-1);
+	}
+	for (i = 0; (*path)[i] != '\0'; i++)
+		if ((unsigned char)(*path)[i] <= ' ' || (*path)[i] == 0x7f) {
+			resp_error(resp, 422, "field 'path_prefix' may not "
+			    "contain spaces or control characters");
+			return (-1);
+		}
+	for (i = 0; (*note)[i] != '\0'; i++)
+		if ((unsigned char)(*note)[i] < ' ' || (*note)[i] == 0x7f) {
+			resp_error(resp, 422, "field 'note' may not contain "
+			    "control characters");
+			return (-1);
+		}
+	if (*host == '\0' && **path == '\0' && *method == '\0') {
+		resp_error(resp, 422, "a deny rule needs at least one of "
+		    "'host', 'path_prefix' or 'method'");
+		return (-1);
+	}
+	u = json_object_get(req->body, "user_id");
+	if (u != NULL && !json_is_null(u)) {
+		if (!json_is_integer(u) || json_integer_value(u) < 1) {
+			resp_error(resp, 422, "field 'user_id' must be a user "
+			    "id or null");
+			return (-1);
+		}
+		*user = json_integer_value(u);
+	}
+	return (0);
+}
+
+static json_t *
+deny_view(sqlite3_stmt *st)
+{
+	json_t	*o;
+
+	o = json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:s}",
+	    "id", (json_int_t)sqlite3_column_int64(st, 0),
+	    "org_id", (json_int_t)sqlite3_column_int64(st, 1),
+	    "host", json_text_or_null(st, 2),
+	    "path_prefix", json_text_or_null(st, 3),
+	    "method", json_text_or_null(st, 4),
+	    "user_id", json_int_or_null(st, 5),
+	    "note", json_text_or_null(st, 6),
+	    "created_by", json_int_or_null(st, 7),
+	    "created_at", db_text(st, 8));
+	if (o == NULL)
+		fatalx("%s: json_pack", __func__);
+	return (o);
+}
+
+#define DENY_COLUMNS	"id, org_id, host, path_prefix, method, user_id, " \
+			"note, created_by, created_at"
+
+static void
+deny_create(struct vault_req *req, struct vault_resp *resp)
+{
+	sqlite3_stmt	*st;
+	char		 host[HOST_LEN_MAX], method[DENY_METHOD_MAX + 1];
+	char		 now[32];
+	const char	*path, *note;
+	int64_t		 user, id;
+	int		 rc, n = 0;
+
+	if (org_admin(req, resp) == -1)
+		return;
+	if (req->body == NULL) {
+		resp_error(resp, 422, "a deny rule needs at least one of "
+		    "'host', 'path_prefix' or 'method'");
+		return;
+	}
+	if (deny_body(req, resp, host, sizeof(host), &path, method,
+	    sizeof(method), &user, &note) == -1)
+		return;
+	if (user != 0) {
+		if ((st = db_prepare("SELECT 1 FROM memberships WHERE "
+		    "user_id = ? AND org_id = ?")) == NULL) {
+			db_fail(resp, "deny rule");
+			return;
+		}
+		sqlite3_bind_int64(st, 1, user);
+		sqlite3_bind_int64(st, 2, req->id1);
+		rc = sqlite3_step(st);
+		sqlite3_reset(st);
+		if (rc == SQLITE_DONE) {
+			resp_error(resp, 422, "user %lld is not a member of "
+			    "this org", (long long)user);
+			return;
+		}
+		if (rc != SQLITE_ROW) {
+			db_fail(resp, "deny rule");
+			return;
+		}
+	}
+
+	if (db_begin() == -1) {
+		db_fail(resp, "deny rule");
+		return;
+	}
+	if ((st = db_prepare("SELECT count(*) FROM deny_rules WHERE "
+	    "org_id = ?")) == NULL) {
+		db_fail(resp, "deny rule");
+		return;
+	}
+	sqlite3_bind_int64(st, 1, req->id1);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int(st, 0);
+	sqlite3_reset(st);
+	if (n >= DENY_RULES_MAX) {
+		db_rollback();
+		resp_error(resp, 409, "this org already has %d deny rules, "
+		    "the most it may have", DENY_RULES_MAX);
+		return;
+	}
+	now_iso(now, sizeof(now));
+	if ((st = db_prepare("INSERT INTO deny_rules (org_id, host, "
+	    "path_prefix, method, user_id, note, created_by, created_at) "
+	    "VALUES (?, NULLIF(?, ''), NULLIF(?, ''), NULLIF(?, ''), ?, "
+	    "NULLIF(?, ''), ?, ?)")) == NULL) {
+		db_fail(resp, "deny rule");
+		return;
+	}
+	sqlite3_bind_int64(st, 1, req->id1);
+	sqlite3_bind_text(st, 2, host, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, path, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, method, -1, SQLITE_STATIC);
+	if (user != 0)
+		sqlite3_bind_int64(st, 5, user);
+	else
+		sqlite3_bind_null(st, 5);
+	sqlite3_bind_text(st, 6, note, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 7, req->auth->user_id);
+	sqlite3_bind_text(st, 8, now, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		db_fail(resp, "deny rule");
+		return;
+	}
+	id = sqlite3_last_insert_rowid(vault_db);
+	if (db_commit() == -1) {
+		db_fail(resp, "deny rule");
+		return;
+	}
+
+	if ((st = db_prepare("SELECT " DENY_COLUMNS " FROM deny_rules "
+	    "WHERE id = ?")) == NULL) {
+		db_fail(resp, "deny rule");
+		return;
+	}
+	sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		resp_ok(resp, deny_view(st));
+	else
+		db_fail(resp, "deny rule");
+	sqlite3_reset(st);
+	log_info("org %lld: deny rule %lld added by user %lld",
+	    (long long)req->id1, (long long)id,
+	    (long long)req->auth->user_id);
+}
+
+static void
+deny_list(struct vault_req *req, struct vault_resp *resp)
+{
+	sqlite3_stmt	*st;
+	json_t		*arr;
+	int		 rc;
+
+	if (org_admin(req, resp) == -1)
+		return;
+	if ((st = db_prepare("SELECT " DENY_COLUMNS " FROM deny_rules "
+	    "WHERE org_id = ? ORDER BY id")) == NULL) {
+		db_fail(resp, "deny rules");
+		return;
+	}
+	if ((arr = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	sqlite3_bind_int64(st, 1, req->id1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		json_array_append_new(arr, deny_view(st));
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		json_decref(arr);
+		db_fail(resp, "deny rules");
+		return;
+	}
+	resp_ok(resp, arr);
+}
+
+static void
+deny_delete(struct vault_req *req, struct vault_resp *resp)
+{
+	sqlite3_stmt	*st;
+	int		 rc;
+
+	if (org_admin(req, resp) == -1)
+		return;
+	if ((st = db_prepare("DELETE FROM deny_rules WHERE id = ? AND "
+	    "org_id = ?")) == NULL) {
+		db_fail(resp, "deny rule");
+		return;
+	}
+	sqlite3_bind_int64(st, 1, req->id2);
+	sqlite3_bind_int64(st, 2, req->id1);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		db_fail(resp, "deny rule");
+		return;
+	}
+	if (sqlite3_changes(vault_db) == 0) {
+		resp_error(resp, 404, "deny rule not found");
+		return;
+	}
+	log_info("org %lld: deny rule %lld removed by user %lld",
+	    (long long)req->id1, (long long)req->id2,
+	    (long long)req->auth->user_id);
+	resp_ok(resp, json_pack("{s:I}", "deleted", (json_int_t)req->id2));
+}
+
+/* ------------------------------------------------------------------ */
+/* Local grants.                                                       */
+
+/* argv: absent is an empty list; else at most 256 strings of 32 KiB. */
+static int
+grant_argv(struct vault_req *req, struct vault_resp *resp, json_t **out)
+{
+	json_t	*argv, *v;
+	size_t	 i;
+
+	argv = req->body ? json_object_get(req->body, "argv") : NULL;
+	if (argv == NULL || json_is_null(argv)) {
+		*out = json_array();
+		return (0);
+	}
+	if (!json_is_array(argv) || json_array_size(argv) > GRANT_ARGV_MAX) {
+		resp_error(resp, 422, "field 'argv' must be an array of at "
+		    "most %d strings", GRANT_ARGV_MAX);
+		return (-1);
+	}
+	json_array_foreach(argv, i, v) {
+		if (!json_is_string(v)) {
+			resp_error(resp, 422, "field 'argv' must be an array "
+			    "of strings");
+			return (-1);
+		}
+		if (json_string_length(v) > GRANT_ARG_LEN_MAX) {
+			resp_error(resp, 422, "argument %zu is too long (at "
+			    "most %d bytes)", i, GRANT_ARG_LEN_MAX);
+			return (-1);
+		}
+		if (strlen(json_string_value(v)) != json_string_length(v)) {
+			resp_error(resp, 422, "argument %zu contains a NUL "
+			    "byte", i);
+			return (-1);
+		}
+	}
+	*out = json_incref(argv);
+	return (0);
+}
+
+/* An access list may name the tool or the skill it came with. */
+static int
+tool_usable(const struct auth *a, const struct tool_row *t)
+{
+	return (access_allows(a, t->name) ||
+	    (t->bundle[0] != '\0' && access_allows(a, t->bundle)));
+}
+
+/*
+ * The first cli.deny pattern that matches the space-joined argv or one
+ * argument, or NULL.  A pattern that no longer compiles refuses (it was
+ * checked at registration, so this means a damaged row).
+ */
+static const char *
+cli_deny_match(json_t *cli, json_t *argv)
+{
+	json_t		*deny, *p, *v;
+	regex_t		 re;
+	char		*joined;
+	const char	*hit = NULL;
+	size_t		 i, j, len = 1, o = 0;
+
+	deny = json_object_get(cli, "deny");
+	if (!json_is_array(deny) || json_array_size(deny) == 0)
+		return (NULL);
+	json_array_foreach(argv, i, v)
+		len += json_string_length(v) + 1;
+	if ((joined = malloc(len)) == NULL)
+		fatal("%s: malloc", __func__);
+	json_array_foreach(argv, i, v) {
+		if (i > 0)
+			joined[o++] = ' ';
+		memcpy(joined + o, json_string_value(v),
+		    json_string_length(v));
+		o += json_string_length(v);
+	}
+	joined[o] = '\0';
+
+	json_array_foreach(deny, i, p) {
+		if (!json_is_string(p))
+			continue;
+		if (regcomp(&re, json_string_value(p),
+		    REG_EXTENDED | REG_NOSUB) != 0) {
+			hit = json_string_value(p);
+			break;
+		}
+		if (regexec(&re, joined, 0, NULL, 0) == 0)
+			hit = json_string_value(p);
+		json_array_foreach(argv, j, v) {
+			if (hit != NULL)
+				break;
+			if (regexec(&re, json_string_value(v), 0, NULL,
+			    0) == 0)
+				hit = json_string_value(p);
+		}
+		regfree(&re);
+		if (hit != NULL)
+			break;
+	}
+	freezero(joined, len);
+	return (hit);
+}
+
+/* The secret of each inject entry; an entry that resolves to none fails. */
+static int
+inject_ids(const struct tool_row *t, json_t *inject, int64_t *ids,
+    struct vault_resp *resp)
+{
+	json_t	*e;
+	size_t	 i;
+
+	json_array_foreach(inject, i, e) {
+		if (i >= INJECT_MAX || inject_resolve(t, e, &ids[i]) == -1) {
+			resp_error(resp, 409, "cli.inject[%zu] of '%s' does "
+			    "not resolve to exactly one secret — give the "
+			    "entry a secret_id or from_binding", i, t->name);
+			return (-1);
+		}
+	}
+	return (0);
+}
+
+/* Whether any of the secrets belongs to someone else than the caller. */
+static int
+needs_proof(const struct auth *a, const int64_t *ids, size_t n)
+{
+	sqlite3_stmt	*st;
+	size_t		 i;
+	int		 rc, other = 0;
+
+	for (i = 0; i < n && !other; i++) {
+		if ((st = db_prepare("SELECT owner_id FROM secrets WHERE "
+		    "id = ? AND org_id = ?")) == NULL)
+			return (1);
+		sqlite3_bind_int64(st, 1, ids[i]);
+		sqlite3_bind_int64(st, 2, a->org_id);
+		rc = sqlite3_step(st);
+		if (rc != SQLITE_ROW ||
+		    sqlite3_column_int64(st, 0) != a->user_id)
+			other = 1;
+		sqlite3_reset(st);
+	}
+	return (other);
+}
+
+/* tmpl with every "{secret}" replaced by val; the caller freezero()s it. */
+static char *
+subst(const char *tmpl, const char *val, size_t vlen, size_t *outlen)
+{
+	static const char	 ph[] = "{secret}";
+	const char		*p, *q;
+	size_t			 n = 0, len = 1;
+	char			*out;
+
+	*outlen = 0;
+	for (p = tmpl; (q = strstr(p, ph)) != NULL; p = q + sizeof(ph) - 1)
+		n++;
+	len += strlen(tmpl) - n * (sizeof(ph) - 1) + n * vlen;
+	if ((out = malloc(len)) == NULL)
+		fatal("%s: malloc", __func__);
+	for (p = tmpl; (q = strstr(p, ph)) != NULL; p = q + sizeof(ph) - 1) {
+		memcpy(out + *outlen, p, q - p);
+		*outlen += q - p;
+		memcpy(out + *outlen, val, vlen);
+		*outlen += vlen;
+	}
+	memcpy(out + *outlen, p, strlen(p));
+	*outlen += strlen(p);
+	out[*outlen] = '\0';
+	return (out);
+}
+
+/*
+ * One inject entry with its secret's value put in: trimmed, its
+ * secret_field taken for a JSON secret (access_token by default for
+ * oauth), and the format or the argv template applied.
+ */
+static json_t *
+grant_value(int64_t org, int64_t sid, json_t *e, const char *tool,
+    struct vault_resp *resp)
+{
+	sqlite3_stmt	*st;
+	unsigned char	*pt = NULL;
+	size_t		 ptlen = 0, vlen, olen, i;
+	const char	*val, *field = NULL, *kind, *name, *via, *fmt;
+	char		 sname[NAME_LEN_MAX + 1];
+	char		*s;
+	json_t		*doc = NULL, *fv, *item = NULL, *arr, *a;
+	int		 rc;
+
+	if ((st = db_prepare("SELECT sealed, kind, name FROM secrets WHERE "
+	    "id = ? AND org_id = ?")) == NULL) {
+		db_fail(resp, "grant");
+		return (NULL);
+	}
+	sqlite3_bind_int64(st, 1, sid);
+	sqlite3_bind_int64(st, 2, org);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		strlcpy(sname, db_text(st, 2), sizeof(sname));
+		kind = db_text(st, 1);
+		field = json_string_value(json_object_get(e, "secret_field"));
+		if (field == NULL && strcmp(kind, "oauth") == 0)
+			field = "access_token";
+		rc = secret_unseal(org, sid, sqlite3_column_blob(st, 0),
+		    sqlite3_column_bytes(st, 0), &pt, &ptlen);
+	} else
+		rc = rc == SQLITE_DONE ? 1 : -2;
+	sqlite3_reset(st);
+	if (rc == 1) {
+		resp_error(resp, 409, "a secret used by '%s' no longer "
+		    "exists", tool);
+		return (NULL);
+	}
+	if (rc == -2) {
+		db_fail(resp, "grant");
+		return (NULL);
+	}
+	if (rc != 0) {
+		log_warnx("secret %lld of org %lld does not open",
+		    (long long)sid, (long long)org);
+		resp_error(resp, 500, "internal error: the secret '%s' could "
+		    "not be opened", sname);
+		return (NULL);
+	}
+
+	/* Trim: a pasted key often carries a newline. */
+	val = (const char *)pt;
+	vlen = ptlen;
+	while (vlen > 0 && isspace((unsigned char)*val)) {
+		val++;
+		vlen--;
+	}
+	while (vlen > 0 && isspace((unsigned char)val[vlen - 1]))
+		vlen--;
+	if (field != NULL) {
+		doc = json_loadb(val, vlen, 0, NULL);
+		fv = json_object_get(doc, field);
+		if (!json_is_string(fv)) {
+			resp_error(resp, 409, "the secret '%s' has no string "
+			    "field '%s'", sname, field);
+			goto out;
+		}
+		val = json_string_value(fv);
+		vlen = json_string_length(fv);
+	}
+	if (memchr(val, '\0', vlen) != NULL) {
+		resp_error(resp, 409, "the secret '%s' contains a NUL byte "
+		    "and cannot be handed to a CLI", sname);
+		goto out;
+	}
+
+	via = json_string_value(json_object_get(e, "via"));
+	if (via != NULL && strcmp(via, "argv") == 0) {
+		if ((arr = json_array()) == NULL)
+			fatal("%s: json_array", __func__);
+		item = json_pack("{s:s, s:o}", "via", "argv", "argv", arr);
+		json_array_foreach(json_object_get(e, "argv"), i, a) {
+			s = subst(json_string_value(a), val, vlen, &olen);
+			if (json_array_append_new(arr,
+			    json_stringn(s, olen)) == -1) {
+				freezero(s, olen + 1);
+				goto notutf8;
+			}
+			freezero(s, olen + 1);
+		}
+	} else {
+		name = json_string_value(json_object_get(e, "name"));
+		if ((fmt = json_string_value(json_object_get(e,
+		    "format"))) == NULL)
+			fmt = "{secret}";
+		s = subst(fmt, val, vlen, &olen);
+		item = json_pack("{s:s, s:s?, s:s%}", "via", "env", "name",
+		    name, "value", s, olen);
+		freezero(s, olen + 1);
+		if (item == NULL)
+			goto notutf8;
+	}
+	goto out;
+ notutf8:
+	json_decref(item);
+	item = NULL;
+	resp_error(resp, 409, "the secret '%s' is not UTF-8 text and cannot "
+	    "be handed out in a grant", sname);
+ out:
+	json_decref(doc);
+	secret_free(pt, ptlen);
+	return (item);
+}
+
+static json_t *
+grant_render(int64_t org, const char *tool, json_t *inject,
+    const int64_t *ids, struct vault_resp *resp)
+{
+	json_t	*items, *e, *item;
+	size_t	 i;
+
+	if ((items = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	json_array_foreach(inject, i, e) {
+		if ((item = grant_value(org, ids[i], e, tool, resp)) == NULL) {
+			json_decref(items);
+			return (NULL);
+		}
+		json_array_append_new(items, item);
+	}
+	return (items);
+}
+
+/* Write one local-run audit row; its id, or -1. */
+static int64_t
+audit_local(const struct auth *a, const struct local_audit *la)
+{
+	sqlite3_stmt	*st;
+	json_t		*masked = NULL;
+	char		*argv = NULL;
+	char		 now[32];
+	int		 rc;
+
+	if (la->argv != NULL) {
+		masked = argv_mask(a->org_id, la->argv);
+		if (masked == NULL || (argv = json_dumps(masked,
+		    JSON_COMPACT)) == NULL)
+			fatalx("%s: argv", __func__);
+		json_decref(masked);
+	}
+	now_iso(now, sizeof(now));
+	if ((st = db_prepare("INSERT INTO calls (org_id, user_id, user_email, "
+	    "tool_name, method, status_code, kind, action, refused_by, argv, "
+	    "exit_code, verdict, grant_id, created_at) VALUES (?, ?, ?, ?, "
+	    "?, ?, 'local_run', ?, ?, ?, ?, ?, ?, ?)")) == NULL) {
+		free(argv);
+		return (-1);
+	}
+	sqlite3_bind_int64(st, 1, a->org_id);
+	sqlite3_bind_int64(st, 2, a->user_id);
+	sqlite3_bind_text(st, 3, a->email, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, la->tool, -1, SQLITE_STATIC);
+	/* treg's audit shows the action where a call shows its method. */
+	sqlite3_bind_text(st, 5, la->action, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 6, la->status);
+	sqlite3_bind_text(st, 7, la->action, -1, SQLITE_STATIC);
+	if (la->refused_by != NULL)
+		sqlite3_bind_text(st, 8, la->refused_by, -1, SQLITE_STATIC);
+	if (argv != NULL)
+		sqlite3_bind_text(st, 9, argv, -1, SQLITE_STATIC);
+	if (la->has_exit)
+		sqlite3_bind_int64(st, 10, la->exit_code);
+	if (la->verdict != NULL)
+		sqlite3_bind_text(st, 11, la->verdict, -1, SQLITE_STATIC);
+	if (la->grant_id != 0)
+		sqlite3_bind_int64(st, 12, la->grant_id);
+	sqlite3_bind_text(st, 13, now, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	free(argv);
+	if (rc != SQLITE_DONE)
+		return (-1);
+	return (sqlite3_last_insert_rowid(vault_db));
+}
+
+/*
+ * POST /tools/{name}/grant: the checks of SPEC.md section 7 in their
+ * order, then the audit row, then the answer with the values.
+ */
+static void
+tool_grant(struct vault_req *req, struct vault_resp *resp)
+{
+	const struct auth	*a = req->auth;
+	struct tool_row		 t;
+	struct local_audit	 la;
+	json_t			*argv = NULL, *inject, *items = NULL, *tmpl;
+	int64_t			 ids[INJECT_MAX], id;
+	const char		*pattern;
+	char			 path[DENY_PATH_MAX + 1], *text;
+
+	memset(&t, 0, sizeof(t));
+	memset(&la, 0, sizeof(la));
+	if (grant_argv(req, resp, &argv) == -1)
+		return;
+	switch (tool_load(a->org_id, req->name, &t)) {
+	case 0:
+		break;
+	case 1:
+		resp_error(resp, 404, "no tool '%s' in this org", req->name);
+		goto out;
+	default:
+		db_fail(resp, "tool lookup");
+		goto out;
+	}
+	if (!tool_usable(a, &t)) {
+		resp_error(resp, 403, "you don't have access to the tool '%s' "
+		    "in this team — ask an admin", t.name);
+		goto out;
+	}
+	/* Owners are never restricted, as with access lists. */
+	if (a->role != ROLE_OWNER && !a->local_run_enabled) {
+		resp_error(resp, 403, "local execution is disabled for you — "
+		    "run on the server instead (`treg run --server`), or ask "
+		    "an admin to enable local runs for your account");
+		goto out;
+	}
+	url_path(t.base_url, path, sizeof(path));
+	if (deny_check(a, t.host, path, NULL, resp) == -1)
+		goto out;
+	if (t.cli == NULL) {
+		tmpl = json_pack("{s:{s:s, s:b, s:[{s:s, s:s, s:s}]}}", "cli",
+		    "bin", t.name, "enabled", 1, "inject", "secret",
+		    "<local secret name>", "via", "env", "name", "<ENV_VAR>");
+		if (tmpl == NULL ||
+		    (text = json_dumps(tmpl, JSON_COMPACT)) == NULL)
+			fatalx("%s: template", __func__);
+		resp_error(resp, 409, "treg doesn't know how to inject "
+		    "credentials into '%s'. Add a \"cli\" block to the tool "
+		    "(or the skill's treg.json) — template: %s", t.name, text);
+		free(text);
+		json_object_set_new(resp->body, "template", tmpl);
+		goto out;
+	}
+	if (!json_is_true(json_object_get(t.cli, "enabled"))) {
+		resp_error(resp, 403, "local runs are disabled for '%s' — an "
+		    "owner/admin can enable them: treg tool update %s "
+		    "--local-run on", t.name, t.name);
+		goto out;
+	}
+	la.tool = t.name;
+	la.argv = argv;
+	la.action = "DENY";
+	la.status = 403;
+	if ((pattern = cli_deny_match(t.cli, argv)) != NULL) {
+		la.refused_by = "cli.deny";
+		if (audit_local(a, &la) == -1) {
+			db_fail(resp, "grant audit");
+			goto out;
+		}
+		resp_error(resp, 403, "denied by the tool's cli.deny: pattern "
+		    "'%.256s'. The skill's creator controls this list "
+		    "(cli.deny in treg.json).", pattern);
+		goto out;
+	}
+	inject = json_object_get(t.cli, "inject");
+	if (!json_is_array(inject))
+		inject = NULL;
+	if (inject != NULL && inject_ids(&t, inject, ids, resp) == -1)
+		goto out;
+	/*
+	 * A member may be allowed to run a tool with a teammate's key
+	 * without being allowed to read that key: only the isolated runner,
+	 * which holds the proof, gets such a grant.
+	 */
+	if (inject != NULL && a->role < ROLE_ADMIN && !req->proof_ok &&
+	    needs_proof(a, ids, json_array_size(inject))) {
+		la.refused_by = "run-proof";
+		if (audit_local(a, &la) == -1) {
+			db_fail(resp, "grant audit");
+			goto out;
+		}
+		resp_error(resp, 403, "this key is shared: local runs of it "
+		    "need the runner proof (X-Treg-Run-Proof) — a direct grant "
+		    "can't hand you another member's key; use the isolated "
+		    "treg-run runner an admin sets up");
+		goto out;
+	}
+	if (inject != NULL) {
+		if ((items = grant_render(a->org_id, t.name, inject, ids,
+		    resp)) == NULL)
+			goto out;
+	} else if ((items = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+
+	la.action = "GRANT";
+	la.status = 200;
+	if ((id = audit_local(a, &la)) == -1) {
+		json_decref(items);
+		db_fail(resp, "grant audit");
+		goto out;
+	}
+	log_info("grant %lld: %s, tool %s", (long long)id, a->email, t.name);
+	resp_ok(resp, json_pack("{s:s, s:o, s:i, s:b, s:I}",
+	    "bin", json_string_value(json_object_get(t.cli, "bin")),
+	    "inject", items, "ttl_seconds", GRANT_TTL, "redact_output", 1,
+	    "audit_id", (json_int_t)id));
+	if (resp->body == NULL)
+		fatalx("%s: json_pack", __func__);
+ out:
+	json_decref(argv);
+	tool_row_clear(&t);
+}
+
+/*
+ * POST /tools/{name}/run-report: the runner's verdict on a grant of the
+ * caller's own.  The GRANT row stays as it is; the report is a new row.
+ */
+static void
+tool_run_report(struct vault_req *req, struct vault_resp *resp)
+{
+	static const char *const verdicts[] = {
+		"ok", "credential_invalid", "unknown_error", NULL
+	};
+	const struct auth	*a = req->auth;
+	struct local_audit	 la;
+	struct tool_row		 t;
+	sqlite3_stmt		*st;
+	const char		*verdict = NULL, *detail = NULL;
+	char			 now[32], dbuf[REPORT_DETAIL_MAX + 128];
+	int64_t			 grant, exit_code, rid;
+	json_t			*marked;
+	int			 i, rc;
+
+	memset(&t, 0, sizeof(t));
+	memset(&la, 0, sizeof(la));
+	if (body_int(req, resp, "audit_id", 1, 1, INT64_MAX, &grant) == -1 ||
+	    body_int(req, resp, "exit_code", 1, INT32_MIN, INT32_MAX,
+	    &exit_code) == -1 ||
+	    body_str(req, resp, "verdict", 1, 32, &verdict) == -1 ||
+	    body_str(req, resp, "detail", 0, REPORT_DETAIL_MAX, &detail) == -1)
+		return;
+	for (i = 0; verdicts[i] != NULL; i++)
+		if (strcmp(verdict, verdicts[i]) == 0)
+			break;
+	if (verdicts[i] == NULL) {
+		resp_error(resp, 422, "verdict must be one of ok, "
+		    "credential_invalid, unknown_error");
+		return;
+	}
+
+	/* Another user's grant is not found: no guessing at audit ids. */
+	if ((st = db_prepare("SELECT 1 FROM calls WHERE id = ? AND "
+	    "org_id = ? AND user_id = ? AND kind = 'local_run' AND "
+	    "action = 'GRANT' AND tool_name = ?")) == NULL) {
+		db_fail(resp, "run report");
+		return;
+	}
+	sqlite3_bind_int64(st, 1, grant);
+	sqlite3_bind_int64(st, 2, a->org_id);
+	sqlite3_bind_int64(st, 3, a->user_id);
+	sqlite3_bind_text(st, 4, req->name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc == SQLITE_DONE) {
+		resp_error(resp, 404, "no matching grant for that audit_id");
+		return;
+	}
+	if (rc != SQLITE_ROW) {
+		db_fail(resp, "run report");
+		return;
+	}
+	switch (tool_load(a->org_id, req->name, &t)) {
+	case 0:
+		break;
+	case 1:
+		resp_error(resp, 404, "no tool '%s' in this org", req->name);
+		return;
+	default:
+		db_fail(resp, "tool lookup");
+		return;
+	}
+
+	if ((marked = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	if (db_begin() == -1) {
+		db_fail(resp, "run report");
+		goto out;
+	}
+	if (strcmp(verdict, "unknown_error") != 0) {
+		if (detail != NULL && *detail != '\0')
+			snprintf(dbuf, sizeof(dbuf), "%s", detail);
+		else if (strcmp(verdict, "ok") == 0)
+			snprintf(dbuf, sizeof(dbuf), "a local run of %s "
+			    "succeeded", t.name);
+		else
+			snprintf(dbuf, sizeof(dbuf), "a local run of %s "
+			    "reported an auth failure (exit %lld)", t.name,
+			    (long long)exit_code);
+		now_iso(now, sizeof(now));
+		/* A param is configuration, not a credential. */
+		if ((st = db_prepare("UPDATE secrets SET status = ?, "
+		    "status_detail = ?, checked_at = ? WHERE org_id = ? AND "
+		    "kind != 'param' AND id IN (SELECT secret_id FROM "
+		    "tool_secrets WHERE tool_id = ?) RETURNING name")) ==
+		    NULL) {
+			db_fail(resp, "run report");
+			goto out;
+		}
+		sqlite3_bind_text(st, 1, strcmp(verdict, "ok") == 0 ? "ok" :
+		    "invalid", -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, dbuf, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, now, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, a->org_id);
+		sqlite3_bind_int64(st, 5, t.id);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			if (strcmp(verdict, "credential_invalid") == 0)
+				json_array_append_new(marked,
+				    json_string(db_text(st, 0)));
+		sqlite3_reset(st);
+		if (rc != SQLITE_DONE) {
+			db_fail(resp, "run report");
+			goto out;
+		}
+	}
+	la.tool = t.name;
+	la.action = "REPORT";
+	la.status = 200;
+	la.has_exit = 1;
+	la.exit_code = exit_code;
+	la.verdict = verdict;
+	la.grant_id = grant;
+	if ((rid = audit_local(a, &la)) == -1 || db_commit() == -1) {
+		db_fail(resp, "run report");
+		goto out;
+	}
+	resp_ok(resp, json_pack("{s:b, s:b, s:I, s:I, s:O}", "recorded", 1,
+	    "ok", 1, "audit_id", (json_int_t)grant, "report_id",
+	    (json_int_t)rid, "marked_invalid", marked));
+ out:
+	json_decref(marked);
+	tool_row_clear(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* Reads.                                                              */
+
+static json_t *
+json_text_or_null(sqlite3_stmt *st, int col)
+{
+	if (sqlite3_column_type(st, col) == SQLITE_NULL)
+		return (json_null());
+	return (json_string(db_text(st, col)));
+}
+
+static json_t *
+json_int_or_null(sqlite3_stmt *st, int col)
+{
+	if (sqlite3_column_type(st, col) == SQLITE_NULL)
+		return (json_null());
+	return (json_integer(sqlite3_column_int64(st, col)));
+}
+
+/*
+ * GET /calls: the org's call audit, newest first, paged with before_id.
+ * Every role of the org reads every row, as in treg: the audit is the
+ * team's shared record, and the argv in it is masked.
+ */
+static void
+calls_list(struct vault_req *req, struct vault_resp *resp)
+{
+	sqlite3_stmt	*st;
+	json_t		*arr, *o, *argv;
+	const char	*err = NULL;
+	char		 buf[32];
+	long long	 limit = CALLS_LIMIT_DEF, before = 0;
+	int		 rc;
+
+	if (query_param(req->query, "limit", buf, sizeof(buf)) == 0) {
+		limit = strtonum(buf, 1, CALLS_LIMIT_MAX, &err);
+		if (err != NULL) {
+			resp_error(resp, 422, "limit must be an integer from 1 "
+			    "to %d", CALLS_LIMIT_MAX);
+			return;
+		}
+	}
+	if (query_param(req->query, "before_id", buf, sizeof(buf)) == 0) {
+		before = strtonum(buf, 1, LLONG_MAX, &err);
+		if (err != NULL) {
+			resp_error(resp, 422, "before_id must be a positive "
+			    "integer");
+			return;
+		}
+	}
+	if ((st = db_prepare("SELECT id, user_email, tool_name, method, path, "
+	    "status_code, kind, refused_by, duration_ms, created_at, action, "
+	    "argv, exit_code, verdict FROM calls WHERE org_id = ?1 AND "
+	    "(?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3")) == NULL) {
+		db_fail(resp, "calls");
+		return;
+	}
+	sqlite3_bind_int64(st, 1, req->auth->org_id);
+	if (before > 0)
+		sqlite3_bind_int64(st, 2, before);
+	sqlite3_bind_int64(st, 3, limit);
+	if ((arr = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		argv = NULL;
+		if (sqlite3_column_type(st, 11) != SQLITE_NULL)
+			argv = json_loads(db_text(st, 11), 0, NULL);
+		o = json_pack("{s:I, s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:o, "
+		    "s:s, s:o, s:o, s:o, s:o}",
+		    "id", (json_int_t)sqlite3_column_int64(st, 0),
+		    "user_email", db_text(st, 1),
+		    "tool_name", json_text_or_null(st, 2),
+		    "method", json_text_or_null(st, 3),
+		    "path", json_text_or_null(st, 4),
+		    "status_code", json_int_or_null(st, 5),
+		    "kind", db_text(st, 6),
+		    "refused_by", json_text_or_null(st, 7),
+		    "duration_ms", json_int_or_null(st, 8),
+		    "created_at", db_text(st, 9),
+		    "action", json_text_or_null(st, 10),
+		    "argv", argv != NULL ? argv : json_null(),
+		    "exit_code", json_int_or_null(st, 12),
+		    "verdict", json_text_or_null(st, 13));
+		if (o == NULL)
+			fatalx("%s: json_pack", __func__);
+		json_array_append_new(arr, o);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		json_decref(arr);
+		db_fail(resp, "calls");
+		return;
+	}
+	resp_ok(resp, arr);
+}
+
+/*
+ * GET /health: the credential health of the org's secrets (params are
+ * configuration and have none).  A member with an access list sees the
+ * secrets of the tools and skills on it, and the ones it created.
+ */
+static void
+health_list(struct vault_req *req, struct vault_resp *resp)
+{
+	const struct auth	*a = req->auth;
+	sqlite3_stmt		*st;
+	json_t			*arr, *o;
+	char			*access = NULL;
+	int			 rc;
+
+	if ((st = db_prepare("SELECT s.id, s.name, s.kind, s.status, "
+	    "s.status_detail, s.checked_at FROM secrets s LEFT JOIN bundles "
+	    "sb ON sb.id = s.bundle_id WHERE s.org_id = ?1 AND "
+	    "s.kind != 'param' AND (?2 IS NULL OR s.owner_id = ?3 OR "
+	    "sb.name IN (SELECT value FROM json_each(?2)) OR EXISTS (SELECT 1 "
+	    "FROM tool_secrets ts JOIN tools t ON t.id = ts.tool_id LEFT JOIN "
+	    "bundles b ON b.id = t.bundle_id WHERE ts.secret_id = s.id AND "
+	    "(t.name IN (SELECT value FROM json_each(?2)) OR b.name IN "
+	    "(SELECT value FROM json_each(?2))))) ORDER BY s.id")) == NULL) {
+		db_fail(resp, "health");
+		return;
+	}
+	sqlite3_bind_int64(st, 1, a->org_id);
+	if (a->role != ROLE_OWNER && json_is_array(a->tool_access)) {
+		if ((access = json_dumps(a->tool_access, JSON_COMPACT)) == NULL)
+			fatalx("%s: json_dumps", __func__);
+		sqlite3_bind_text(st, 2, access, -1, SQLITE_STATIC);
+	}
+	sqlite3_bind_int64(st, 3, a->user_id);
+	if ((arr = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		o = json_pack("{s:I, s:s, s:s, s:s, s:o, s:o}",
+		    "secret_id", (json_int_t)sqlite3_column_int64(st, 0),
+		    "name", db_text(st, 1),
+		    "kind", db_text(st, 2),
+		    "status", db_text(st, 3),
+		    "detail", json_text_or_null(st, 4),
+		    "checked_at", json_text_or_null(st, 5));
+		if (o == NULL)
+			fatalx("%s: json_pack", __func__);
+		json_array_append_new(arr, o);
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	free(access);
+	if (rc != SQLITE_DONE) {
+		json_decref(arr);
+		db_fail(resp, "health");
+		return;
+	}
+	resp_ok(resp, arr);
+}
+
+/*
+ * tregctl show audit [org]: the newest call and local-run records of one
+ * org (by slug, else by its name when only one org has it) or of all.
+ */
 int
 ctl_show_audit(const struct ctl_request *cr, json_t **reply)
 {
-	*reply = json_array();
+	sqlite3_stmt	*st;
+	json_t		*arr, *o;
+	int64_t		 org = 0;
+	int		 rc, n = 0, limit = AUDIT_CTL_MAX;
+
+	if (cr->limit > 0 && cr->limit < AUDIT_CTL_MAX)
+		limit = cr->limit;
+	if (cr->org[0] != '\0') {
+		if ((st = db_prepare("SELECT id FROM orgs WHERE slug = ?1 "
+		    "UNION ALL SELECT id FROM orgs WHERE name = ?1 AND NOT "
+		    "EXISTS (SELECT 1 FROM orgs WHERE slug = ?1)")) == NULL) {
+			*reply = ctl_errorf("database error");
+			return (-1);
+		}
+		sqlite3_bind_text(st, 1, cr->org, -1, SQLITE_STATIC);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			if (n++ == 0)
+				org = sqlite3_column_int64(st, 0);
+		sqlite3_reset(st);
+		if (rc != SQLITE_DONE) {
+			*reply = ctl_errorf("database error");
+			return (-1);
+		}
+		if (n != 1) {
+			*reply = ctl_errorf(n == 0 ? "no org '%s'" :
+			    "more than one org is named '%s'; give its slug",
+			    cr->org);
+			return (-1);
+		}
+	}
+	if ((st = db_prepare("SELECT c.id, o.slug, c.user_email, c.tool_name, "
+	    "c.kind, c.action, c.refused_by, c.status_code, c.created_at "
+	    "FROM calls c JOIN orgs o ON o.id = c.org_id WHERE "
+	    "(?1 IS NULL OR c.org_id = ?1) ORDER BY c.id DESC LIMIT ?2")) ==
+	    NULL) {
+		*reply = ctl_errorf("database error");
+		return (-1);
+	}
+	if (org != 0)
+		sqlite3_bind_int64(st, 1, org);
+	sqlite3_bind_int(st, 2, limit);
+	if ((arr = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		o = json_pack("{s:I, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:s}",
+		    "id", (json_int_t)sqlite3_column_int64(st, 0),
+		    "org", db_text(st, 1),
+		    "user_email", db_text(st, 2),
+		    "tool_name", json_text_or_null(st, 3),
+		    "kind", db_text(st, 4),
+		    "action", json_text_or_null(st, 5),
+		    "refused_by", json_text_or_null(st, 6),
+		    "status_code", json_int_or_null(st, 7),
+		    "created_at", db_text(st, 8));
+		if (o == NULL)
+			fatalx("%s: json_pack", __func__);
+		json_array_append_new(arr, o);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		json_decref(arr);
+		*reply = ctl_errorf("database error");
+		return (-1);
+	}
+	*reply = arr;
 	return (0);
 }
