@@ -440,6 +440,14 @@ ATF_TC_BODY(every_encoded_form_is_masked, tc)
 	/* A broken hex run is not a form of the secret. */
 	ATF_REQUIRE_EQ(run_whole(rs, forms[7], &ob), 0);
 	redact_set_free(rs);
+
+	/* \u escapes in either case, as jansson and Python write them. */
+	s[0] = "esc\x1b[0m-key";
+	rs = mkset(s, 1);
+	ATF_REQUIRE_EQ(run_whole(rs, "\"esc\\u001b[0m-key\" "
+	    "\"esc\\u001B[0m-key\" esc%1B%5B0m-key esc%1b%5b0m-key", &ob), 4);
+	ATF_REQUIRE_STREQ((char *)ob.p, "\"***\" \"***\" *** ***");
+	redact_set_free(rs);
 	free(ob.p);
 }
 

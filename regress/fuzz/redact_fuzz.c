@@ -1,0 +1,220 @@
+/*
+ * libFuzzer target for the redactor and the UTF-8 sanitizer.
+ *
+ * The input gives 1-5 secrets, an output cap, four write sizes and a
+ * text in which 0xfe k stands for the k-th pattern of the set (so every
+ * encoded form is reachable).  Checked: the stream equals a naive
+ * leftmost-longest replace over the whole text, masks as many
+ * occurrences, no secret free of '*' survives in the output, and the
+ * sanitized output is valid UTF-8 whatever the cuts.
+ */
+
+#include <sys/types.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redact.h"
+#include "utf8.h"
+
+#define MAXTEXT		16384
+
+struct obuf {
+	uint8_t		*p;
+	size_t		 len;
+	size_t		 cap;
+};
+
+struct patlist {
+	uint8_t		*pat[512];
+	size_t		 len[512];
+	size_t		 n;
+};
+
+int		 LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+static void	 ob_out(void *, const void *, size_t);
+static void	 pl_add(void *, const void *, size_t);
+static size_t	 reference(const struct patlist *, const uint8_t *, size_t,
+		    struct obuf *);
+static size_t	 sanitize(const uint8_t *, size_t, const size_t *, size_t,
+		    char *);
+
+static void
+ob_out(void *arg, const void *buf, size_t len)
+{
+	struct obuf	*ob = arg;
+
+	if (len == 0)
+		abort();
+	if (ob->len + len > ob->cap) {
+		ob->cap = (ob->len + len) * 2;
+		if ((ob->p = realloc(ob->p, ob->cap)) == NULL)
+			abort();
+	}
+	memcpy(ob->p + ob->len, buf, len);
+	ob->len += len;
+}
+
+static void
+pl_add(void *arg, const void *pat, size_t len)
+{
+	struct patlist	*pl = arg;
+
+	if (pl->n == sizeof(pl->pat) / sizeof(pl->pat[0]))
+		abort();
+	if ((pl->pat[pl->n] = malloc(len)) == NULL)
+		abort();
+	memcpy(pl->pat[pl->n], pat, len);
+	pl->len[pl->n++] = len;
+}
+
+static size_t
+reference(const struct patlist *pl, const uint8_t *in, size_t n,
+    struct obuf *ob)
+{
+	size_t	 i = 0, j, best, count = 0;
+
+	while (i < n) {
+		best = 0;
+		for (j = 0; j < pl->n; j++)
+			if (pl->len[j] > best && pl->len[j] <= n - i &&
+			    memcmp(in + i, pl->pat[j], pl->len[j]) == 0)
+				best = pl->len[j];
+		if (best > 0) {
+			ob_out(ob, "***", 3);
+			i += best;
+			count++;
+		} else
+			ob_out(ob, in + i++, 1);
+	}
+	return count;
+}
+
+static size_t
+sanitize(const uint8_t *in, size_t n, const size_t *cuts, size_t ncuts,
+    char *out)
+{
+	struct utf8_state	 st;
+	size_t			 off = 0, o = 0, k = 0, len, w;
+
+	utf8_init(&st);
+	do {
+		len = ncuts == 0 ? n - off : cuts[k++ % ncuts];
+		if (len > n - off)
+			len = n - off;
+		w = utf8_sanitize(&st, in + off, len, out + o,
+		    UTF8_SANITIZE_BOUND(len), off + len == n);
+		if (w == (size_t)-1 || !utf8_valid(out + o, w))
+			abort();
+		o += w;
+		off += len;
+	} while (off < n);
+	return o;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct redact_set	*rs;
+	struct redact		*r;
+	struct patlist		 pl;
+	struct obuf		 got = { 0 }, want = { 0 };
+	const uint8_t		*secret[5], *end = data + size;
+	uint8_t			*text;
+	char			*s1, *s2;
+	size_t			 slen[5], ns, i, k, n, len, cap, cuts[4];
+	size_t			 count, off, a, b;
+
+	if (size < 6)
+		return 0;
+	ns = 1 + *data++ % 5;
+	for (i = 0; i < ns; i++) {
+		if (data == end)
+			return 0;
+		slen[i] = 1 + *data++ % 32;
+		if ((size_t)(end - data) < slen[i])
+			return 0;
+		secret[i] = data;
+		data += slen[i];
+	}
+	if (end - data < 5)
+		return 0;
+	cap = *data < 128 ? SIZE_MAX : (size_t)(*data - 128) * 5;
+	data++;
+	for (i = 0; i < 4; i++, data++)
+		cuts[i] = *data % 16 == 0 ? 1 + *data * 40 : 1 + *data % 48;
+
+	if ((rs = redact_set_new()) == NULL)
+		abort();
+	for (i = 0; i < ns; i++)
+		if (redact_set_add(rs, secret[i], slen[i]) == -1)
+			abort();
+	if (redact_set_compile(rs) == -1)
+		abort();
+	memset(&pl, 0, sizeof(pl));
+	if (redact_set_foreach(rs, pl_add, &pl) == -1 ||
+	    pl.n != redact_set_npatterns(rs))
+		abort();
+
+	if ((text = malloc(MAXTEXT)) == NULL)
+		abort();
+	for (n = 0; data < end; data++) {
+		if (*data == 0xfe && end - data > 1) {
+			k = *++data % pl.n;
+			len = pl.len[k];
+			if (len > MAXTEXT - n)
+				break;
+			memcpy(text + n, pl.pat[k], len);
+			n += len;
+		} else if (n < MAXTEXT)
+			text[n++] = *data;
+		else
+			break;
+	}
+
+	count = reference(&pl, text, n, &want);
+	if ((r = redact_new(rs, cap)) == NULL)
+		abort();
+	for (off = 0, k = 0; off < n; off += len) {
+		len = cuts[k++ % 4];
+		if (len > n - off)
+			len = n - off;
+		if (redact_write(r, text + off, len, ob_out, &got) == -1)
+			abort();
+	}
+	if (redact_finish(r, ob_out, &got) == -1)
+		abort();
+	if (redact_count(r) != count || redact_emitted(r) != got.len ||
+	    redact_truncated(r) != (want.len > cap) ||
+	    got.len != (want.len > cap ? cap : want.len) ||
+	    (got.len > 0 && memcmp(got.p, want.p, got.len) != 0))
+		abort();
+	for (i = 0; i < ns; i++)
+		if (memchr(secret[i], '*', slen[i]) == NULL && got.len > 0 &&
+		    memmem(got.p, got.len, secret[i], slen[i]) != NULL)
+			abort();
+
+	/* Whole or cut, the same output: at most 3 bytes per byte, plus
+	 * one U+FFFD for a sequence cut at the end. */
+	if (got.len > 0) {
+		if ((s1 = malloc(UTF8_SANITIZE_BOUND(got.len))) == NULL ||
+		    (s2 = malloc(UTF8_SANITIZE_BOUND(got.len))) == NULL)
+			abort();
+		a = sanitize(got.p, got.len, NULL, 0, s1);
+		b = sanitize(got.p, got.len, cuts, 4, s2);
+		if (a != b || memcmp(s1, s2, a) != 0 || a > 3 * got.len + 3)
+			abort();
+		free(s1);
+		free(s2);
+	}
+	redact_free(r);
+	redact_set_free(rs);
+	for (i = 0; i < pl.n; i++)
+		free(pl.pat[i]);
+	free(text);
+	free(got.p);
+	free(want.p);
+	return 0;
+}
