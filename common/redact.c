@@ -6,7 +6,7 @@
  * ordinary output spends its time, get dense transition rows indexed by
  * byte class; deeper states keep only their trie edges and a failure link,
  * so a run with a large multi-line secret (a service account key) costs
- * megabytes less while matching stays linear.
+ * megabytes less.
  *
  * Scanning mostly never enters the automaton.  While no match is in
  * progress, a hashed bitmap of W-grams (W is 2 to 4, from the shortest
@@ -19,8 +19,9 @@
  * pattern ending in it (outlen) and how far back a match still in
  * progress may start (pend).  A found match stays a candidate until no
  * match in progress can start at or before it; it is then replaced by the
- * mask and scanning restarts right after it.  The bytes a stream holds
- * back are exactly those of the match in progress, never more than
+ * mask and scanning restarts right after it, re-reading at most
+ * maxlen - 1 bytes per masked occurrence.  The bytes a stream holds back
+ * are exactly those of the match in progress, never more than
  * maxlen - 1.
  */
 
