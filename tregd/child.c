@@ -1,0 +1,142 @@
+/*
+ * What every re-executed child does first, and helpers the processes
+ * share.  Kept apart from main() so the unit tests can link the daemon's
+ * modules.
+ */
+
+#include <sys/types.h>
+
+#include <errno.h>
+#include <event.h>
+#include <poll.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "tregd.h"
+
+static void		child_log_sink(int, const char *);
+
+static struct imsgev	*log_iev;	/* the parent channel */
+struct event_base	*proc_base;	/* the event base */
+
+const char *const proc_names[PROC_MAX] = {
+	"parent", "frontend", "vault", "exec", "control"
+};
+
+static void
+child_log_sink(int pri, const char *line)
+{
+	struct iovec	 iov[2];
+
+	if (log_iev == NULL || log_iev->dead) {
+		fprintf(stderr, "%s\n", line);
+		return;
+	}
+	iov[0].iov_base = &pri;
+	iov[0].iov_len = sizeof(pri);
+	iov[1].iov_base = (void *)line;
+	iov[1].iov_len = strlen(line) + 1;
+	if (imsg_composev(&log_iev->ibuf, IMSG_LOG, 0, -1, iov, 2) == -1)
+		return;
+	/* A fatal() must reach the parent before the process exits. */
+	if (pri <= LOG_CRIT)
+		imsgbuf_flush(&log_iev->ibuf);
+	else
+		imsgev_update(log_iev);
+}
+
+/*
+ * Set up a re-executed child: name it, route its log lines to the parent
+ * and read its configuration synchronously (it needs it to know where to
+ * chroot), leaving later messages buffered for the event loop.
+ */
+void
+proc_child_init(enum tregd_proc self, struct imsgev *parent,
+    int debug, int verbose, imsgev_fn dispatch, imsgev_closed_fn closed,
+    void (*config)(struct imsg *))
+{
+	struct imsg	 imsg;
+	struct pollfd	 pfd;
+	ssize_t		 n;
+	int		 r, done = 0;
+
+	log_init(1, verbose);
+	log_procinit(proc_names[self]);
+	setproctitle("%s", proc_names[self]);
+	proc_base = event_init();
+	imsgev_init(parent, PROC_PARENT_FD, PROC_PARENT, "parent", dispatch,
+	    closed, NULL);
+	log_iev = parent;
+	log_setsink(child_log_sink);
+
+	while (!done) {
+		r = imsg_get(&parent->ibuf, &imsg);
+		if (r == -1)
+			fatalx("corrupt message stream from parent");
+		if (r == 0) {
+			pfd.fd = PROC_PARENT_FD;
+			pfd.events = POLLIN;
+			if (poll(&pfd, 1, -1) == -1 && errno != EINTR)
+				fatal("poll");
+			n = imsgbuf_read(&parent->ibuf);
+			if (n == 0)
+				fatalx("parent went away");
+			if (n == -1 && errno != EAGAIN && errno != EINTR)
+				fatal("read from parent");
+			continue;
+		}
+		if (imsg.hdr.type == IMSG_CONF_END) {
+			if (imsg.datalen != 0)
+				fatalx("bad IMSG_CONF_END");
+			done = 1;
+		} else
+			config(&imsg);
+		imsg_free(&imsg);
+	}
+}
+
+/* Copy IMSG_CONF into conf, checking the exact length and terminations. */
+void
+proc_conf_recv(struct imsg *imsg, struct tregd_conf *conf)
+{
+	if (imsg->datalen != sizeof(*conf))
+		fatalx("bad IMSG_CONF length %zu", imsg->datalen);
+	memcpy(conf, imsg->data, sizeof(*conf));
+	conf_terminate(conf);
+}
+
+/* Look a system user up, refusing to go on without it. */
+struct passwd *
+proc_getpw(const char *user)
+{
+	struct passwd	*pw;
+
+	if ((pw = getpwnam(user)) == NULL)
+		fatalx("unknown user %s: create it (make install does)", user);
+	return (pw);
+}
+
+/* A configuration from a peer: every string terminated, counts in range. */
+void
+conf_terminate(struct tregd_conf *conf)
+{
+	int	 i;
+
+	if (conf->nlisten < 0 || conf->nlisten > CONF_LISTEN_MAX ||
+	    conf->nrun_allow < 0 || conf->nrun_allow > CONF_ALLOW_MAX)
+		fatalx("bad configuration counts");
+	for (i = 0; i < CONF_LISTEN_MAX; i++)
+		conf->listen[i].name[sizeof(conf->listen[i].name) - 1] = '\0';
+	for (i = 0; i < CONF_ALLOW_MAX; i++)
+		conf->run_allow[i][CONF_BIN_LEN - 1] = '\0';
+	conf->state[sizeof(conf->state) - 1] = '\0';
+	conf->socket[sizeof(conf->socket) - 1] = '\0';
+	conf->socket_group[sizeof(conf->socket_group) - 1] = '\0';
+	conf->run_path[sizeof(conf->run_path) - 1] = '\0';
+	conf->run_dir[sizeof(conf->run_dir) - 1] = '\0';
+	conf->run_proof[sizeof(conf->run_proof) - 1] = '\0';
+}
