@@ -1164,18 +1164,22 @@ json_int_or_null(sqlite3_stmt *st, int col)
 
 /*
  * GET /calls: the org's call audit, newest first, paged with before_id.
- * Every role of the org reads every row, as in treg: the audit is the
- * team's shared record, and the argv in it is masked.
+ * Every role of the org reads the org's rows, as in treg: the audit is
+ * the team's shared record and its argv is masked.  Only a gated member
+ * (an access list) does not see the rows of tools hidden from it, as in
+ * GET /runs and every other listing.
  */
 static void
 calls_list(struct vault_req *req, struct vault_resp *resp)
 {
-	sqlite3_stmt	*st;
-	json_t		*arr, *o, *argv;
-	const char	*err = NULL;
-	char		 buf[32];
-	long long	 limit = CALLS_LIMIT_DEF, before = 0;
-	int		 rc;
+	const struct auth	*a = req->auth;
+	sqlite3_stmt		*st;
+	json_t			*arr, *o, *argv;
+	char			*access = NULL;
+	const char		*err = NULL;
+	char			 buf[32];
+	long long		 limit = CALLS_LIMIT_DEF, before = 0;
+	int			 rc;
 
 	if (query_param(req->query, "limit", buf, sizeof(buf)) == 0) {
 		limit = strtonum(buf, 1, CALLS_LIMIT_MAX, &err);
@@ -1195,15 +1199,25 @@ calls_list(struct vault_req *req, struct vault_resp *resp)
 	}
 	if ((st = db_prepare("SELECT id, user_email, tool_name, method, path, "
 	    "status_code, kind, refused_by, duration_ms, created_at, action, "
-	    "argv, exit_code, verdict FROM calls WHERE org_id = ?1 AND "
-	    "(?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3")) == NULL) {
+	    "argv, exit_code, verdict FROM calls c WHERE org_id = ?1 AND "
+	    "(?2 IS NULL OR id < ?2) AND (?4 IS NULL OR tool_name IS NULL OR "
+	    "tool_name IN (SELECT value FROM json_each(?4)) OR EXISTS "
+	    "(SELECT 1 FROM tools t JOIN bundles b ON b.id = t.bundle_id "
+	    "WHERE t.org_id = c.org_id AND t.name = c.tool_name AND b.name IN "
+	    "(SELECT value FROM json_each(?4)))) ORDER BY id DESC "
+	    "LIMIT ?3")) == NULL) {
 		db_fail(resp, "calls");
 		return;
 	}
-	sqlite3_bind_int64(st, 1, req->auth->org_id);
+	sqlite3_bind_int64(st, 1, a->org_id);
 	if (before > 0)
 		sqlite3_bind_int64(st, 2, before);
 	sqlite3_bind_int64(st, 3, limit);
+	if (a->role != ROLE_OWNER && json_is_array(a->tool_access)) {
+		if ((access = json_dumps(a->tool_access, JSON_COMPACT)) == NULL)
+			fatalx("%s: json_dumps", __func__);
+		sqlite3_bind_text(st, 4, access, -1, SQLITE_STATIC);
+	}
 	if ((arr = json_array()) == NULL)
 		fatal("%s: json_array", __func__);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -1231,6 +1245,8 @@ calls_list(struct vault_req *req, struct vault_resp *resp)
 		json_array_append_new(arr, o);
 	}
 	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	free(access);
 	if (rc != SQLITE_DONE) {
 		json_decref(arr);
 		db_fail(resp, "calls");
