@@ -1,0 +1,23 @@
+/*
+ * tregctl: the output interface.  The daemon answers every command with
+ * a JSON document; an output backend renders it, as text for a person
+ * or as JSON (-j) for a script.
+ */
+
+#ifndef TREGCTL_H
+#define TREGCTL_H
+
+#include <jansson.h>
+
+#include "tregd.h"
+
+struct output {
+	/* Render the answer to a successful command on stdout. */
+	void	(*result)(enum ctl_cmd, const json_t *);
+};
+
+/* output.c */
+extern const struct output	text_output;
+extern const struct output	json_output;
+
+#endif /* TREGCTL_H */
