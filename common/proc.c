@@ -55,7 +55,9 @@ imsgev_update(struct imsgev *iev)
 		return;
 	if (imsgbuf_queuelen(&iev->ibuf) > 0)
 		events |= EV_WRITE;
-	if (events == iev->events)
+	/* The event is not persistent: once it fired it must be re-added. */
+	if (events == iev->events && event_pending(&iev->ev, EV_READ |
+	    EV_WRITE, NULL))
 		return;
 	event_del(&iev->ev);
 	iev->events = events;
