@@ -4,30 +4,93 @@
  * It takes run orders from the vault, forks each CLI child into its own
  * session as the run user with limits and filters, reads its output,
  * redacts it and streams the redacted bytes to the frontend.  Raw output
- * never leaves this process.  It keeps a small address space so fork
- * stays cheap.
+ * never leaves this process.  It may create and remove run directories
+ * under the run directory, start programs found on the run path and
+ * signal its own run children; it never opens a socket and keeps no
+ * caches, so its address space stays small and fork stays cheap.
  */
 
 #include <sys/types.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
 
+#include <linux/capability.h>
+
+#include <dirent.h>
 #include <errno.h>
 #include <event.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "pack.h"
 #include "proc.h"
+#include "redact.h"
 #include "sandbox.h"
 #include "tregd.h"
+
+/* argv is bin + args + what argv inject entries add (32 x 32). */
+#define RUN_ARGC_MAX	(1 + ARGV_MAX + 32 * 32)
+#define RUN_ENVC_MAX	64
+#define RUN_SECRETS_MAX	512
+#define RUN_BLOB_MAX	(16 * 1024 * 1024)
+#define RUN_READ_LEN	65536
+#define RUN_RM_DEPTH	64
+/* After the leader died and its group was killed: how long to wait for EOF. */
+#define RUN_DRAIN_MS	500
+
+struct run;
+
+struct run_out {
+	struct run	*run;
+	uint8_t		 stream;	/* 1 stdout, 2 stderr */
+	int		 fd;		/* -1 once closed */
+	struct event	 ev;
+	struct redact	*rd;
+};
+
+struct run {
+	TAILQ_ENTRY(run)	 entry;
+	uint32_t		 reqid;		/* the frontend's request */
+	uint32_t		 runid;		/* the vault's */
+	pid_t			 pid;		/* also the process group */
+	int			 exited;
+	int			 status;
+	int			 timed_out;
+	uint32_t		 timeout_s;
+	struct timespec		 start;
+	uint32_t		 duration_ms;
+	struct event		 ev_timeout;
+	struct event		 ev_drain;
+	struct run_out		 out[2];
+	struct redact_set	*set;
+	char			 dir[PATH_MAX];
+};
+TAILQ_HEAD(run_list, run);
 
 static struct tregd_conf	 exec_conf;
 static struct imsgev		 iev_parent, iev_vault, iev_frontend;
 static int			 have_vault, have_frontend;
-static struct event		 ev_sigterm, ev_sigint;
+static struct event		 ev_sigterm, ev_sigint, ev_sigchld;
+static struct blob_list		 exec_blobs = TAILQ_HEAD_INITIALIZER(exec_blobs);
+static struct run_list		 runs = TAILQ_HEAD_INITIALIZER(runs);
+static struct sandbox_child	 child_filter;
+static int			 devnull = -1;
+static int			 as_root;
+static uid_t			 run_uid;
+static gid_t			 run_gid;
+static unsigned char		 readbuf[RUN_READ_LEN];
 
 static void	exec_config(struct imsg *);
 static void	exec_dispatch_parent(struct imsgev *, struct imsg *);
@@ -35,6 +98,28 @@ static void	exec_dispatch_vault(struct imsgev *, struct imsg *);
 static void	exec_dispatch_frontend(struct imsgev *, struct imsg *);
 static void	exec_closed(struct imsgev *);
 static void	exec_sig(int, short, void *);
+static void	exec_sigchld(int, short, void *);
+static void	exec_prepare(void);
+static void	exec_drop_caps(void);
+static void	exec_start(struct blob *);
+static int	exec_resolve(const char *, char *, size_t);
+static int	run_mkdir(struct run *);
+static void	run_spawn(struct run *, const char *, char **, char **);
+static __dead void child_fail(const char *);
+static __dead void run_child(struct run *, const char *, char **, char **,
+		    int, int);
+static int	run_read_some(struct run_out *, int);
+static void	run_read(int, short, void *);
+static void	run_out_close(struct run_out *);
+static void	run_emit(void *, const void *, size_t);
+static void	run_timeout(int, short, void *);
+static void	run_drain(int, short, void *);
+static void	run_maybe_done(struct run *);
+static void	run_done(struct run *);
+static void	run_report(uint32_t, uint32_t, struct run_exit *);
+static void	run_free(struct run *);
+static void	rm_tree_at(int, const char *, int);
+static void	rm_dir(const char *);
 
 __dead void
 exec_main(int debug, int verbose)
@@ -46,13 +131,10 @@ exec_main(int debug, int verbose)
 	if (!have_vault || !have_frontend)
 		fatalx("exec: incomplete configuration");
 
-	/* Run directories live here; Landlock needs it to exist. */
-	if (mkdir(exec_conf.run_dir, 0711) == -1 && errno != EEXIST)
-		fatal("mkdir %s", exec_conf.run_dir);
-	if (chmod(exec_conf.run_dir, 0711) == -1)
-		fatal("chmod %s", exec_conf.run_dir);
-
+	exec_prepare();
 	sandbox_nodump();
+	if (as_root)
+		exec_drop_caps();
 	memset(&paths, 0, sizeof(paths));
 	paths.run_dir = exec_conf.run_dir;
 	paths.run_path = exec_conf.run_path;
@@ -61,8 +143,10 @@ exec_main(int debug, int verbose)
 	signal(SIGPIPE, SIG_IGN);
 	signal_set(&ev_sigterm, SIGTERM, exec_sig, NULL);
 	signal_set(&ev_sigint, SIGINT, exec_sig, NULL);
+	signal_set(&ev_sigchld, SIGCHLD, exec_sigchld, NULL);
 	signal_add(&ev_sigterm, NULL);
 	signal_add(&ev_sigint, NULL);
+	signal_add(&ev_sigchld, NULL);
 
 	imsgev_drain(&iev_parent);
 	log_debug("ready");
@@ -70,9 +154,113 @@ exec_main(int debug, int verbose)
 	fatalx("event loop ended");
 }
 
+/*
+ * Everything that needs the filesystem or full privileges: the run user,
+ * /dev/null, the run directory base (root-owned 0711, so run users can
+ * reach their own directory but not list the others), leftovers of an
+ * earlier exec, the child's seccomp filter, and the subreaper bit so a
+ * daemonised grandchild is reparented here and reaped.
+ */
+static void
+exec_prepare(void)
+{
+	struct passwd	*pw;
+	struct stat	 st;
+	DIR		*d;
+	struct dirent	*de;
+	int		 dfd;
+
+	as_root = geteuid() == 0;
+	if (as_root) {
+		pw = proc_getpw(TREGD_RUN_USER);
+		run_uid = pw->pw_uid;
+		run_gid = pw->pw_gid;
+		if (run_uid == 0)
+			fatalx("%s must not be root", TREGD_RUN_USER);
+	}
+	if ((devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1)
+		fatal("open /dev/null");
+	if (mkdir(exec_conf.run_dir, 0711) == -1 && errno != EEXIST)
+		fatal("mkdir %s", exec_conf.run_dir);
+	if (lstat(exec_conf.run_dir, &st) == -1)
+		fatal("lstat %s", exec_conf.run_dir);
+	if (!S_ISDIR(st.st_mode))
+		fatalx("run directory %s is not a directory",
+		    exec_conf.run_dir);
+	if (as_root && (st.st_uid != 0 || chmod(exec_conf.run_dir, 0711) ==
+	    -1))
+		fatalx("run directory %s must be owned by root",
+		    exec_conf.run_dir);
+
+	/* Run directories of an exec that died before removing them. */
+	if ((dfd = open(exec_conf.run_dir, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) == -1)
+		fatal("open %s", exec_conf.run_dir);
+	if ((d = fdopendir(dup(dfd))) == NULL)
+		fatal("fdopendir %s", exec_conf.run_dir);
+	while ((de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, "run.", 4) == 0)
+			rm_tree_at(dfd, de->d_name, 0);
+	closedir(d);
+	close(dfd);
+
+	if (sandbox_child_prepare(&child_filter) == -1)
+		fatalx("cannot build the run child filter");
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == -1)
+		fatal("PR_SET_CHILD_SUBREAPER");
+}
+
+/*
+ * Keep only what runs need: change uid and gid (setgroups too), signal a
+ * run user's process group, give and take back a run directory.  The
+ * bounding set goes first (that needs CAP_SETPCAP, dropped just after).
+ */
+static void
+exec_drop_caps(void)
+{
+	struct __user_cap_header_struct	 hdr;
+	struct __user_cap_data_struct	 data[2];
+	const int	 keep[] = { CAP_SETUID, CAP_SETGID, CAP_KILL,
+			    CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER };
+	uint64_t	 mask = 0;
+	size_t		 i;
+	int		 c;
+
+	for (i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		mask |= 1ULL << keep[i];
+	for (c = 0; c < 64; c++) {
+		if (mask & (1ULL << c))
+			continue;
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == -1) {
+			if (errno == EINVAL)
+				break;		/* past the last capability */
+			fatal("PR_CAPBSET_DROP %d", c);
+		}
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == -1 &&
+	    errno != EINVAL)
+		fatal("PR_CAP_AMBIENT_CLEAR_ALL");
+	memset(&hdr, 0, sizeof(hdr));
+	memset(data, 0, sizeof(data));
+	hdr.version = _LINUX_CAPABILITY_VERSION_3;
+	data[0].effective = data[0].permitted = (uint32_t)mask;
+	data[1].effective = data[1].permitted = (uint32_t)(mask >> 32);
+	if (syscall(SYS_capset, &hdr, data) == -1)
+		fatal("capset");
+}
+
 static void
 exec_sig(int sig, short event, void *arg)
 {
+	struct run	*r;
+
+	/* No run outlives the daemon, nor its directory. */
+	TAILQ_FOREACH(r, &runs, entry) {
+		if (r->pid > 0)
+			kill(-r->pid, SIGKILL);
+		if (r->dir[0] != '\0')
+			rm_dir(r->dir);
+	}
 	exit(0);
 }
 
@@ -115,6 +303,7 @@ exec_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 
 	switch (imsg->hdr.type) {
 	case IMSG_CONF:
+		/* A reload: limits and paths apply to the next runs. */
 		proc_conf_recv(imsg, &exec_conf);
 		break;
 	case IMSG_CONF_END:
@@ -134,7 +323,29 @@ exec_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 static void
 exec_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
 {
-	fatalx("%s: bad imsg %u from vault", __func__, imsg->hdr.type);
+	struct blob	*b;
+	int		 bad;
+
+	switch (imsg->hdr.type) {
+	case IMSG_RUN_START:
+		b = blob_start(&exec_blobs, imsg, PROC_VAULT,
+		    sizeof(struct run_start), RUN_BLOB_MAX);
+		if (b == NULL)
+			fatalx("%s: bad IMSG_RUN_START from vault", __func__);
+		if (b->datalen == 0)
+			fatalx("%s: empty IMSG_RUN_START from vault",
+			    __func__);
+		break;
+	case IMSG_DATA:
+		b = blob_add(&exec_blobs, imsg, PROC_VAULT, &bad);
+		if (bad)
+			fatalx("%s: bad IMSG_DATA from vault", __func__);
+		if (b != NULL)
+			exec_start(b);
+		break;
+	default:
+		fatalx("%s: bad imsg %u from vault", __func__, imsg->hdr.type);
+	}
 }
 
 static void
@@ -147,4 +358,597 @@ static void
 exec_closed(struct imsgev *iev)
 {
 	fatalx("lost the channel to %s", iev->name);
+}
+
+/* ------------------------------------------------------------------ */
+/* Starting a run.                                                     */
+
+/* An entry is "NAME=value" with a non-empty name of safe characters. */
+static int
+env_entry_ok(const char *s)
+{
+	const char	*eq = strchr(s, '=');
+	const char	*p;
+
+	if (eq == NULL || eq == s)
+		return (0);
+	for (p = s; p < eq; p++)
+		if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= 'a' && *p <= 'z') || (p > s && *p >= '0' &&
+		    *p <= '9')))
+			return (0);
+	return (1);
+}
+
+/*
+ * A run order: check every field (a malformed order means the vault is
+ * not itself, and is fatal), then resolve, prepare and fork.
+ */
+static void
+exec_start(struct blob *b)
+{
+	struct run_start	 rs;
+	struct run_exit		 rx;
+	struct unpack		 up;
+	struct run		*r;
+	const char		*bin, *s;
+	char			 path[PATH_MAX], **argv = NULL, **env = NULL;
+	size_t			 len;
+	uint32_t		 argc, envc, nsec, i, n;
+
+	memcpy(&rs, b->head, sizeof(rs));
+	unpack_init(&up, b->data, b->datalen);
+	bin = unpack_str(&up);
+	argc = unpack_u32(&up);
+	if (up.bad || argc < 1 || argc > RUN_ARGC_MAX)
+		fatalx("%s: bad run order (argv)", __func__);
+	if ((argv = calloc(argc + 1, sizeof(*argv))) == NULL)
+		fatal("%s: calloc", __func__);
+	for (i = 0; i < argc; i++)
+		if ((argv[i] = (char *)unpack_str(&up)) == NULL)
+			fatalx("%s: bad run order (argv[%u])", __func__, i);
+	envc = unpack_u32(&up);
+	if (up.bad || envc > RUN_ENVC_MAX)
+		fatalx("%s: bad run order (env)", __func__);
+	/* PATH, HOME, TMPDIR, XDG_CONFIG_HOME, XDG_CACHE_HOME, LANG, LC_ALL */
+	n = 7;
+	if ((env = calloc(envc + n + 1, sizeof(*env))) == NULL)
+		fatal("%s: calloc", __func__);
+	for (i = 0; i < envc; i++)
+		if ((s = unpack_str(&up)) == NULL || !env_entry_ok(s))
+			fatalx("%s: bad run order (env[%u])", __func__, i);
+		else
+			env[n + i] = (char *)s;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		fatal("%s: calloc", __func__);
+	r->reqid = b->id;
+	r->runid = rs.runid;
+	r->pid = -1;
+	r->out[0].fd = r->out[1].fd = -1;
+	if ((r->set = redact_set_new()) == NULL)
+		fatal("%s: redact_set_new", __func__);
+	nsec = unpack_u32(&up);
+	if (up.bad || nsec > RUN_SECRETS_MAX)
+		fatalx("%s: bad run order (secrets)", __func__);
+	for (i = 0; i < nsec; i++) {
+		if ((s = unpack_bytes(&up, &len)) == NULL)
+			fatalx("%s: bad run order (secret %u)", __func__, i);
+		if (redact_set_add(r->set, s, len) == -1)
+			fatal("%s: redact_set_add", __func__);
+	}
+	if (unpack_done(&up) == -1 || bin == NULL || *bin == '\0' ||
+	    strchr(bin, '/') != NULL || strlen(bin) >= CONF_BIN_LEN ||
+	    rs.timeout_s < 1 || rs.timeout_s > RUN_TIMEOUT_MAX)
+		fatalx("%s: bad run order", __func__);
+	if (redact_set_compile(r->set) == -1)
+		fatal("%s: redact_set_compile", __func__);
+	r->timeout_s = rs.timeout_s;
+
+	memset(&rx, 0, sizeof(rx));
+	rx.runid = r->runid;
+	if (exec_resolve(bin, path, sizeof(path)) == -1) {
+		/* Nothing started: the vault answers 422, no record. */
+		rx.notfound = 1;
+		run_report(r->reqid, r->runid, &rx);
+		run_free(r);
+		goto out;
+	}
+	if (run_mkdir(r) == -1) {
+		rx.failed = 1;
+		run_report(r->reqid, r->runid, &rx);
+		run_free(r);
+		goto out;
+	}
+	if (asprintf(&env[0], "PATH=%s", exec_conf.run_path) == -1 ||
+	    asprintf(&env[1], "HOME=%s", r->dir) == -1 ||
+	    asprintf(&env[2], "TMPDIR=%s/tmp", r->dir) == -1 ||
+	    asprintf(&env[3], "XDG_CONFIG_HOME=%s/.config", r->dir) == -1 ||
+	    asprintf(&env[4], "XDG_CACHE_HOME=%s/.cache", r->dir) == -1 ||
+	    (env[5] = strdup("LANG=C.UTF-8")) == NULL ||
+	    (env[6] = strdup("LC_ALL=C.UTF-8")) == NULL)
+		fatal("%s: asprintf", __func__);
+	TAILQ_INSERT_TAIL(&runs, r, entry);
+	run_spawn(r, path, argv, env);
+	for (i = 0; i < n; i++)
+		free(env[i]);
+ out:
+	/* argv and env point into the blob, which held secrets: zeroed. */
+	free(argv);
+	free(env);
+	blob_free(b);
+}
+
+/* The first executable regular file named bin on the run path. */
+static int
+exec_resolve(const char *bin, char *path, size_t len)
+{
+	const char	*p, *end;
+	struct stat	 st;
+	size_t		 dlen;
+	int		 n;
+
+	for (p = exec_conf.run_path; *p != '\0'; p = end) {
+		if ((end = strchr(p, ':')) == NULL)
+			end = p + strlen(p);
+		dlen = end - p;
+		if (*end == ':')
+			end++;
+		if (dlen == 0 || *p != '/')
+			continue;	/* only absolute directories */
+		n = snprintf(path, len, "%.*s/%s", (int)dlen, p, bin);
+		if (n < 0 || (size_t)n >= len)
+			continue;
+		if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+		    (st.st_mode & 0111) != 0 && access(path, X_OK) == 0)
+			return (0);
+	}
+	return (-1);
+}
+
+/* A fresh directory for HOME and TMPDIR, 0700 and the run user's. */
+static int
+run_mkdir(struct run *r)
+{
+	int	 n;
+
+	n = snprintf(r->dir, sizeof(r->dir), "%s/run.XXXXXX",
+	    exec_conf.run_dir);
+	if (n < 0 || (size_t)n >= sizeof(r->dir)) {
+		log_warnx("%s: run directory path too long", __func__);
+		r->dir[0] = '\0';
+		return (-1);
+	}
+	if (mkdtemp(r->dir) == NULL) {
+		log_warn("%s: mkdtemp %s", __func__, r->dir);
+		r->dir[0] = '\0';
+		return (-1);
+	}
+	if (as_root && chown(r->dir, run_uid, run_gid) == -1) {
+		log_warn("%s: chown %s", __func__, r->dir);
+		rm_dir(r->dir);
+		r->dir[0] = '\0';
+		return (-1);
+	}
+	return (0);
+}
+
+static void
+run_spawn(struct run *r, const char *path, char **argv, char **env)
+{
+	struct run_exit	 rx;
+	struct timeval	 tv;
+	int		 po[2] = { -1, -1 }, pe[2] = { -1, -1 }, i;
+
+	if (pipe2(po, O_CLOEXEC) == -1 || pipe2(pe, O_CLOEXEC) == -1) {
+		log_warn("%s: pipe2", __func__);
+		goto fail;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &r->start);
+	switch (r->pid = fork()) {
+	case -1:
+		log_warn("%s: fork", __func__);
+		goto fail;
+	case 0:
+		run_child(r, path, argv, env, po[1], pe[1]);
+		/* NOTREACHED */
+	}
+	close(po[1]);
+	close(pe[1]);
+	r->out[0].fd = po[0];
+	r->out[1].fd = pe[0];
+	for (i = 0; i < 2; i++) {
+		r->out[i].run = r;
+		r->out[i].stream = i + 1;
+		if (fcntl(r->out[i].fd, F_SETFL, O_NONBLOCK) == -1)
+			fatal("%s: O_NONBLOCK", __func__);
+		if ((r->out[i].rd = redact_new(r->set, RUN_OUTPUT_MAX)) ==
+		    NULL)
+			fatal("%s: redact_new", __func__);
+		event_set(&r->out[i].ev, r->out[i].fd, EV_READ | EV_PERSIST,
+		    run_read, &r->out[i]);
+		event_add(&r->out[i].ev, NULL);
+	}
+	evtimer_set(&r->ev_timeout, run_timeout, r);
+	tv.tv_sec = r->timeout_s;
+	tv.tv_usec = 0;
+	evtimer_add(&r->ev_timeout, &tv);
+	evtimer_set(&r->ev_drain, run_drain, r);
+	log_debug("run %u: pid %d %s", r->runid, r->pid, path);
+	return;
+ fail:
+	for (i = 0; i < 2; i++) {
+		if (po[i] != -1)
+			close(po[i]);
+		if (pe[i] != -1)
+			close(pe[i]);
+	}
+	r->pid = -1;
+	TAILQ_REMOVE(&runs, r, entry);
+	memset(&rx, 0, sizeof(rx));
+	rx.runid = r->runid;
+	rx.failed = 1;
+	run_report(r->reqid, r->runid, &rx);
+	run_free(r);
+}
+
+static __dead void
+child_fail(const char *what)
+{
+	char	 msg[256];
+	ssize_t	 w = 0;
+	int	 n;
+
+	n = snprintf(msg, sizeof(msg), "[treg] cannot start the run: %s: "
+	    "%s\n", what, strerror(errno));
+	if (n > 0)
+		w = write(STDERR_FILENO, msg, (size_t)n < sizeof(msg) ?
+		    (size_t)n : sizeof(msg) - 1);
+	(void)w;
+	_exit(127);
+}
+
+/*
+ * The child, between fork and execve: its own session (and so process
+ * group, killed whole at the end), limits, /dev/null and the pipes as
+ * its only descriptors, the run directory, the run user, no way to gain
+ * privileges, death with exec, the filter.  Errors go to the stderr
+ * pipe, which is the run's stderr: the caller sees why.
+ */
+static __dead void
+run_child(struct run *r, const char *path, char **argv, char **env,
+    int out, int err)
+{
+	struct rlimit	 rl;
+	sigset_t	 set;
+	pid_t		 ppid = getppid();
+	size_t		 i;
+	const int	 sigs[] = { SIGPIPE, SIGCHLD, SIGTERM, SIGINT, SIGHUP };
+
+	/* libevent's handlers and our SIG_IGN must not reach the CLI. */
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], SIG_DFL);
+	sigemptyset(&set);
+	sigprocmask(SIG_SETMASK, &set, NULL);
+
+	if (dup2(err, STDERR_FILENO) == -1 || dup2(out, STDOUT_FILENO) == -1 ||
+	    dup2(devnull, STDIN_FILENO) == -1)
+		_exit(127);
+	if (close_range(3, ~0U, 0) == -1)
+		child_fail("close_range");
+	if (setsid() == -1)
+		child_fail("setsid");
+	if (exec_conf.run_rlimits) {
+		rl.rlim_cur = rl.rlim_max = 0;
+		if (setrlimit(RLIMIT_CORE, &rl) == -1)
+			child_fail("RLIMIT_CORE");
+		rl.rlim_cur = exec_conf.run_cpu;
+		rl.rlim_max = exec_conf.run_cpu + 1;
+		if (setrlimit(RLIMIT_CPU, &rl) == -1)
+			child_fail("RLIMIT_CPU");
+		rl.rlim_cur = rl.rlim_max = exec_conf.run_filesize;
+		if (setrlimit(RLIMIT_FSIZE, &rl) == -1)
+			child_fail("RLIMIT_FSIZE");
+	}
+	if (chdir(r->dir) == -1)
+		child_fail("chdir");
+	if (as_root) {
+		if (setgroups(1, &run_gid) == -1 ||
+		    setresgid(run_gid, run_gid, run_gid) == -1 ||
+		    setresuid(run_uid, run_uid, run_uid) == -1)
+			child_fail("cannot become the run user");
+		if (setuid(0) != -1 || seteuid(0) != -1)
+			_exit(127);
+	}
+	/* Made as the run user: owned by it, inside its 0700 directory. */
+	if ((mkdir("tmp", 0700) == -1 && errno != EEXIST) ||
+	    (mkdir(".config", 0700) == -1 && errno != EEXIST) ||
+	    (mkdir(".cache", 0700) == -1 && errno != EEXIST))
+		child_fail("mkdir");
+	/* After the uid change, which clears it. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
+		child_fail("PR_SET_PDEATHSIG");
+	if (getppid() != ppid)
+		_exit(127);		/* exec is already gone */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		child_fail("PR_SET_NO_NEW_PRIVS");
+	if (sandbox_child_apply(&child_filter) == -1)
+		child_fail("seccomp");
+	execve(path, argv, env);
+	child_fail(argv[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* Output, timeout, exit.                                              */
+
+/* Redacted bytes: to the frontend in chunks of one imsg each. */
+static void
+run_emit(void *arg, const void *buf, size_t len)
+{
+	struct run_out	*o = arg;
+	struct iovec	 iov[2];
+	const char	*p = buf;
+	size_t		 n;
+
+	while (len > 0) {
+		n = len > IMSG_DATA_MAX - 1 ? IMSG_DATA_MAX - 1 : len;
+		iov[0].iov_base = &o->stream;
+		iov[0].iov_len = 1;
+		iov[1].iov_base = (void *)p;
+		iov[1].iov_len = n;
+		if (imsgev_composev(&iev_frontend, IMSG_RUN_OUTPUT,
+		    o->run->reqid, -1, iov, 2) == -1)
+			fatal("%s: compose", __func__);
+		p += n;
+		len -= n;
+	}
+}
+
+/* Read what the pipe has (at most max reads); 1 at EOF (then closed). */
+static int
+run_read_some(struct run_out *o, int max)
+{
+	ssize_t		 n;
+	int		 i, eof = 0;
+
+	for (i = 0; i < max; i++) {
+		n = read(o->fd, readbuf, sizeof(readbuf));
+		if (n == -1) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			log_warn("run %u: read", o->run->runid);
+			n = 0;
+		}
+		if (n == 0) {
+			run_out_close(o);
+			eof = 1;
+			break;
+		}
+		if (redact_write(o->rd, readbuf, n, run_emit, o) == -1)
+			fatal("%s: redact_write", __func__);
+	}
+	explicit_bzero(readbuf, sizeof(readbuf));
+	return (eof);
+}
+
+static void
+run_read(int fd, short event, void *arg)
+{
+	struct run_out	*o = arg;
+
+	/* A few reads per wakeup: the other stream gets its turn too. */
+	if (run_read_some(o, 4))
+		run_maybe_done(o->run);
+}
+
+static void
+run_out_close(struct run_out *o)
+{
+	if (o->fd == -1)
+		return;
+	event_del(&o->ev);
+	close(o->fd);
+	o->fd = -1;
+}
+
+static void
+run_timeout(int fd, short event, void *arg)
+{
+	struct run	*r = arg;
+
+	if (r->exited)
+		return;
+	r->timed_out = 1;
+	log_debug("run %u: timed out after %us", r->runid, r->timeout_s);
+	kill(-r->pid, SIGKILL);
+}
+
+/* The group was killed, yet a pipe stays open: take what is there. */
+static void
+run_drain(int fd, short event, void *arg)
+{
+	struct run	*r = arg;
+	int		 i;
+
+	for (i = 0; i < 2; i++) {
+		if (r->out[i].fd == -1)
+			continue;
+		run_read_some(&r->out[i], 64);
+		run_out_close(&r->out[i]);
+	}
+	run_maybe_done(r);
+}
+
+static void
+exec_sigchld(int sig, short event, void *arg)
+{
+	struct run	*r;
+	struct timeval	 tv;
+	struct timespec	 now;
+	pid_t		 pid;
+	int		 status;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		TAILQ_FOREACH(r, &runs, entry)
+			if (r->pid == pid && !r->exited)
+				break;
+		if (r == NULL)
+			continue;	/* an orphan we adopted */
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		r->duration_ms = (now.tv_sec - r->start.tv_sec) * 1000 +
+		    (now.tv_nsec - r->start.tv_nsec) / 1000000;
+		r->exited = 1;
+		r->status = status;
+		evtimer_del(&r->ev_timeout);
+		/* Nothing the run started outlives it. */
+		kill(-r->pid, SIGKILL);
+		if (r->out[0].fd != -1 || r->out[1].fd != -1) {
+			tv.tv_sec = 0;
+			tv.tv_usec = RUN_DRAIN_MS * 1000;
+			evtimer_add(&r->ev_drain, &tv);
+		}
+		run_maybe_done(r);
+	}
+	if (pid == -1 && errno != ECHILD)
+		log_warn("waitpid");
+}
+
+static void
+run_maybe_done(struct run *r)
+{
+	if (!r->exited || r->out[0].fd != -1 || r->out[1].fd != -1)
+		return;
+	run_done(r);
+}
+
+static void
+run_done(struct run *r)
+{
+	struct run_exit	 rx;
+	char		 note[64];
+	int		 n = 0, i, truncated = 0;
+	size_t		 redacted = 0;
+
+	evtimer_del(&r->ev_drain);
+	if (r->timed_out) {
+		n = snprintf(note, sizeof(note), "\n[treg] killed: exceeded "
+		    "%us timeout\n", r->timeout_s);
+		if (redact_write(r->out[1].rd, note, n, run_emit,
+		    &r->out[1]) == -1)
+			fatal("%s: redact_write", __func__);
+	}
+	for (i = 0; i < 2; i++) {
+		if (redact_finish(r->out[i].rd, run_emit, &r->out[i]) == -1)
+			fatal("%s: redact_finish", __func__);
+		redacted += redact_count(r->out[i].rd);
+		truncated |= redact_truncated(r->out[i].rd);
+	}
+	/* A capped stderr still says why the run ended. */
+	if (r->timed_out && redact_truncated(r->out[1].rd))
+		run_emit(&r->out[1], note + 1, n - 1);
+	if (imsgev_compose(&iev_frontend, IMSG_RUN_EOF, r->reqid, -1, NULL,
+	    0) == -1)
+		fatal("%s: compose", __func__);
+
+	memset(&rx, 0, sizeof(rx));
+	rx.runid = r->runid;
+	if (WIFEXITED(r->status))
+		rx.exit_code = WEXITSTATUS(r->status);
+	else if (WIFSIGNALED(r->status))
+		rx.exit_code = -WTERMSIG(r->status);
+	else
+		rx.exit_code = -1;
+	rx.timed_out = r->timed_out;
+	rx.duration_ms = r->duration_ms;
+	rx.redacted = redacted > UINT32_MAX ? UINT32_MAX : redacted;
+	rx.truncated = truncated;
+	run_report(r->reqid, r->runid, &rx);
+	log_debug("run %u: exit %d%s, %u ms, %zu redacted", r->runid,
+	    rx.exit_code, r->timed_out ? " (timed out)" : "", r->duration_ms,
+	    redacted);
+
+	TAILQ_REMOVE(&runs, r, entry);
+	run_free(r);
+}
+
+static void
+run_report(uint32_t reqid, uint32_t runid, struct run_exit *rx)
+{
+	rx->runid = runid;
+	if (imsgev_compose(&iev_vault, IMSG_RUN_EXIT, reqid, -1, rx,
+	    sizeof(*rx)) == -1)
+		fatal("%s: compose", __func__);
+}
+
+static void
+run_free(struct run *r)
+{
+	int	 i;
+
+	for (i = 0; i < 2; i++) {
+		run_out_close(&r->out[i]);
+		redact_free(r->out[i].rd);
+	}
+	if (r->dir[0] != '\0')
+		rm_dir(r->dir);
+	redact_set_free(r->set);
+	free(r);
+}
+
+/* ------------------------------------------------------------------ */
+/* Removing a run directory: never following a link the run made.     */
+
+static void
+rm_tree_at(int dfd, const char *name, int depth)
+{
+	DIR		*d;
+	struct dirent	*de;
+	int		 fd;
+
+	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+		return;
+	if (errno != EISDIR && errno != EPERM)
+		goto fail;
+	if (depth >= RUN_RM_DEPTH) {
+		errno = ELOOP;
+		goto fail;
+	}
+	if ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		goto fail;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		goto fail;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		rm_tree_at(dirfd(d), de->d_name, depth + 1);
+	}
+	closedir(d);
+	if (unlinkat(dfd, name, AT_REMOVEDIR) == 0)
+		return;
+ fail:
+	log_warn("cannot remove %s from a run directory", name);
+}
+
+static void
+rm_dir(const char *path)
+{
+	const char	*slash = strrchr(path, '/');
+	char		 parent[PATH_MAX];
+	int		 dfd;
+
+	if (slash == NULL || (size_t)(slash - path) >= sizeof(parent))
+		return;
+	memcpy(parent, path, slash - path);
+	parent[slash - path] = '\0';
+	if ((dfd = open(parent[0] ? parent : "/", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1) {
+		log_warn("open %s", parent);
+		return;
+	}
+	rm_tree_at(dfd, slash + 1, 0);
+	close(dfd);
 }

@@ -247,6 +247,8 @@ struct run_exit {
 	uint32_t	 duration_ms;
 	uint32_t	 redacted;
 	uint32_t	 truncated;
+	uint32_t	 notfound;	/* bin not on the run path: nothing ran */
+	uint32_t	 failed;	/* the run could not be started */
 };
 
 /* vault -> frontend: the run's final status, sent after the audit row. */

@@ -1,36 +1,1039 @@
 /*
- * vault_run.c: placeholder, being written (server runs, grants, audit
- * reads, deny rules).
+ * vault_run.c: server runs (POST /run), their slots and audit rows, the
+ * run log (GET /runs, tregctl show runs) and the argv masking every
+ * audit record of a command line goes through.
+ *
+ * A run is decided here, in the order of SPEC.md section 6, and handed
+ * to exec with its secrets unsealed; exec answers IMSG_RUN_EXIT once the
+ * run is over (or could not start), the row is written, and only then
+ * does the frontend get IMSG_RUN_RESULT, so the run is in GET /runs by
+ * the time its caller sees the answer.
  */
 
+#include <sys/types.h>
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "pack.h"
 #include "vault.h"
 
-const struct vault_route vault_run_routes[] = {
-	{ ROUTE_NONE, ROLE_NONE, NULL }
+#define RUNS_LIMIT_DEF		50
+#define RUNS_LIMIT_MAX		500
+#define RUN_SECRETS_MAX		512	/* exec refuses more */
+#define MASK			"***"
+#define MASK_TOKEN_MIN		24	/* a bare token this long is a key */
+#define MASK_SECRET_MIN		3	/* shorter values would mask noise */
+
+/* A run handed to exec: what its audit row needs. */
+struct vrun {
+	TAILQ_ENTRY(vrun)	 entry;
+	uint32_t		 runid;
+	uint32_t		 reqid;
+	int64_t			 org_id;
+	int64_t			 user_id;
+	char			 email[256];
+	char			 tool[NAME_LEN_MAX + 1];
+	char			 bin[CONF_BIN_LEN];
+	char			*argv;		/* masked JSON */
+};
+TAILQ_HEAD(vrun_list, vrun);
+
+/* Unsealed secrets of one run, each once. */
+struct sec {
+	int64_t		 id;
+	int		 param;		/* kind "param": never redacted */
+	char		 name[NAME_LEN_MAX + 1];
+	unsigned char	*val;		/* sodium_malloc'd, NUL-terminated */
+	size_t		 len;
+};
+struct secs {
+	struct sec	 s[RUN_SECRETS_MAX];
+	size_t		 n;
 };
 
-void
-run_exit(struct imsg *imsg)
+/* Strings that may hold secrets: each freezero'd by strv_clear. */
+struct strv {
+	char		*v[INJECT_MAX * INJECT_ARGV_MAX];
+	size_t		 len[INJECT_MAX * INJECT_ARGV_MAX];
+	size_t		 n;
+};
+
+static struct vrun_list	 vruns = TAILQ_HEAD_INITIALIZER(vruns);
+static uint32_t		 next_runid = 1;
+static int		 nvruns;
+
+static void	run_post(struct vault_req *, struct vault_resp *);
+static void	runs_get(struct vault_req *, struct vault_resp *);
+static int	run_args(struct vault_req *, struct vault_resp *, json_t **,
+		    int *);
+static int	run_slots_user(int64_t);
+static void	base_url_path(const char *, char *, size_t);
+static struct sec *secs_get(struct secs *, int64_t, int64_t,
+		    struct vault_resp *);
+static void	secs_clear(struct secs *);
+static int	secs_tool(struct secs *, int64_t, const struct tool_row *,
+		    struct vault_resp *);
+static int	inject_value(struct sec *, json_t *, const char *,
+		    struct vault_resp *, char **, size_t *);
+static char	*subst(const char *, const char *, size_t, size_t *);
+static void	strv_add(struct strv *, char *, size_t);
+static void	strv_clear(struct strv *);
+static json_t	*runs_query(int64_t, const struct auth *, int);
+static void	mask_append(char **, size_t *, size_t *, const char *,
+		    size_t);
+static char	*mask_secrets(const char *, struct secs *);
+static char	*mask_tokens(const char *);
+static int	flag_is_credential(const char *, size_t);
+
+const struct vault_route vault_run_routes[] = {
+	{ ROUTE_RUN,		ROLE_MEMBER,	run_post },
+	{ ROUTE_RUNS_LIST,	ROLE_VIEWER,	runs_get },
+	{ ROUTE_NONE,		ROLE_NONE,	NULL }
+};
+
+/* ------------------------------------------------------------------ */
+/* POST /run                                                           */
+
+/* args, timeout_s: the shapes (400/422 before any lookup). */
+static int
+run_args(struct vault_req *req, struct vault_resp *resp, json_t **args,
+    int *timeout)
 {
-	fatalx("%s: no run in flight", __func__);
+	json_t	*a, *v;
+	size_t	 i;
+
+	*args = NULL;
+	*timeout = vault_conf.run_timeout;
+	a = json_object_get(req->body, "args");
+	if (a != NULL && !json_is_null(a)) {
+		if (!json_is_array(a) || json_array_size(a) > ARGV_MAX) {
+			resp_error(resp, 422, "field 'args' must be an array "
+			    "of at most %d strings", ARGV_MAX);
+			return (-1);
+		}
+		json_array_foreach(a, i, v) {
+			if (!json_is_string(v)) {
+				resp_error(resp, 422, "args[%zu] must be a "
+				    "string", i);
+				return (-1);
+			}
+			if (json_string_length(v) > ARG_LEN_MAX) {
+				resp_error(resp, 422, "args[%zu] is too long "
+				    "(at most %d bytes)", i, ARG_LEN_MAX);
+				return (-1);
+			}
+			if (strlen(json_string_value(v)) !=
+			    json_string_length(v)) {
+				resp_error(resp, 422, "args[%zu] contains a "
+				    "NUL byte", i);
+				return (-1);
+			}
+		}
+		*args = a;
+	}
+	v = json_object_get(req->body, "timeout_s");
+	if (v != NULL && !json_is_null(v)) {
+		if (!json_is_integer(v)) {
+			resp_error(resp, 422, "field 'timeout_s' must be an "
+			    "integer (seconds, 1 to %d)", RUN_TIMEOUT_MAX);
+			return (-1);
+		}
+		/* Clamped, as treg does, rather than refused. */
+		if (json_integer_value(v) < 1)
+			*timeout = 1;
+		else if (json_integer_value(v) > RUN_TIMEOUT_MAX)
+			*timeout = RUN_TIMEOUT_MAX;
+		else
+			*timeout = json_integer_value(v);
+	}
+	v = json_object_get(req->body, "stream");
+	if (v != NULL && !json_is_boolean(v) && !json_is_null(v)) {
+		resp_error(resp, 422, "field 'stream' must be true or false");
+		return (-1);
+	}
+	return (0);
+}
+
+static void
+run_post(struct vault_req *req, struct vault_resp *resp)
+{
+	struct auth		*a = req->auth;
+	struct tool_row		 t;
+	struct secs		*secs;
+	struct sec		*sc;
+	struct run_start	 rs;
+	struct vrun		*vr;
+	struct pack		 pk;
+	struct strv		 env, xargs;
+	json_t			*args, *inject, *e, *v, *masked, *noargs;
+	const char		*name, *bin, *via, *env_name;
+	char			 path[URL_LEN_MAX + 1], *val, *kv;
+	size_t			 i, vlen, n;
+	int64_t			 sid;
+	int			 timeout, used;
+
+	memset(&t, 0, sizeof(t));
+	memset(&env, 0, sizeof(env));
+	memset(&xargs, 0, sizeof(xargs));
+	pack_init(&pk);
+	if ((secs = calloc(1, sizeof(*secs))) == NULL)
+		fatal("%s: calloc", __func__);
+	if (body_str(req, resp, "tool", 1, NAME_LEN_MAX, &name) == -1 ||
+	    run_args(req, resp, &args, &timeout) == -1)
+		goto out;
+
+	/* 2. The tool, in the caller's org only. */
+	switch (tool_load(a->org_id, name, &t)) {
+	case 0:
+		break;
+	case 1:
+		resp_error(resp, 404, "no tool '%s' in this org", name);
+		goto out;
+	default:
+		db_fail(resp, "tool lookup");
+		goto out;
+	}
+	/* 3. Access list, then deny rules on the tool's base_url. */
+	if (!access_allows(a, t.name) &&
+	    (t.bundle[0] == '\0' || !access_allows(a, t.bundle))) {
+		resp_error(resp, 403, "you don't have access to the tool '%s' "
+		    "in this team — ask an admin to add it to your access "
+		    "list", t.name);
+		goto out;
+	}
+	base_url_path(t.base_url, path, sizeof(path));
+	if (deny_check(a, t.host, path, NULL, resp) == -1)
+		goto out;
+	/* 4, 5. A CLI profile whose bin this server allows. */
+	if (t.cli == NULL || (bin = json_string_value(json_object_get(t.cli,
+	    "bin"))) == NULL) {
+		resp_error(resp, 422, "tool '%s' has no CLI profile — it's an "
+		    "HTTP tool; call it through /call/%s/... instead", t.name,
+		    t.name);
+		goto out;
+	}
+	if (!bin_valid(bin) || strlen(bin) >= CONF_BIN_LEN ||
+	    !conf_run_allowed(&vault_conf, bin)) {
+		resp_error(resp, 422, "'%s' is not approved for server runs "
+		    "on this treg server — ask the operator to add it to "
+		    "'run allow'", bin);
+		goto out;
+	}
+	/* 6. Slots: the server's, then the caller's share. */
+	if (nvruns >= vault_conf.run_slots) {
+		resp_error(resp, 429, "the server is busy running other jobs "
+		    "— try again in a moment");
+		goto out;
+	}
+	if ((used = run_slots_user(a->user_id)) >= vault_conf.run_slots_user) {
+		resp_error(resp, 429, "you already have %d server runs in "
+		    "flight — wait for one to finish", used);
+		goto out;
+	}
+
+	/* The inject entries, each with its secret put in. */
+	inject = json_object_get(t.cli, "inject");
+	json_array_foreach(inject, i, e) {
+		if (inject_resolve(&t, e, &sid) == -1) {
+			resp_error(resp, 422, "cannot tell which secret the "
+			    "inject entry %zu of tool '%s' refers to — give "
+			    "it a secret_id or from_binding", i, t.name);
+			goto out;
+		}
+		if ((sc = secs_get(secs, a->org_id, sid, resp)) == NULL)
+			goto out;
+		via = json_string_value(json_object_get(e, "via"));
+		if (via != NULL && strcmp(via, "argv") == 0) {
+			json_array_foreach(json_object_get(e, "argv"), n, v) {
+				if (inject_value(sc, e, json_string_value(v),
+				    resp, &val, &vlen) == -1)
+					goto out;
+				strv_add(&xargs, val, vlen);
+			}
+			continue;
+		}
+		env_name = json_string_value(json_object_get(e, "name"));
+		if (env_name == NULL || *env_name == '\0') {
+			resp_error(resp, 422, "inject entry %zu of tool '%s' "
+			    "has no variable name", i, t.name);
+			goto out;
+		}
+		if (inject_value(sc, e, json_string_value(json_object_get(e,
+		    "format")), resp, &val, &vlen) == -1)
+			goto out;
+		/* NAME=value, built around the value in place. */
+		n = strlen(env_name);
+		if ((kv = malloc(n + 1 + vlen + 1)) == NULL)
+			fatal("%s: malloc", __func__);
+		memcpy(kv, env_name, n);
+		kv[n] = '=';
+		memcpy(kv + n + 1, val, vlen + 1);
+		freezero(val, vlen + 1);
+		strv_add(&env, kv, n + 1 + vlen);
+	}
+	/* Every other secret the tool is bound to is masked as well. */
+	if (secs_tool(secs, a->org_id, &t, resp) == -1)
+		goto out;
+
+	/* The order: bin, argv, env, secrets. */
+	pack_str(&pk, bin);
+	n = 1 + json_array_size(args) + xargs.n;
+	pack_u32(&pk, n);
+	pack_str(&pk, bin);
+	json_array_foreach(args, i, v)
+		pack_bytes(&pk, json_string_value(v), json_string_length(v));
+	for (i = 0; i < xargs.n; i++)
+		pack_bytes(&pk, xargs.v[i], xargs.len[i]);
+	pack_u32(&pk, env.n);
+	for (i = 0; i < env.n; i++)
+		pack_bytes(&pk, env.v[i], env.len[i]);
+	for (i = 0, n = 0; i < secs->n; i++)
+		if (!secs->s[i].param)
+			n++;
+	pack_u32(&pk, n);
+	for (i = 0; i < secs->n; i++)
+		if (!secs->s[i].param)
+			pack_bytes(&pk, secs->s[i].val, secs->s[i].len);
+
+	if ((vr = calloc(1, sizeof(*vr))) == NULL)
+		fatal("%s: calloc", __func__);
+	vr->runid = next_runid++;
+	if (next_runid == 0)
+		next_runid = 1;
+	vr->reqid = req->reqid;
+	vr->org_id = a->org_id;
+	vr->user_id = a->user_id;
+	strlcpy(vr->email, a->email, sizeof(vr->email));
+	strlcpy(vr->tool, t.name, sizeof(vr->tool));
+	strlcpy(vr->bin, bin, sizeof(vr->bin));
+	noargs = json_array();
+	masked = argv_mask(a->org_id, args ? args : noargs);
+	json_decref(noargs);
+	if (masked == NULL || (vr->argv = json_dumps(masked,
+	    JSON_COMPACT)) == NULL)
+		fatalx("%s: argv", __func__);
+	json_decref(masked);
+
+	memset(&rs, 0, sizeof(rs));
+	rs.runid = vr->runid;
+	rs.timeout_s = timeout;
+	rs.rlimits = vault_conf.run_rlimits;
+	rs.stream = req->stream;
+	rs.cpu = vault_conf.run_cpu;
+	rs.filesize = vault_conf.run_filesize;
+	if (imsgev_send_blob(vault_exec, IMSG_RUN_START, req->reqid, &rs,
+	    sizeof(rs), pk.buf, pk.len) == -1)
+		fatal("%s: send to exec", __func__);
+	if (imsgev_compose(vault_frontend, IMSG_RUN_ACCEPTED, req->reqid, -1,
+	    NULL, 0) == -1)
+		fatal("%s: send to frontend", __func__);
+	TAILQ_INSERT_TAIL(&vruns, vr, entry);
+	nvruns++;
+	resp->status = 0;	/* exec and run_exit() answer */
+ out:
+	pack_free(&pk);
+	strv_clear(&env);
+	strv_clear(&xargs);
+	secs_clear(secs);
+	free(secs);
+	tool_row_clear(&t);
+}
+
+static int
+run_slots_user(int64_t user)
+{
+	struct vrun	*vr;
+	int		 n = 0;
+
+	TAILQ_FOREACH(vr, &vruns, entry)
+		if (vr->user_id == user)
+			n++;
+	return (n);
 }
 
 int
 run_slots_used(void)
 {
+	return (nvruns);
+}
+
+/* The path of a base URL, for deny rules: "/" when it has none. */
+static void
+base_url_path(const char *url, char *path, size_t len)
+{
+	const char	*p;
+	size_t		 n;
+
+	if ((p = strstr(url, "://")) != NULL)
+		url = p + 3;
+	if ((p = strchr(url, '/')) == NULL) {
+		strlcpy(path, "/", len);
+		return;
+	}
+	n = strcspn(p, "?#");
+	if (n + 1 > len)
+		n = len - 1;
+	memcpy(path, p, n);
+	path[n] = '\0';
+}
+
+/* IMSG_RUN_EXIT from exec: the row, the slot, the answer. */
+void
+run_exit(struct imsg *imsg)
+{
+	struct run_exit		 rx;
+	struct run_result	 rr;
+	struct vault_resp	 resp;
+	struct vrun		*vr;
+	sqlite3_stmt		*st;
+	char			 now[32];
+
+	if (imsg->datalen != sizeof(rx))
+		fatalx("%s: bad IMSG_RUN_EXIT from exec", __func__);
+	memcpy(&rx, imsg->data, sizeof(rx));
+	TAILQ_FOREACH(vr, &vruns, entry)
+		if (vr->runid == rx.runid)
+			break;
+	if (vr == NULL || vr->reqid != imsg->hdr.id)
+		fatalx("%s: IMSG_RUN_EXIT for no run from exec", __func__);
+	TAILQ_REMOVE(&vruns, vr, entry);
+	nvruns--;
+
+	if (rx.notfound || rx.failed) {
+		/* Nothing ran: an answer, and no run record. */
+		memset(&resp, 0, sizeof(resp));
+		if (rx.notfound)
+			resp_error(&resp, 422, "CLI '%s' is not installed on "
+			    "the treg server", vr->bin);
+		else
+			resp_error(&resp, 500, "internal error: the run of "
+			    "'%s' could not be started", vr->tool);
+		vault_respond(vr->reqid, &resp);
+		json_decref(resp.body);
+		goto done;
+	}
+
+	memset(&rr, 0, sizeof(rr));
+	rr.exit_code = rx.exit_code;
+	rr.timed_out = rx.timed_out != 0;
+	rr.duration_ms = rx.duration_ms;
+	rr.redacted = rx.redacted;
+	now_iso(now, sizeof(now));
+	if ((st = db_prepare("INSERT INTO runs (org_id, user_id, user_email, "
+	    "tool, argv, exit_code, duration_ms, timed_out, redacted, "
+	    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) == NULL) {
+		rr.error = 1;
+	} else {
+		sqlite3_bind_int64(st, 1, vr->org_id);
+		sqlite3_bind_int64(st, 2, vr->user_id);
+		sqlite3_bind_text(st, 3, vr->email, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, vr->tool, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, vr->argv, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 6, rx.exit_code);
+		sqlite3_bind_int64(st, 7, rx.duration_ms);
+		sqlite3_bind_int(st, 8, rr.timed_out);
+		sqlite3_bind_int64(st, 9, rx.redacted);
+		sqlite3_bind_text(st, 10, now, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			rr.error = 1;
+		sqlite3_reset(st);
+	}
+	/* An unrecorded run is reported, not hidden: the caller gets 5xx. */
+	if (rr.error)
+		log_warnx("run %u of '%s': audit row not written: %s",
+		    vr->runid, vr->tool, sqlite3_errmsg(vault_db));
+	if (imsgev_compose(vault_frontend, IMSG_RUN_RESULT, vr->reqid, -1,
+	    &rr, sizeof(rr)) == -1)
+		fatal("%s: send to frontend", __func__);
+ done:
+	free(vr->argv);
+	free(vr);
+}
+
+/* ------------------------------------------------------------------ */
+/* Secrets of a run.                                                   */
+
+static struct sec *
+secs_get(struct secs *ss, int64_t org, int64_t id, struct vault_resp *resp)
+{
+	sqlite3_stmt	*st;
+	struct sec	*sc;
+	size_t		 i;
+	int		 rc;
+
+	for (i = 0; i < ss->n; i++)
+		if (ss->s[i].id == id)
+			return (&ss->s[i]);
+	if (ss->n >= RUN_SECRETS_MAX) {
+		resp_error(resp, 422, "the tool uses too many secrets");
+		return (NULL);
+	}
+	if ((st = db_prepare("SELECT sealed, kind, name FROM secrets "
+	    "WHERE id = ? AND org_id = ?")) == NULL) {
+		db_fail(resp, "secret lookup");
+		return (NULL);
+	}
+	sc = &ss->s[ss->n];
+	memset(sc, 0, sizeof(*sc));
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, org);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		sc->id = id;
+		sc->param = strcmp(db_text(st, 1), "param") == 0;
+		strlcpy(sc->name, db_text(st, 2), sizeof(sc->name));
+		rc = secret_unseal(org, id, sqlite3_column_blob(st, 0),
+		    sqlite3_column_bytes(st, 0), &sc->val, &sc->len);
+	} else
+		rc = rc == SQLITE_DONE ? 1 : -2;
+	sqlite3_reset(st);
+	if (rc == 1) {
+		resp_error(resp, 422, "a secret the tool uses (id %lld) no "
+		    "longer exists", (long long)id);
+		return (NULL);
+	}
+	if (rc == -2) {
+		db_fail(resp, "secret lookup");
+		return (NULL);
+	}
+	if (rc != 0) {
+		log_warnx("secret %lld of org %lld does not open",
+		    (long long)id, (long long)org);
+		resp_error(resp, 500, "internal error: the secret '%s' could "
+		    "not be opened", sc->name);
+		return (NULL);
+	}
+	ss->n++;
+	return (sc);
+}
+
+static void
+secs_clear(struct secs *ss)
+{
+	size_t	 i;
+
+	for (i = 0; i < ss->n; i++)
+		secret_free(ss->s[i].val, ss->s[i].len);
+	explicit_bzero(ss, sizeof(*ss));
+}
+
+/* The secrets of the tool's bindings (and its recorded uses). */
+static int
+secs_tool(struct secs *ss, int64_t org, const struct tool_row *t,
+    struct vault_resp *resp)
+{
+	sqlite3_stmt	*st;
+	json_t		*b;
+	int64_t		 ids[RUN_SECRETS_MAX], id;
+	size_t		 i, n = 0;
+	int		 rc;
+
+	json_array_foreach(t->bindings, i, b) {
+		id = json_integer_value(json_object_get(b, "secret_id"));
+		if (id > 0 && n < RUN_SECRETS_MAX)
+			ids[n++] = id;
+	}
+	if ((st = db_prepare("SELECT secret_id FROM tool_secrets WHERE "
+	    "tool_id = ?")) == NULL) {
+		db_fail(resp, "tool secrets");
+		return (-1);
+	}
+	sqlite3_bind_int64(st, 1, t->id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (n < RUN_SECRETS_MAX)
+			ids[n++] = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		db_fail(resp, "tool secrets");
+		return (-1);
+	}
+	for (i = 0; i < n; i++)
+		if (secs_get(ss, org, ids[i], resp) == NULL)
+			return (-1);
 	return (0);
+}
+
+/*
+ * tmpl with {secret} replaced by the entry's value: trimmed (a pasted key
+ * often ends in a newline), the secret_field of a JSON secret (oauth:
+ * access_token by default).  *out is NUL-terminated, freezero it.
+ */
+static int
+inject_value(struct sec *sc, json_t *e, const char *tmpl,
+    struct vault_resp *resp, char **out, size_t *outlen)
+{
+	const char	*val = (const char *)sc->val, *field;
+	json_t		*doc = NULL, *fv;
+	size_t		 vlen = sc->len;
+
+	*out = NULL;
+	if (tmpl == NULL)
+		tmpl = "{secret}";
+	while (vlen > 0 && isspace((unsigned char)*val)) {
+		val++;
+		vlen--;
+	}
+	while (vlen > 0 && isspace((unsigned char)val[vlen - 1]))
+		vlen--;
+	field = json_string_value(json_object_get(e, "secret_field"));
+	if (field != NULL) {
+		doc = json_loadb(val, vlen, 0, NULL);
+		fv = json_object_get(doc, field);
+		if (!json_is_string(fv)) {
+			json_decref(doc);
+			resp_error(resp, 422, "the secret '%s' has no string "
+			    "field '%s'", sc->name, field);
+			return (-1);
+		}
+		val = json_string_value(fv);
+		vlen = json_string_length(fv);
+	}
+	if (memchr(val, '\0', vlen) != NULL) {
+		json_decref(doc);
+		resp_error(resp, 422, "the secret '%s' contains a NUL byte and "
+		    "cannot be handed to a CLI", sc->name);
+		return (-1);
+	}
+	*out = subst(tmpl, val, vlen, outlen);
+	json_decref(doc);
+	return (0);
+}
+
+/* Takes s (len bytes and a NUL). */
+static void
+strv_add(struct strv *sv, char *s, size_t len)
+{
+	if (sv->n >= sizeof(sv->v) / sizeof(sv->v[0]))
+		fatalx("%s: too many strings", __func__);
+	sv->v[sv->n] = s;
+	sv->len[sv->n++] = len;
+}
+
+static void
+strv_clear(struct strv *sv)
+{
+	size_t	 i;
+
+	for (i = 0; i < sv->n; i++)
+		freezero(sv->v[i], sv->len[i] + 1);
+	sv->n = 0;
+}
+
+/* Every {secret} of tmpl replaced by val. */
+static char *
+subst(const char *tmpl, const char *val, size_t vlen, size_t *outlen)
+{
+	const char	*p, *q;
+	char		*out;
+	size_t		 n = 0, cnt = 0, tl = strlen(tmpl);
+
+	for (p = tmpl; (q = strstr(p, "{secret}")) != NULL; p = q + 8)
+		cnt++;
+	if ((out = malloc(tl - cnt * 8 + cnt * vlen + 1)) == NULL)
+		fatal("%s: malloc", __func__);
+	for (p = tmpl; (q = strstr(p, "{secret}")) != NULL; p = q + 8) {
+		memcpy(out + n, p, q - p);
+		n += q - p;
+		memcpy(out + n, val, vlen);
+		n += vlen;
+	}
+	memcpy(out + n, p, strlen(p));
+	n += strlen(p);
+	out[n] = '\0';
+	*outlen = n;
+	return (out);
+}
+
+/* ------------------------------------------------------------------ */
+/* The run log.                                                        */
+
+/*
+ * Server runs and local grants, newest first, of one org (0: all); auth
+ * non-NULL hides the runs of tools it may not use.
+ */
+static json_t *
+runs_query(int64_t org, const struct auth *a, int limit)
+{
+	sqlite3_stmt	*st;
+	json_t		*list, *o, *argv;
+	const char	*src, *tool;
+	char		 id[32];
+	int		 rc;
+
+	if ((st = db_prepare("SELECT * FROM ("
+	    "SELECT 's' AS src, r.id AS id, r.user_email, r.tool, r.argv, "
+	    "r.exit_code, r.duration_ms, r.created_at, o.slug FROM runs r "
+	    "JOIN orgs o ON o.id = r.org_id WHERE ?1 = 0 OR r.org_id = ?1 "
+	    "UNION ALL "
+	    "SELECT 'l', c.id, c.user_email, c.tool_name, c.argv, NULL, "
+	    "NULL, c.created_at, o.slug FROM calls c JOIN orgs o ON "
+	    "o.id = c.org_id WHERE (?1 = 0 OR c.org_id = ?1) AND "
+	    "c.kind = 'local_run' AND c.action = 'GRANT') "
+	    "ORDER BY created_at DESC, src DESC, id DESC")) == NULL)
+		return (NULL);
+	sqlite3_bind_int64(st, 1, org);
+	list = json_array();
+	while (json_array_size(list) < (size_t)limit &&
+	    (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		src = db_text(st, 0);
+		tool = db_text(st, 3);
+		if (a != NULL && !access_allows(a, tool))
+			continue;
+		snprintf(id, sizeof(id), "%s%lld", src,
+		    (long long)sqlite3_column_int64(st, 1));
+		argv = json_loads(db_text(st, 4), 0, NULL);
+		if (!json_is_array(argv)) {
+			json_decref(argv);
+			argv = json_array();
+		}
+		o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:s,s:s}",
+		    "id", id, "user_email", db_text(st, 2), "tool", tool,
+		    "argv", argv,
+		    "exit_code", sqlite3_column_type(st, 5) == SQLITE_NULL ?
+		    json_null() : json_integer(sqlite3_column_int64(st, 5)),
+		    "duration_ms", sqlite3_column_type(st, 6) == SQLITE_NULL ?
+		    json_null() : json_integer(sqlite3_column_int64(st, 6)),
+		    "where", *src == 's' ? "server" : "local",
+		    "created_at", db_text(st, 7));
+		if (o == NULL)
+			fatalx("%s: json", __func__);
+		if (org == 0)
+			json_object_set_new(o, "org", json_string(db_text(st,
+			    8)));
+		json_array_append_new(list, o);
+	}
+	if (json_array_size(list) < (size_t)limit && rc != SQLITE_DONE) {
+		sqlite3_reset(st);
+		json_decref(list);
+		return (NULL);
+	}
+	sqlite3_reset(st);
+	return (list);
+}
+
+static void
+runs_get(struct vault_req *req, struct vault_resp *resp)
+{
+	char		 buf[32];
+	const char	*err = NULL;
+	json_t		*list;
+	long long	 limit = RUNS_LIMIT_DEF;
+
+	if (query_param(req->query, "limit", buf, sizeof(buf)) == 0) {
+		limit = strtonum(buf, 1, RUNS_LIMIT_MAX, &err);
+		if (err != NULL) {
+			resp_error(resp, 422, "limit must be an integer from "
+			    "1 to %d", RUNS_LIMIT_MAX);
+			return;
+		}
+	}
+	if ((list = runs_query(req->auth->org_id, req->auth, limit)) == NULL) {
+		db_fail(resp, "runs");
+		return;
+	}
+	resp_ok(resp, list);
 }
 
 int
 ctl_show_runs(const struct ctl_request *cr, json_t **reply)
 {
-	*reply = json_array();
+	sqlite3_stmt	*st;
+	int64_t		 org = 0;
+	int		 limit = cr->limit, rc;
+
+	if (limit <= 0)
+		limit = RUNS_LIMIT_DEF;
+	if (limit > RUNS_LIMIT_MAX)
+		limit = RUNS_LIMIT_MAX;
+	if (cr->org[0] != '\0') {
+		if ((st = db_prepare("SELECT id FROM orgs WHERE slug = ?")) ==
+		    NULL) {
+			*reply = ctl_errorf("database error");
+			return (-1);
+		}
+		sqlite3_bind_text(st, 1, cr->org, -1, SQLITE_STATIC);
+		if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			org = sqlite3_column_int64(st, 0);
+		sqlite3_reset(st);
+		if (rc != SQLITE_ROW) {
+			*reply = ctl_errorf("no org '%s'", cr->org);
+			return (-1);
+		}
+	}
+	if ((*reply = runs_query(org, NULL, limit)) == NULL) {
+		*reply = ctl_errorf("database error: %s",
+		    sqlite3_errmsg(vault_db));
+		return (-1);
+	}
 	return (0);
 }
 
+/* ------------------------------------------------------------------ */
+/* Masking argv for the audit.                                         */
 
+static void
+mask_append(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
+{
+	char	*nb;
+	size_t	 nc;
+
+	if (*len + n + 1 > *cap) {
+		nc = (*len + n + 1) * 2;
+		/* Not realloc: the old buffer may hold a secret. */
+		if ((nb = malloc(nc)) == NULL)
+			fatal("%s: malloc", __func__);
+		if (*len > 0)
+			memcpy(nb, *buf, *len);
+		freezero(*buf, *cap);
+		*buf = nb;
+		*cap = nc;
+	}
+	memcpy(*buf + *len, p, n);
+	*len += n;
+	(*buf)[*len] = '\0';
+}
+
+/* Every occurrence of a registered secret value, longest first. */
+static char *
+mask_secrets(const char *s, struct secs *ss)
+{
+	char		*cur, *buf;
+	const char	*p, *q;
+	size_t		 len, cap, i, j, best;
+
+	if ((cur = strdup(s)) == NULL)
+		fatal("%s: strdup", __func__);
+	for (i = 0; i < ss->n; i++) {
+		/* Longest remaining first, so a prefix secret cannot split it. */
+		best = i;
+		for (j = i + 1; j < ss->n; j++)
+			if (ss->s[j].len > ss->s[best].len)
+				best = j;
+		if (best != i) {
+			struct sec	 t = ss->s[i];
+
+			ss->s[i] = ss->s[best];
+			ss->s[best] = t;
+		}
+		if (ss->s[i].len < MASK_SECRET_MIN ||
+		    memmem(cur, strlen(cur), ss->s[i].val, ss->s[i].len) ==
+		    NULL)
+			continue;
+		buf = NULL;
+		len = cap = 0;
+		for (p = cur; (q = memmem(p, strlen(p), ss->s[i].val,
+		    ss->s[i].len)) != NULL; p = q + ss->s[i].len) {
+			mask_append(&buf, &len, &cap, p, q - p);
+			mask_append(&buf, &len, &cap, MASK, strlen(MASK));
+		}
+		mask_append(&buf, &len, &cap, p, strlen(p));
+		freezero(cur, strlen(cur) + 1);
+		cur = buf;
+	}
+	return (cur);
+}
+
+static int
+tok_char(int c)
+{
+	return (isalnum((unsigned char)c) || c == '_' || c == '-');
+}
+
+static int
+b64url_part(const char *p, size_t n)
+{
+	size_t	 i;
+
+	if (n == 0)
+		return (0);
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)p[i]) && p[i] != '_' &&
+		    p[i] != '-')
+			return (0);
+	return (1);
+}
+
+/* A run of [A-Za-z0-9_-] that looks like a credential. */
+static int
+tok_is_key(const char *p, size_t n)
+{
+	static const char *const prefixes[] = {
+		"sk_", "sk-", "rk_", "pk_live_", "ghp_", "gho_", "ghu_",
+		"ghs_", "ghr_", "github_pat_", "glpat-", "xoxb-", "xoxp-",
+		"xoxa-", "xoxr-", "xoxs-", "xapp-", "AKIA", "ASIA", "AIza",
+		"npm_", "pypi-", "dop_v1_", "SG.", NULL
+	};
+	size_t	 i, pl;
+
+	if (n >= MASK_TOKEN_MIN && *p != '-')
+		return (1);
+	for (i = 0; prefixes[i] != NULL; i++) {
+		pl = strlen(prefixes[i]);
+		if (n >= pl + 6 && strncmp(p, prefixes[i], pl) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * Bare values that look like keys: JWTs (three base64url parts, the
+ * first a JSON header "eyJ..."), vendor prefixes, long tokens.
+ */
+static char *
+mask_tokens(const char *s)
+{
+	char		*buf = NULL;
+	const char	*p = s, *e, *d1, *d2;
+	size_t		 len = 0, cap = 0, n;
+
+	mask_append(&buf, &len, &cap, "", 0);
+	while (*p != '\0') {
+		if (!tok_char(*p)) {
+			mask_append(&buf, &len, &cap, p, 1);
+			p++;
+			continue;
+		}
+		/* The longest run of token characters and dots. */
+		for (e = p; tok_char(*e) || *e == '.'; e++)
+			;
+		n = e - p;
+		if (n > 3 && strncmp(p, "eyJ", 3) == 0 &&
+		    (d1 = memchr(p, '.', n)) != NULL &&
+		    (d2 = memchr(d1 + 1, '.', e - d1 - 1)) != NULL &&
+		    memchr(d2 + 1, '.', e - d2 - 1) == NULL &&
+		    b64url_part(p, d1 - p) && b64url_part(d1 + 1, d2 - d1 - 1) &&
+		    b64url_part(d2 + 1, e - d2 - 1)) {
+			mask_append(&buf, &len, &cap, MASK, strlen(MASK));
+			p = e;
+			continue;
+		}
+		/* Otherwise each dot-separated part on its own. */
+		for (e = p; tok_char(*e); e++)
+			;
+		if (tok_is_key(p, e - p))
+			mask_append(&buf, &len, &cap, MASK, strlen(MASK));
+		else
+			mask_append(&buf, &len, &cap, p, e - p);
+		p = e;
+	}
+	return (buf);
+}
+
+/* --token, --api-key, --password, -p... : a flag whose value is a key. */
+static int
+flag_is_credential(const char *s, size_t n)
+{
+	static const char *const words[] = {
+		"token", "secret", "password", "passwd", "apikey", "api-key",
+		"api_key", "key", "auth", "credential", "bearer", "cookie",
+		NULL
+	};
+	char	 name[64];
+	size_t	 i;
+
+	while (n > 0 && *s == '-') {
+		s++;
+		n--;
+	}
+	if (n == 0 || n >= sizeof(name))
+		return (0);
+	for (i = 0; i < n; i++)
+		name[i] = tolower((unsigned char)s[i]);
+	name[n] = '\0';
+	for (i = 0; words[i] != NULL; i++)
+		if (strstr(name, words[i]) != NULL)
+			return (1);
+	return (0);
+}
+
+/*
+ * The argv an audit row keeps: credential flags' values, registered
+ * secret values of the org and anything shaped like a key become "***".
+ * The caller owns the new array.
+ */
 json_t *
 argv_mask(int64_t org, json_t *argv)
 {
-	return (json_deep_copy(argv));
+	struct secs	*ss;
+	sqlite3_stmt	*st;
+	json_t		*out, *v;
+	const char	*s, *eq, *b;
+	char		*m1, *m2, *tmp;
+	size_t		 i, n;
+	int		 next_is_value = 0;
+
+	if ((out = json_array()) == NULL || !json_is_array(argv))
+		return (out);
+	if ((ss = calloc(1, sizeof(*ss))) == NULL)
+		fatal("%s: calloc", __func__);
+	if ((st = db_prepare("SELECT id, sealed FROM secrets WHERE "
+	    "org_id = ? AND kind != 'param'")) != NULL) {
+		sqlite3_bind_int64(st, 1, org);
+		while (ss->n < RUN_SECRETS_MAX &&
+		    sqlite3_step(st) == SQLITE_ROW) {
+			if (secret_unseal(org, sqlite3_column_int64(st, 0),
+			    sqlite3_column_blob(st, 1),
+			    sqlite3_column_bytes(st, 1), &ss->s[ss->n].val,
+			    &ss->s[ss->n].len) == 0)
+				ss->n++;
+		}
+		sqlite3_reset(st);
+	}
+
+	json_array_foreach(argv, i, v) {
+		if (!json_is_string(v)) {
+			json_array_append(out, v);
+			continue;
+		}
+		s = json_string_value(v);
+		if (next_is_value) {
+			next_is_value = 0;
+			json_array_append_new(out, json_string(MASK));
+			continue;
+		}
+		if (*s == '-') {
+			eq = strchr(s, '=');
+			n = eq ? (size_t)(eq - s) : strlen(s);
+			if (flag_is_credential(s, n)) {
+				if (eq == NULL) {
+					next_is_value = 1;
+					json_array_append(out, v);
+				} else {
+					if (asprintf(&tmp, "%.*s=%s", (int)n,
+					    s, MASK) == -1)
+						fatal("%s: asprintf", __func__);
+					json_array_append_new(out,
+					    json_string(tmp));
+					free(tmp);
+				}
+				continue;
+			}
+		}
+		m1 = mask_secrets(s, ss);
+		/* "Authorization: Bearer X" and the like. */
+		if ((b = strcasestr(m1, "bearer ")) != NULL ||
+		    (b = strcasestr(m1, "basic ")) != NULL) {
+			b = strchr(b, ' ') + 1;
+			if (*b != '\0' && strcmp(b, MASK) != 0) {
+				n = b - m1;
+				tmp = m1;
+				if (asprintf(&m1, "%.*s%s", (int)n, tmp,
+				    MASK) == -1)
+					fatal("%s: asprintf", __func__);
+				freezero(tmp, strlen(tmp) + 1);
+			}
+		}
+		m2 = mask_tokens(m1);
+		if ((v = json_string(m2)) == NULL)
+			v = json_string(MASK);	/* not UTF-8 after all */
+		json_array_append_new(out, v);
+		freezero(m1, strlen(m1) + 1);
+		freezero(m2, strlen(m2) + 1);
+	}
+	secs_clear(ss);
+	free(ss);
+	return (out);
 }
