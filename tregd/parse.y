@@ -698,6 +698,11 @@ yylex(void)
 	}
 	if (c == EOF)
 		return (0);
+	/* Token 0 is the end of input to the parser: never hand it a NUL. */
+	if (c == '\0') {
+		yyerror("NUL byte in configuration");
+		return (findeol());
+	}
 	return (c);
 }
 
@@ -878,7 +883,7 @@ symclear(int all)
 int
 cmdline_symset(char *s)
 {
-	const char	*eq;
+	const char	*eq, *p;
 	char		*name;
 	int		 ret;
 
@@ -886,6 +891,10 @@ cmdline_symset(char *s)
 		return (-1);
 	if (!macro_name_ok(s, eq - s))
 		return (-1);
+	/* A newline in a value would throw the line numbers off. */
+	for (p = eq + 1; *p != '\0'; p++)
+		if (iscntrl((unsigned char)*p) && *p != '\t')
+			return (-1);
 	if ((name = strndup(s, eq - s)) == NULL)
 		return (-1);
 	ret = symset(name, eq + 1, 1);

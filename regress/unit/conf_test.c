@@ -425,7 +425,7 @@ ATF_TC_BODY(cmdline_symset_rejects_malformed, tc)
 {
 	char	 noeq[] = "novalue", noname[] = "=x", digit[] = "1abc=x";
 	char	 dash[] = "a-b=x", empty[] = "", spaced[] = "a b=c";
-	char	 ok[] = "empty_value=";
+	char	 nl[] = "two_lines=a\nb", ok[] = "empty_value=";
 
 	ATF_CHECK_EQ(cmdline_symset(noeq), -1);
 	ATF_CHECK_EQ(cmdline_symset(noname), -1);
@@ -434,6 +434,7 @@ ATF_TC_BODY(cmdline_symset_rejects_malformed, tc)
 	ATF_CHECK_EQ(cmdline_symset(empty), -1);
 	ATF_CHECK_EQ(cmdline_symset(spaced), -1);
 	ATF_CHECK_EQ(cmdline_symset(NULL), -1);
+	ATF_CHECK_EQ(cmdline_symset(nl), -1);
 	ATF_CHECK_EQ(cmdline_symset(ok), 0);
 }
 
@@ -452,6 +453,34 @@ ATF_TC_BODY(self_referencing_macro_does_not_loop, tc)
 	parse_capture(tmp, &p);
 	ATF_REQUIRE_EQ(p.rc, -1);
 	ATF_REQUIRE_MSG(strstr(p.err, ":2: syntax error") != NULL, "%s",
+	    p.err);
+	unlink(tmp);
+	free(tmp);
+	free(p.err);
+}
+
+ATF_TC(nul_byte_is_an_error_not_the_end);
+ATF_TC_HEAD(nul_byte_is_an_error_not_the_end, tc)
+{
+	atf_tc_set_md_var(tc, "descr", "a NUL does not hide the lines after it");
+}
+ATF_TC_BODY(nul_byte_is_an_error_not_the_end, tc)
+{
+	static const char	 text[] = "signup open\nrun timeout 5\0x\n"
+				    "run timeout 0\n";
+	struct parsed		 p;
+	char			*tmp;
+	int			 fd;
+
+	tmp = write_temp("");
+	ATF_REQUIRE((fd = open(tmp, O_WRONLY | O_TRUNC)) != -1);
+	ATF_REQUIRE(write(fd, text, sizeof(text) - 1) ==
+	    (ssize_t)sizeof(text) - 1);
+	close(fd);
+	parse_capture(tmp, &p);
+	ATF_REQUIRE_EQ(p.rc, -1);
+	ATF_REQUIRE_MSG(strstr(p.err, ":2: NUL byte") != NULL, "%s", p.err);
+	ATF_REQUIRE_MSG(strstr(p.err, ":3: run timeout 0") != NULL, "%s",
 	    p.err);
 	unlink(tmp);
 	free(tmp);
@@ -635,6 +664,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, file_macros_do_not_outlive_the_parse);
 	ATF_TP_ADD_TC(tp, cmdline_symset_rejects_malformed);
 	ATF_TP_ADD_TC(tp, self_referencing_macro_does_not_loop);
+	ATF_TP_ADD_TC(tp, nul_byte_is_an_error_not_the_end);
 	ATF_TP_ADD_TC(tp, include_reads_the_file_next_to_the_includer);
 	ATF_TP_ADD_TC(tp, include_cannot_nest_forever);
 	ATF_TP_ADD_TC(tp, run_proof_is_kept_but_never_printed);
