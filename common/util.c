@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/event.h>
 #include <jansson.h>
 #include <sodium.h>
 
@@ -31,6 +32,37 @@ void
 json_zero_alloc(void)
 {
 	json_set_alloc_funcs(zmalloc, zfree);
+}
+
+/* realloc that never leaves the old bytes behind in freed memory. */
+static void *
+zrealloc(void *p, size_t n)
+{
+	size_t	 old;
+	void	*q;
+
+	if (p == NULL)
+		return (malloc(n));
+	if (n == 0) {
+		zfree(p);
+		return (NULL);
+	}
+	if ((q = malloc(n)) == NULL)
+		return (NULL);
+	old = malloc_usable_size(p);
+	memcpy(q, p, old < n ? old : n);
+	zfree(p);
+	return (q);
+}
+
+/*
+ * libevent's buffers carry request and response bodies, and a grant's
+ * answer holds a secret: zero them when freed.  Before any event call.
+ */
+void
+event_zero_alloc(void)
+{
+	event_set_mem_functions(zmalloc, zrealloc, zfree);
 }
 
 void

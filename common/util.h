@@ -12,6 +12,7 @@
 
 /* Make jansson zero every block it frees: bodies carry secret values. */
 void	json_zero_alloc(void);
+void	event_zero_alloc(void);
 /* BLAKE2b-256 of a token: the only form of it stored or sent on. */
 void	token_hash(const char *, size_t, uint8_t [32]);
 /* A new token (NUL-terminated, TOKEN_LEN chars) and its hash. */

@@ -17,6 +17,7 @@
 
 #include "proc.h"
 #include "tregd.h"
+#include "util.h"
 
 static void		child_log_sink(int, const char *);
 
@@ -67,6 +68,7 @@ proc_child_init(enum tregd_proc self, struct imsgev *parent,
 	log_init(1, verbose);
 	log_procinit(proc_names[self]);
 	setproctitle("%s", proc_names[self]);
+	event_zero_alloc();
 	proc_base = event_init();
 	imsgev_init(parent, PROC_PARENT_FD, PROC_PARENT, "parent", dispatch,
 	    closed, NULL);
