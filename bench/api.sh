@@ -43,17 +43,21 @@ done
 curl -s -H "X-Treg-Token: $tok" "http://127.0.0.1:$port/tools" > "$T/tools.json"
 size=$(wc -c < "$T/tools.json")
 
+# The sum of every process's RSS counts the shared libraries once per
+# process; PSS shares them out, so both are printed.
 rss() {
-	total=0
+	total=0 pss=0
 	for p in $pid $(pgrep -P $pid); do
 		kb=$(awk '/^VmRSS/ {print $2}' /proc/$p/status)
+		ps=$(awk '/^Pss:/ {print $2}' /proc/$p/smaps_rollup)
 		total=$((total + kb))
+		pss=$((pss + ps))
 	done
-	echo "$total"
+	echo "RSS sum $total KiB, PSS sum $pss KiB"
 }
 
 echo "GET /tools: $size bytes of JSON, 10 tools"
-echo "tregd RSS idle (all processes): $(rss) KiB"
+echo "tregd idle, all processes: $(rss)"
 
 cat > "$T/auth.lua" <<LUA
 wrk.headers["X-Treg-Token"] = "$tok"
@@ -99,4 +103,4 @@ for c in 1 16 64 256; do
 	fi
 	printf "%-8s %12s %12s %12s %14s\n" $c "$rps" "$p50" "$p99" "$nrps"
 done
-echo "tregd RSS under load (64 connections, all processes): ${load_rss:-?} KiB"
+echo "tregd under load (64 connections), all processes: ${load_rss:-?}"
