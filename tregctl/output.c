@@ -419,7 +419,9 @@ escape(const char *s, size_t len)
 
 /*
  * Control bytes (C0, DEL and the C1 range encoded in UTF-8) become \xHH
- * so a hostile name cannot move the cursor or retitle a terminal.
+ * so a hostile name cannot move the cursor or retitle a terminal; a
+ * backslash is doubled so the escapes stay unambiguous.  Prometheus text
+ * keeps its newlines and its own backslash escapes.
  */
 static void
 put_escaped(FILE *fp, const char *s, size_t len, int keep_newlines)

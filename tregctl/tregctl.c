@@ -31,6 +31,8 @@
 /* A sanity cap on the answer: a full audit listing is far smaller. */
 #define CTL_REPLY_MAX	(64 * 1024 * 1024)
 #define CTL_REQUEST_ID	1
+/* Every command is quick; silence this long means a stuck daemon. */
+#define CTL_TIMEOUT	120
 
 struct reply {
 	int32_t		 status;
@@ -41,6 +43,7 @@ struct reply {
 };
 
 __dead static void usage(void);
+__dead static void hung_up(void);
 static int	 ctl_connect(const char *);
 static void	 ctl_send(struct imsgbuf *, const struct parse_result *);
 static void	 ctl_receive(struct imsgbuf *, struct reply *);
@@ -54,6 +57,17 @@ usage(void)
 	fprintf(stderr, "usage: tregctl [-j] [-s socket] command "
 	    "[argument ...]\n");
 	exit(1);
+}
+
+/*
+ * The daemon hangs up on a peer it does not trust; depending on timing
+ * that is EOF, a reset or a broken pipe.  Say it one way.
+ */
+__dead static void
+hung_up(void)
+{
+	errx(1, "tregd closed the connection without an answer "
+	    "(permission denied?)");
 }
 
 int
@@ -150,8 +164,11 @@ ctl_send(struct imsgbuf *ibuf, const struct parse_result *res)
 	if (imsg_compose(ibuf, IMSG_CTL_REQUEST, CTL_REQUEST_ID, -1, &req,
 	    sizeof(req)) == -1)
 		err(1, "imsg_compose");
-	if (imsgbuf_flush(ibuf) == -1)
+	if (imsgbuf_flush(ibuf) == -1) {
+		if (errno == EPIPE || errno == ECONNRESET)
+			hung_up();
 		err(1, "send to tregd");
+	}
 }
 
 /* Wait for the head and every byte it announced. */
@@ -174,19 +191,23 @@ ctl_receive(struct imsgbuf *ibuf, struct reply *reply)
 		}
 		if (r == -1)
 			err(1, "reading from tregd");
-		if (poll(&pfd, 1, -1) == -1) {
+		if ((r = poll(&pfd, 1, CTL_TIMEOUT * 1000)) == -1) {
 			if (errno == EINTR)
 				continue;
 			err(1, "poll");
 		}
+		if (r == 0)
+			errx(1, "no answer from tregd in %d seconds",
+			    CTL_TIMEOUT);
 		if ((n = imsgbuf_read(ibuf)) == -1) {
 			if (errno == EAGAIN || errno == EINTR)
 				continue;
+			if (errno == ECONNRESET)
+				hung_up();
 			err(1, "reading from tregd");
 		}
 		if (n == 0)
-			errx(1, "tregd closed the connection without "
-			    "an answer");
+			hung_up();
 	}
 }
 
