@@ -34,10 +34,10 @@
 #include "tregd.h"
 
 #define PARSE_INCLUDE_MAX	8	/* nested include files */
-#define PARSE_UNGET_MAX		4096	/* pushed back bytes, macro text */
+#define PARSE_UNGET_MAX		4096	/* pushed back: macro text */
 #define PARSE_WORD_MAX		8192	/* longest token */
 #define MACRO_NAME_MAX		64
-#define EXPAND_DONE		0x100	/* marks the end of a macro's text */
+#define EXPAND_DONE		0x100	/* end of a macro's text */
 
 #define KILO			1024LL
 #define MEGA			(1024LL * 1024)
@@ -70,17 +70,17 @@ struct file {
 	char			*name;
 	int			 lineno;
 	int			 errors;
-	int			 lastc;		/* last byte read from stream */
-	int			 eof_nl;	/* a final '\n' was supplied */
-	int			 expanding;	/* reading a macro's text */
+	int			 lastc;		/* last byte read */
+	int			 eof_nl;	/* final '\n' supplied */
+	int			 expanding;	/* in a macro's text */
 	size_t			 nunget;
 	int			 unget[PARSE_UNGET_MAX];
-	char			 iobuf[BUFSIZ];	/* ours, so it can be zeroed */
+	char			 iobuf[BUFSIZ];	/* zeroed at close */
 };
 
 struct sym {
 	TAILQ_ENTRY(sym)	 entry;
-	int			 persist;	/* -D: the file cannot change it */
+	int			 persist;	/* -D: beats the file */
 	char			*name;
 	char			*val;
 };
@@ -372,8 +372,8 @@ httpopt		: BODY_LIMIT size {
 		}
 		| MAX_CONNECTIONS NUMBER {
 			if ($2 < HTTP_CONNS_MIN || $2 > HTTP_CONNS_MAX) {
-				yyerror("http max-connections %lld out of range "
-				    "(%d..%d)", $2, HTTP_CONNS_MIN,
+				yyerror("http max-connections %lld out of "
+				    "range (%d..%d)", $2, HTTP_CONNS_MIN,
 				    HTTP_CONNS_MAX);
 				YYERROR;
 			}

@@ -26,7 +26,7 @@
 struct parsed {
 	int			 rc;
 	struct tregd_conf	 conf;
-	char			*err;	/* what parse_config wrote on stderr */
+	char			*err;	/* parse_config's stderr */
 };
 
 static char	*slurp(const char *);
@@ -244,7 +244,8 @@ ATF_TC_HEAD(canonical_print_parses_back_to_itself, tc)
 ATF_TC_BODY(canonical_print_parses_back_to_itself, tc)
 {
 	struct parsed	 p, q;
-	char		 name[64], path[PATH_MAX], *first, *second, *tmp, *at;
+	char		 name[64], path[PATH_MAX], *tmp, *at;
+	char		*first, *second;
 	int		 i, n;
 
 	n = count_configs(tc, "");
@@ -462,7 +463,8 @@ ATF_TC_BODY(self_referencing_macro_does_not_loop, tc)
 ATF_TC(nul_byte_is_an_error_not_the_end);
 ATF_TC_HEAD(nul_byte_is_an_error_not_the_end, tc)
 {
-	atf_tc_set_md_var(tc, "descr", "a NUL does not hide the lines after it");
+	atf_tc_set_md_var(tc, "descr",
+	    "a NUL does not hide the lines after it");
 }
 ATF_TC_BODY(nul_byte_is_an_error_not_the_end, tc)
 {
