@@ -434,6 +434,7 @@ parent_reload(void)
 	int			 i;
 
 	conf_defaults(&nconf);
+	parse_errors_to_log = 1;
 	if (parse_config(parent_conffile, &nconf) == -1) {
 		log_warnx("reload: %s has errors, keeping the running "
 		    "configuration", parent_conffile);

@@ -122,6 +122,8 @@ static struct where	 at_slots, at_state, at_rundir;
 
 int		 yyparse(void);
 static int	 yylex(void);
+static void	 conf_err(const char *, ...)
+		    __attribute__((__format__ (printf, 1, 2)));
 static int	 yyerror(const char *, ...)
 		    __attribute__((__format__ (printf, 1, 2)));
 static int	 kw_cmp(const void *, const void *);
@@ -321,9 +323,9 @@ runopt		: ALLOW allowlist
 
 				if (fstat(fileno(file->stream), &st) == 0 &&
 				    (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
-					fprintf(stderr, "%s:%d: warning: run "
+					conf_err("%s:%d: warning: run "
 					    "proof in a file readable by group "
-					    "or others\n", file->name,
+					    "or others", file->name,
 					    yylval.lineno);
 			}
 		}
@@ -443,6 +445,27 @@ static const struct keyword keywords[] = {
 	{ "yes",		YES },
 };
 
+/*
+ * A diagnostic: on stderr for tregd -n, in the log when a daemon reloads
+ * (its stderr may be /dev/null by then).
+ */
+int	 parse_errors_to_log;
+
+static void
+conf_err(const char *fmt, ...)
+{
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	if (parse_errors_to_log)
+		vlog(LOG_ERR, fmt, ap);
+	else {
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	}
+	va_end(ap);
+}
+
 static int
 yyerror(const char *fmt, ...)
 {
@@ -458,7 +481,7 @@ yyerror(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "%s:%d: %s\n", file->name, yylval.lineno, msg);
+	conf_err("%s:%d: %s", file->name, yylval.lineno, msg);
 	return (0);
 }
 
@@ -1235,8 +1258,8 @@ conf_validate(const struct tregd_conf *c)
 	int			 errors = 0;
 
 	if (c->run_slots_user > c->run_slots) {
-		fprintf(stderr, "%s:%d: run slots per-user %d exceeds run "
-		    "slots %d\n", at_slots.file, at_slots.line,
+		conf_err("%s:%d: run slots per-user %d exceeds run "
+		    "slots %d", at_slots.file, at_slots.line,
 		    c->run_slots_user, c->run_slots);
 		errors++;
 	}
@@ -1245,19 +1268,19 @@ conf_validate(const struct tregd_conf *c)
 	    path_within(c->state, c->run_dir)) {
 		w = at_rundir.line >= at_state.line &&
 		    at_rundir.line != 0 ? &at_rundir : &at_state;
-		fprintf(stderr, "%s:%d: run directory %s and state %s must "
-		    "not contain one another\n", w->file, w->line,
+		conf_err("%s:%d: run directory %s and state %s must "
+		    "not contain one another", w->file, w->line,
 		    c->run_dir, c->state);
 		errors++;
 	}
 	if (c->state[0] != '/' || c->socket[0] != '/' ||
 	    c->run_dir[0] != '/') {
-		fprintf(stderr, "%s: state, socket and run directory must "
-		    "be absolute paths\n", topfile->name);
+		conf_err("%s: state, socket and run directory must "
+		    "be absolute paths", topfile->name);
 		errors++;
 	}
 	if (c->nlisten < 1) {
-		fprintf(stderr, "%s: no listen address\n", topfile->name);
+		conf_err("%s: no listen address", topfile->name);
 		errors++;
 	}
 	return (errors);
@@ -1280,7 +1303,7 @@ parse_config(const char *filename, struct tregd_conf *xconf)
 	memset(&at_rundir, 0, sizeof(at_rundir));
 
 	if ((file = pushfile(filename, 0)) == NULL) {
-		fprintf(stderr, "%s: %s\n", filename, strerror(errno));
+		conf_err("%s: %s", filename, strerror(errno));
 		freezero(c, sizeof(*c));
 		conf = NULL;
 		return (-1);

@@ -301,6 +301,7 @@ int	 parse_config(const char *, struct tregd_conf *);
 int	 cmdline_symset(char *);
 int	 conf_run_allowed(const struct tregd_conf *, const char *);
 void	 print_config(const struct tregd_conf *, FILE *);
+extern int parse_errors_to_log;
 extern const char *const run_builtin_allow[];
 int	 parse_keywords_sorted(void);
 
