@@ -24,7 +24,8 @@
 struct column {
 	const char	*title;
 	const char	*key;
-	char		*(*format)(const json_t *);	/* NULL: fmt_value */
+	/* NULL: fmt_value */
+	char		*(*format)(const json_t *);
 };
 
 struct text_view {

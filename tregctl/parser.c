@@ -31,7 +31,7 @@ enum token_type {
 struct token {
 	enum token_type		 type;
 	const char		*keyword;
-	int			 value;		/* enum ctl_cmd or CTL_NONE */
+	int			 value;	/* enum ctl_cmd or CTL_NONE */
 	const struct token	*next;
 };
 
@@ -74,7 +74,7 @@ static const struct token t_show[] = {
 	{ KEYWORD,	"audit",	CTL_SHOW_AUDIT,	t_show_org },
 	{ KEYWORD,	"metrics",	CTL_METRICS,	t_end },
 	{ KEYWORD,	"orgs",		CTL_SHOW_ORGS,	t_end },
-	{ KEYWORD,	"runs",		CTL_SHOW_RUNS,	t_show_runs },
+	{ KEYWORD,	"runs",		CTL_SHOW_RUNS, t_show_runs },
 	{ KEYWORD,	"status",	CTL_SHOW_STATUS, t_end },
 	{ KEYWORD,	"tools",	CTL_SHOW_TOOLS,	t_show_org },
 	{ KEYWORD,	"users",	CTL_SHOW_USERS,	t_end },
@@ -106,7 +106,7 @@ static const struct token t_limit[] = {
 };
 
 static const struct token t_user[] = {
-	{ KEYWORD,	"add",		CTL_USER_ADD,	t_user_email },
+	{ KEYWORD,	"add",		CTL_USER_ADD, t_user_email },
 	TABLE_END
 };
 
@@ -368,8 +368,9 @@ list_valid(struct parse_result *res, const struct token *table,
     const char *prefix)
 {
 	const struct token	*t;
-	size_t			 plen = prefix != NULL ? strlen(prefix) : 0;
+	size_t			 plen;
 
+	plen = prefix != NULL ? strlen(prefix) : 0;
 	res->valid[0] = '\0';
 	for (t = table; t->keyword != NULL; t++) {
 		if (prefix != NULL && (!is_keyword(t) ||

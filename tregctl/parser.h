@@ -9,13 +9,14 @@
 #include "tregd.h"
 
 #define PARSE_RUNS_LIMIT_MAX	500
-#define PARSE_EMAIL_LEN		256	/* with the NUL, as in ctl_request */
+/* Field sizes with the NUL, as in struct ctl_request. */
+#define PARSE_EMAIL_LEN		256
 #define PARSE_ORG_LEN		(NAME_LEN_MAX + 1)
 #define PARSE_ROLE_LEN		16
 
 struct parse_result {
 	enum ctl_cmd	 action;
-	int		 limit;			/* show runs: 0 = default */
+	int		 limit;		/* show runs: 0 = default */
 	char		 email[PARSE_EMAIL_LEN];
 	char		 org[PARSE_ORG_LEN];
 	char		 role[PARSE_ROLE_LEN];
