@@ -80,6 +80,10 @@ tregctl/tregctl: $(CTL_OBJS) common/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $(CTL_OBJS) common/libcommon.a $(LDLIBS)
 
 $(COMMON_OBJS) $(TREGD_OBJS) $(CTL_OBJS): common/*.h tregd/tregd.h
+$(TREGD_OBJS): tregd/vault.h
+$(CTL_OBJS): tregctl/*.h
+# The parser test compiles tregctl/parser.c in.
+regress/unit/ctlparser_test: tregctl/parser.c tregctl/parser.h
 
 regress/unit/%_test: regress/unit/%_test.c $(TREGD_LIBOBJS) common/libcommon.a
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TREGD_LIBOBJS) \
