@@ -27,6 +27,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,20 @@ static int			 as_root;
 static uid_t			 run_uid;
 static gid_t			 run_gid;
 static unsigned char		 readbuf[RUN_READ_LEN];
+#ifndef TREGD_SANITIZE
+/* The run child's stack until its execve (it shares exec's memory). */
+static char			 child_stack[128 * 1024]
+				    __attribute__((__aligned__(16)));
+#endif
+
+struct child_args {
+	struct run	*r;
+	const char	*path;
+	char		**argv;
+	char		**env;
+	int		 out;
+	int		 err;
+};
 
 static void	exec_config(struct imsg *);
 static void	exec_dispatch_parent(struct imsgev *, struct imsg *);
@@ -106,6 +121,9 @@ static int	exec_resolve(const char *, char *, size_t);
 static int	run_mkdir(struct run *);
 static void	run_spawn(struct run *, const char *, char **, char **);
 static __dead void child_fail(const char *);
+#ifndef TREGD_SANITIZE
+static int	run_child_entry(void *);
+#endif
 static __dead void run_child(struct run *, const char *, char **, char **,
 		    int, int);
 static int	run_read_some(struct run_out *, int);
@@ -117,8 +135,9 @@ static void	run_drain(int, short, void *);
 static void	run_maybe_done(struct run *);
 static void	run_done(struct run *);
 static void	run_report(uint32_t, uint32_t, struct run_exit *);
+static void	exec_flush(struct imsgev *);
 static void	run_free(struct run *);
-static void	rm_tree_at(int, const char *, int);
+static void	rm_tree_at(int, const char *, int, int);
 static void	rm_dir(const char *);
 
 __dead void
@@ -200,7 +219,7 @@ exec_prepare(void)
 		fatal("fdopendir %s", exec_conf.run_dir);
 	while ((de = readdir(d)) != NULL)
 		if (strncmp(de->d_name, "run.", 4) == 0)
-			rm_tree_at(dfd, de->d_name, 0);
+			rm_tree_at(dfd, de->d_name, 1, 0);
 	closedir(d);
 	close(dfd);
 
@@ -533,6 +552,17 @@ run_mkdir(struct run *r)
 	return (0);
 }
 
+#ifndef TREGD_SANITIZE
+static int
+run_child_entry(void *arg)
+{
+	struct child_args	*ca = arg;
+
+	run_child(ca->r, ca->path, ca->argv, ca->env, ca->out, ca->err);
+	/* NOTREACHED */
+}
+#endif
+
 static void
 run_spawn(struct run *r, const char *path, char **argv, char **env)
 {
@@ -545,13 +575,31 @@ run_spawn(struct run *r, const char *path, char **argv, char **env)
 		goto fail;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &r->start);
-	switch (r->pid = fork()) {
-	case -1:
-		log_warn("%s: fork", __func__);
-		goto fail;
-	case 0:
+#ifdef TREGD_SANITIZE
+	/* The sanitizer runtimes do not follow a child sharing memory. */
+	if ((r->pid = fork()) == 0)
 		run_child(r, path, argv, env, po[1], pe[1]);
-		/* NOTREACHED */
+#else
+	/*
+	 * vfork-like: no page tables to copy, exec sleeps until the child
+	 * has called execve (or died).  The child gets its own descriptor
+	 * table, cwd and signal handlers (no CLONE_FILES, CLONE_FS,
+	 * CLONE_SIGHAND), so nothing it changes reaches exec.
+	 */
+	struct child_args	 ca;
+
+	ca.r = r;
+	ca.path = path;
+	ca.argv = argv;
+	ca.env = env;
+	ca.out = po[1];
+	ca.err = pe[1];
+	r->pid = clone(run_child_entry, child_stack + sizeof(child_stack),
+	    CLONE_VM | CLONE_VFORK | SIGCHLD, &ca);
+#endif
+	if (r->pid == -1) {
+		log_warn("%s: clone", __func__);
+		goto fail;
 	}
 	close(po[1]);
 	close(pe[1]);
@@ -652,18 +700,24 @@ run_child(struct run *r, const char *path, char **argv, char **env,
 	}
 	if (chdir(r->dir) == -1)
 		child_fail("chdir");
+	/*
+	 * Raw system calls: libc's wrappers would try to change every
+	 * thread of exec, whose memory this child shares.
+	 */
 	if (as_root) {
-		if (setgroups(1, &run_gid) == -1 ||
-		    setresgid(run_gid, run_gid, run_gid) == -1 ||
-		    setresuid(run_uid, run_uid, run_uid) == -1)
+		if (syscall(SYS_setgroups, 1, &run_gid) == -1 ||
+		    syscall(SYS_setresgid, run_gid, run_gid, run_gid) == -1 ||
+		    syscall(SYS_setresuid, run_uid, run_uid, run_uid) == -1)
 			child_fail("cannot become the run user");
-		if (setuid(0) != -1 || seteuid(0) != -1)
+		if (syscall(SYS_setuid, 0) != -1)
 			_exit(127);
 	}
-	/* Made as the run user: owned by it, inside its 0700 directory. */
-	if ((mkdir("tmp", 0700) == -1 && errno != EEXIST) ||
-	    (mkdir(".config", 0700) == -1 && errno != EEXIST) ||
-	    (mkdir(".cache", 0700) == -1 && errno != EEXIST))
+	/*
+	 * TMPDIR must exist; the XDG directories are made by whoever
+	 * writes there first (as the XDG spec asks).  As the run user:
+	 * owned by it, inside its 0700 directory.
+	 */
+	if (mkdir("tmp", 0700) == -1 && errno != EEXIST)
 		child_fail("mkdir");
 	/* After the uid change, which clears it. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
@@ -863,12 +917,23 @@ run_done(struct run *r)
 	rx.redacted = redacted > UINT32_MAX ? UINT32_MAX : redacted;
 	rx.truncated = truncated;
 	run_report(r->reqid, r->runid, &rx);
+	/* The answer leaves now; the run directory goes afterwards. */
+	exec_flush(&iev_frontend);
+	exec_flush(&iev_vault);
 	log_debug("run %u: exit %d%s, %u ms, %zu redacted", r->runid,
 	    rx.exit_code, r->timed_out ? " (timed out)" : "", r->duration_ms,
 	    redacted);
 
 	TAILQ_REMOVE(&runs, r, entry);
 	run_free(r);
+}
+
+static void
+exec_flush(struct imsgev *iev)
+{
+	if (imsgbuf_write(&iev->ibuf) == -1 && errno != EAGAIN)
+		log_warn("write to %s", iev->name);
+	imsgev_update(iev);
 }
 
 static void
@@ -898,24 +963,33 @@ run_free(struct run *r)
 /* ------------------------------------------------------------------ */
 /* Removing a run directory: never following a link the run made.     */
 
+/* Remove name (a directory when isdir) under dfd and all below it. */
 static void
-rm_tree_at(int dfd, const char *name, int depth)
+rm_tree_at(int dfd, const char *name, int isdir, int depth)
 {
 	DIR		*d;
 	struct dirent	*de;
 	int		 fd;
 
-	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-		return;
-	if (errno != EISDIR && errno != EPERM)
-		goto fail;
+	if (!isdir) {
+		if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+			return;
+		if (errno != EISDIR)
+			goto fail;
+	}
 	if (depth >= RUN_RM_DEPTH) {
 		errno = ELOOP;
 		goto fail;
 	}
 	if ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) == -1)
-		goto fail;
+	    O_CLOEXEC)) == -1) {
+		/* A link or a file after all: the name itself goes. */
+		if (errno == ENOTDIR || errno == ELOOP)
+			rm_tree_at(dfd, name, 0, depth);
+		else if (errno != ENOENT)
+			goto fail;
+		return;
+	}
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);
 		goto fail;
@@ -924,7 +998,8 @@ rm_tree_at(int dfd, const char *name, int depth)
 		if (strcmp(de->d_name, ".") == 0 ||
 		    strcmp(de->d_name, "..") == 0)
 			continue;
-		rm_tree_at(dirfd(d), de->d_name, depth + 1);
+		rm_tree_at(dirfd(d), de->d_name, de->d_type == DT_DIR,
+		    depth + 1);
 	}
 	closedir(d);
 	if (unlinkat(dfd, name, AT_REMOVEDIR) == 0)
@@ -949,6 +1024,6 @@ rm_dir(const char *path)
 		log_warn("open %s", parent);
 		return;
 	}
-	rm_tree_at(dfd, slash + 1, 0);
+	rm_tree_at(dfd, slash + 1, 1, 0);
 	close(dfd);
 }

@@ -1,0 +1,151 @@
+#!/bin/sh
+# bench/run.sh: POST /run of `true` over HTTP (p50, p99, runs/s with wrk at
+# 1, 2 and 4 concurrent clients) beside a bare fork+exec+wait of /bin/true,
+# `bwrap --ro-bind / / true`, and a minimal unsandboxed Python asyncio
+# server of the same endpoint (bench/run-py/server.py).  Ratios are what
+# matters: every figure is measured on this machine, load generator
+# included.
+#
+#   sh bench/run.sh [seconds]        (as root: installs wrk and bubblewrap)
+
+set -e
+secs=${1:-5}
+top=$(cd "$(dirname "$0")/.." && pwd)
+if [ "$(id -u)" -ne 0 ]; then
+	echo "bench: run as root (tregd's privilege separation)" >&2
+	exit 1
+fi
+for p in wrk bubblewrap; do
+	dpkg-query -W -f='${Status}' $p 2>/dev/null | grep -q "ok installed" ||
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $p >/dev/null
+done
+sh "$top/scripts/deps.sh" users
+[ -x "$top/tregd/tregd" ] || make -C "$top" >/dev/null
+
+T=$(mktemp -d /tmp/tregd-bench-run.XXXXXX)
+chmod 0711 "$T"
+pid="" ppid=""
+trap 'kill $pid $ppid 2>/dev/null; wait $pid $ppid 2>/dev/null; rm -rf "$T"' EXIT
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+pyport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+
+# -------------------------------------------------------------------
+# The baseline: fork + execve + waitpid in a loop, p50/p99 in µs.
+cat > "$T/forkexec.c" <<'C'
+#include <sys/wait.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+extern char **environ;
+static int cmp(const void *a, const void *b) {
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+int main(int argc, char **argv) {
+	int n = atoi(argv[1]), i, st;
+	double *t = calloc(n, sizeof(*t)), sum = 0;
+	struct timespec a, b;
+	pid_t p;
+	for (i = 0; i < n; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		if ((p = fork()) == 0) {
+			execve(argv[2], argv + 2, environ);
+			_exit(127);
+		}
+		waitpid(p, &st, 0);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		t[i] = (b.tv_sec - a.tv_sec) * 1e6 + (b.tv_nsec - a.tv_nsec) / 1e3;
+		sum += t[i];
+	}
+	qsort(t, n, sizeof(*t), cmp);
+	printf("%.0f %.0f %.1f\n", t[n / 2], t[n * 99 / 100], n / (sum / 1e6));
+	return 0;
+}
+C
+${CC:-cc} -O2 -o "$T/forkexec" "$T/forkexec.c"
+
+# -------------------------------------------------------------------
+# tregd with a tool whose CLI is `true`, and the Python server.
+cat > "$T/tregd.conf" <<CONF
+listen on 127.0.0.1 port $port
+state "$T/state"
+socket "$T/tregd.sock"
+signup open
+run allow { "true" }
+run directory "$T/runs"
+run slots 16 per-user 16
+CONF
+"$top/tregd/tregd" -d -f "$T/tregd.conf" 2> "$T/log" &
+pid=$!
+while ! curl -sf -o /dev/null "http://127.0.0.1:$port/meta"; do sleep 0.1; done
+tok=$(curl -s -X POST "http://127.0.0.1:$port/users" \
+    -d '{"email": "bench@example.com"}' | sed 's/.*"token":"\([^"]*\)".*/\1/')
+curl -s -o /dev/null -X POST -H "X-Treg-Token: $tok" \
+    "http://127.0.0.1:$port/secrets" \
+    -d '{"name": "k", "value": "s3cr3t-value-bench"}'
+curl -s -o /dev/null -X POST -H "X-Treg-Token: $tok" \
+    "http://127.0.0.1:$port/tools" -d '{"name": "t",
+    "base_url": "https://api.example.com", "cli": {"bin": "true",
+    "inject": [{"via": "env", "name": "MY_SECRET", "secret_id": 1}]}}'
+check=$(curl -s -X POST -H "X-Treg-Token: $tok" \
+    "http://127.0.0.1:$port/run" -d '{"tool": "t", "args": []}')
+case $check in
+*'"exit_code":0'*) ;;
+*) echo "bench: the tregd run failed: $check" >&2; exit 1 ;;
+esac
+
+python3 "$top/bench/run-py/server.py" "$pyport" "$tok" true &
+ppid=$!
+while ! curl -sf -o /dev/null "http://127.0.0.1:$pyport/meta"; do sleep 0.1; done
+
+cat > "$T/run.lua" <<LUA
+wrk.method = "POST"
+wrk.body = '{"tool": "t", "args": []}'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["X-Treg-Token"] = "$tok"
+LUA
+# The Python server names the tool after its bin.
+sed 's/"tool": "t"/"tool": "true"/' "$T/run.lua" > "$T/runpy.lua"
+
+# wrk_run URL SCRIPT CONNS: "p50_us p99_us runs_per_s non2xx"
+wrk_run() {
+	wrk -t"$3" -c"$3" -d"${secs}s" --latency -s "$2" "$1/run" |
+	    awk 'function us(v) {
+		if (v ~ /us$/) return v + 0;
+		if (v ~ /ms$/) return v * 1000;
+		if (v ~ /s$/) return v * 1000000;
+		return v }
+	    $1 == "50%" { p50 = us($2) }
+	    $1 == "99%" { p99 = us($2) }
+	    /^Requests\/sec/ { rps = $2 }
+	    /Non-2xx/ { bad = $NF }
+	    END { printf "%.0f %.0f %.0f %d\n", p50, p99, rps, bad }'
+}
+
+echo "POST /run of true, ${secs}s per point ($(nproc) cores, $(uname -r))"
+set -- $("$T/forkexec" 2000 /bin/true)
+fe50=$1 fe99=$2 fers=$3
+set -- $("$T/forkexec" 300 /usr/bin/bwrap --ro-bind / / /bin/true)
+bw50=$1 bw99=$2 bwrs=$3
+printf "%-34s %8s %8s %9s\n" "" "p50 µs" "p99 µs" "runs/s"
+printf "%-34s %8s %8s %9s\n" "fork+exec+wait /bin/true" $fe50 $fe99 $fers
+printf "%-34s %8s %8s %9s\n" "bwrap --ro-bind / / true" $bw50 $bw99 $bwrs
+for c in 1 2 4; do
+	set -- $(wrk_run "http://127.0.0.1:$port" "$T/run.lua" $c)
+	eval "t50_$c=$1"
+	printf "%-34s %8s %8s %9s%s\n" "tregd POST /run, $c client(s)" $1 $2 $3 \
+	    "$([ "$4" -gt 0 ] && echo "  ($4 non-2xx)")"
+done
+for c in 1 2 4; do
+	set -- $(wrk_run "http://127.0.0.1:$pyport" "$T/runpy.lua" $c)
+	eval "p50_$c=$1"
+	printf "%-34s %8s %8s %9s%s\n" "python asyncio POST /run, $c" $1 $2 $3 \
+	    "$([ "$4" -gt 0 ] && echo "  ($4 non-2xx)")"
+done
+echo
+awk -v t="$t50_1" -v f="$fe50" -v b="$bw50" -v p="$p50_1" 'BEGIN {
+	printf "p50, 1 client: tregd / fork+exec = %.2fx (target <= 1.7x)\n", t / f
+	printf "p50, 1 client: tregd / bwrap     = %.2fx\n", t / b
+	printf "p50, 1 client: tregd / python    = %.2fx (target < 1)\n", t / p }'
+echo "tregd run slots: 16 (per user 16); the load generator shares the cores"
