@@ -113,6 +113,7 @@ static void	exec_dispatch_vault(struct imsgev *, struct imsg *);
 static void	exec_dispatch_frontend(struct imsgev *, struct imsg *);
 static void	exec_closed(struct imsgev *);
 static void	exec_sig(int, short, void *);
+static void	exec_kill_runs(void);
 static void	exec_sigchld(int, short, void *);
 static void	exec_prepare(void);
 static void	exec_drop_caps(void);
@@ -268,18 +269,24 @@ exec_drop_caps(void)
 		fatal("capset");
 }
 
+/* No run outlives exec, nor its directory. */
 static void
-exec_sig(int sig, short event, void *arg)
+exec_kill_runs(void)
 {
 	struct run	*r;
 
-	/* No run outlives the daemon, nor its directory. */
 	TAILQ_FOREACH(r, &runs, entry) {
 		if (r->pid > 0)
 			kill(-r->pid, SIGKILL);
 		if (r->dir[0] != '\0')
 			rm_dir(r->dir);
 	}
+}
+
+static void
+exec_sig(int sig, short event, void *arg)
+{
+	exec_kill_runs();
 	exit(0);
 }
 
@@ -376,6 +383,8 @@ exec_dispatch_frontend(struct imsgev *iev, struct imsg *imsg)
 static void
 exec_closed(struct imsgev *iev)
 {
+	/* At shutdown a peer may go first: the runs die all the same. */
+	exec_kill_runs();
 	fatalx("lost the channel to %s", iev->name);
 }
 
