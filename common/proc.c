@@ -30,7 +30,7 @@ imsgev_init(struct imsgev *iev, int fd, int peer, const char *name,
 	iev->arg = arg;
 	iev->peer = peer;
 	iev->name = name;
-	iev->events = EV_READ;
+	iev->events = EV_READ | EV_PERSIST;
 	event_set(&iev->ev, fd, iev->events, imsgev_handler, iev);
 	event_add(&iev->ev, NULL);
 }
@@ -46,18 +46,23 @@ imsgev_clear(struct imsgev *iev)
 	iev->dead = 2;
 }
 
+/*
+ * Send what is queued now rather than a loop turn later, and wait for
+ * EV_WRITE only while the socket is full.  The event is persistent, so it
+ * is touched (two epoll_ctl calls) only when that changes.
+ */
 void
 imsgev_update(struct imsgev *iev)
 {
-	short	 events = EV_READ;
+	short	 events = EV_READ | EV_PERSIST;
 
 	if (iev->dead)
 		return;
 	if (imsgbuf_queuelen(&iev->ibuf) > 0)
+		(void)imsgbuf_write(&iev->ibuf);	/* errors: see handler */
+	if (imsgbuf_queuelen(&iev->ibuf) > 0)
 		events |= EV_WRITE;
-	/* The event is not persistent: once it fired it must be re-added. */
-	if (events == iev->events && event_pending(&iev->ev, EV_READ |
-	    EV_WRITE, NULL))
+	if (events == iev->events)
 		return;
 	event_del(&iev->ev);
 	iev->events = events;
