@@ -360,6 +360,10 @@ sandbox_selftest(const char *name)
 	} else if (strcmp(name, "child") == 0) {
 		if (sandbox_child_prepare(&sc) == -1)
 			return (1);
+#ifdef TREGD_SANITIZE
+		/* The filter denies ptrace, which the exit-time check needs. */
+		__lsan_do_leak_check();
+#endif
 		if (sandbox_child_apply(&sc) == -1) {
 			printf("selftest child: apply: %s\n", strerror(errno));
 			sandbox_child_free(&sc);
