@@ -41,6 +41,7 @@ static struct blob_list	 vault_blobs = TAILQ_HEAD_INITIALIZER(vault_blobs);
 static const struct vault_route *route_index[ROUTE_MAX];
 static int		 control_fd = -1;
 static int		 conf_ready;
+static uint64_t		 conf_generation;	/* bumped by each reload */
 static struct event	 ev_sigterm, ev_sigint;
 
 static void	vault_config(struct imsg *);
@@ -224,6 +225,7 @@ vault_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 		break;
 	case IMSG_CONF_END:
 		conf_ready = 1;
+		conf_generation++;
 		break;
 	case IMSG_LOG_VERBOSE:
 		if (imsg->datalen != sizeof(v))
@@ -296,6 +298,153 @@ vault_closed(struct imsgev *iev)
 }
 
 /* ------------------------------------------------------------------ */
+/* Answers of read-only listings, kept until anything is written.     */
+
+/*
+ * Agents poll listings such as GET /tools far more often than anything
+ * changes, and building them (rows, stored JSON, the view) is most of the
+ * vault's work.  An answer is kept per membership and request; it is good
+ * while nothing was written through this connection
+ * (sqlite3_total_changes64), by another one (PRAGMA data_version), and the
+ * configuration was not reloaded.  Only routes whose answer depends on
+ * nothing else (not on the clock) are listed, and the token is checked
+ * before every use.  Listings never carry a secret.
+ */
+#define RCACHE_ENTRIES	128
+#define RCACHE_BYTES	(4 * 1024 * 1024)
+#define RCACHE_ENTRY_MAX	(256 * 1024)
+
+struct rcache {
+	uint32_t	 route;
+	int64_t		 membership;
+	int64_t		 id1, id2;
+	char		*name, *query;
+	int64_t		 changes, dataver;
+	uint64_t	 confgen;
+	uint64_t	 used;
+	char		*body;
+	size_t		 len;
+};
+static struct rcache	 rcache[RCACHE_ENTRIES];
+static size_t		 rcache_bytes;
+static uint64_t		 rcache_tick;
+
+static int
+rcache_route(enum api_route r)
+{
+	switch (r) {
+	case ROUTE_ORGS_LIST:
+	case ROUTE_SECRETS_LIST:
+	case ROUTE_TOOLS_LIST:
+	case ROUTE_TOOL_BY_NAME:
+	case ROUTE_BUNDLES_LIST:
+	case ROUTE_BUNDLE_GET:
+	case ROUTE_BUNDLE_BY_NAME:
+	case ROUTE_HEALTH:
+		return (1);
+	default:
+		return (0);
+	}
+}
+
+static int64_t
+db_data_version(void)
+{
+	sqlite3_stmt	*st;
+	int64_t		 v = -1;
+
+	if ((st = db_prepare("PRAGMA data_version")) == NULL)
+		return (-1);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return (v);
+}
+
+static void
+rcache_drop(struct rcache *c)
+{
+	rcache_bytes -= c->len;
+	freezero(c->body, c->len);
+	free(c->name);
+	free(c->query);
+	memset(c, 0, sizeof(*c));
+}
+
+static struct rcache *
+rcache_find(struct vault_req *req, int64_t dataver)
+{
+	struct rcache	*c;
+	int		 i;
+
+	for (i = 0; i < RCACHE_ENTRIES; i++) {
+		c = &rcache[i];
+		if (c->body == NULL || c->route != req->route ||
+		    c->membership != req->auth->membership_id ||
+		    c->id1 != req->id1 || c->id2 != req->id2 ||
+		    strcmp(c->name, req->name) != 0 ||
+		    strcmp(c->query, req->query) != 0)
+			continue;
+		if (c->changes != sqlite3_total_changes64(vault_db) ||
+		    c->dataver != dataver || c->confgen != conf_generation) {
+			rcache_drop(c);
+			return (NULL);
+		}
+		c->used = ++rcache_tick;
+		return (c);
+	}
+	return (NULL);
+}
+
+static void
+rcache_store(struct vault_req *req, int64_t dataver, const char *body,
+    size_t len)
+{
+	struct rcache	*c = NULL;
+	int		 i;
+
+	if (len > RCACHE_ENTRY_MAX || dataver == -1)
+		return;
+	/* A free slot, else the least recently used one. */
+	for (i = 0; i < RCACHE_ENTRIES; i++)
+		if (rcache[i].body == NULL || c == NULL ||
+		    (c->body != NULL && rcache[i].used < c->used))
+			c = &rcache[i];
+	if (c->body != NULL)
+		rcache_drop(c);
+	for (i = 0; rcache_bytes + len > RCACHE_BYTES &&
+	    i < RCACHE_ENTRIES; i++)
+		if (rcache[i].body != NULL)
+			rcache_drop(&rcache[i]);
+	if ((c->body = malloc(len)) == NULL ||
+	    (c->name = strdup(req->name)) == NULL ||
+	    (c->query = strdup(req->query)) == NULL)
+		fatal("%s: malloc", __func__);
+	memcpy(c->body, body, len);
+	c->len = len;
+	c->route = req->route;
+	c->membership = req->auth->membership_id;
+	c->id1 = req->id1;
+	c->id2 = req->id2;
+	c->changes = sqlite3_total_changes64(vault_db);
+	c->dataver = dataver;
+	c->confgen = conf_generation;
+	c->used = ++rcache_tick;
+	rcache_bytes += len;
+}
+
+static void
+vault_send(uint32_t reqid, int status, const char *text, size_t len)
+{
+	struct api_response	 ar;
+
+	ar.status = status;
+	if (imsgev_send_blob(vault_frontend, IMSG_API_RESPONSE, reqid, &ar,
+	    sizeof(ar), text, len) == -1)
+		fatal("%s: send", __func__);
+}
+
+/* ------------------------------------------------------------------ */
 /* Requests.                                                           */
 
 static const char *
@@ -331,7 +480,10 @@ vault_request(struct blob *b)
 	struct vault_resp		 resp;
 	struct auth			 auth;
 	json_error_t			 jerr;
-	char				*name, *query, *body;
+	struct rcache			*c;
+	char				*name, *query, *body, *text;
+	int64_t				 dataver = -1;
+	int				 cacheable;
 
 	memcpy(&ar, b->head, sizeof(ar));
 	if ((uint64_t)ar.namelen + ar.querylen + ar.bodylen != b->datalen ||
@@ -385,7 +537,23 @@ vault_request(struct blob *b)
 		if (require_role(&req, &resp, r->min_role) == -1)
 			goto done;
 	}
+	cacheable = req.auth != NULL && rcache_route(req.route);
+	if (cacheable) {
+		dataver = db_data_version();
+		if ((c = rcache_find(&req, dataver)) != NULL) {
+			vault_send(req.reqid, 200, c->body, c->len);
+			goto done;
+		}
+	}
 	r->handler(&req, &resp);
+	if (cacheable && resp.status == 200 && resp.body != NULL) {
+		if ((text = json_dumps(resp.body, JSON_COMPACT)) == NULL)
+			fatalx("%s: json_dumps", __func__);
+		rcache_store(&req, dataver, text, strlen(text));
+		vault_send(req.reqid, 200, text, strlen(text));
+		free(text);
+		resp.status = 0;
+	}
  done:
 	if (resp.status != 0)
 		vault_respond(req.reqid, &resp);
@@ -400,17 +568,13 @@ vault_request(struct blob *b)
 void
 vault_respond(uint32_t reqid, struct vault_resp *resp)
 {
-	struct api_response	 ar;
-	char			*text;
+	char	*text;
 
-	ar.status = resp->status;
 	if (resp->body == NULL)
 		resp->body = json_object();
 	if ((text = json_dumps(resp->body, JSON_COMPACT)) == NULL)
 		fatalx("%s: json_dumps", __func__);
-	if (imsgev_send_blob(vault_frontend, IMSG_API_RESPONSE, reqid, &ar,
-	    sizeof(ar), text, strlen(text)) == -1)
-		fatal("%s: send", __func__);
+	vault_send(reqid, resp->status, text, strlen(text));
 	freezero(text, strlen(text));
 }
 
