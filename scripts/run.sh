@@ -10,9 +10,17 @@ mkdir -p run
 if [ "$(id -u)" -eq 0 ]; then
 	sh scripts/deps.sh users
 fi
-# Run children (user _tregrun) must be able to reach their directory, and
-# the checkout may sit under a private home: keep it in /var/tmp.
-rundir=/var/tmp/tregd-dev-runs
+# As root, run children (user _tregrun) must be able to reach their
+# directory, and the checkout may sit under a private home: keep it in
+# /var/tmp, where it must be root's.  Another user's children run as that
+# user: their directory stays with the state, and never collides with
+# root's (tregd would refuse a run directory root does not own, and a
+# normal user cannot list root's).
+if [ "$(id -u)" -eq 0 ]; then
+	rundir=/var/tmp/tregd-dev-runs
+else
+	rundir="$top/run/runs"
+fi
 cat > run/tregd.conf <<CONF
 # Development configuration written by "make run".
 listen on 127.0.0.1 port 8790
