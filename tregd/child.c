@@ -142,3 +142,52 @@ conf_terminate(struct tregd_conf *conf)
 	conf->run_dir[sizeof(conf->run_dir) - 1] = '\0';
 	conf->run_proof[sizeof(conf->run_proof) - 1] = '\0';
 }
+
+/*
+ * IMSG_CONF_PEER: the parent hands over a channel to another core
+ * process.  It must be one of the peers this process expects, once.
+ */
+void
+proc_peer_recv(struct imsg *imsg, struct proc_peer *peers, size_t npeers,
+    imsgev_closed_fn closed)
+{
+	uint32_t	 id;
+	size_t		 i;
+
+	if (imsg->fd == -1 || imsg->datalen != sizeof(id))
+		fatalx("bad IMSG_CONF_PEER");
+	memcpy(&id, imsg->data, sizeof(id));
+	for (i = 0; i < npeers; i++)
+		if (peers[i].id == id && !peers[i].have)
+			break;
+	if (i == npeers)
+		fatalx("bad IMSG_CONF_PEER %u", id);
+	imsgev_init(peers[i].iev, imsg->fd, id, proc_names[id],
+	    peers[i].dispatch, closed, NULL);
+	peers[i].have = 1;
+	imsg->fd = -1;
+}
+
+/* Every expected peer channel arrived. */
+int
+proc_peers_complete(const struct proc_peer *peers, size_t npeers)
+{
+	size_t	 i;
+
+	for (i = 0; i < npeers; i++)
+		if (!peers[i].have)
+			return (0);
+	return (1);
+}
+
+/* IMSG_LOG_VERBOSE from the parent (tregctl log verbose | brief). */
+void
+proc_log_verbose(struct imsg *imsg)
+{
+	int	 v;
+
+	if (imsg->datalen != sizeof(v))
+		fatalx("bad IMSG_LOG_VERBOSE");
+	memcpy(&v, imsg->data, sizeof(v));
+	log_setverbose(v);
+}

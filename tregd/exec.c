@@ -82,7 +82,6 @@ TAILQ_HEAD(run_list, run);
 
 static struct tregd_conf	 exec_conf;
 static struct imsgev		 iev_parent, iev_vault, iev_frontend;
-static int			 have_vault, have_frontend;
 static struct event		 ev_sigterm, ev_sigint, ev_sigchld;
 static struct blob_list		 exec_blobs = TAILQ_HEAD_INITIALIZER(exec_blobs);
 static struct run_list		 runs = TAILQ_HEAD_INITIALIZER(runs);
@@ -113,6 +112,12 @@ static void	exec_dispatch_vault(struct imsgev *, struct imsg *);
 static void	exec_dispatch_frontend(struct imsgev *, struct imsg *);
 static void	exec_closed(struct imsgev *);
 static void	exec_sig(int, short, void *);
+
+static struct proc_peer	 exec_peers[] = {
+	{ PROC_VAULT,		&iev_vault,	exec_dispatch_vault, 0 },
+	{ PROC_FRONTEND,	&iev_frontend,	exec_dispatch_frontend, 0 },
+};
+#define NPEERS	(sizeof(exec_peers) / sizeof(exec_peers[0]))
 static void	exec_kill_runs(void);
 static void	exec_sigchld(int, short, void *);
 static void	exec_prepare(void);
@@ -148,7 +153,7 @@ exec_main(int debug, int verbose)
 
 	proc_child_init(PROC_EXEC, &iev_parent, debug, verbose,
 	    exec_dispatch_parent, exec_closed, exec_config);
-	if (!have_vault || !have_frontend)
+	if (!proc_peers_complete(exec_peers, NPEERS))
 		fatalx("exec: incomplete configuration");
 
 	exec_prepare();
@@ -293,28 +298,12 @@ exec_sig(int sig, short event, void *arg)
 static void
 exec_config(struct imsg *imsg)
 {
-	uint32_t	 peer;
-
 	switch (imsg->hdr.type) {
 	case IMSG_CONF:
 		proc_conf_recv(imsg, &exec_conf);
 		break;
 	case IMSG_CONF_PEER:
-		if (imsg->fd == -1 || imsg->datalen != sizeof(peer))
-			fatalx("bad IMSG_CONF_PEER");
-		memcpy(&peer, imsg->data, sizeof(peer));
-		if (peer == PROC_VAULT && !have_vault) {
-			imsgev_init(&iev_vault, imsg->fd, PROC_VAULT, "vault",
-			    exec_dispatch_vault, exec_closed, NULL);
-			have_vault = 1;
-		} else if (peer == PROC_FRONTEND && !have_frontend) {
-			imsgev_init(&iev_frontend, imsg->fd, PROC_FRONTEND,
-			    "frontend", exec_dispatch_frontend, exec_closed,
-			    NULL);
-			have_frontend = 1;
-		} else
-			fatalx("bad IMSG_CONF_PEER %u", peer);
-		imsg->fd = -1;
+		proc_peer_recv(imsg, exec_peers, NPEERS, exec_closed);
 		break;
 	default:
 		fatalx("%s: bad imsg %u from parent", __func__,
@@ -325,8 +314,6 @@ exec_config(struct imsg *imsg)
 static void
 exec_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 {
-	int	 v;
-
 	switch (imsg->hdr.type) {
 	case IMSG_CONF:
 		/* A reload: limits and paths apply to the next runs. */
@@ -335,10 +322,7 @@ exec_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 	case IMSG_CONF_END:
 		break;
 	case IMSG_LOG_VERBOSE:
-		if (imsg->datalen != sizeof(v))
-			fatalx("bad IMSG_LOG_VERBOSE");
-		memcpy(&v, imsg->data, sizeof(v));
-		log_setverbose(v);
+		proc_log_verbose(imsg);
 		break;
 	default:
 		fatalx("%s: bad imsg %u from parent", __func__,

@@ -125,7 +125,6 @@ struct route_match {
 
 static struct tregd_conf	 front_conf;
 static struct imsgev		 iev_parent, iev_vault, iev_exec;
-static int			 have_vault, have_exec;
 static struct evhttp		*front_http;
 static int			 listen_fds[CONF_LISTEN_MAX];
 static int			 nlisten_fds;
@@ -155,6 +154,12 @@ static void	front_conn_closed(struct evhttp_connection *, void *);
 static void	front_accept_error(struct evconnlistener *, void *);
 static void	front_sig(int, short, void *);
 
+static struct proc_peer	 front_peers[] = {
+	{ PROC_VAULT,	&iev_vault,	front_dispatch_vault, 0 },
+	{ PROC_EXEC,	&iev_exec,	front_dispatch_exec, 0 },
+};
+#define NPEERS	(sizeof(front_peers) / sizeof(front_peers[0]))
+
 static int
 front_req_cmp(struct front_req *a, struct front_req *b)
 {
@@ -172,7 +177,7 @@ frontend_main(int debug, int verbose)
 
 	proc_child_init(PROC_FRONTEND, &iev_parent, debug, verbose,
 	    front_dispatch_parent, front_closed, front_config);
-	if (!have_vault || !have_exec)
+	if (!proc_peers_complete(front_peers, NPEERS))
 		fatalx("frontend: incomplete configuration");
 
 	if (sodium_init() == -1)
@@ -280,7 +285,7 @@ front_accept_error(struct evconnlistener *lev, void *arg)
 static void
 front_config(struct imsg *imsg)
 {
-	uint32_t	 peer, idx;
+	uint32_t	 idx;
 
 	switch (imsg->hdr.type) {
 	case IMSG_CONF:
@@ -294,20 +299,7 @@ front_config(struct imsg *imsg)
 		imsg->fd = -1;
 		break;
 	case IMSG_CONF_PEER:
-		if (imsg->fd == -1 || imsg->datalen != sizeof(peer))
-			fatalx("bad IMSG_CONF_PEER");
-		memcpy(&peer, imsg->data, sizeof(peer));
-		if (peer == PROC_VAULT && !have_vault) {
-			imsgev_init(&iev_vault, imsg->fd, PROC_VAULT, "vault",
-			    front_dispatch_vault, front_closed, NULL);
-			have_vault = 1;
-		} else if (peer == PROC_EXEC && !have_exec) {
-			imsgev_init(&iev_exec, imsg->fd, PROC_EXEC, "exec",
-			    front_dispatch_exec, front_closed, NULL);
-			have_exec = 1;
-		} else
-			fatalx("bad IMSG_CONF_PEER %u", peer);
-		imsg->fd = -1;
+		proc_peer_recv(imsg, front_peers, NPEERS, front_closed);
 		break;
 	default:
 		fatalx("%s: bad imsg %u from parent", __func__,
@@ -318,8 +310,6 @@ front_config(struct imsg *imsg)
 static void
 front_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 {
-	int	 v;
-
 	switch (imsg->hdr.type) {
 	case IMSG_CONF:
 		proc_conf_recv(imsg, &front_conf);
@@ -328,10 +318,7 @@ front_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 		front_apply_conf();
 		break;
 	case IMSG_LOG_VERBOSE:
-		if (imsg->datalen != sizeof(v))
-			fatalx("bad IMSG_LOG_VERBOSE");
-		memcpy(&v, imsg->data, sizeof(v));
-		log_setverbose(v);
+		proc_log_verbose(imsg);
 		break;
 	default:
 		fatalx("%s: bad imsg %u from parent", __func__,

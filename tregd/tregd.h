@@ -317,6 +317,17 @@ void	 proc_child_init(enum tregd_proc, struct imsgev *, int, int,
 void	 proc_conf_recv(struct imsg *, struct tregd_conf *);
 struct passwd *proc_getpw(const char *);
 void	 conf_terminate(struct tregd_conf *);
+/* A channel a child expects from the parent, to a peer process. */
+struct proc_peer {
+	enum tregd_proc	 id;
+	struct imsgev	*iev;
+	void		(*dispatch)(struct imsgev *, struct imsg *);
+	int		 have;
+};
+void	 proc_peer_recv(struct imsg *, struct proc_peer *, size_t,
+	    void (*)(struct imsgev *));
+int	 proc_peers_complete(const struct proc_peer *, size_t);
+void	 proc_log_verbose(struct imsg *);
 
 /* parent.c */
 __dead void parent_main(struct tregd_conf *, const char *, int, int);

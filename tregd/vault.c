@@ -54,6 +54,12 @@ static void	vault_open_db(const char *);
 static void	vault_index_routes(void);
 static void	vault_sig(int, short, void *);
 
+static struct proc_peer	 vault_peers[] = {
+	{ PROC_FRONTEND,	&iev_frontend,	vault_dispatch_frontend, 0 },
+	{ PROC_EXEC,		&iev_exec,	vault_dispatch_exec, 0 },
+};
+#define NPEERS	(sizeof(vault_peers) / sizeof(vault_peers[0]))
+
 __dead void
 vault_main(int debug, int verbose)
 {
@@ -65,9 +71,11 @@ vault_main(int debug, int verbose)
 	gid_t			 ctl_gid = (gid_t)-1;
 
 	vault_parent = &iev_parent;
+	vault_frontend = &iev_frontend;
+	vault_exec = &iev_exec;
 	proc_child_init(PROC_VAULT, &iev_parent, debug, verbose,
 	    vault_dispatch_parent, vault_closed, vault_config);
-	if (vault_frontend == NULL || vault_exec == NULL || control_fd == -1)
+	if (!proc_peers_complete(vault_peers, NPEERS) || control_fd == -1)
 		fatalx("vault: incomplete configuration");
 
 	if (sodium_init() == -1)
@@ -177,8 +185,6 @@ vault_index_routes(void)
 static void
 vault_config(struct imsg *imsg)
 {
-	uint32_t	 peer;
-
 	switch (imsg->hdr.type) {
 	case IMSG_CONF:
 		proc_conf_recv(imsg, &vault_conf);
@@ -190,21 +196,7 @@ vault_config(struct imsg *imsg)
 		imsg->fd = -1;
 		break;
 	case IMSG_CONF_PEER:
-		if (imsg->fd == -1 || imsg->datalen != sizeof(peer))
-			fatalx("bad IMSG_CONF_PEER");
-		memcpy(&peer, imsg->data, sizeof(peer));
-		if (peer == PROC_FRONTEND && vault_frontend == NULL) {
-			imsgev_init(&iev_frontend, imsg->fd, PROC_FRONTEND,
-			    "frontend", vault_dispatch_frontend, vault_closed,
-			    NULL);
-			vault_frontend = &iev_frontend;
-		} else if (peer == PROC_EXEC && vault_exec == NULL) {
-			imsgev_init(&iev_exec, imsg->fd, PROC_EXEC, "exec",
-			    vault_dispatch_exec, vault_closed, NULL);
-			vault_exec = &iev_exec;
-		} else
-			fatalx("bad IMSG_CONF_PEER %u", peer);
-		imsg->fd = -1;
+		proc_peer_recv(imsg, vault_peers, NPEERS, vault_closed);
 		break;
 	default:
 		fatalx("%s: bad imsg %u from parent", __func__,
@@ -228,10 +220,7 @@ vault_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 		conf_generation++;
 		break;
 	case IMSG_LOG_VERBOSE:
-		if (imsg->datalen != sizeof(v))
-			fatalx("bad IMSG_LOG_VERBOSE");
-		memcpy(&v, imsg->data, sizeof(v));
-		log_setverbose(v);
+		proc_log_verbose(imsg);
 		break;
 	case IMSG_PROCINFO:
 		if (imsg->datalen != sizeof(vault_procs))
