@@ -58,6 +58,7 @@ static void	parent_closed(struct imsgev *);
 static void	parent_sig(int, short, void *);
 static void	parent_reap(void);
 static void	parent_drain(struct child *);
+static void	parent_why(int, char *, size_t);
 static int	parent_reload(void);
 __dead static void parent_shutdown(int);
 static void	parent_check_users(void);
@@ -414,16 +415,22 @@ parent_reap(void)
 		if (shutting_down)
 			continue;
 		parent_drain(c);
-		if (WIFSIGNALED(status))
-			snprintf(why, sizeof(why), "killed by signal %d (%s)",
-			    WTERMSIG(status), strsignal(WTERMSIG(status)));
-		else
-			snprintf(why, sizeof(why), "exited with status %d",
-			    WEXITSTATUS(status));
+		parent_why(status, why, sizeof(why));
 		log_warnx("%s process (pid %d) %s: stopping tregd",
 		    proc_names[c->id], (int)pid, why);
 		parent_shutdown(1);
 	}
+}
+
+static void
+parent_why(int status, char *why, size_t len)
+{
+	if (WIFSIGNALED(status))
+		snprintf(why, len, "killed by signal %d (%s)",
+		    WTERMSIG(status), strsignal(WTERMSIG(status)));
+	else
+		snprintf(why, len, "exited with status %d",
+		    WEXITSTATUS(status));
 }
 
 /* Re-read the file; a bad one is refused and the running one stays. */
@@ -465,6 +472,7 @@ __dead static void
 parent_shutdown(int code)
 {
 	struct timespec	 ts = { 0, 50 * 1000 * 1000 };
+	char		 why[64];
 	pid_t		 pid;
 	int		 i, status, tries, alive;
 
@@ -474,9 +482,25 @@ parent_shutdown(int code)
 			kill(children[i].pid, SIGTERM);
 	for (tries = 0; tries < 100; tries++) {
 		while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-			for (i = 0; i < PROC_MAX; i++)
-				if (children[i].pid == pid)
-					children[i].exited = 1;
+			for (i = 0; i < PROC_MAX; i++) {
+				if (children[i].pid != pid)
+					continue;
+				children[i].exited = 1;
+				/*
+				 * A peer that lost its channel may be reaped
+				 * before the child whose death caused it: name
+				 * every death our SIGTERM did not cause.
+				 */
+				if ((WIFSIGNALED(status) &&
+				    WTERMSIG(status) == SIGTERM) ||
+				    (WIFEXITED(status) &&
+				    WEXITSTATUS(status) == 0))
+					continue;
+				parent_drain(&children[i]);
+				parent_why(status, why, sizeof(why));
+				log_warnx("%s process (pid %d) %s", proc_names[i],
+				    (int)pid, why);
+			}
 		for (i = PROC_FRONTEND, alive = 0; i < PROC_CONTROL; i++)
 			if (children[i].pid > 0 && !children[i].exited)
 				alive++;
