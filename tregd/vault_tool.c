@@ -51,6 +51,9 @@ static const char *const secret_kinds[] = {
 };
 
 static int	 can_edit(const struct auth *, int64_t);
+static int	 row_found(struct vault_resp *, int, const char *);
+static int	 row_editable(struct vault_req *, struct vault_resp *, int,
+		    int64_t, const char *, const char *);
 static int	 tool_visible(const struct auth *, const char *,
 		    const char *);
 static json_t	*json_text(const char *);
@@ -69,7 +72,8 @@ static int	 secret_store_value(struct vault_resp *, int64_t, int64_t,
 		    const char *, size_t);
 static json_t	*secret_view(int64_t, int64_t);
 static json_t	*secret_view_row(sqlite3_stmt *);
-static int	 secret_owner(int64_t, int64_t, int64_t *);
+static int	 secret_find(int64_t, int64_t, int64_t *, char *, size_t,
+		    char *, size_t);
 static int	 secret_visible(const struct auth *, int64_t, int64_t);
 static int	 ids_add(json_t *, int64_t);
 static int	 ref_resolve(struct vault_req *, struct vault_resp *, json_t *,
@@ -140,6 +144,42 @@ static int
 can_edit(const struct auth *a, int64_t owner_id)
 {
 	return (a->role >= ROLE_ADMIN || a->user_id == owner_id);
+}
+
+/*
+ * The answer of a *_find (0 found, 1 not in the caller's org, -1 error)
+ * as a response: "<what> not found" or a database failure.  0 to go on.
+ */
+static int
+row_found(struct vault_resp *resp, int rc, const char *what)
+{
+	if (rc == 1) {
+		resp_error(resp, 404, "%s not found", what);
+		return (-1);
+	}
+	if (rc == -1) {
+		db_fail(resp, what);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * row_found, then the caller must be allowed to edit the row: "you can
+ * only <verb> <what>s you created".  0 to go on, -1 with resp set.
+ */
+static int
+row_editable(struct vault_req *req, struct vault_resp *resp, int rc,
+    int64_t owner, const char *what, const char *verb)
+{
+	if (row_found(resp, rc, what) == -1)
+		return (-1);
+	if (!can_edit(req->auth, owner)) {
+		resp_error(resp, 403, "you can only %s %ss you created (or ask "
+		    "an admin)", verb, what);
+		return (-1);
+	}
+	return (0);
 }
 
 /* A tool is visible when its access list names it or its skill. */
@@ -417,21 +457,30 @@ secret_view(int64_t org, int64_t id)
 	return (v);
 }
 
-/* 0 and *owner when secret id is in org, 1 when not, -1 on error. */
+/*
+ * 0 and the secret's owner, name and kind (each buffer may be NULL) when
+ * secret id is in org, 1 when not, -1 on error.
+ */
 static int
-secret_owner(int64_t org, int64_t id, int64_t *owner)
+secret_find(int64_t org, int64_t id, int64_t *owner, char *name,
+    size_t namelen, char *kind, size_t kindlen)
 {
 	sqlite3_stmt	*st;
 	int		 rc;
 
-	if ((st = db_prepare("SELECT owner_id FROM secrets WHERE id = ? AND "
-	    "org_id = ?")) == NULL)
+	if ((st = db_prepare("SELECT owner_id, name, kind FROM secrets WHERE "
+	    "id = ? AND org_id = ?")) == NULL)
 		return (-1);
 	sqlite3_bind_int64(st, 1, id);
 	sqlite3_bind_int64(st, 2, org);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
+	if (rc == SQLITE_ROW) {
 		*owner = sqlite3_column_int64(st, 0);
+		if (name != NULL)
+			strlcpy(name, db_text(st, 1), namelen);
+		if (kind != NULL)
+			strlcpy(kind, db_text(st, 2), kindlen);
+	}
 	sqlite3_reset(st);
 	return (rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : -1);
 }
@@ -557,35 +606,12 @@ secret_patch(struct vault_req *req, struct vault_resp *resp)
 	unsigned char	*old;
 	size_t		 ptlen = 0, oldlen;
 	json_t		*v, *parsed, *view;
-	int64_t		 owner, org = req->auth->org_id, id = req->id1;
+	int64_t		 owner = 0, org = req->auth->org_id, id = req->id1;
 	int		 rc, json_kind;
 
-	if ((st = db_prepare("SELECT owner_id, kind FROM secrets WHERE id = ? "
-	    "AND org_id = ?")) == NULL) {
-		db_fail(resp, "secret");
+	rc = secret_find(org, id, &owner, NULL, 0, oldkind, sizeof(oldkind));
+	if (row_editable(req, resp, rc, owner, "secret", "change") == -1)
 		return;
-	}
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int64(st, 2, org);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		owner = sqlite3_column_int64(st, 0);
-		strlcpy(oldkind, db_text(st, 1), sizeof(oldkind));
-	}
-	sqlite3_reset(st);
-	if (rc == SQLITE_DONE) {
-		resp_error(resp, 404, "secret not found");
-		return;
-	}
-	if (rc != SQLITE_ROW) {
-		db_fail(resp, "secret");
-		return;
-	}
-	if (!can_edit(req->auth, owner)) {
-		resp_error(resp, 403, "you can only change secrets you "
-		    "created (or ask an admin)");
-		return;
-	}
 	if (body_str(req, resp, "name", 0, NAME_LEN_MAX, &name) == -1 ||
 	    body_str(req, resp, "kind", 0, 32, &kind) == -1)
 		return;
@@ -688,35 +714,12 @@ secret_delete(struct vault_req *req, struct vault_resp *resp)
 {
 	sqlite3_stmt	*st;
 	char		 name[NAME_LEN_MAX + 1], tool[NAME_LEN_MAX + 1];
-	int64_t		 owner, org = req->auth->org_id, id = req->id1;
+	int64_t		 owner = 0, org = req->auth->org_id, id = req->id1;
 	int		 rc;
 
-	if ((st = db_prepare("SELECT owner_id, name FROM secrets WHERE id = ? "
-	    "AND org_id = ?")) == NULL) {
-		db_fail(resp, "secret");
+	rc = secret_find(org, id, &owner, name, sizeof(name), NULL, 0);
+	if (row_editable(req, resp, rc, owner, "secret", "delete") == -1)
 		return;
-	}
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int64(st, 2, org);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		owner = sqlite3_column_int64(st, 0);
-		strlcpy(name, db_text(st, 1), sizeof(name));
-	}
-	sqlite3_reset(st);
-	if (rc == SQLITE_DONE) {
-		resp_error(resp, 404, "secret not found");
-		return;
-	}
-	if (rc != SQLITE_ROW) {
-		db_fail(resp, "secret");
-		return;
-	}
-	if (!can_edit(req->auth, owner)) {
-		resp_error(resp, 403, "you can only delete secrets you "
-		    "created (or ask an admin)");
-		return;
-	}
 	if ((st = db_prepare("SELECT t.name FROM tool_secrets ts JOIN tools t "
 	    "ON t.id = ts.tool_id WHERE ts.secret_id = ? ORDER BY t.name "
 	    "LIMIT 1")) == NULL) {
@@ -822,7 +825,7 @@ ref_resolve(struct vault_req *req, struct vault_resp *resp, json_t *e,
 	if ((idv = json_object_get(e, "secret_id")) == NULL)
 		return (0);
 	id = json_integer_value(idv);
-	rc = secret_owner(req->auth->org_id, id, &owner);
+	rc = secret_find(req->auth->org_id, id, &owner, NULL, 0, NULL, 0);
 	if (rc == -1) {
 		db_fail(resp, "secret lookup");
 		return (-1);
@@ -1285,7 +1288,7 @@ tool_patch(struct vault_req *req, struct vault_resp *resp)
 	struct tool_row	 old;
 	char		 name[NAME_LEN_MAX + 1], bundle[NAME_LEN_MAX + 1];
 	char		*bindings, *cli, *hc, *examples;
-	int64_t		 owner, org = req->auth->org_id, id = req->id1;
+	int64_t		 owner = 0, org = req->auth->org_id, id = req->id1;
 	int		 rc, own_b, own_c;
 	json_t		*view;
 
@@ -1293,19 +1296,10 @@ tool_patch(struct vault_req *req, struct vault_resp *resp)
 	memset(&old, 0, sizeof(old));
 	rc = tool_find(org, id, &owner, name, sizeof(name), bundle,
 	    sizeof(bundle));
-	if (rc == 1) {
-		resp_error(resp, 404, "tool not found");
-		return;
-	}
-	if (rc == -1 || tool_load(org, name, &old) != 0) {
-		db_fail(resp, "tool");
-		return;
-	}
-	if (!can_edit(req->auth, owner)) {
-		resp_error(resp, 403, "you can only change tools you created "
-		    "(or ask an admin)");
+	if (rc == 0 && tool_load(org, name, &old) != 0)
+		rc = -1;	/* the same 500 as a failed lookup */
+	if (row_editable(req, resp, rc, owner, "tool", "change") == -1)
 		goto done;
-	}
 	if (req->body == NULL) {
 		resp_error(resp, 422, "nothing to change");
 		goto done;
@@ -1422,24 +1416,13 @@ tool_delete(struct vault_req *req, struct vault_resp *resp)
 {
 	sqlite3_stmt	*st;
 	char		 name[NAME_LEN_MAX + 1], bundle[NAME_LEN_MAX + 1];
-	int64_t		 owner, org = req->auth->org_id, id = req->id1;
+	int64_t		 owner = 0, org = req->auth->org_id, id = req->id1;
 	int		 rc;
 
 	rc = tool_find(org, id, &owner, name, sizeof(name), bundle,
 	    sizeof(bundle));
-	if (rc == 1) {
-		resp_error(resp, 404, "tool not found");
+	if (row_editable(req, resp, rc, owner, "tool", "delete") == -1)
 		return;
-	}
-	if (rc == -1) {
-		db_fail(resp, "tool");
-		return;
-	}
-	if (!can_edit(req->auth, owner)) {
-		resp_error(resp, 403, "you can only delete tools you created "
-		    "(or ask an admin)");
-		return;
-	}
 	if ((st = db_prepare("DELETE FROM tools WHERE id = ? AND "
 	    "org_id = ?")) == NULL) {
 		db_fail(resp, "tool");
@@ -1911,14 +1894,8 @@ bundle_show(struct vault_req *req, struct vault_resp *resp,
 
 	rc = bundle_find(req->auth->org_id, req->id1, byname, &id, &owner,
 	    name, sizeof(name));
-	if (rc == 1) {
-		resp_error(resp, 404, "skill not found");
+	if (row_found(resp, rc, "skill") == -1)
 		return;
-	}
-	if (rc == -1) {
-		db_fail(resp, "skill");
-		return;
-	}
 	if (!bundle_visible(req->auth, id, name)) {
 		resp_error(resp, 403, "you don't have access to the skill "
 		    "'%s' in this team — ask an admin", name);
@@ -1949,25 +1926,14 @@ bundle_patch(struct vault_req *req, struct vault_resp *resp)
 	sqlite3_stmt	*st;
 	const char	*recipe;
 	char		 name[NAME_LEN_MAX + 1];
-	int64_t		 id, owner, org = req->auth->org_id;
+	int64_t		 id, owner = 0, org = req->auth->org_id;
 	json_t		*v;
 	int		 rc;
 
 	rc = bundle_find(org, req->id1, NULL, &id, &owner, name,
 	    sizeof(name));
-	if (rc == 1) {
-		resp_error(resp, 404, "skill not found");
+	if (row_editable(req, resp, rc, owner, "skill", "change") == -1)
 		return;
-	}
-	if (rc == -1) {
-		db_fail(resp, "skill");
-		return;
-	}
-	if (!can_edit(req->auth, owner)) {
-		resp_error(resp, 403, "you can only change skills you created "
-		    "(or ask an admin)");
-		return;
-	}
 	if (body_str(req, resp, "recipe", 1, RECIPE_LEN_MAX, &recipe) == -1)
 		return;
 	if ((st = db_prepare("UPDATE bundles SET recipe = ? WHERE id = ? AND "
@@ -1998,24 +1964,13 @@ bundle_delete(struct vault_req *req, struct vault_resp *resp)
 	sqlite3_stmt	*st;
 	char		 name[NAME_LEN_MAX + 1], tool[NAME_LEN_MAX + 1];
 	char		 secret[NAME_LEN_MAX + 1];
-	int64_t		 id, owner, org = req->auth->org_id;
+	int64_t		 id, owner = 0, org = req->auth->org_id;
 	int		 rc;
 
 	rc = bundle_find(org, req->id1, NULL, &id, &owner, name,
 	    sizeof(name));
-	if (rc == 1) {
-		resp_error(resp, 404, "skill not found");
+	if (row_editable(req, resp, rc, owner, "skill", "delete") == -1)
 		return;
-	}
-	if (rc == -1) {
-		db_fail(resp, "skill");
-		return;
-	}
-	if (!can_edit(req->auth, owner)) {
-		resp_error(resp, 403, "you can only delete skills you created "
-		    "(or ask an admin)");
-		return;
-	}
 	if (db_begin() == -1) {
 		db_fail(resp, "begin");
 		return;
