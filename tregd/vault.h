@@ -130,8 +130,19 @@ json_t		*ctl_errorf(const char *, ...)
 		    __attribute__((__format__ (printf, 1, 2)));
 
 /* vault_org.c */
+/* The caller's membership in the org named by the path (/orgs/{id}). */
+struct org_ctx {
+	int64_t		 org_id;
+	int64_t		 membership_id;
+	enum role	 role;
+	char		 slug[NAME_LEN_MAX + 1];
+	char		 name[NAME_LEN_MAX + 1];
+};
 int		 email_normalize(const char *, char *, size_t);
 void		 org_slugify(const char *, char *, size_t);
+/* Membership of at least the role, else 404 or 403 set: 0 or -1. */
+int		 org_enter(struct vault_req *, struct vault_resp *, enum role,
+		    struct org_ctx *);
 
 /* vault_ctl.c */
 void		 ctl_init(int, gid_t);

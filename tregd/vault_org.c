@@ -30,15 +30,6 @@
 #define INVITE_DAYS_MAX	3650
 #define AGENT_DOMAIN	"agents.local"
 
-/* The caller's membership in the org named by the path. */
-struct org_ctx {
-	int64_t		 org_id;
-	int64_t		 membership_id;
-	enum role	 role;
-	char		 slug[NAME_LEN_MAX + 1];
-	char		 name[NAME_LEN_MAX + 1];
-};
-
 static int	user_find(const char *, int64_t *, int *);
 static int	user_insert(const char *, int, int64_t *);
 static int	org_slug_unique(const char *, char *, size_t);
@@ -50,8 +41,6 @@ static int	membership_insert(int64_t, int64_t, enum role, const char *,
 static int	membership_remove(int64_t, int64_t);
 static int	membership_role(int64_t, int64_t, enum role *, int *);
 static int	owner_count(int64_t);
-static int	org_enter(struct vault_req *, struct vault_resp *, enum role,
-		    struct org_ctx *);
 static int	body_email(struct vault_req *, struct vault_resp *, char *,
 		    size_t);
 static int	body_role(struct vault_req *, struct vault_resp *, int *,
@@ -466,7 +455,7 @@ tool_count(int64_t org, enum role role, const char *access)
  * The caller's membership in org {id1}, which must have at least role
  * need.  Sets the response and returns -1 otherwise.
  */
-static int
+int
 org_enter(struct vault_req *req, struct vault_resp *resp, enum role need,
     struct org_ctx *ctx)
 {

@@ -47,7 +47,6 @@ struct local_audit {
 static int	host_match(const char *, const char *);
 static int	path_match(const char *, const char *);
 static void	url_path(const char *, char *, size_t);
-static int	org_admin(struct vault_req *, struct vault_resp *);
 static int	deny_body(struct vault_req *, struct vault_resp *, char *,
 		    size_t, const char **, char *, size_t, int64_t *,
 		    const char **);
@@ -227,40 +226,9 @@ deny_check(const struct auth *a, const char *host, const char *path,
 /* Deny rules: the routes.                                             */
 
 /*
- * The caller's own membership in org {id1} must be admin or owner, the
- * same rule as the other /orgs/{id} routes: no membership is 404.
+ * Each needs the caller's own membership in org {id1} as admin or owner,
+ * the same rule as the other /orgs/{id} routes: no membership is 404.
  */
-static int
-org_admin(struct vault_req *req, struct vault_resp *resp)
-{
-	sqlite3_stmt	*st;
-	enum role	 role = ROLE_NONE;
-	int		 rc;
-
-	if ((st = db_prepare("SELECT role FROM memberships WHERE "
-	    "user_id = ? AND org_id = ?")) == NULL) {
-		db_fail(resp, "org lookup");
-		return (-1);
-	}
-	sqlite3_bind_int64(st, 1, req->auth->user_id);
-	sqlite3_bind_int64(st, 2, req->id1);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		role = role_from_name(db_text(st, 0));
-	sqlite3_reset(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		db_fail(resp, "org lookup");
-		return (-1);
-	}
-	if (role == ROLE_NONE) {
-		resp_error(resp, 404, "org not found");
-		return (-1);
-	}
-	if (role < ROLE_ADMIN) {
-		resp_error(resp, 403, "only admins and owners can do this");
-		return (-1);
-	}
-	return (0);
-}
 
 /* The fields of a new rule; empty strings count as absent. */
 static int
@@ -360,6 +328,7 @@ deny_view(sqlite3_stmt *st)
 static void
 deny_create(struct vault_req *req, struct vault_resp *resp)
 {
+	struct org_ctx	 ctx;
 	sqlite3_stmt	*st;
 	char		 host[HOST_LEN_MAX], method[DENY_METHOD_MAX + 1];
 	char		 now[32];
@@ -367,7 +336,7 @@ deny_create(struct vault_req *req, struct vault_resp *resp)
 	int64_t		 user, id;
 	int		 rc, n = 0;
 
-	if (org_admin(req, resp) == -1)
+	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1)
 		return;
 	if (req->body == NULL) {
 		resp_error(resp, 422, "a deny rule needs at least one of "
@@ -467,11 +436,12 @@ deny_create(struct vault_req *req, struct vault_resp *resp)
 static void
 deny_list(struct vault_req *req, struct vault_resp *resp)
 {
+	struct org_ctx	 ctx;
 	sqlite3_stmt	*st;
 	json_t		*arr;
 	int		 rc;
 
-	if (org_admin(req, resp) == -1)
+	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1)
 		return;
 	if ((st = db_prepare("SELECT " DENY_COLUMNS " FROM deny_rules "
 	    "WHERE org_id = ? ORDER BY id")) == NULL) {
@@ -495,10 +465,11 @@ deny_list(struct vault_req *req, struct vault_resp *resp)
 static void
 deny_delete(struct vault_req *req, struct vault_resp *resp)
 {
+	struct org_ctx	 ctx;
 	sqlite3_stmt	*st;
 	int		 rc;
 
-	if (org_admin(req, resp) == -1)
+	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1)
 		return;
 	if ((st = db_prepare("DELETE FROM deny_rules WHERE id = ? AND "
 	    "org_id = ?")) == NULL) {
