@@ -770,6 +770,29 @@ db_text(sqlite3_stmt *st, int col)
 	return (s != NULL ? (const char *)s : "");
 }
 
+/*
+ * The rows of a prepared and bound statement as a JSON array, view(st,
+ * arg) each.  NULL when a step fails; st is reset either way (its
+ * bindings are the caller's to clear).
+ */
+json_t *
+db_rows(sqlite3_stmt *st, db_row_view view, const void *arg)
+{
+	json_t	*list;
+	int	 rc;
+
+	if ((list = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		json_array_append_new(list, view(st, arg));
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		json_decref(list);
+		return (NULL);
+	}
+	return (list);
+}
+
 void
 iso_time(int64_t t, char *buf, size_t len)
 {

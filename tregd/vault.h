@@ -89,6 +89,8 @@ int		 db_commit(void);
 void		 db_rollback(void);
 void		 db_fail(struct vault_resp *, const char *);	/* 500 + log */
 const char	*db_text(sqlite3_stmt *, int);	/* "" for NULL */
+typedef json_t	*(*db_row_view)(sqlite3_stmt *, const void *);
+json_t		*db_rows(sqlite3_stmt *, db_row_view, const void *);
 void		 resp_error(struct vault_resp *, int, const char *, ...)
 		    __attribute__((__format__ (printf, 3, 4)));
 void		 resp_ok(struct vault_resp *, json_t *);	/* steals */

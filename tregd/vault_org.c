@@ -48,6 +48,12 @@ static int	body_role(struct vault_req *, struct vault_resp *, int *,
 static int	body_access(struct vault_req *, struct vault_resp *, int64_t,
 		    int *, char **);
 static json_t	*access_json(const char *);
+static json_t	*org_view(sqlite3_stmt *, const void *);
+static json_t	*invite_view(sqlite3_stmt *, const void *);
+static json_t	*member_view(sqlite3_stmt *, const void *);
+static json_t	*agent_view(sqlite3_stmt *, const void *);
+static void	org_list(struct vault_req *, struct vault_resp *,
+		    const char *, db_row_view, const char *);
 static int64_t	tool_count(int64_t, enum role, const char *);
 static int	agent_name_norm(const char *, char *, size_t);
 
@@ -693,14 +699,28 @@ orgs_create(struct vault_req *req, struct vault_resp *resp)
 	explicit_bzero(token, sizeof(token));
 }
 
+/* A row of orgs_list; a is the caller, whose token's org is "active". */
+static json_t *
+org_view(sqlite3_stmt *st, const void *arg)
+{
+	const struct auth	*a = arg;
+	enum role		 role;
+	int64_t			 oid;
+
+	oid = sqlite3_column_int64(st, 0);
+	role = role_from_name(db_text(st, 3));
+	return (json_pack("{s:I,s:s,s:s,s:s,s:b,s:I}", "org_id",
+	    (json_int_t)oid, "slug", db_text(st, 1), "name", db_text(st, 2),
+	    "role", role_name(role), "active", oid == a->org_id,
+	    "tool_count", (json_int_t)tool_count(oid, role,
+	    (const char *)sqlite3_column_text(st, 4))));
+}
+
 static void
 orgs_list(struct vault_req *req, struct vault_resp *resp)
 {
 	sqlite3_stmt	*st;
 	json_t		*list;
-	enum role	 role;
-	int64_t		 oid;
-	int		 rc;
 
 	if ((st = db_prepare("SELECT o.id, o.slug, o.name, m.role, "
 	    "m.tool_access FROM memberships m JOIN orgs o ON o.id = m.org_id "
@@ -709,20 +729,7 @@ orgs_list(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	sqlite3_bind_int64(st, 1, req->auth->user_id);
-	list = json_array();
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		oid = sqlite3_column_int64(st, 0);
-		role = role_from_name(db_text(st, 3));
-		json_array_append_new(list, json_pack("{s:I,s:s,s:s,s:s,s:b,"
-		    "s:I}", "org_id", (json_int_t)oid, "slug", db_text(st, 1),
-		    "name", db_text(st, 2), "role", role_name(role),
-		    "active", oid == req->auth->org_id,
-		    "tool_count", (json_int_t)tool_count(oid, role,
-		    (const char *)sqlite3_column_text(st, 4))));
-	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		json_decref(list);
+	if ((list = db_rows(st, org_view, req->auth)) == NULL) {
 		db_fail(resp, "list orgs");
 		return;
 	}
@@ -830,14 +837,27 @@ invites_create(struct vault_req *req, struct vault_resp *resp)
 	explicit_bzero(code, sizeof(code));
 }
 
+static json_t *
+invite_view(sqlite3_stmt *st, const void *arg)
+{
+	char	 expires[32];
+
+	iso_time(sqlite3_column_int64(st, 5), expires, sizeof(expires));
+	return (json_pack("{s:I,s:s,s:s,s:o,s:b,s:s,s:I,s:s}", "id",
+	    (json_int_t)sqlite3_column_int64(st, 0), "email", db_text(st, 1),
+	    "role", db_text(st, 2), "tool_access", access_json((const char *)
+	    sqlite3_column_text(st, 3)), "local_run_enabled",
+	    sqlite3_column_int(st, 4), "expires_at", expires, "created_by",
+	    (json_int_t)sqlite3_column_int64(st, 6), "created_at",
+	    db_text(st, 7)));
+}
+
 static void
 invites_list(struct vault_req *req, struct vault_resp *resp)
 {
 	struct org_ctx	 ctx;
 	sqlite3_stmt	*st;
 	json_t		*list;
-	char		 expires[32];
-	int		 rc;
 
 	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1)
 		return;
@@ -850,22 +870,7 @@ invites_list(struct vault_req *req, struct vault_resp *resp)
 	}
 	sqlite3_bind_int64(st, 1, ctx.org_id);
 	sqlite3_bind_int64(st, 2, (int64_t)time(NULL));
-	list = json_array();
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		iso_time(sqlite3_column_int64(st, 5), expires,
-		    sizeof(expires));
-		json_array_append_new(list, json_pack("{s:I,s:s,s:s,s:o,s:b,"
-		    "s:s,s:I,s:s}", "id", (json_int_t)sqlite3_column_int64(st,
-		    0), "email", db_text(st, 1), "role", db_text(st, 2),
-		    "tool_access", access_json((const char *)
-		    sqlite3_column_text(st, 3)), "local_run_enabled",
-		    sqlite3_column_int(st, 4), "expires_at", expires,
-		    "created_by", (json_int_t)sqlite3_column_int64(st, 6),
-		    "created_at", db_text(st, 7)));
-	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		json_decref(list);
+	if ((list = db_rows(st, invite_view, NULL)) == NULL) {
 		db_fail(resp, "list invites");
 		return;
 	}
@@ -1018,40 +1023,50 @@ invite_accept(struct vault_req *req, struct vault_resp *resp)
 /* ------------------------------------------------------------------ */
 /* Members.                                                            */
 
+static json_t *
+member_view(sqlite3_stmt *st, const void *arg)
+{
+	return (json_pack("{s:I,s:s,s:s,s:o,s:b,s:b,s:s}", "user_id",
+	    (json_int_t)sqlite3_column_int64(st, 0), "email", db_text(st, 1),
+	    "role", db_text(st, 2), "tool_access", access_json((const char *)
+	    sqlite3_column_text(st, 3)), "local_run_enabled",
+	    sqlite3_column_int(st, 4), "is_agent", sqlite3_column_int(st, 5),
+	    "joined_at", db_text(st, 6)));
+}
+
+/*
+ * An admin's listing of the org {id1}: view() of each row of sql, whose
+ * one parameter is the org's id; a failure names what.
+ */
 static void
-members_list(struct vault_req *req, struct vault_resp *resp)
+org_list(struct vault_req *req, struct vault_resp *resp, const char *sql,
+    db_row_view view, const char *what)
 {
 	struct org_ctx	 ctx;
 	sqlite3_stmt	*st;
 	json_t		*list;
-	int		 rc;
 
 	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1)
 		return;
-	if ((st = db_prepare("SELECT m.user_id, u.email, m.role, "
-	    "m.tool_access, m.local_run_enabled, u.is_agent, m.created_at "
-	    "FROM memberships m JOIN users u ON u.id = m.user_id WHERE "
-	    "m.org_id = ? ORDER BY m.id")) == NULL) {
-		db_fail(resp, "list members");
+	if ((st = db_prepare(sql)) == NULL) {
+		db_fail(resp, what);
 		return;
 	}
 	sqlite3_bind_int64(st, 1, ctx.org_id);
-	list = json_array();
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		json_array_append_new(list, json_pack("{s:I,s:s,s:s,s:o,s:b,"
-		    "s:b,s:s}", "user_id", (json_int_t)sqlite3_column_int64(st,
-		    0), "email", db_text(st, 1), "role", db_text(st, 2),
-		    "tool_access", access_json((const char *)
-		    sqlite3_column_text(st, 3)), "local_run_enabled",
-		    sqlite3_column_int(st, 4), "is_agent",
-		    sqlite3_column_int(st, 5), "joined_at", db_text(st, 6)));
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		json_decref(list);
-		db_fail(resp, "list members");
+	if ((list = db_rows(st, view, NULL)) == NULL) {
+		db_fail(resp, what);
 		return;
 	}
 	resp_ok(resp, list);
+}
+
+static void
+members_list(struct vault_req *req, struct vault_resp *resp)
+{
+	org_list(req, resp, "SELECT m.user_id, u.email, m.role, "
+	    "m.tool_access, m.local_run_enabled, u.is_agent, m.created_at "
+	    "FROM memberships m JOIN users u ON u.id = m.user_id WHERE "
+	    "m.org_id = ? ORDER BY m.id", member_view, "list members");
 }
 
 static void
@@ -1406,40 +1421,25 @@ agents_create(struct vault_req *req, struct vault_resp *resp)
 	db_fail(resp, "agent");
 }
 
+static json_t *
+agent_view(sqlite3_stmt *st, const void *arg)
+{
+	return (json_pack("{s:I,s:s,s:s,s:s,s:o,s:b,s:s}", "user_id",
+	    (json_int_t)sqlite3_column_int64(st, 0), "name", db_text(st, 1),
+	    "email", db_text(st, 2), "role", db_text(st, 3), "tool_access",
+	    access_json((const char *)sqlite3_column_text(st, 4)),
+	    "local_run_enabled", sqlite3_column_int(st, 5), "created_at",
+	    db_text(st, 6)));
+}
+
 static void
 agents_list(struct vault_req *req, struct vault_resp *resp)
 {
-	struct org_ctx	 ctx;
-	sqlite3_stmt	*st;
-	json_t		*list;
-	int		 rc;
-
-	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1)
-		return;
-	if ((st = db_prepare("SELECT m.user_id, m.agent_name, u.email, "
+	org_list(req, resp, "SELECT m.user_id, m.agent_name, u.email, "
 	    "m.role, m.tool_access, m.local_run_enabled, m.created_at FROM "
 	    "memberships m JOIN users u ON u.id = m.user_id WHERE "
-	    "m.org_id = ? AND u.is_agent = 1 ORDER BY m.id")) == NULL) {
-		db_fail(resp, "list agents");
-		return;
-	}
-	sqlite3_bind_int64(st, 1, ctx.org_id);
-	list = json_array();
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		json_array_append_new(list, json_pack("{s:I,s:s,s:s,s:s,s:o,"
-		    "s:b,s:s}", "user_id", (json_int_t)sqlite3_column_int64(st,
-		    0), "name", db_text(st, 1), "email", db_text(st, 2),
-		    "role", db_text(st, 3), "tool_access", access_json(
-		    (const char *)sqlite3_column_text(st, 4)),
-		    "local_run_enabled", sqlite3_column_int(st, 5),
-		    "created_at", db_text(st, 6)));
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		json_decref(list);
-		db_fail(resp, "list agents");
-		return;
-	}
-	resp_ok(resp, list);
+	    "m.org_id = ? AND u.is_agent = 1 ORDER BY m.id", agent_view,
+	    "list agents");
 }
 
 static void

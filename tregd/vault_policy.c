@@ -50,7 +50,7 @@ static void	url_path(const char *, char *, size_t);
 static int	deny_body(struct vault_req *, struct vault_resp *, char *,
 		    size_t, const char **, char *, size_t, int64_t *,
 		    const char **);
-static json_t	*deny_view(sqlite3_stmt *);
+static json_t	*deny_view(sqlite3_stmt *, const void *);
 static void	deny_create(struct vault_req *, struct vault_resp *);
 static void	deny_list(struct vault_req *, struct vault_resp *);
 static void	deny_delete(struct vault_req *, struct vault_resp *);
@@ -72,6 +72,10 @@ static void	calls_list(struct vault_req *, struct vault_resp *);
 static void	health_list(struct vault_req *, struct vault_resp *);
 static json_t	*json_text_or_null(sqlite3_stmt *, int);
 static json_t	*json_int_or_null(sqlite3_stmt *, int);
+static char	*access_bind(sqlite3_stmt *, int, const struct auth *);
+static json_t	*call_view(sqlite3_stmt *, const void *);
+static json_t	*health_view(sqlite3_stmt *, const void *);
+static json_t	*audit_view(sqlite3_stmt *, const void *);
 
 const struct vault_route vault_policy_routes[] = {
 	{ ROUTE_DENY_CREATE,		ROLE_VIEWER,	deny_create },
@@ -303,7 +307,7 @@ deny_body(struct vault_req *req, struct vault_resp *resp, char *host,
 }
 
 static json_t *
-deny_view(sqlite3_stmt *st)
+deny_view(sqlite3_stmt *st, const void *arg)
 {
 	json_t	*o;
 
@@ -424,7 +428,7 @@ deny_create(struct vault_req *req, struct vault_resp *resp)
 	}
 	sqlite3_bind_int64(st, 1, id);
 	if (sqlite3_step(st) == SQLITE_ROW)
-		resp_ok(resp, deny_view(st));
+		resp_ok(resp, deny_view(st, NULL));
 	else
 		db_fail(resp, "deny rule");
 	sqlite3_reset(st);
@@ -439,7 +443,6 @@ deny_list(struct vault_req *req, struct vault_resp *resp)
 	struct org_ctx	 ctx;
 	sqlite3_stmt	*st;
 	json_t		*arr;
-	int		 rc;
 
 	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1)
 		return;
@@ -448,14 +451,8 @@ deny_list(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "deny rules");
 		return;
 	}
-	if ((arr = json_array()) == NULL)
-		fatal("%s: json_array", __func__);
 	sqlite3_bind_int64(st, 1, req->id1);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		json_array_append_new(arr, deny_view(st));
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		json_decref(arr);
+	if ((arr = db_rows(st, deny_view, NULL)) == NULL) {
 		db_fail(resp, "deny rules");
 		return;
 	}
@@ -1134,6 +1131,89 @@ json_int_or_null(sqlite3_stmt *st, int col)
 }
 
 /*
+ * A gated caller's access list, bound as JSON to parameter col so that
+ * the query can filter by it; left NULL (no filter) for owners and
+ * members without a list.  The string to free once st is reset.
+ */
+static char *
+access_bind(sqlite3_stmt *st, int col, const struct auth *a)
+{
+	char	*access;
+
+	if (a->role == ROLE_OWNER || !json_is_array(a->tool_access))
+		return (NULL);
+	if ((access = json_dumps(a->tool_access, JSON_COMPACT)) == NULL)
+		fatalx("%s: json_dumps", __func__);
+	sqlite3_bind_text(st, col, access, -1, SQLITE_STATIC);
+	return (access);
+}
+
+static json_t *
+call_view(sqlite3_stmt *st, const void *arg)
+{
+	json_t	*o, *argv = NULL;
+
+	if (sqlite3_column_type(st, 11) != SQLITE_NULL)
+		argv = json_loads(db_text(st, 11), 0, NULL);
+	o = json_pack("{s:I, s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:o, "
+	    "s:s, s:o, s:o, s:o, s:o}",
+	    "id", (json_int_t)sqlite3_column_int64(st, 0),
+	    "user_email", db_text(st, 1),
+	    "tool_name", json_text_or_null(st, 2),
+	    "method", json_text_or_null(st, 3),
+	    "path", json_text_or_null(st, 4),
+	    "status_code", json_int_or_null(st, 5),
+	    "kind", db_text(st, 6),
+	    "refused_by", json_text_or_null(st, 7),
+	    "duration_ms", json_int_or_null(st, 8),
+	    "created_at", db_text(st, 9),
+	    "action", json_text_or_null(st, 10),
+	    "argv", argv != NULL ? argv : json_null(),
+	    "exit_code", json_int_or_null(st, 12),
+	    "verdict", json_text_or_null(st, 13));
+	if (o == NULL)
+		fatalx("%s: json_pack", __func__);
+	return (o);
+}
+
+static json_t *
+health_view(sqlite3_stmt *st, const void *arg)
+{
+	json_t	*o;
+
+	o = json_pack("{s:I, s:s, s:s, s:s, s:o, s:o}",
+	    "secret_id", (json_int_t)sqlite3_column_int64(st, 0),
+	    "name", db_text(st, 1),
+	    "kind", db_text(st, 2),
+	    "status", db_text(st, 3),
+	    "detail", json_text_or_null(st, 4),
+	    "checked_at", json_text_or_null(st, 5));
+	if (o == NULL)
+		fatalx("%s: json_pack", __func__);
+	return (o);
+}
+
+static json_t *
+audit_view(sqlite3_stmt *st, const void *arg)
+{
+	json_t	*o;
+
+	o = json_pack("{s:I, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:s}",
+	    "id", (json_int_t)sqlite3_column_int64(st, 0),
+	    "org", db_text(st, 1),
+	    "user_email", db_text(st, 2),
+	    "tool_name", json_text_or_null(st, 3),
+	    "kind", db_text(st, 4),
+	    "action", json_text_or_null(st, 5),
+	    "refused_by", json_text_or_null(st, 6),
+	    "status_code", json_int_or_null(st, 7),
+	    "created_at", db_text(st, 8));
+	if (o == NULL)
+		fatalx("%s: json_pack", __func__);
+	return (o);
+}
+
+/*
  * GET /calls: the org's call audit, newest first, paged with before_id.
  * Every role of the org reads the org's rows, as in treg: the audit is
  * the team's shared record and its argv is masked.  Only a gated member
@@ -1145,12 +1225,11 @@ calls_list(struct vault_req *req, struct vault_resp *resp)
 {
 	const struct auth	*a = req->auth;
 	sqlite3_stmt		*st;
-	json_t			*arr, *o, *argv;
-	char			*access = NULL;
+	json_t			*arr;
+	char			*access;
 	const char		*err = NULL;
 	char			 buf[32];
 	long long		 limit = CALLS_LIMIT_DEF, before = 0;
-	int			 rc;
 
 	if (query_param(req->query, "limit", buf, sizeof(buf)) == 0) {
 		limit = strtonum(buf, 1, CALLS_LIMIT_MAX, &err);
@@ -1184,42 +1263,11 @@ calls_list(struct vault_req *req, struct vault_resp *resp)
 	if (before > 0)
 		sqlite3_bind_int64(st, 2, before);
 	sqlite3_bind_int64(st, 3, limit);
-	if (a->role != ROLE_OWNER && json_is_array(a->tool_access)) {
-		if ((access = json_dumps(a->tool_access, JSON_COMPACT)) == NULL)
-			fatalx("%s: json_dumps", __func__);
-		sqlite3_bind_text(st, 4, access, -1, SQLITE_STATIC);
-	}
-	if ((arr = json_array()) == NULL)
-		fatal("%s: json_array", __func__);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		argv = NULL;
-		if (sqlite3_column_type(st, 11) != SQLITE_NULL)
-			argv = json_loads(db_text(st, 11), 0, NULL);
-		o = json_pack("{s:I, s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:o, "
-		    "s:s, s:o, s:o, s:o, s:o}",
-		    "id", (json_int_t)sqlite3_column_int64(st, 0),
-		    "user_email", db_text(st, 1),
-		    "tool_name", json_text_or_null(st, 2),
-		    "method", json_text_or_null(st, 3),
-		    "path", json_text_or_null(st, 4),
-		    "status_code", json_int_or_null(st, 5),
-		    "kind", db_text(st, 6),
-		    "refused_by", json_text_or_null(st, 7),
-		    "duration_ms", json_int_or_null(st, 8),
-		    "created_at", db_text(st, 9),
-		    "action", json_text_or_null(st, 10),
-		    "argv", argv != NULL ? argv : json_null(),
-		    "exit_code", json_int_or_null(st, 12),
-		    "verdict", json_text_or_null(st, 13));
-		if (o == NULL)
-			fatalx("%s: json_pack", __func__);
-		json_array_append_new(arr, o);
-	}
-	sqlite3_reset(st);
+	access = access_bind(st, 4, a);
+	arr = db_rows(st, call_view, NULL);
 	sqlite3_clear_bindings(st);
 	free(access);
-	if (rc != SQLITE_DONE) {
-		json_decref(arr);
+	if (arr == NULL) {
 		db_fail(resp, "calls");
 		return;
 	}
@@ -1236,9 +1284,8 @@ health_list(struct vault_req *req, struct vault_resp *resp)
 {
 	const struct auth	*a = req->auth;
 	sqlite3_stmt		*st;
-	json_t			*arr, *o;
-	char			*access = NULL;
-	int			 rc;
+	json_t			*arr;
+	char			*access;
 
 	if ((st = db_prepare("SELECT s.id, s.name, s.kind, s.status, "
 	    "s.status_detail, s.checked_at FROM secrets s LEFT JOIN bundles "
@@ -1253,31 +1300,12 @@ health_list(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	sqlite3_bind_int64(st, 1, a->org_id);
-	if (a->role != ROLE_OWNER && json_is_array(a->tool_access)) {
-		if ((access = json_dumps(a->tool_access, JSON_COMPACT)) == NULL)
-			fatalx("%s: json_dumps", __func__);
-		sqlite3_bind_text(st, 2, access, -1, SQLITE_STATIC);
-	}
+	access = access_bind(st, 2, a);
 	sqlite3_bind_int64(st, 3, a->user_id);
-	if ((arr = json_array()) == NULL)
-		fatal("%s: json_array", __func__);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		o = json_pack("{s:I, s:s, s:s, s:s, s:o, s:o}",
-		    "secret_id", (json_int_t)sqlite3_column_int64(st, 0),
-		    "name", db_text(st, 1),
-		    "kind", db_text(st, 2),
-		    "status", db_text(st, 3),
-		    "detail", json_text_or_null(st, 4),
-		    "checked_at", json_text_or_null(st, 5));
-		if (o == NULL)
-			fatalx("%s: json_pack", __func__);
-		json_array_append_new(arr, o);
-	}
-	sqlite3_reset(st);
+	arr = db_rows(st, health_view, NULL);
 	sqlite3_clear_bindings(st);
 	free(access);
-	if (rc != SQLITE_DONE) {
-		json_decref(arr);
+	if (arr == NULL) {
 		db_fail(resp, "health");
 		return;
 	}
@@ -1292,7 +1320,6 @@ int
 ctl_show_audit(const struct ctl_request *cr, json_t **reply)
 {
 	sqlite3_stmt	*st;
-	json_t		*arr, *o;
 	int64_t		 org = 0;
 	int		 rc, n = 0, limit = AUDIT_CTL_MAX;
 
@@ -1332,29 +1359,9 @@ ctl_show_audit(const struct ctl_request *cr, json_t **reply)
 	if (org != 0)
 		sqlite3_bind_int64(st, 1, org);
 	sqlite3_bind_int(st, 2, limit);
-	if ((arr = json_array()) == NULL)
-		fatal("%s: json_array", __func__);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		o = json_pack("{s:I, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:s}",
-		    "id", (json_int_t)sqlite3_column_int64(st, 0),
-		    "org", db_text(st, 1),
-		    "user_email", db_text(st, 2),
-		    "tool_name", json_text_or_null(st, 3),
-		    "kind", db_text(st, 4),
-		    "action", json_text_or_null(st, 5),
-		    "refused_by", json_text_or_null(st, 6),
-		    "status_code", json_int_or_null(st, 7),
-		    "created_at", db_text(st, 8));
-		if (o == NULL)
-			fatalx("%s: json_pack", __func__);
-		json_array_append_new(arr, o);
-	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		json_decref(arr);
+	if ((*reply = db_rows(st, audit_view, NULL)) == NULL) {
 		*reply = ctl_errorf("database error");
 		return (-1);
 	}
-	*reply = arr;
 	return (0);
 }
