@@ -489,9 +489,11 @@ parent_shutdown(int code)
 				/*
 				 * A peer that lost its channel may be reaped
 				 * before the child whose death caused it: name
-				 * every death our SIGTERM did not cause.
+				 * every death our SIGTERM did not cause.  On a
+				 * requested stop, a peer exiting on another's
+				 * closed channel is expected and says so.
 				 */
-				if ((WIFSIGNALED(status) &&
+				if (code == 0 || (WIFSIGNALED(status) &&
 				    WTERMSIG(status) == SIGTERM) ||
 				    (WIFEXITED(status) &&
 				    WEXITSTATUS(status) == 0))
