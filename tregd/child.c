@@ -191,3 +191,32 @@ proc_log_verbose(struct imsg *imsg)
 	memcpy(&v, imsg->data, sizeof(v));
 	log_setverbose(v);
 }
+
+static struct event	 ev_lost;
+static int		 lost_armed;
+static char		 lost_name[32];
+
+static void
+proc_lost_timeout(int fd, short event, void *arg)
+{
+	fatalx("lost the channel to %s", lost_name);
+}
+
+/*
+ * A peer's channel closed.  At shutdown the parent signals every child at
+ * once and a peer may simply have exited first: give our own SIGTERM a
+ * moment to arrive before calling it fatal.  A peer that really died is
+ * named by the parent, which then stops everything anyway.
+ */
+void
+proc_peer_lost(struct imsgev *iev)
+{
+	struct timeval	 tv = { 1, 0 };
+
+	if (lost_armed++)
+		return;
+	strlcpy(lost_name, iev->name, sizeof(lost_name));
+	log_debug("the channel to %s closed", iev->name);
+	evtimer_set(&ev_lost, proc_lost_timeout, NULL);
+	evtimer_add(&ev_lost, &tv);
+}

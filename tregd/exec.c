@@ -369,7 +369,7 @@ exec_closed(struct imsgev *iev)
 {
 	/* At shutdown a peer may go first: the runs die all the same. */
 	exec_kill_runs();
-	fatalx("lost the channel to %s", iev->name);
+	proc_peer_lost(iev);
 }
 
 /* ------------------------------------------------------------------ */

@@ -404,7 +404,7 @@ front_dispatch_exec(struct imsgev *iev, struct imsg *imsg)
 static void
 front_closed(struct imsgev *iev)
 {
-	fatalx("lost the channel to %s", iev->name);
+	proc_peer_lost(iev);
 }
 
 /* ------------------------------------------------------------------ */

@@ -283,7 +283,7 @@ vault_dispatch_exec(struct imsgev *iev, struct imsg *imsg)
 static void
 vault_closed(struct imsgev *iev)
 {
-	fatalx("lost the channel to %s", iev->name);
+	proc_peer_lost(iev);
 }
 
 /* ------------------------------------------------------------------ */
