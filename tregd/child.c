@@ -10,6 +10,7 @@
 #include <event.h>
 #include <poll.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,4 +220,27 @@ proc_peer_lost(struct imsgev *iev)
 	log_debug("the channel to %s closed", iev->name);
 	evtimer_set(&ev_lost, proc_lost_timeout, NULL);
 	evtimer_add(&ev_lost, &tv);
+}
+
+static struct event	 ev_sigterm, ev_sigint;
+
+/*
+ * The end of every child's start: stop on SIGTERM/SIGINT through stop(),
+ * hand over the messages that arrived with the configuration, and serve.
+ */
+__dead void
+proc_child_run(void (*stop)(int, short, void *))
+{
+	struct imsgev	*parent = log_iev;
+
+	signal(SIGPIPE, SIG_IGN);
+	signal_set(&ev_sigterm, SIGTERM, stop, NULL);
+	signal_set(&ev_sigint, SIGINT, stop, NULL);
+	signal_add(&ev_sigterm, NULL);
+	signal_add(&ev_sigint, NULL);
+
+	imsgev_drain(parent);
+	log_debug("ready");
+	event_dispatch();
+	fatalx("event loop ended");
 }

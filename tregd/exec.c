@@ -82,7 +82,7 @@ TAILQ_HEAD(run_list, run);
 
 static struct tregd_conf	 exec_conf;
 static struct imsgev		 iev_parent, iev_vault, iev_frontend;
-static struct event		 ev_sigterm, ev_sigint, ev_sigchld;
+static struct event		 ev_sigchld;
 static struct blob_list		 exec_blobs = TAILQ_HEAD_INITIALIZER(exec_blobs);
 static struct run_list		 runs = TAILQ_HEAD_INITIALIZER(runs);
 static struct sandbox_child	 child_filter;
@@ -165,18 +165,9 @@ exec_main(int debug, int verbose)
 	paths.run_path = exec_conf.run_path;
 	sandbox_confine(SANDBOX_EXEC, &paths);
 
-	signal(SIGPIPE, SIG_IGN);
-	signal_set(&ev_sigterm, SIGTERM, exec_sig, NULL);
-	signal_set(&ev_sigint, SIGINT, exec_sig, NULL);
 	signal_set(&ev_sigchld, SIGCHLD, exec_sigchld, NULL);
-	signal_add(&ev_sigterm, NULL);
-	signal_add(&ev_sigint, NULL);
 	signal_add(&ev_sigchld, NULL);
-
-	imsgev_drain(&iev_parent);
-	log_debug("ready");
-	event_dispatch();
-	fatalx("event loop ended");
+	proc_child_run(exec_sig);
 }
 
 /*

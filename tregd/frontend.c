@@ -134,7 +134,6 @@ static struct blob_list		 front_blobs =
 static uint32_t			 next_id = 1;
 static uint8_t			 proof_hash[32];
 static int			 proof_set;
-static struct event		 ev_sigterm, ev_sigint;
 
 static void	front_config(struct imsg *);
 static void	front_apply_conf(void);
@@ -217,16 +216,7 @@ frontend_main(int debug, int verbose)
 	memset(&paths, 0, sizeof(paths));
 	sandbox_confine(SANDBOX_FRONTEND, &paths);
 
-	signal(SIGPIPE, SIG_IGN);
-	signal_set(&ev_sigterm, SIGTERM, front_sig, NULL);
-	signal_set(&ev_sigint, SIGINT, front_sig, NULL);
-	signal_add(&ev_sigterm, NULL);
-	signal_add(&ev_sigint, NULL);
-
-	imsgev_drain(&iev_parent);
-	log_debug("ready");
-	event_dispatch();
-	fatalx("event loop ended");
+	proc_child_run(front_sig);
 }
 
 static void

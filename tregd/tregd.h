@@ -329,6 +329,7 @@ void	 proc_peer_recv(struct imsg *, struct proc_peer *, size_t,
 int	 proc_peers_complete(const struct proc_peer *, size_t);
 void	 proc_log_verbose(struct imsg *);
 void	 proc_peer_lost(struct imsgev *);
+__dead void proc_child_run(void (*)(int, short, void *));
 
 /* parent.c */
 __dead void parent_main(struct tregd_conf *, const char *, int, int);

@@ -42,7 +42,6 @@ static const struct vault_route *route_index[ROUTE_MAX];
 static int		 control_fd = -1;
 static int		 conf_ready;
 static uint64_t		 conf_generation;	/* bumped by each reload */
-static struct event	 ev_sigterm, ev_sigint;
 
 static void	vault_config(struct imsg *);
 static void	vault_dispatch_parent(struct imsgev *, struct imsg *);
@@ -118,16 +117,7 @@ vault_main(int debug, int verbose)
 	vault_index_routes();
 	ctl_init(control_fd, ctl_gid);
 
-	signal(SIGPIPE, SIG_IGN);
-	signal_set(&ev_sigterm, SIGTERM, vault_sig, NULL);
-	signal_set(&ev_sigint, SIGINT, vault_sig, NULL);
-	signal_add(&ev_sigterm, NULL);
-	signal_add(&ev_sigint, NULL);
-
-	imsgev_drain(&iev_parent);
-	log_debug("ready");
-	event_dispatch();
-	fatalx("event loop ended");
+	proc_child_run(vault_sig);
 }
 
 static void
