@@ -5,7 +5,8 @@
 #                        every test under kyua; SANITIZE=1 for ASan+UBSan
 #   make run             a development daemon on 127.0.0.1:8790, state in ./run
 #   make install         PREFIX=/usr/local DESTDIR=
-#   make lint            mandoc -Tlint and tregd -n on the example config
+#   make lint            mandoc -Tlint, tregd -n on the example config and
+#                        the systemd unit's exposure score
 #   make bench           the benchmarks in bench/
 #   make fuzz            build the libFuzzer targets (clang)
 
@@ -122,6 +123,13 @@ install: all
 lint: all
 	mandoc -Tlint -Wwarning man/tregd.8 man/tregd.conf.5 man/tregctl.8
 	./tregd/tregd -n -f etc/tregd.conf
+	@sed 's,@SBINDIR@,$(SBINDIR),g' etc/tregd.service > .lint-tregd.service
+	@systemd-analyze security --offline=yes --threshold=40 \
+	    $(CURDIR)/.lint-tregd.service > .lint-tregd.score 2>&1; rc=$$?; \
+	    sed -n 's/^.*Overall exposure level for [^:]*: /tregd.service exposure: /p' \
+	    .lint-tregd.score; rm -f .lint-tregd.service .lint-tregd.score; \
+	    [ $$rc -eq 0 ] || echo "tregd.service: exposure above 4.0" >&2; \
+	    exit $$rc
 
 bench: all
 	sh bench/run-all.sh

@@ -241,6 +241,8 @@ proc_child_run(void (*stop)(int, short, void *))
 
 	imsgev_drain(parent);
 	log_debug("ready");
+	/* The parent tells the service manager when every child is here. */
+	imsgev_compose(parent, IMSG_READY, 0, -1, NULL, 0);
 	event_dispatch();
 	fatalx("event loop ended");
 }

@@ -37,6 +37,7 @@ struct child {
 	time_t			 started;
 	struct imsgev		 iev;
 	int			 exited;
+	int			 ready;		/* sent IMSG_READY */
 };
 
 static struct tregd_conf	 parent_conf;
@@ -62,6 +63,7 @@ static void	parent_why(int, char *, size_t);
 static int	parent_reload(void);
 __dead static void parent_shutdown(int);
 static void	parent_check_users(void);
+static void	parent_ready(struct child *);
 
 static const enum tregd_proc core_procs[] = {
 	PROC_VAULT, PROC_EXEC, PROC_FRONTEND
@@ -83,6 +85,7 @@ parent_main(struct tregd_conf *conf, const char *conffile, int debug,
 	parent_debug = debug;
 	parent_verbose = verbose;
 	log_init(debug, verbose);
+	notify_init();
 
 	n = readlink("/proc/self/exe", self_path, sizeof(self_path) - 1);
 	if (n == -1)
@@ -353,6 +356,11 @@ parent_dispatch(struct imsgev *iev, struct imsg *imsg)
 			    -1, &v, sizeof(v));
 		log_info("log %s", v ? "verbose" : "brief");
 		break;
+	case IMSG_READY:
+		if (imsg->datalen != 0 || c->ready)
+			fatalx("bad IMSG_READY from %s", iev->name);
+		parent_ready(c);
+		break;
 	default:
 		fatalx("%s: bad imsg %u from %s", __func__, imsg->hdr.type,
 		    iev->name);
@@ -381,6 +389,19 @@ parent_sig(int sig, short event, void *arg)
 		parent_reap();
 		break;
 	}
+}
+
+/* Ready once every core child serves: then the service manager hears. */
+static void
+parent_ready(struct child *c)
+{
+	size_t	 i;
+
+	c->ready = 1;
+	for (i = 0; i < NCORE; i++)
+		if (!children[core_procs[i]].ready)
+			return;
+	notify_send("READY=1");
 }
 
 /* A dead child's last log lines (its fatal() reason) are still queued. */
@@ -440,11 +461,13 @@ parent_reload(void)
 	struct tregd_conf	 nconf;
 	int			 i;
 
+	notify_send("RELOADING=1");
 	conf_defaults(&nconf);
 	parse_errors_to_log = 1;
 	if (parse_config(parent_conffile, &nconf) == -1) {
 		log_warnx("reload: %s has errors, keeping the running "
 		    "configuration", parent_conffile);
+		notify_send("READY=1");
 		return (-1);
 	}
 	/* What was bound or opened at start cannot change without restart. */
@@ -464,6 +487,7 @@ parent_reload(void)
 	for (i = 0; i < (int)NCORE; i++)
 		parent_send_conf(&children[core_procs[i]], 0);
 	log_info("configuration reloaded");
+	notify_send("READY=1");
 	return (0);
 }
 
@@ -477,6 +501,7 @@ parent_shutdown(int code)
 	int		 i, status, tries, alive;
 
 	shutting_down = 1;
+	notify_send("STOPPING=1");
 	for (i = PROC_FRONTEND; i < PROC_CONTROL; i++)
 		if (children[i].pid > 0 && !children[i].exited)
 			kill(children[i].pid, SIGTERM);

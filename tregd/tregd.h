@@ -116,6 +116,7 @@ enum imsg_type {
 
 	/* every child -> parent */
 	IMSG_LOG,		/* int priority, then the line with its NUL */
+	IMSG_READY,		/* no data: configured, serving (sd_notify) */
 
 	/* vault -> parent (from tregctl) */
 	IMSG_CTL_RELOAD,
@@ -334,6 +335,10 @@ __dead void proc_child_run(void (*)(int, short, void *));
 /* parent.c */
 __dead void parent_main(struct tregd_conf *, const char *, int, int);
 void	 parent_send_procinfo(void);
+
+/* notify.c */
+void	 notify_init(void);
+void	 notify_send(const char *);
 
 /* frontend.c */
 __dead void frontend_main(int, int);
