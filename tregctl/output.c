@@ -35,10 +35,17 @@ struct text_view {
 };
 
 static void	 json_result(enum ctl_cmd, const json_t *);
+static void	 json_failed(const json_t *);
+static void	 json_error(const char *, const char *);
 static void	 text_result(enum ctl_cmd, const json_t *);
+static void	 text_failed(const json_t *);
+static void	 text_error(const char *, const char *);
+static void	 show_text(const json_t *);
 static void	 show_status(const json_t *);
 static void	 show_user_add(const json_t *);
 static void	 show_metrics(const json_t *);
+static void	 show_user_delete(const json_t *);
+static char	*fmt_access(const json_t *);
 static void	 show_object(const json_t *);
 static void	 show_list(const json_t *, const struct column *);
 static char	*fmt_value(const json_t *);
@@ -51,8 +58,8 @@ static char	*xstrdup(const char *);
 static char	*xasprintf(const char *, ...)
 		    __attribute__((__format__ (printf, 1, 2)));
 
-const struct output json_output = { json_result };
-const struct output text_output = { text_result };
+const struct output json_output = { json_result, json_failed, json_error };
+const struct output text_output = { text_result, text_failed, text_error };
 
 static const struct column users_columns[] = {
 	{ "ID",		"id",		NULL },
@@ -108,6 +115,35 @@ static const struct column audit_columns[] = {
 	{ NULL,		NULL,		NULL }
 };
 
+static const struct column members_columns[] = {
+	{ "USER",	"user_id",	NULL },
+	{ "EMAIL",	"email",	NULL },
+	{ "ROLE",	"role",		NULL },
+	{ "LOCAL",	"local_run_enabled", NULL },
+	{ "TOOLS",	"tool_access",	fmt_access },
+	{ NULL,		NULL,		NULL }
+};
+
+static const struct column agents_columns[] = {
+	{ "USER",	"user_id",	NULL },
+	{ "NAME",	"name",		NULL },
+	{ "ROLE",	"role",		NULL },
+	{ "LOCAL",	"local_run_enabled", NULL },
+	{ "TOOLS",	"tool_access",	fmt_access },
+	{ "EMAIL",	"email",	NULL },
+	{ NULL,		NULL,		NULL }
+};
+
+static const struct column secrets_columns[] = {
+	{ "ID",		"id",		NULL },
+	{ "NAME",	"name",		NULL },
+	{ "KIND",	"kind",		NULL },
+	{ "HEALTH",	"status",	NULL },
+	{ "CHECKED",	"checked_at",	NULL },
+	{ "OWNER",	"owner",	NULL },
+	{ NULL,		NULL,		NULL }
+};
+
 static const struct text_view text_views[] = {
 	{ CTL_SHOW_STATUS,	show_status,	NULL },
 	{ CTL_SHOW_USERS,	NULL,		users_columns },
@@ -117,6 +153,11 @@ static const struct text_view text_views[] = {
 	{ CTL_SHOW_AUDIT,	NULL,		audit_columns },
 	{ CTL_USER_ADD,		show_user_add,	NULL },
 	{ CTL_METRICS,		show_metrics,	NULL },
+	{ CTL_SHOW_MEMBERS,	NULL,		members_columns },
+	{ CTL_SHOW_AGENTS,	NULL,		agents_columns },
+	{ CTL_SHOW_SECRETS,	NULL,		secrets_columns },
+	{ CTL_SHOW_CONFIG,	show_text,	NULL },
+	{ CTL_USER_DELETE,	show_user_delete, NULL },
 };
 
 static void
@@ -130,6 +171,58 @@ json_result(enum ctl_cmd cmd, const json_t *doc)
 	/* The answer to user add holds a token. */
 	explicit_bzero(s, strlen(s));
 	free(s);
+}
+
+/* Errors are JSON on stdout too, so a script reads one stream. */
+static void
+json_failed(const json_t *doc)
+{
+	json_result(CTL_NONE, doc);
+}
+
+static void
+json_error(const char *msg, const char *valid)
+{
+	json_t	*doc, *words;
+	char	*copy, *w, *p;
+
+	if ((doc = json_pack("{s:s}", "error", msg)) == NULL)
+		errx(1, "%s", msg);
+	if (valid != NULL) {
+		words = json_array();
+		copy = xstrdup(valid);
+		for (p = copy; (w = strsep(&p, " ")) != NULL;)
+			if (*w != '\0')
+				json_array_append_new(words, json_string(w));
+		free(copy);
+		json_object_set_new(doc, "valid", words);
+	}
+	json_result(CTL_NONE, doc);
+	json_decref(doc);
+}
+
+static void
+text_failed(const json_t *doc)
+{
+	const char	*msg;
+
+	if ((msg = json_string_value(json_object_get(doc, "error"))) == NULL)
+		msg = "the command failed";
+	text_error(msg, NULL);
+}
+
+/* The message may quote a user's input: no control bytes. */
+static void
+text_error(const char *msg, const char *valid)
+{
+	fputs("tregctl: ", stderr);
+	put_escaped(stderr, msg, strlen(msg), 0);
+	fputc('\n', stderr);
+	if (valid != NULL) {
+		fputs("valid commands/arguments are: ", stderr);
+		put_escaped(stderr, valid, strlen(valid), 0);
+		fputc('\n', stderr);
+	}
 }
 
 static void
@@ -173,6 +266,19 @@ show_status(const json_t *doc)
 	free(s);
 	s = fmt_value(json_object_get(doc, "key_id"));
 	printf("key id:    %s\n", s);
+	free(s);
+	printf("listen:    ");
+	json_array_foreach(json_object_get(doc, "listen"), i, p) {
+		s = fmt_value(p);
+		printf("%s%s", i == 0 ? "" : ", ", s);
+		free(s);
+	}
+	printf("\n");
+	s = fmt_value(json_object_get(doc, "signup"));
+	printf("signup:    %s\n", s);
+	free(s);
+	s = fmt_value(json_object_get(doc, "database"));
+	printf("database:  %s\n", s);
 	free(s);
 	s = fmt_duration(json_integer_value(json_object_get(doc,
 	    "uptime_s")));
@@ -236,6 +342,13 @@ show_user_add(const json_t *doc)
 static void
 show_metrics(const json_t *doc)
 {
+	show_text(doc);
+}
+
+/* {"text": ...} as it is, line breaks kept, control bytes escaped. */
+static void
+show_text(const json_t *doc)
+{
 	const json_t	*text = json_object_get(doc, "text");
 
 	if (!json_is_string(text)) {
@@ -244,6 +357,23 @@ show_metrics(const json_t *doc)
 	}
 	put_escaped(stdout, json_string_value(text), json_string_length(text),
 	    1);
+}
+
+static void
+show_user_delete(const json_t *doc)
+{
+	const json_t	*o;
+	char		*s;
+	size_t		 i;
+
+	s = fmt_value(json_object_get(doc, "deleted_user"));
+	printf("deleted user %s\n", s);
+	free(s);
+	json_array_foreach(json_object_get(doc, "deleted_orgs"), i, o) {
+		s = fmt_value(json_object_get(o, "slug"));
+		printf("deleted org %s, which it alone owned\n", s);
+		free(s);
+	}
 }
 
 static void
@@ -363,6 +493,17 @@ fmt_memberships(const json_t *v)
 		buf = s;
 	}
 	return (buf);
+}
+
+/* A tool access list: "all" for null, else the names. */
+static char *
+fmt_access(const json_t *v)
+{
+	if (v == NULL || json_is_null(v))
+		return (xstrdup("all"));
+	if (json_is_array(v) && json_array_size(v) == 0)
+		return (xstrdup("none"));
+	return (fmt_argv(v));
 }
 
 /* Words joined by spaces; an empty word or one with a space is quoted. */

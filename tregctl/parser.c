@@ -25,7 +25,8 @@ enum token_type {
 	EMAIL,		/* a user's email */
 	ORGNAME,	/* an org's slug or, for user add, its name */
 	ROLE,		/* a role keyword, copied into the request */
-	LIMIT		/* a number of rows, 1..PARSE_RUNS_LIMIT_MAX */
+	LIMIT,		/* a number of rows, 1..PARSE_RUNS_LIMIT_MAX */
+	FORCE		/* the keyword "force": res->force */
 };
 
 struct token {
@@ -38,6 +39,7 @@ struct token {
 static const struct token t_main[];
 static const struct token t_show[];
 static const struct token t_show_org[];
+static const struct token t_org_required[];
 static const struct token t_show_runs[];
 static const struct token t_runs_limit[];
 static const struct token t_limit[];
@@ -46,6 +48,8 @@ static const struct token t_user_email[];
 static const struct token t_user_opts[];
 static const struct token t_user_org[];
 static const struct token t_user_role[];
+static const struct token t_delete_email[];
+static const struct token t_delete_opts[];
 static const struct token t_token[];
 static const struct token t_revoke_email[];
 static const struct token t_revoke_opts[];
@@ -71,10 +75,14 @@ static const struct token t_main[] = {
 };
 
 static const struct token t_show[] = {
+	{ KEYWORD,	"agents",	CTL_SHOW_AGENTS, t_org_required },
 	{ KEYWORD,	"audit",	CTL_SHOW_AUDIT,	t_show_org },
+	{ KEYWORD,	"config",	CTL_SHOW_CONFIG, t_end },
+	{ KEYWORD,	"members",	CTL_SHOW_MEMBERS, t_org_required },
 	{ KEYWORD,	"metrics",	CTL_METRICS,	t_end },
 	{ KEYWORD,	"orgs",		CTL_SHOW_ORGS,	t_end },
 	{ KEYWORD,	"runs",		CTL_SHOW_RUNS, t_show_runs },
+	{ KEYWORD,	"secrets",	CTL_SHOW_SECRETS, t_org_required },
 	{ KEYWORD,	"status",	CTL_SHOW_STATUS, t_end },
 	{ KEYWORD,	"tools",	CTL_SHOW_TOOLS,	t_show_org },
 	{ KEYWORD,	"users",	CTL_SHOW_USERS,	t_end },
@@ -83,6 +91,11 @@ static const struct token t_show[] = {
 
 static const struct token t_show_org[] = {
 	{ ENDTOKEN,	"",		CTL_NONE,	NULL },
+	{ ORGNAME,	"",		CTL_NONE,	t_end },
+	TABLE_END
+};
+
+static const struct token t_org_required[] = {
 	{ ORGNAME,	"",		CTL_NONE,	t_end },
 	TABLE_END
 };
@@ -107,6 +120,18 @@ static const struct token t_limit[] = {
 
 static const struct token t_user[] = {
 	{ KEYWORD,	"add",		CTL_USER_ADD, t_user_email },
+	{ KEYWORD,	"delete",	CTL_USER_DELETE, t_delete_email },
+	TABLE_END
+};
+
+static const struct token t_delete_email[] = {
+	{ EMAIL,	"",		CTL_NONE,	t_delete_opts },
+	TABLE_END
+};
+
+static const struct token t_delete_opts[] = {
+	{ ENDTOKEN,	"",		CTL_NONE,	NULL },
+	{ FORCE,	"force",	CTL_NONE,	t_end },
 	TABLE_END
 };
 
@@ -298,6 +323,9 @@ apply_token(const struct token *t, const char *word,
 		if (t->value != CTL_NONE)
 			res->action = t->value;
 		return (0);
+	case FORCE:
+		res->force = 1;
+		return (0);
 	case ROLE:
 		if (res->role[0] != '\0')
 			return (fail(res, NULL, NULL, "role given twice"));
@@ -396,6 +424,7 @@ token_name(const struct token *t)
 		return ("N");
 	case KEYWORD:
 	case ROLE:
+	case FORCE:
 		break;
 	}
 	return (t->keyword);
@@ -404,5 +433,5 @@ token_name(const struct token *t)
 static int
 is_keyword(const struct token *t)
 {
-	return (t->type == KEYWORD || t->type == ROLE);
+	return (t->type == KEYWORD || t->type == ROLE || t->type == FORCE);
 }

@@ -17,6 +17,7 @@
 struct parse_result {
 	enum ctl_cmd	 action;
 	int		 limit;		/* show runs: 0 = default */
+	int		 force;		/* user delete ... force */
 	char		 email[PARSE_EMAIL_LEN];
 	char		 org[PARSE_ORG_LEN];
 	char		 role[PARSE_ROLE_LEN];

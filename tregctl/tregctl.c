@@ -12,10 +12,10 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include <ctype.h>
 #include <err.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,20 +42,40 @@ struct reply {
 	size_t		 len;
 };
 
+static const struct output	*out = &text_output;
+
 __dead static void usage(void);
+__dead static void die(int, const char *, ...)
+		    __attribute__((__format__ (printf, 2, 3)));
 __dead static void hung_up(void);
 static int	 ctl_connect(const char *);
 static void	 ctl_send(struct imsgbuf *, const struct parse_result *);
 static void	 ctl_receive(struct imsgbuf *, struct reply *);
 static int	 reply_take(struct reply *, struct imsg *);
 static json_t	*reply_json(struct reply *);
-static void	 show_error(const json_t *);
 
 __dead static void
 usage(void)
 {
 	fprintf(stderr, "usage: tregctl [-j] [-s socket] command "
 	    "[argument ...]\n");
+	exit(1);
+}
+
+/* A failure, said the way -j or text asks for (errno's text with 1). */
+__dead static void
+die(int with_errno, const char *fmt, ...)
+{
+	char	 msg[512];
+	va_list	 ap;
+	int	 saved = errno, n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (with_errno && n >= 0 && (size_t)n < sizeof(msg))
+		snprintf(msg + n, sizeof(msg) - n, ": %s", strerror(saved));
+	out->error(msg, NULL);
 	exit(1);
 }
 
@@ -66,7 +86,7 @@ usage(void)
 __dead static void
 hung_up(void)
 {
-	errx(1, "tregd closed the connection without an answer "
+	die(0, "tregd closed the connection without an answer "
 	    "(permission denied?)");
 }
 
@@ -76,7 +96,6 @@ main(int argc, char *argv[])
 	struct parse_result	 res;
 	struct imsgbuf		 ibuf;
 	struct reply		 reply;
-	const struct output	*out = &text_output;
 	const char		*sockpath = TREGD_SOCKET;
 	json_t			*doc;
 	int			 ch, fd;
@@ -99,10 +118,7 @@ main(int argc, char *argv[])
 		usage();
 
 	if (parse(argc, argv, &res) == -1) {
-		fprintf(stderr, "tregctl: %s\n", res.error);
-		if (res.valid[0] != '\0')
-			fprintf(stderr, "valid commands/arguments are: %s\n",
-			    res.valid);
+		out->error(res.error, res.valid[0] != '\0' ? res.valid : NULL);
 		exit(1);
 	}
 
@@ -111,7 +127,7 @@ main(int argc, char *argv[])
 
 	fd = ctl_connect(sockpath);
 	if (imsgbuf_init(&ibuf, fd) == -1)
-		err(1, "imsgbuf_init");
+		die(1, "imsgbuf_init");
 	ctl_send(&ibuf, &res);
 	memset(&reply, 0, sizeof(reply));
 	ctl_receive(&ibuf, &reply);
@@ -120,7 +136,7 @@ main(int argc, char *argv[])
 
 	doc = reply_json(&reply);
 	if (reply.status != 0) {
-		show_error(doc);
+		out->failed(doc);
 		json_decref(doc);
 		exit(1);
 	}
@@ -141,11 +157,11 @@ ctl_connect(const char *path)
 	sun.sun_family = AF_UNIX;
 	if (strlcpy(sun.sun_path, path, sizeof(sun.sun_path)) >=
 	    sizeof(sun.sun_path))
-		errx(1, "socket path too long: %s", path);
+		die(0, "socket path too long: %s", path);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		err(1, "socket");
+		die(1, "socket");
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1)
-		err(1, "connect %s", path);
+		die(1, "connect %s", path);
 	return (fd);
 }
 
@@ -157,17 +173,18 @@ ctl_send(struct imsgbuf *ibuf, const struct parse_result *res)
 	memset(&req, 0, sizeof(req));
 	req.cmd = res->action;
 	req.limit = res->limit;
+	req.force = res->force;
 	/* The parser bounded every field to the request's sizes. */
 	strlcpy(req.email, res->email, sizeof(req.email));
 	strlcpy(req.org, res->org, sizeof(req.org));
 	strlcpy(req.role, res->role, sizeof(req.role));
 	if (imsg_compose(ibuf, IMSG_CTL_REQUEST, CTL_REQUEST_ID, -1, &req,
 	    sizeof(req)) == -1)
-		err(1, "imsg_compose");
+		die(1, "imsg_compose");
 	if (imsgbuf_flush(ibuf) == -1) {
 		if (errno == EPIPE || errno == ECONNRESET)
 			hung_up();
-		err(1, "send to tregd");
+		die(1, "send to tregd");
 	}
 }
 
@@ -190,21 +207,21 @@ ctl_receive(struct imsgbuf *ibuf, struct reply *reply)
 				return;
 		}
 		if (r == -1)
-			err(1, "reading from tregd");
+			die(1, "reading from tregd");
 		if ((r = poll(&pfd, 1, CTL_TIMEOUT * 1000)) == -1) {
 			if (errno == EINTR)
 				continue;
-			err(1, "poll");
+			die(1, "poll");
 		}
 		if (r == 0)
-			errx(1, "no answer from tregd in %d seconds",
+			die(0, "no answer from tregd in %d seconds",
 			    CTL_TIMEOUT);
 		if ((n = imsgbuf_read(ibuf)) == -1) {
 			if (errno == EAGAIN || errno == EINTR)
 				continue;
 			if (errno == ECONNRESET)
 				hung_up();
-			err(1, "reading from tregd");
+			die(1, "reading from tregd");
 		}
 		if (n == 0)
 			hung_up();
@@ -219,35 +236,35 @@ reply_take(struct reply *reply, struct imsg *imsg)
 	struct ctl_reply	 cr;
 
 	if (imsg->hdr.id != CTL_REQUEST_ID)
-		errx(1, "bad answer from tregd: id %u", imsg->hdr.id);
+		die(0, "bad answer from tregd: id %u", imsg->hdr.id);
 	switch (imsg->hdr.type) {
 	case IMSG_CTL_REPLY:
 		if (reply->have_head ||
 		    imsg->datalen != sizeof(bh) + sizeof(cr))
-			errx(1, "bad answer from tregd: head");
+			die(0, "bad answer from tregd: head");
 		memcpy(&bh, imsg->data, sizeof(bh));
 		memcpy(&cr, (unsigned char *)imsg->data + sizeof(bh),
 		    sizeof(cr));
 		if (bh.datalen > CTL_REPLY_MAX)
-			errx(1, "bad answer from tregd: %u bytes",
+			die(0, "bad answer from tregd: %u bytes",
 			    bh.datalen);
 		reply->have_head = 1;
 		reply->status = cr.status;
 		reply->datalen = bh.datalen;
 		if ((reply->data = malloc(bh.datalen + 1)) == NULL)
-			err(1, "malloc");
+			die(1, "malloc");
 		break;
 	case IMSG_DATA:
 		if (!reply->have_head ||
 		    imsg->datalen > reply->datalen - reply->len)
-			errx(1, "bad answer from tregd: data");
+			die(0, "bad answer from tregd: data");
 		if (imsg->datalen > 0)
 			memcpy(reply->data + reply->len, imsg->data,
 			    imsg->datalen);
 		reply->len += imsg->datalen;
 		break;
 	default:
-		errx(1, "bad answer from tregd: type %u", imsg->hdr.type);
+		die(0, "bad answer from tregd: type %u", imsg->hdr.type);
 	}
 	return (reply->len == reply->datalen);
 }
@@ -263,20 +280,6 @@ reply_json(struct reply *reply)
 	freezero(reply->data, reply->datalen + 1);
 	reply->data = NULL;
 	if (doc == NULL)
-		errx(1, "bad answer from tregd: %s", jerr.text);
+		die(0, "bad answer from tregd: %s", jerr.text);
 	return (doc);
-}
-
-static void
-show_error(const json_t *doc)
-{
-	const char	*msg;
-
-	if ((msg = json_string_value(json_object_get(doc, "error"))) == NULL)
-		msg = "the command failed";
-	fputs("tregctl: ", stderr);
-	/* The message may quote a user's input: no control bytes. */
-	for (; *msg != '\0'; msg++)
-		fputc(iscntrl((unsigned char)*msg) ? '?' : *msg, stderr);
-	fputc('\n', stderr);
 }

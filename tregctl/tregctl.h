@@ -14,6 +14,10 @@
 struct output {
 	/* Render the answer to a successful command on stdout. */
 	void	(*result)(enum ctl_cmd, const json_t *);
+	/* The daemon refused: its {"error": ...} document. */
+	void	(*failed)(const json_t *);
+	/* tregctl's own failure, with the words that were valid or NULL. */
+	void	(*error)(const char *, const char *);
 };
 
 /* output.c */

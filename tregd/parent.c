@@ -327,6 +327,7 @@ parent_dispatch(struct imsgev *iev, struct imsg *imsg)
 {
 	struct child	*c = iev->arg;
 	const char	*line;
+	struct ctl_reload_done	 rd;
 	int		 pri, v, r;
 
 	switch (imsg->hdr.type) {
@@ -342,9 +343,12 @@ parent_dispatch(struct imsgev *iev, struct imsg *imsg)
 	case IMSG_CTL_RELOAD:
 		if (c->id != PROC_VAULT || imsg->datalen != 0)
 			fatalx("bad IMSG_CTL_RELOAD from %s", iev->name);
-		r = parent_reload();
+		memset(&rd, 0, sizeof(rd));
+		rd.result = parent_reload();
+		if (rd.result == -1)
+			strlcpy(rd.error, parse_error, sizeof(rd.error));
 		imsgev_compose(iev, IMSG_CTL_RELOAD_DONE, imsg->hdr.id, -1,
-		    &r, sizeof(r));
+		    &rd, sizeof(rd));
 		break;
 	case IMSG_CTL_LOG_VERBOSE:
 		if (c->id != PROC_VAULT || imsg->datalen != sizeof(v))
@@ -464,6 +468,7 @@ parent_reload(void)
 	notify_send("RELOADING=1");
 	conf_defaults(&nconf);
 	parse_errors_to_log = 1;
+	parse_error[0] = '\0';
 	if (parse_config(parent_conffile, &nconf) == -1) {
 		log_warnx("reload: %s has errors, keeping the running "
 		    "configuration", parent_conffile);

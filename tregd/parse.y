@@ -450,13 +450,19 @@ static const struct keyword keywords[] = {
  * (its stderr may be /dev/null by then).
  */
 int	 parse_errors_to_log;
+char	 parse_error[512];
 
 static void
 conf_err(const char *fmt, ...)
 {
-	va_list	 ap;
+	va_list	 ap, aq;
 
 	va_start(ap, fmt);
+	if (parse_error[0] == '\0') {
+		va_copy(aq, ap);
+		vsnprintf(parse_error, sizeof(parse_error), fmt, aq);
+		va_end(aq);
+	}
 	if (parse_errors_to_log)
 		vlog(LOG_ERR, fmt, ap);
 	else {

@@ -112,7 +112,7 @@ enum imsg_type {
 	IMSG_CONF_END,		/* configuration complete: serve */
 	IMSG_LOG_VERBOSE,	/* int */
 	IMSG_PROCINFO,		/* struct procinfo[PROC_MAX] (vault) */
-	IMSG_CTL_RELOAD_DONE,	/* int: 0 ok, -1 refused (vault) */
+	IMSG_CTL_RELOAD_DONE,	/* struct ctl_reload_done (vault) */
 
 	/* every child -> parent */
 	IMSG_LOG,		/* int priority, then the line with its NUL */
@@ -278,6 +278,11 @@ enum ctl_cmd {
 	CTL_LOG_VERBOSE,
 	CTL_LOG_BRIEF,
 	CTL_METRICS,
+	CTL_SHOW_MEMBERS,
+	CTL_SHOW_AGENTS,
+	CTL_SHOW_SECRETS,
+	CTL_SHOW_CONFIG,
+	CTL_USER_DELETE,
 	CTL_MAX
 };
 
@@ -287,6 +292,13 @@ struct ctl_request {
 	char		 email[256];
 	char		 org[NAME_LEN_MAX + 1];
 	char		 role[16];
+	uint32_t	 force;		/* user delete: its sole-owner orgs too */
+};
+
+/* parent -> vault: the answer to tregctl reload. */
+struct ctl_reload_done {
+	int32_t		 result;	/* 0 reloaded, -1 refused */
+	char		 error[512];	/* refused: the first file:line error */
 };
 
 struct ctl_reply {
@@ -303,6 +315,7 @@ int	 cmdline_symset(char *);
 int	 conf_run_allowed(const struct tregd_conf *, const char *);
 void	 print_config(const struct tregd_conf *, FILE *);
 extern int parse_errors_to_log;
+extern char parse_error[512];	/* the first error of the last parse */
 extern const char *const run_builtin_allow[];
 int	 parse_keywords_sorted(void);
 

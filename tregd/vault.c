@@ -197,7 +197,7 @@ vault_config(struct imsg *imsg)
 static void
 vault_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 {
-	int	 v;
+	struct ctl_reload_done	 rd;
 
 	switch (imsg->hdr.type) {
 	case IMSG_CONF:
@@ -218,10 +218,11 @@ vault_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 		memcpy(vault_procs, imsg->data, sizeof(vault_procs));
 		break;
 	case IMSG_CTL_RELOAD_DONE:
-		if (imsg->datalen != sizeof(v))
+		if (imsg->datalen != sizeof(rd))
 			fatalx("bad IMSG_CTL_RELOAD_DONE");
-		memcpy(&v, imsg->data, sizeof(v));
-		ctl_reload_done(imsg->hdr.id, v);
+		memcpy(&rd, imsg->data, sizeof(rd));
+		rd.error[sizeof(rd.error) - 1] = '\0';
+		ctl_reload_done(imsg->hdr.id, &rd);
 		break;
 	default:
 		fatalx("%s: bad imsg %u from parent", __func__,

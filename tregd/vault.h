@@ -145,10 +145,12 @@ void		 org_slugify(const char *, char *, size_t);
 /* Membership of at least the role, else 404 or 403 set: 0 or -1. */
 int		 org_enter(struct vault_req *, struct vault_resp *, enum role,
 		    struct org_ctx *);
+int		 org_remove(int64_t);	/* the org, its agents, all it holds */
+int		 membership_remove(int64_t, int64_t);	/* user, org */
 
 /* vault_ctl.c */
 void		 ctl_init(int, gid_t);
-void		 ctl_reload_done(uint32_t, int);
+void		 ctl_reload_done(uint32_t, const struct ctl_reload_done *);
 
 /* vault_run.c */
 void		 run_exit(struct imsg *);	/* IMSG_RUN_EXIT from exec */

@@ -42,6 +42,20 @@ static void	ctl_closed(struct imsgev *);
 static void	ctl_reply(struct ctl_conn *, uint32_t, int, json_t *);
 static int	ctl_status(const struct ctl_request *, json_t **);
 static int	ctl_metrics(const struct ctl_request *, json_t **);
+static int	ctl_org_id(const char *, int64_t *, json_t **);
+static json_t	*ctl_access(sqlite3_stmt *, int);
+static json_t	*ctl_member_view(sqlite3_stmt *, const void *);
+static json_t	*ctl_agent_view(sqlite3_stmt *, const void *);
+static json_t	*ctl_secret_view(sqlite3_stmt *, const void *);
+static int	ctl_org_rows(const struct ctl_request *, const char *,
+		    db_row_view, json_t **);
+static int	ctl_show_members(const struct ctl_request *, json_t **);
+static int	ctl_show_agents(const struct ctl_request *, json_t **);
+static int	ctl_show_secrets(const struct ctl_request *, json_t **);
+static int	ctl_show_config(const struct ctl_request *, json_t **);
+static int	ctl_user_delete(const struct ctl_request *, json_t **);
+static int	ctl_sole_owned(int64_t, json_t **);
+static json_t	*ctl_listeners(void);
 
 void
 ctl_init(int fd, gid_t gid)
@@ -188,6 +202,21 @@ ctl_dispatch(struct imsgev *iev, struct imsg *imsg)
 	case CTL_METRICS:
 		rc = ctl_metrics(&cr, &reply);
 		break;
+	case CTL_SHOW_MEMBERS:
+		rc = ctl_show_members(&cr, &reply);
+		break;
+	case CTL_SHOW_AGENTS:
+		rc = ctl_show_agents(&cr, &reply);
+		break;
+	case CTL_SHOW_SECRETS:
+		rc = ctl_show_secrets(&cr, &reply);
+		break;
+	case CTL_SHOW_CONFIG:
+		rc = ctl_show_config(&cr, &reply);
+		break;
+	case CTL_USER_DELETE:
+		rc = ctl_user_delete(&cr, &reply);
+		break;
 	case CTL_RELOAD:
 		/* The parent answers; the reply goes out in ctl_reload_done. */
 		imsgev_compose(vault_parent, IMSG_CTL_RELOAD, c->id, -1,
@@ -209,7 +238,7 @@ ctl_dispatch(struct imsgev *iev, struct imsg *imsg)
 }
 
 void
-ctl_reload_done(uint32_t id, int result)
+ctl_reload_done(uint32_t id, const struct ctl_reload_done *rd)
 {
 	struct ctl_conn	*c;
 
@@ -218,11 +247,12 @@ ctl_reload_done(uint32_t id, int result)
 			break;
 	if (c == NULL)
 		return;		/* tregctl went away */
-	if (result == 0)
+	if (rd->result == 0)
 		ctl_reply(c, 1, 0, json_pack("{s:b}", "reloaded", 1));
 	else
-		ctl_reply(c, 1, 1, ctl_errorf("the configuration has errors "
-		    "(see the log); the running one stays in force"));
+		ctl_reply(c, 1, 1, ctl_errorf("%s; the running configuration "
+		    "stays in force", rd->error[0] != '\0' ? rd->error :
+		    "the configuration has errors"));
 }
 
 static int64_t
@@ -244,6 +274,7 @@ ctl_status(const struct ctl_request *cr, json_t **reply)
 {
 	json_t	*procs, *j;
 	time_t	 now = time(NULL);
+	char	 db[PATH_MAX + 32];
 	int	 i;
 
 	procs = json_array();
@@ -252,10 +283,14 @@ ctl_status(const struct ctl_request *cr, json_t **reply)
 		    "name", proc_names[i], "pid", (int)vault_procs[i].pid,
 		    "uptime_s", (json_int_t)(vault_procs[i].started ?
 		    now - vault_procs[i].started : 0)));
-	j = json_pack("{s:s,s:s,s:I,s:o,s:{s:i,s:i,s:i},"
+	snprintf(db, sizeof(db), "sqlite %s/%s", vault_conf.state, TREGD_DB);
+	j = json_pack("{s:s,s:s,s:o,s:s,s:s,s:I,s:o,s:{s:i,s:i,s:i},"
 	    "s:{s:I,s:I,s:I,s:I,s:I}}",
 	    "version", TREGD_VERSION,
 	    "key_id", crypto_key_id(),
+	    "listen", ctl_listeners(),
+	    "signup", vault_conf.signup_open ? "open" : "closed",
+	    "database", db,
 	    "uptime_s", (json_int_t)(vault_procs[PROC_PARENT].started ?
 	    now - vault_procs[PROC_PARENT].started : 0),
 	    "processes", procs,
@@ -314,4 +349,289 @@ ctl_metrics(const struct ctl_request *cr, json_t **reply)
 	    run_slots_used());
 	*reply = json_pack("{s:s}", "text", buf);
 	return (0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Listings of one org, the configuration, user deletion.              */
+
+/* "127.0.0.1 port 8790" for each listener, as tregd.conf writes it. */
+static json_t *
+ctl_listeners(void)
+{
+	json_t	*a;
+	char	 buf[96];
+	int	 i;
+
+	a = json_array();
+	for (i = 0; i < vault_conf.nlisten; i++) {
+		snprintf(buf, sizeof(buf), "%s port %u",
+		    vault_conf.listen[i].name, vault_conf.listen[i].port);
+		json_array_append_new(a, json_string(buf));
+	}
+	return (a);
+}
+
+/* The org of a slug: 0, or -1 with *reply the error. */
+static int
+ctl_org_id(const char *slug, int64_t *id, json_t **reply)
+{
+	sqlite3_stmt	*st;
+	int		 rc;
+
+	if ((st = db_prepare("SELECT id FROM orgs WHERE slug = ?")) == NULL) {
+		*reply = ctl_errorf("database error");
+		return (-1);
+	}
+	sqlite3_bind_text(st, 1, slug, -1, SQLITE_STATIC);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		*id = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc == SQLITE_ROW)
+		return (0);
+	*reply = rc == SQLITE_DONE ? ctl_errorf("no org with the slug '%s'",
+	    slug) : ctl_errorf("database error");
+	return (-1);
+}
+
+/* A tool_access column: null (every tool) or the list of names. */
+static json_t *
+ctl_access(sqlite3_stmt *st, int col)
+{
+	json_t	*a;
+
+	if (sqlite3_column_type(st, col) == SQLITE_NULL ||
+	    (a = json_loads(db_text(st, col), 0, NULL)) == NULL)
+		return (json_null());
+	return (a);
+}
+
+static json_t *
+ctl_member_view(sqlite3_stmt *st, const void *arg)
+{
+	return (json_pack("{s:I,s:s,s:s,s:o,s:b,s:s}", "user_id",
+	    (json_int_t)sqlite3_column_int64(st, 0), "email", db_text(st, 1),
+	    "role", db_text(st, 2), "tool_access", ctl_access(st, 3),
+	    "local_run_enabled", sqlite3_column_int(st, 4), "created_at",
+	    db_text(st, 5)));
+}
+
+static json_t *
+ctl_agent_view(sqlite3_stmt *st, const void *arg)
+{
+	return (json_pack("{s:I,s:s,s:s,s:s,s:o,s:b,s:s}", "user_id",
+	    (json_int_t)sqlite3_column_int64(st, 0), "name", db_text(st, 1),
+	    "email", db_text(st, 2), "role", db_text(st, 3), "tool_access",
+	    ctl_access(st, 4), "local_run_enabled", sqlite3_column_int(st, 5),
+	    "created_at", db_text(st, 6)));
+}
+
+/* Never the sealed value: the query does not even read it. */
+static json_t *
+ctl_secret_view(sqlite3_stmt *st, const void *arg)
+{
+	return (json_pack("{s:I,s:s,s:s,s:s,s:o,s:s,s:s?,s:s?,s:s}", "id",
+	    (json_int_t)sqlite3_column_int64(st, 0), "name", db_text(st, 1),
+	    "kind", db_text(st, 2), "owner", db_text(st, 3), "bundle_id",
+	    sqlite3_column_type(st, 4) == SQLITE_NULL ? json_null() :
+	    json_integer(sqlite3_column_int64(st, 4)), "status",
+	    db_text(st, 5), "detail", (const char *)sqlite3_column_text(st, 6),
+	    "checked_at", (const char *)sqlite3_column_text(st, 7),
+	    "created_at", db_text(st, 8)));
+}
+
+/* The rows of sql (its one parameter: the org's id) for cr->org. */
+static int
+ctl_org_rows(const struct ctl_request *cr, const char *sql,
+    db_row_view view, json_t **reply)
+{
+	sqlite3_stmt	*st;
+	int64_t		 org;
+
+	if (cr->org[0] == '\0') {
+		*reply = ctl_errorf("which org? give its slug");
+		return (-1);
+	}
+	if (ctl_org_id(cr->org, &org, reply) == -1)
+		return (-1);
+	if ((st = db_prepare(sql)) == NULL) {
+		*reply = ctl_errorf("database error");
+		return (-1);
+	}
+	sqlite3_bind_int64(st, 1, org);
+	if ((*reply = db_rows(st, view, NULL)) == NULL) {
+		*reply = ctl_errorf("database error: %s",
+		    sqlite3_errmsg(vault_db));
+		return (-1);
+	}
+	return (0);
+}
+
+static int
+ctl_show_members(const struct ctl_request *cr, json_t **reply)
+{
+	return (ctl_org_rows(cr, "SELECT m.user_id, u.email, m.role, "
+	    "m.tool_access, m.local_run_enabled, m.created_at FROM "
+	    "memberships m JOIN users u ON u.id = m.user_id WHERE "
+	    "m.org_id = ? AND u.is_agent = 0 ORDER BY m.id", ctl_member_view,
+	    reply));
+}
+
+static int
+ctl_show_agents(const struct ctl_request *cr, json_t **reply)
+{
+	return (ctl_org_rows(cr, "SELECT m.user_id, m.agent_name, u.email, "
+	    "m.role, m.tool_access, m.local_run_enabled, m.created_at FROM "
+	    "memberships m JOIN users u ON u.id = m.user_id WHERE "
+	    "m.org_id = ? AND u.is_agent = 1 ORDER BY m.id", ctl_agent_view,
+	    reply));
+}
+
+static int
+ctl_show_secrets(const struct ctl_request *cr, json_t **reply)
+{
+	return (ctl_org_rows(cr, "SELECT s.id, s.name, s.kind, "
+	    "coalesce(u.email, ''), s.bundle_id, s.status, s.status_detail, "
+	    "s.checked_at, s.created_at FROM secrets s LEFT JOIN users u ON "
+	    "u.id = s.owner_id WHERE s.org_id = ? ORDER BY s.id",
+	    ctl_secret_view, reply));
+}
+
+/* The running configuration in canonical form; the run proof elided. */
+static int
+ctl_show_config(const struct ctl_request *cr, json_t **reply)
+{
+	char	*text = NULL;
+	size_t	 len = 0;
+	FILE	*fp;
+
+	if ((fp = open_memstream(&text, &len)) == NULL)
+		fatal("%s: open_memstream", __func__);
+	print_config(&vault_conf, fp);
+	if (fclose(fp) == EOF)
+		fatal("%s: open_memstream", __func__);
+	*reply = json_pack("{s:s}", "text", text);
+	free(text);
+	return (0);
+}
+
+/*
+ * The orgs the user alone owns, as {"id","slug"} into *orgs: their
+ * number, or -1.
+ */
+static int
+ctl_sole_owned(int64_t uid, json_t **orgs)
+{
+	sqlite3_stmt	*st;
+	int		 rc;
+
+	*orgs = json_array();
+	if ((st = db_prepare("SELECT o.id, o.slug FROM memberships m JOIN "
+	    "orgs o ON o.id = m.org_id WHERE m.user_id = ?1 AND "
+	    "m.role = 'owner' AND NOT EXISTS (SELECT 1 FROM memberships x "
+	    "WHERE x.org_id = m.org_id AND x.role = 'owner' AND "
+	    "x.user_id != ?1) ORDER BY o.id")) == NULL)
+		return (-1);
+	sqlite3_bind_int64(st, 1, uid);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		json_array_append_new(*orgs, json_pack("{s:I,s:s}", "id",
+		    (json_int_t)sqlite3_column_int64(st, 0), "slug",
+		    db_text(st, 1)));
+	sqlite3_reset(st);
+	return (rc == SQLITE_DONE ? (int)json_array_size(*orgs) : -1);
+}
+
+/*
+ * A user and every membership (its tokens die with them).  An org the
+ * user alone owns would be left without an owner: refused, unless
+ * "force", which deletes those orgs with everything they hold.
+ */
+static int
+ctl_user_delete(const struct ctl_request *cr, json_t **reply)
+{
+	sqlite3_stmt	*st;
+	json_t		*orgs = NULL, *o;
+	char		 email[256], slugs[512];
+	int64_t		 uid = 0, oid;
+	size_t		 i;
+	int		 rc, is_agent = 0;
+
+	if (email_normalize(cr->email, email, sizeof(email)) == -1) {
+		*reply = ctl_errorf("invalid email address");
+		return (-1);
+	}
+	if (db_begin() == -1 || (st = db_prepare("SELECT id, is_agent FROM "
+	    "users WHERE email = ?")) == NULL)
+		goto fail;
+	sqlite3_bind_text(st, 1, email, -1, SQLITE_STATIC);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		uid = sqlite3_column_int64(st, 0);
+		is_agent = sqlite3_column_int(st, 1);
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		goto fail;
+	if (rc == SQLITE_DONE || is_agent) {
+		db_rollback();
+		*reply = rc == SQLITE_DONE ? ctl_errorf("no user %s", email) :
+		    ctl_errorf("%s is an agent: revoke it through its org's "
+		    "agents", email);
+		return (-1);
+	}
+	if (ctl_sole_owned(uid, &orgs) == -1)
+		goto fail;
+	if (json_array_size(orgs) > 0 && !cr->force) {
+		db_rollback();
+		slugs[0] = '\0';
+		json_array_foreach(orgs, i, o) {
+			if (i > 0)
+				strlcat(slugs, ", ", sizeof(slugs));
+			strlcat(slugs, json_string_value(json_object_get(o,
+			    "slug")), sizeof(slugs));
+		}
+		json_decref(orgs);
+		*reply = ctl_errorf("%s is the only owner of %s: add another "
+		    "owner first, or \"user delete %s force\" deletes %s too",
+		    email, slugs, email, i > 1 ? "those orgs" : "that org");
+		return (-1);
+	}
+	json_array_foreach(orgs, i, o) {
+		oid = json_integer_value(json_object_get(o, "id"));
+		if (org_remove(oid) == -1)
+			goto fail;
+	}
+	if ((st = db_prepare("SELECT org_id FROM memberships WHERE "
+	    "user_id = ?")) == NULL)
+		goto fail;
+	sqlite3_bind_int64(st, 1, uid);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		oid = sqlite3_column_int64(st, 0);
+		sqlite3_reset(st);
+		if (membership_remove(uid, oid) == -1)
+			goto fail;
+		sqlite3_bind_int64(st, 1, uid);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		goto fail;
+	if ((st = db_prepare("DELETE FROM users WHERE id = ?")) == NULL)
+		goto fail;
+	sqlite3_bind_int64(st, 1, uid);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE || db_commit() == -1)
+		goto fail;
+	*reply = json_pack("{s:s,s:o}", "deleted_user", email,
+	    "deleted_orgs", orgs);
+	log_info("tregctl: user %lld deleted with %zu org(s)",
+	    (long long)uid, json_array_size(orgs));
+	return (0);
+ fail:
+	log_warnx("%s: database error: %s", __func__,
+	    sqlite3_errmsg(vault_db));
+	db_rollback();
+	json_decref(orgs);
+	*reply = ctl_errorf("database error");
+	return (-1);
 }

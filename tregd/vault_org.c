@@ -34,11 +34,9 @@ static int	user_find(const char *, int64_t *, int *);
 static int	user_insert(const char *, int, int64_t *);
 static int	org_slug_unique(const char *, char *, size_t);
 static int	org_insert(const char *, int64_t *, char *, size_t);
-static int	org_remove(int64_t);
 static int	org_find_ctl(const char *, int64_t *, char *, size_t);
 static int	membership_insert(int64_t, int64_t, enum role, const char *,
 		    int, const char *, char *, int64_t *);
-static int	membership_remove(int64_t, int64_t);
 static int	membership_role(int64_t, int64_t, enum role *, int *);
 static int	owner_count(int64_t);
 static int	body_email(struct vault_req *, struct vault_resp *, char *,
@@ -284,7 +282,7 @@ org_insert(const char *name, int64_t *id, char *slug, size_t len)
  * (the audit triggers allow it once the org row is gone); its agents'
  * user rows go first, since an agent exists only for its org.
  */
-static int
+int
 org_remove(int64_t org)
 {
 	sqlite3_stmt	*st;
@@ -358,7 +356,7 @@ membership_insert(int64_t user, int64_t org, enum role role,
  * that user in the org, and the user row of an agent, which exists only
  * for this membership.
  */
-static int
+int
 membership_remove(int64_t user, int64_t org)
 {
 	sqlite3_stmt	*st;

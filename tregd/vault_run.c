@@ -700,9 +700,7 @@ runs_query(int64_t org, const struct auth *a, int limit)
 		    "created_at", db_text(st, 7));
 		if (o == NULL)
 			fatalx("%s: json", __func__);
-		if (org == 0)
-			json_object_set_new(o, "org", json_string(db_text(st,
-			    8)));
+		json_object_set_new(o, "org", json_string(db_text(st, 8)));
 		json_array_append_new(list, o);
 	}
 	if (json_array_size(list) < (size_t)limit && rc != SQLITE_DONE) {

@@ -104,6 +104,13 @@ ATF_TC_BODY(every_command_parses_in_full, tc)
 	expect_cmd(CTL_SHOW_RUNS, "show", "runs", NULL);
 	expect_cmd(CTL_SHOW_AUDIT, "show", "audit", "acme", NULL);
 	expect_cmd(CTL_METRICS, "show", "metrics", NULL);
+	expect_cmd(CTL_SHOW_MEMBERS, "show", "members", "acme", NULL);
+	expect_cmd(CTL_SHOW_AGENTS, "show", "agents", "acme", NULL);
+	expect_cmd(CTL_SHOW_SECRETS, "show", "secrets", "acme", NULL);
+	expect_cmd(CTL_SHOW_CONFIG, "show", "config", NULL);
+	expect_cmd(CTL_USER_DELETE, "user", "delete", "a@example.com", NULL);
+	expect_cmd(CTL_USER_DELETE, "user", "delete", "a@example.com",
+	    "force", NULL);
 	expect_cmd(CTL_USER_ADD, "user", "add", "a@example.com", NULL);
 	expect_cmd(CTL_TOKEN_REVOKE, "token", "revoke", "a@example.com",
 	    NULL);
@@ -118,7 +125,12 @@ ATF_TC_WITHOUT_HEAD(unique_prefixes_select_the_command);
 ATF_TC_BODY(unique_prefixes_select_the_command, tc)
 {
 	expect_cmd(CTL_SHOW_STATUS, "sh", "st", NULL);
-	expect_cmd(CTL_SHOW_STATUS, "s", "s", NULL);
+	expect_cmd(CTL_SHOW_STATUS, "s", "st", NULL);
+	expect_cmd(CTL_SHOW_SECRETS, "s", "se", "acme", NULL);
+	expect_cmd(CTL_SHOW_MEMBERS, "sh", "mem", "acme", NULL);
+	expect_cmd(CTL_SHOW_AGENTS, "sh", "ag", "acme", NULL);
+	expect_cmd(CTL_SHOW_CONFIG, "sh", "c", NULL);
+	expect_cmd(CTL_USER_DELETE, "u", "d", "a@example.com", "f", NULL);
 	expect_cmd(CTL_SHOW_USERS, "sho", "u", NULL);
 	expect_cmd(CTL_SHOW_RUNS, "sh", "r", "acme", "lim", "3", NULL);
 	expect_cmd(CTL_USER_ADD, "u", "a", "a@example.com", "r", "adm",
@@ -138,11 +150,11 @@ ATF_TC_BODY(a_word_longer_than_the_keyword_is_refused, tc)
 	expect_error("unknown argument: showx",
 	    "key log org reload show token user", "showx", "status", NULL);
 	expect_error("unknown argument: statuses",
-	    "audit metrics orgs runs status tools users", "show", "statuses",
+	    "agents audit config members metrics orgs runs secrets status tools users", "show", "statuses",
 	    NULL);
 }
 
-/* The real grammar has no shared prefix, so the case brings a table. */
+/* A table of its own: prefixes of prefixes, which the grammar lacks. */
 static const struct token t_test_end[] = {
 	{ ENDTOKEN,	"",		CTL_NONE,	NULL },
 	TABLE_END
@@ -170,6 +182,50 @@ ATF_TC_BODY(ambiguous_prefix_lists_the_candidates, tc)
 	ATF_CHECK_EQ(res.action, CTL_SHOW_USERS);
 }
 
+ATF_TC_WITHOUT_HEAD(shared_prefixes_of_show_are_ambiguous);
+ATF_TC_BODY(shared_prefixes_of_show_are_ambiguous, tc)
+{
+	expect_error("ambiguous argument: s", "secrets status", "show", "s",
+	    NULL);
+	expect_error("ambiguous argument: m", "members metrics", "show", "m",
+	    NULL);
+	expect_error("ambiguous argument: a", "agents audit", "show", "a",
+	    NULL);
+}
+
+ATF_TC_WITHOUT_HEAD(user_delete_takes_force_once);
+ATF_TC_BODY(user_delete_takes_force_once, tc)
+{
+	struct parse_result	 res;
+
+	ATF_REQUIRE_EQ(parse_words(&res, "user", "delete", "a@example.com",
+	    NULL), 0);
+	ATF_CHECK_EQ(res.force, 0);
+	ATF_CHECK_STREQ(res.email, "a@example.com");
+	ATF_REQUIRE_EQ(parse_words(&res, "user", "delete", "a@example.com",
+	    "force", NULL), 0);
+	ATF_CHECK_EQ(res.force, 1);
+	expect_error("unknown argument: force", "<end>", "user", "delete",
+	    "a@example.com", "force", "force", NULL);
+	expect_error("missing argument", "EMAIL", "user", "delete", NULL);
+	expect_error("unknown argument: now", "<end> force", "user", "delete",
+	    "a@example.com", "now", NULL);
+}
+
+ATF_TC_WITHOUT_HEAD(org_listings_need_an_org);
+ATF_TC_BODY(org_listings_need_an_org, tc)
+{
+	struct parse_result	 res;
+
+	expect_error("missing argument", "ORG", "show", "members", NULL);
+	expect_error("missing argument", "ORG", "show", "agents", NULL);
+	expect_error("missing argument", "ORG", "show", "secrets", NULL);
+	expect_error("unknown argument: x", "<end>", "show", "config", "x",
+	    NULL);
+	ATF_REQUIRE_EQ(parse_words(&res, "show", "secrets", "acme", NULL), 0);
+	ATF_CHECK_STREQ(res.org, "acme");
+}
+
 ATF_TC_WITHOUT_HEAD(exact_keyword_wins_over_a_longer_one);
 ATF_TC_BODY(exact_keyword_wins_over_a_longer_one, tc)
 {
@@ -187,7 +243,7 @@ ATF_TC_BODY(unknown_command_lists_valid_commands, tc)
 	expect_error("unknown argument: frobnicate",
 	    "key log org reload show token user", "frobnicate", NULL);
 	expect_error("unknown argument: everything",
-	    "audit metrics orgs runs status tools users", "show",
+	    "agents audit config members metrics orgs runs secrets status tools users", "show",
 	    "everything", NULL);
 	expect_error("unknown argument: loud", "brief verbose", "log",
 	    "loud", NULL);
@@ -199,7 +255,7 @@ ATF_TC_BODY(missing_argument_lists_what_may_follow, tc)
 	expect_error("missing argument",
 	    "key log org reload show token user", NULL);
 	expect_error("missing argument",
-	    "audit metrics orgs runs status tools users", "show", NULL);
+	    "agents audit config members metrics orgs runs secrets status tools users", "show", NULL);
 	expect_error("missing argument", "EMAIL", "user", "add", NULL);
 	expect_error("missing argument", "ORG", "org", "delete", NULL);
 	expect_error("missing argument", "ORG", "user", "add",
@@ -275,7 +331,7 @@ ATF_TC_BODY(show_tools_and_audit_take_an_optional_org, tc)
 	ATF_CHECK_STREQ(res.org, "");
 	ATF_REQUIRE_EQ(parse_words(&res, "show", "tools", "acme", NULL), 0);
 	ATF_CHECK_STREQ(res.org, "acme");
-	ATF_REQUIRE_EQ(parse_words(&res, "sh", "a", "beta-2", NULL), 0);
+	ATF_REQUIRE_EQ(parse_words(&res, "sh", "au", "beta-2", NULL), 0);
 	ATF_CHECK_EQ(res.action, CTL_SHOW_AUDIT);
 	ATF_CHECK_STREQ(res.org, "beta-2");
 }
@@ -387,6 +443,9 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, a_word_longer_than_the_keyword_is_refused);
 	ATF_TP_ADD_TC(tp, ambiguous_prefix_lists_the_candidates);
 	ATF_TP_ADD_TC(tp, exact_keyword_wins_over_a_longer_one);
+	ATF_TP_ADD_TC(tp, shared_prefixes_of_show_are_ambiguous);
+	ATF_TP_ADD_TC(tp, user_delete_takes_force_once);
+	ATF_TP_ADD_TC(tp, org_listings_need_an_org);
 	ATF_TP_ADD_TC(tp, unknown_command_lists_valid_commands);
 	ATF_TP_ADD_TC(tp, missing_argument_lists_what_may_follow);
 	ATF_TP_ADD_TC(tp, trailing_words_are_refused);
