@@ -42,8 +42,8 @@ LDLIBS   += $(PKG_LIBS)
 
 COMMON_SRCS = $(sort $(wildcard common/*.c))
 COMMON_OBJS = $(COMMON_SRCS:.c=.o)
-TREGD_SRCS  = $(filter-out tregd/parse.c,$(sort $(wildcard tregd/*.c))) \
-	      tregd/parse.c
+TREGD_SRCS  = $(filter-out tregd/parse.c tregd/openapi_doc.c,\
+	      $(sort $(wildcard tregd/*.c))) tregd/parse.c tregd/openapi_doc.c
 TREGD_OBJS  = $(TREGD_SRCS:.c=.o)
 CTL_SRCS    = $(sort $(wildcard tregctl/*.c))
 CTL_OBJS    = $(CTL_SRCS:.c=.o)
@@ -70,6 +70,18 @@ common/libcommon.a: $(COMMON_OBJS)
 
 tregd/parse.c: tregd/parse.y
 	$(YACC) -o $@ $<
+
+# GET /openapi.json: the frontend's chroot has no files, so the document
+# is compiled in, its bytes written out by od(1).
+tregd/openapi_doc.c: doc/openapi.json
+	{ echo '/* Made from doc/openapi.json by make: do not edit. */'; \
+	    echo '#include "tregd.h"'; \
+	    echo 'const char openapi_doc[] = {'; \
+	    od -An -v -tx1 doc/openapi.json | \
+	    sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	    echo '};'; \
+	    echo 'const size_t openapi_doc_len = sizeof(openapi_doc);'; \
+	    } > $@.tmp && mv $@.tmp $@
 
 tregd/parse.o: CFLAGS += -Wno-missing-prototypes -Wno-sign-compare \
 	-Wno-unused-but-set-variable
@@ -139,5 +151,6 @@ fuzz:
 
 clean:
 	rm -f common/*.o common/libcommon.a tregd/*.o tregd/parse.c \
+	    tregd/openapi_doc.c \
 	    tregctl/*.o tregd/tregd tregctl/tregctl $(UNIT_PROGS) \
 	    $(FLAGS_STAMP)

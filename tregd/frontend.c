@@ -113,6 +113,7 @@ static const struct route_pat routes[] = {
 	{ EVHTTP_REQ_GET,	"/runs",			ROUTE_RUNS_LIST },
 	{ EVHTTP_REQ_GET,	"/calls",			ROUTE_CALLS_LIST },
 	{ EVHTTP_REQ_GET,	"/health",			ROUTE_HEALTH },
+	{ EVHTTP_REQ_GET,	"/openapi.json",		ROUTE_OPENAPI },
 };
 
 /* A matched path. */
@@ -638,6 +639,11 @@ front_request(struct evhttp_request *req, void *arg)
 		    "method not allowed");
 		return;
 	}
+	if (m.route == ROUTE_OPENAPI) {
+		/* Embedded at build time: the chroot holds no files. */
+		front_send_json(req, 200, openapi_doc, openapi_doc_len);
+		return;
+	}
 
 	memset(&ar, 0, sizeof(ar));
 	ar.route = m.route;
@@ -925,4 +931,34 @@ front_run_finish(struct front_req *fr)
 	free(s);
  done:
 	front_req_free(fr);
+}
+
+/* tregd -T routes: what this frontend answers, for the OpenAPI test. */
+void
+front_print_routes(FILE *fp)
+{
+	const char	*m;
+	size_t		 i;
+
+	fprintf(fp, "GET /meta\n");
+	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		switch (routes[i].method) {
+		case EVHTTP_REQ_GET:
+			m = "GET";
+			break;
+		case EVHTTP_REQ_POST:
+			m = "POST";
+			break;
+		case EVHTTP_REQ_PATCH:
+			m = "PATCH";
+			break;
+		case EVHTTP_REQ_DELETE:
+			m = "DELETE";
+			break;
+		default:
+			m = "?";
+			break;
+		}
+		fprintf(fp, "%s %s\n", m, routes[i].pattern);
+	}
 }

@@ -76,6 +76,10 @@ main(int argc, char *argv[], char *envp[])
 	if (argc != 0)
 		usage();
 
+	if (selftest != NULL && strcmp(selftest, "routes") == 0) {
+		front_print_routes(stdout);
+		return (0);
+	}
 	if (selftest != NULL) {
 		if ((ch = sandbox_selftest(selftest)) == -1)
 			errx(1, "unknown selftest %s", selftest);

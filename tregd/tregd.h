@@ -201,6 +201,7 @@ enum api_route {
 	ROUTE_RUNS_LIST,		/* GET /runs */
 	ROUTE_CALLS_LIST,		/* GET /calls */
 	ROUTE_HEALTH,			/* GET /health */
+	ROUTE_OPENAPI,			/* GET /openapi.json (frontend) */
 	ROUTE_MAX
 };
 
@@ -355,6 +356,11 @@ void	 notify_send(const char *);
 
 /* frontend.c */
 __dead void frontend_main(int, int);
+void	 front_print_routes(FILE *);
+
+/* openapi_doc.c, made from doc/openapi.json by make */
+extern const char openapi_doc[];
+extern const size_t openapi_doc_len;
 
 /* vault.c */
 __dead void vault_main(int, int);
