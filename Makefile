@@ -4,6 +4,7 @@
 #   make check           install missing dependencies (as root), build, run
 #                        every test under kyua; SANITIZE=1 for ASan+UBSan
 #   make run             a development daemon on 127.0.0.1:8790, state in ./run
+#                        (PORT=8791 another port, RUNDIR= another directory)
 #   make install         PREFIX=/usr/local DESTDIR=
 #   make lint            mandoc -Tlint, tregd -n on the example config and
 #                        the systemd unit's exposure score
@@ -116,7 +117,7 @@ deps:
 	@sh scripts/deps.sh
 
 run: all
-	@sh scripts/run.sh
+	@PORT='$(PORT)' RUNDIR='$(RUNDIR)' sh scripts/run.sh
 
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man5 \

@@ -2,13 +2,20 @@
 # make run: a development tregd in the foreground on 127.0.0.1:8790, state
 # under ./run/, open signup.  As root it runs fully privilege-separated
 # (the system users are created if missing); as another user it runs the
-# same processes without chroot or uid changes.
+# same processes without chroot or uid changes.  PORT= changes the port;
+# RUNDIR= the directory of the state, configuration and control socket.
 
 set -e
 top=$(pwd)
-mkdir -p run
+port=${PORT:-8790}
+dir=${RUNDIR:-$top/run}
+case $port in
+''|*[!0-9]*) echo "make run: PORT must be a number, not '$port'" >&2; exit 1 ;;
+esac
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
 if [ "$(id -u)" -eq 0 ]; then
-	sh scripts/deps.sh users
+	sh "$top/scripts/deps.sh" users
 fi
 # As root, run children (user _tregrun) must be able to reach their
 # directory, and the checkout may sit under a private home: keep it in
@@ -17,29 +24,29 @@ fi
 # root's (tregd would refuse a run directory root does not own, and a
 # normal user cannot list root's).
 if [ "$(id -u)" -eq 0 ]; then
-	rundir=/var/tmp/tregd-dev-runs
+	rundir=/var/tmp/tregd-dev-runs-$port
 else
-	rundir="$top/run/runs"
+	rundir="$dir/runs"
 fi
-cat > run/tregd.conf <<CONF
+cat > "$dir/tregd.conf" <<CONF
 # Development configuration written by "make run".
-listen on 127.0.0.1 port 8790
-state "$top/run/state"
-socket "$top/run/tregd.sock"
+listen on 127.0.0.1 port $port
+state "$dir/state"
+socket "$dir/tregd.sock"
 signup open
 run allow { "sh", "echo", "true", "cat" }
 run directory "$rundir"
 CONF
 cat <<MSG
-tregd: starting on http://127.0.0.1:8790 (state in $top/run/state)
+tregd: starting on http://127.0.0.1:$port (state in $dir/state)
 
 Create a user and keep the token it prints (shown once):
-  curl -s -X POST http://127.0.0.1:8790/users -d '{"email": "you@example.com"}'
+  curl -s -X POST http://127.0.0.1:$port/users -d '{"email": "you@example.com"}'
 Then, for instance:
-  curl -s -H "X-Treg-Token: TOKEN" http://127.0.0.1:8790/tools
+  curl -s -H "X-Treg-Token: TOKEN" http://127.0.0.1:$port/tools
 The operator's tool:
-  ./tregctl/tregctl -s $top/run/tregd.sock show status
+  ./tregctl/tregctl -s $dir/tregd.sock show status
 
 Stop with ^C.
 MSG
-exec ./tregd/tregd -d -f run/tregd.conf
+exec "$top/tregd/tregd" -d -f "$dir/tregd.conf"
