@@ -293,7 +293,7 @@ struct ctl_request {
 	char		 email[256];
 	char		 org[NAME_LEN_MAX + 1];
 	char		 role[16];
-	uint32_t	 force;		/* user delete: its sole-owner orgs too */
+	uint32_t	 force;		/* user delete: sole-owned orgs too */
 };
 
 /* parent -> vault: the answer to tregctl reload. */

@@ -55,6 +55,9 @@ static int	ctl_show_secrets(const struct ctl_request *, json_t **);
 static int	ctl_show_config(const struct ctl_request *, json_t **);
 static int	ctl_user_delete(const struct ctl_request *, json_t **);
 static int	ctl_sole_owned(int64_t, json_t **);
+static int	ctl_user_find(const char *, int64_t *, int *);
+static void	ctl_slugs(const json_t *, char *, size_t);
+static int	ctl_user_remove(int64_t, const json_t *);
 static json_t	*ctl_listeners(void);
 
 void
@@ -541,6 +544,82 @@ ctl_sole_owned(int64_t uid, json_t **orgs)
 	return (rc == SQLITE_DONE ? (int)json_array_size(*orgs) : -1);
 }
 
+/* The user of an email: 1 found, 0 none, -1 error. */
+static int
+ctl_user_find(const char *email, int64_t *uid, int *is_agent)
+{
+	sqlite3_stmt	*st;
+	int		 rc;
+
+	if ((st = db_prepare("SELECT id, is_agent FROM users WHERE "
+	    "email = ?")) == NULL)
+		return (-1);
+	sqlite3_bind_text(st, 1, email, -1, SQLITE_STATIC);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		*uid = sqlite3_column_int64(st, 0);
+		*is_agent = sqlite3_column_int(st, 1);
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc == SQLITE_ROW)
+		return (1);
+	return (rc == SQLITE_DONE ? 0 : -1);
+}
+
+/* "a, b" of the orgs' slugs, for the refusal. */
+static void
+ctl_slugs(const json_t *orgs, char *buf, size_t len)
+{
+	const json_t	*o;
+	size_t		 i;
+
+	buf[0] = '\0';
+	json_array_foreach(orgs, i, o) {
+		if (i > 0)
+			strlcat(buf, ", ", len);
+		strlcat(buf, json_string_value(json_object_get(o, "slug")),
+		    len);
+	}
+}
+
+/* The orgs, then every membership left, then the user: 0 or -1. */
+static int
+ctl_user_remove(int64_t uid, const json_t *orgs)
+{
+	sqlite3_stmt	*st;
+	const json_t	*o;
+	int64_t		 oid;
+	size_t		 i;
+	int		 rc;
+
+	json_array_foreach(orgs, i, o)
+		if (org_remove(json_integer_value(json_object_get(o,
+		    "id"))) == -1)
+			return (-1);
+	if ((st = db_prepare("SELECT org_id FROM memberships WHERE "
+	    "user_id = ? LIMIT 1")) == NULL)
+		return (-1);
+	/* One at a time: membership_remove changes what the query sees. */
+	for (;;) {
+		sqlite3_bind_int64(st, 1, uid);
+		rc = sqlite3_step(st);
+		if (rc != SQLITE_ROW)
+			break;
+		oid = sqlite3_column_int64(st, 0);
+		sqlite3_reset(st);
+		if (membership_remove(uid, oid) == -1)
+			return (-1);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE ||
+	    (st = db_prepare("DELETE FROM users WHERE id = ?")) == NULL)
+		return (-1);
+	sqlite3_bind_int64(st, 1, uid);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	return (rc == SQLITE_DONE ? 0 : -1);
+}
+
 /*
  * A user and every membership (its tokens die with them).  An org the
  * user alone owns would be left without an owner: refused, unless
@@ -549,32 +628,21 @@ ctl_sole_owned(int64_t uid, json_t **orgs)
 static int
 ctl_user_delete(const struct ctl_request *cr, json_t **reply)
 {
-	sqlite3_stmt	*st;
-	json_t		*orgs = NULL, *o;
+	json_t		*orgs = NULL;
 	char		 email[256], slugs[512];
-	int64_t		 uid = 0, oid;
-	size_t		 i;
+	int64_t		 uid = 0;
 	int		 rc, is_agent = 0;
 
 	if (email_normalize(cr->email, email, sizeof(email)) == -1) {
 		*reply = ctl_errorf("invalid email address");
 		return (-1);
 	}
-	if (db_begin() == -1 || (st = db_prepare("SELECT id, is_agent FROM "
-	    "users WHERE email = ?")) == NULL)
+	if (db_begin() == -1 ||
+	    (rc = ctl_user_find(email, &uid, &is_agent)) == -1)
 		goto fail;
-	sqlite3_bind_text(st, 1, email, -1, SQLITE_STATIC);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		uid = sqlite3_column_int64(st, 0);
-		is_agent = sqlite3_column_int(st, 1);
-	}
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		goto fail;
-	if (rc == SQLITE_DONE || is_agent) {
+	if (rc == 0 || is_agent) {
 		db_rollback();
-		*reply = rc == SQLITE_DONE ? ctl_errorf("no user %s", email) :
+		*reply = rc == 0 ? ctl_errorf("no user %s", email) :
 		    ctl_errorf("%s is an agent: revoke it through its org's "
 		    "agents", email);
 		return (-1);
@@ -583,49 +651,20 @@ ctl_user_delete(const struct ctl_request *cr, json_t **reply)
 		goto fail;
 	if (json_array_size(orgs) > 0 && !cr->force) {
 		db_rollback();
-		slugs[0] = '\0';
-		json_array_foreach(orgs, i, o) {
-			if (i > 0)
-				strlcat(slugs, ", ", sizeof(slugs));
-			strlcat(slugs, json_string_value(json_object_get(o,
-			    "slug")), sizeof(slugs));
-		}
-		json_decref(orgs);
+		ctl_slugs(orgs, slugs, sizeof(slugs));
 		*reply = ctl_errorf("%s is the only owner of %s: add another "
 		    "owner first, or \"user delete %s force\" deletes %s too",
-		    email, slugs, email, i > 1 ? "those orgs" : "that org");
+		    email, slugs, email, json_array_size(orgs) > 1 ?
+		    "those orgs" : "that org");
+		json_decref(orgs);
 		return (-1);
 	}
-	json_array_foreach(orgs, i, o) {
-		oid = json_integer_value(json_object_get(o, "id"));
-		if (org_remove(oid) == -1)
-			goto fail;
-	}
-	if ((st = db_prepare("SELECT org_id FROM memberships WHERE "
-	    "user_id = ?")) == NULL)
+	if (ctl_user_remove(uid, orgs) == -1 || db_commit() == -1)
 		goto fail;
-	sqlite3_bind_int64(st, 1, uid);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		oid = sqlite3_column_int64(st, 0);
-		sqlite3_reset(st);
-		if (membership_remove(uid, oid) == -1)
-			goto fail;
-		sqlite3_bind_int64(st, 1, uid);
-	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE)
-		goto fail;
-	if ((st = db_prepare("DELETE FROM users WHERE id = ?")) == NULL)
-		goto fail;
-	sqlite3_bind_int64(st, 1, uid);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE || db_commit() == -1)
-		goto fail;
-	*reply = json_pack("{s:s,s:o}", "deleted_user", email,
-	    "deleted_orgs", orgs);
 	log_info("tregctl: user %lld deleted with %zu org(s)",
 	    (long long)uid, json_array_size(orgs));
+	*reply = json_pack("{s:s,s:o}", "deleted_user", email,
+	    "deleted_orgs", orgs);
 	return (0);
  fail:
 	log_warnx("%s: database error: %s", __func__,

@@ -12,6 +12,9 @@
 #include <atf-c.h>
 
 #define WORDS_MAX	16
+/* What "show" accepts, as the help lists it. */
+#define SHOW_WORDS	"agents audit config members metrics orgs runs " \
+			"secrets status tools users"
 
 static int	 parse_words(struct parse_result *, ...);
 static int	 parse_words_table(const struct token *,
@@ -150,7 +153,7 @@ ATF_TC_BODY(a_word_longer_than_the_keyword_is_refused, tc)
 	expect_error("unknown argument: showx",
 	    "key log org reload show token user", "showx", "status", NULL);
 	expect_error("unknown argument: statuses",
-	    "agents audit config members metrics orgs runs secrets status tools users", "show", "statuses",
+	    SHOW_WORDS, "show", "statuses",
 	    NULL);
 }
 
@@ -243,7 +246,7 @@ ATF_TC_BODY(unknown_command_lists_valid_commands, tc)
 	expect_error("unknown argument: frobnicate",
 	    "key log org reload show token user", "frobnicate", NULL);
 	expect_error("unknown argument: everything",
-	    "agents audit config members metrics orgs runs secrets status tools users", "show",
+	    SHOW_WORDS, "show",
 	    "everything", NULL);
 	expect_error("unknown argument: loud", "brief verbose", "log",
 	    "loud", NULL);
@@ -255,7 +258,7 @@ ATF_TC_BODY(missing_argument_lists_what_may_follow, tc)
 	expect_error("missing argument",
 	    "key log org reload show token user", NULL);
 	expect_error("missing argument",
-	    "agents audit config members metrics orgs runs secrets status tools users", "show", NULL);
+	    SHOW_WORDS, "show", NULL);
 	expect_error("missing argument", "EMAIL", "user", "add", NULL);
 	expect_error("missing argument", "ORG", "org", "delete", NULL);
 	expect_error("missing argument", "ORG", "user", "add",
