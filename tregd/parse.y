@@ -458,7 +458,8 @@ conf_err(const char *fmt, ...)
 	va_list	 ap, aq;
 
 	va_start(ap, fmt);
-	if (parse_error[0] == '\0') {
+	/* The first error, for tregctl reload; warnings do not refuse. */
+	if (parse_error[0] == '\0' && strstr(fmt, ": warning: ") == NULL) {
 		va_copy(aq, ap);
 		vsnprintf(parse_error, sizeof(parse_error), fmt, aq);
 		va_end(aq);

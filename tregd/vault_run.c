@@ -700,7 +700,9 @@ runs_query(int64_t org, const struct auth *a, int limit)
 		    "created_at", db_text(st, 7));
 		if (o == NULL)
 			fatalx("%s: json", __func__);
-		json_object_set_new(o, "org", json_string(db_text(st, 8)));
+		if (a == NULL)	/* tregctl names the org of each row */
+			json_object_set_new(o, "org", json_string(db_text(st,
+			    8)));
 		json_array_append_new(list, o);
 	}
 	if (json_array_size(list) < (size_t)limit && rc != SQLITE_DONE) {
