@@ -246,7 +246,7 @@ struct run_exit {
 	uint32_t	 timed_out;
 	uint32_t	 duration_ms;
 	uint32_t	 redacted;
-	uint32_t	 truncated;	/* RUN_TRUNC_STDOUT | RUN_TRUNC_STDERR */
+	uint32_t	 truncated;	/* RUN_TRUNC_STDOUT, RUN_TRUNC_STDERR */
 	uint32_t	 notfound;	/* bin not on the run path: nothing ran */
 	uint32_t	 failed;	/* the run could not be started */
 	uint32_t	 cancelled;
@@ -271,7 +271,7 @@ struct run_result {
 	uint32_t	 redacted;
 	uint32_t	 error;		/* 1: the run could not start */
 	uint32_t	 outcome;	/* enum run_outcome */
-	uint32_t	 truncated;	/* RUN_TRUNC_STDOUT | RUN_TRUNC_STDERR */
+	uint32_t	 truncated;	/* RUN_TRUNC_STDOUT, RUN_TRUNC_STDERR */
 };
 
 /* Control commands (tregctl). */

@@ -4,8 +4,9 @@
  * The parent binds the socket (mode 0600, or 0660 with "socket group");
  * every connection is checked again here with SO_PEERCRED: root, or a
  * process of the configured group, primary or supplementary
- * (SO_PEERGROUPS).  A malformed message closes that connection only.  A request is one
- * IMSG_CTL_REQUEST; the answer one IMSG_CTL_REPLY blob holding JSON.
+ * (SO_PEERGROUPS).  A malformed message closes that connection only.
+ * A request is one IMSG_CTL_REQUEST; the answer one IMSG_CTL_REPLY blob
+ * holding JSON.
  * reload and log go through the parent, which owns those.
  */
 
@@ -336,8 +337,8 @@ ctl_metrics(const struct ctl_request *cr, json_t **reply)
 	    "# TYPE tregd_run_slots_in_use gauge\n"
 	    "tregd_run_slots_in_use %d\n",
 	    (long long)ctl_count("SELECT count(*) FROM runs"),
-	    (long long)ctl_count("SELECT coalesce(sum(redacted), 0) "
-	    "FROM runs"),
+	    (long long)ctl_count("SELECT (SELECT coalesce(sum(redacted), 0) "
+	    "FROM runs) + (SELECT coalesce(sum(redacted), 0) FROM run_ends)"),
 	    (long long)ctl_count("SELECT count(*) FROM calls "
 	    "WHERE refused_by IS NOT NULL OR action = 'DENY'"),
 	    (long long)ctl_count("SELECT count(*) FROM calls "

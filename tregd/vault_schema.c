@@ -163,7 +163,8 @@ static const char *const migrations[] = {
 	"  redacted INTEGER NOT NULL DEFAULT 0,"
 	"  truncated INTEGER NOT NULL DEFAULT 0,"	/* 1 stdout, 2 stderr */
 	"  created_at TEXT NOT NULL);"
-	"CREATE INDEX calls_grant ON calls(grant_id) WHERE grant_id IS NOT NULL;"
+	"CREATE INDEX calls_grant ON calls(grant_id)"
+	"  WHERE grant_id IS NOT NULL;"
 	"CREATE TRIGGER run_ends_no_update BEFORE UPDATE ON run_ends BEGIN"
 	"  SELECT RAISE(ABORT, 'audit records are append-only'); END;"
 	"CREATE TRIGGER run_ends_no_delete BEFORE DELETE ON run_ends"
