@@ -174,6 +174,12 @@ imsgev_handler(int fd, short event, void *arg)
 		}
 		for (;;) {
 			r = imsg_get(&iev->ibuf, &imsg);
+			if (r == -1 && iev->untrusted) {
+				/* A client is not a peer: it goes, we stay. */
+				log_warnx("corrupt message stream from %s, "
+				    "connection closed", iev->name);
+				goto dead;
+			}
 			if (r == -1)
 				fatalx("corrupt message stream from %s",
 				    iev->name);
@@ -181,6 +187,9 @@ imsgev_handler(int fd, short event, void *arg)
 				break;
 			iev->dispatch(iev, &imsg);
 			imsg_free(&imsg);
+			/* The dispatcher gave up on it: close it here. */
+			if (iev->dead == 1)
+				goto dead;
 			if (iev->dead)
 				return;
 		}

@@ -33,6 +33,7 @@ struct imsgev {
 	int			 peer;		/* enum tregd_proc of the peer */
 	const char		*name;		/* peer name, for messages */
 	int			 dead;
+	int			 untrusted;	/* a client: corrupt closes */
 };
 
 void	 imsgev_init(struct imsgev *, int, int, const char *, imsgev_fn,

@@ -879,7 +879,9 @@ run_done(struct run *r)
 		if (redact_finish(r->out[i].rd, run_emit, &r->out[i]) == -1)
 			fatal("%s: redact_finish", __func__);
 		redacted += redact_count(r->out[i].rd);
-		truncated |= redact_truncated(r->out[i].rd);
+		if (redact_truncated(r->out[i].rd))
+			truncated |= i == 0 ? RUN_TRUNC_STDOUT :
+			    RUN_TRUNC_STDERR;
 	}
 	/* A capped stderr still says why the run ended. */
 	if (r->timed_out && redact_truncated(r->out[1].rd))

@@ -248,9 +248,21 @@ struct run_exit {
 	uint32_t	 timed_out;
 	uint32_t	 duration_ms;
 	uint32_t	 redacted;
-	uint32_t	 truncated;
+	uint32_t	 truncated;	/* RUN_TRUNC_STDOUT, RUN_TRUNC_STDERR */
 	uint32_t	 notfound;	/* bin not on the run path: nothing ran */
 	uint32_t	 failed;	/* the run could not be started */
+	uint32_t	 cancelled;
+};
+#define RUN_TRUNC_STDOUT	0x1
+#define RUN_TRUNC_STDERR	0x2
+
+/* How a run ended, as GET /runs and the answer of POST /run say it. */
+enum run_outcome {
+	RUN_OK,
+	RUN_FAILED,
+	RUN_TIMED_OUT,
+	RUN_CANCELLED,
+	RUN_INTERRUPTED
 };
 
 /* vault -> frontend: the run's final status, sent after the audit row. */
@@ -260,6 +272,8 @@ struct run_result {
 	uint32_t	 duration_ms;
 	uint32_t	 redacted;
 	uint32_t	 error;		/* 1: the run could not start */
+	uint32_t	 outcome;	/* enum run_outcome */
+	uint32_t	 truncated;	/* RUN_TRUNC_STDOUT, RUN_TRUNC_STDERR */
 };
 
 /* Control commands (tregctl). */
@@ -364,6 +378,9 @@ extern const size_t openapi_doc_len;
 
 /* vault.c */
 __dead void vault_main(int, int);
+
+/* vault_run.c */
+const char *run_outcome_name(uint32_t);	/* enum run_outcome: "ok" ... */
 
 /* exec.c */
 __dead void exec_main(int, int);

@@ -18,7 +18,6 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -871,7 +870,8 @@ inject_check(json_t *e, int local, json_t **out, const char *ctx,
 /*
  * cli_check: in is a CLI profile object, or NULL/null (no profile: *out
  * NULL).  *out gets {bin, enabled, auth_mechanism, inject, deny}; each
- * deny pattern is compiled here so a bad one is refused at registration.
+ * deny pattern is compiled here (PCRE2, bounded) so a bad or too costly
+ * one is refused at registration.
  */
 int
 cli_check(json_t *in, int local, json_t **out, char *err, size_t errlen)
@@ -879,9 +879,8 @@ cli_check(json_t *in, int local, json_t **out, char *err, size_t errlen)
 	json_t		*o, *arr, *e, *c;
 	const char	*bin, *mech, *name, *oname;
 	char		 ctx[48];
-	regex_t		 re;
 	size_t		 i, j;
-	int		 enabled = 1, rc;
+	int		 enabled = 1;
 
 	*out = NULL;
 	if (in == NULL || json_is_null(in))
@@ -972,17 +971,9 @@ cli_check(json_t *in, int local, json_t **out, char *err, size_t errlen)
 				    "bytes", i, DENY_LEN_MAX);
 				goto fail;
 			}
-			rc = regcomp(&re, json_string_value(c),
-			    REG_EXTENDED | REG_NOSUB);
-			if (rc != 0) {
-				char	 why[128];
-
-				regerror(rc, &re, why, sizeof(why));
-				snprintf(err, errlen, "invalid deny pattern "
-				    "'%.128s': %s", json_string_value(c), why);
+			if (deny_pattern_check(json_string_value(c),
+			    json_string_length(c), err, errlen) == -1)
 				goto fail;
-			}
-			regfree(&re);
 			json_array_append_new(arr,
 			    json_string(json_string_value(c)));
 		}

@@ -166,6 +166,14 @@ json_t		*argv_mask(int64_t, json_t *);
  */
 int		 deny_check(const struct auth *, const char *, const char *,
 		    const char *, struct vault_resp *);
+/*
+ * cli.deny of the tool against argv, for a grant or a server run (kind
+ * "local_run" or "server_run"): 0 allowed; -1 refused and audited as
+ * DENY (403), or the audit could not be written (503): resp set.
+ */
+struct tool_row;
+int		 cli_deny_refuse(const struct auth *, const struct tool_row *,
+		    json_t *, const char *, struct vault_resp *);
 extern const struct vault_route vault_policy_routes[];
 
 /* validate.c */
@@ -175,7 +183,7 @@ extern const struct vault_route vault_policy_routes[];
 #define INJECT_MAX		32
 #define INJECT_ARGV_MAX		32
 #define DENY_MAX		64
-#define DENY_LEN_MAX		1024
+#define DENY_LEN_MAX		512
 #define SECRET_LEN_MAX		(64 * 1024)
 #define SKILL_FILES_MAX		256
 #define SKILL_FILE_LEN_MAX	(256 * 1024)
@@ -211,6 +219,12 @@ int		 tool_load(int64_t, const char *, struct tool_row *);
 void		 tool_row_clear(struct tool_row *);
 /* The secret an inject entry uses: 0 and *id, or -1 (none, ambiguous). */
 int		 inject_resolve(const struct tool_row *, json_t *, int64_t *);
+
+/* vault_deny.c */
+int		 deny_pattern_check(const char *, size_t, char *, size_t);
+/* 1: a pattern (copied out) matched, or a limit decided (why); 0: none. */
+int		 deny_match(int64_t, json_t *, json_t *, char *, size_t,
+		    const char **);
 
 /* vault_schema.c */
 int		 schema_migrate(void);

@@ -3,8 +3,10 @@
  *
  * The parent binds the socket (mode 0600, or 0660 with "socket group");
  * every connection is checked again here with SO_PEERCRED: root, or a
- * process whose primary group is the configured one.  A request is one
- * IMSG_CTL_REQUEST; the answer one IMSG_CTL_REPLY blob holding JSON.
+ * process of the configured group, primary or supplementary
+ * (SO_PEERGROUPS).  A malformed message closes that connection only.
+ * A request is one IMSG_CTL_REQUEST; the answer one IMSG_CTL_REPLY blob
+ * holding JSON.
  * reload and log go through the parent, which owns those.
  */
 
@@ -35,7 +37,9 @@ static gid_t			 ctl_gid = (gid_t)-1;
 static uint32_t			 ctl_next_id = 1;
 static int			 ctl_nconns;
 #define CTL_CONNS_MAX		 32
+#define CTL_GROUPS_MAX		 1024
 
+static int	ctl_peer_in_group(int);
 static void	ctl_accept(int, short, void *);
 static void	ctl_dispatch(struct imsgev *, struct imsg *);
 static void	ctl_closed(struct imsgev *);
@@ -81,6 +85,29 @@ ctl_errorf(const char *fmt, ...)
 	return (json_pack("{s:s}", "error", msg));
 }
 
+/*
+ * Whether the peer has the socket group among its supplementary groups
+ * (SO_PEERGROUPS, Linux 4.13: the groups it had when it connected).
+ */
+static int
+ctl_peer_in_group(int s)
+{
+	gid_t		 groups[CTL_GROUPS_MAX];
+	socklen_t	 len = sizeof(groups);
+	size_t		 i;
+
+	if (getsockopt(s, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == -1) {
+		if (errno == ERANGE)
+			log_warnx("control: a peer with more than %d groups",
+			    CTL_GROUPS_MAX);
+		return (0);
+	}
+	for (i = 0; i < len / sizeof(groups[0]); i++)
+		if (groups[i] == ctl_gid)
+			return (1);
+	return (0);
+}
+
 static void
 ctl_accept(int fd, short event, void *arg)
 {
@@ -97,7 +124,8 @@ ctl_accept(int fd, short event, void *arg)
 	}
 	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1 ||
 	    !(cred.uid == 0 || cred.uid == geteuid() ||
-	    (ctl_gid != (gid_t)-1 && cred.gid == ctl_gid))) {
+	    (ctl_gid != (gid_t)-1 && (cred.gid == ctl_gid ||
+	    ctl_peer_in_group(s))))) {
 		log_warnx("control: refused a connection from uid %u",
 		    (unsigned)cred.uid);
 		close(s);
@@ -113,6 +141,7 @@ ctl_accept(int fd, short event, void *arg)
 	c->id = ctl_next_id++;
 	imsgev_init(&c->iev, s, PROC_CONTROL, "tregctl", ctl_dispatch,
 	    ctl_closed, c);
+	c->iev.untrusted = 1;
 	TAILQ_INSERT_TAIL(&ctl_conns, c, entry);
 	ctl_nconns++;
 }
@@ -158,12 +187,15 @@ ctl_dispatch(struct imsgev *iev, struct imsg *imsg)
 	json_t			*reply = NULL;
 	int			 rc = 0, v;
 
-	/* A bad message from a tregctl is refused, not fatal. */
+	/*
+	 * A bad message from a tregctl is refused, not fatal: the handler
+	 * closes the connection once this returns (dead == 1).
+	 */
 	if (imsg->hdr.type != IMSG_CTL_REQUEST ||
 	    imsg->datalen != sizeof(cr)) {
-		log_warnx("control: bad message %u", imsg->hdr.type);
+		log_warnx("control: bad message %u from connection %u, closed",
+		    imsg->hdr.type, c->id);
 		iev->dead = 1;
-		ctl_close(c);
 		return;
 	}
 	memcpy(&cr, imsg->data, sizeof(cr));
@@ -343,8 +375,8 @@ ctl_metrics(const struct ctl_request *cr, json_t **reply)
 	    "# TYPE tregd_run_slots_in_use gauge\n"
 	    "tregd_run_slots_in_use %d\n",
 	    (long long)ctl_count("SELECT count(*) FROM runs"),
-	    (long long)ctl_count("SELECT coalesce(sum(redacted), 0) "
-	    "FROM runs"),
+	    (long long)ctl_count("SELECT (SELECT coalesce(sum(redacted), 0) "
+	    "FROM runs) + (SELECT coalesce(sum(redacted), 0) FROM run_ends)"),
 	    (long long)ctl_count("SELECT count(*) FROM calls "
 	    "WHERE refused_by IS NOT NULL OR action = 'DENY'"),
 	    (long long)ctl_count("SELECT count(*) FROM calls "

@@ -71,6 +71,7 @@ static void	org_leave(struct vault_req *, struct vault_resp *);
 static void	agents_create(struct vault_req *, struct vault_resp *);
 static void	agents_list(struct vault_req *, struct vault_resp *);
 static void	agent_delete(struct vault_req *, struct vault_resp *);
+static int	org_route_reads(enum api_route);
 
 /*
  * Org-scoped routes need only a valid token here: the role that counts
@@ -455,9 +456,27 @@ tool_count(int64_t org, enum role role, const char *access)
 /* ------------------------------------------------------------------ */
 /* Request helpers.                                                    */
 
+/* Routes that only read (and leaving): another org's are 404 there. */
+static int
+org_route_reads(enum api_route r)
+{
+	switch (r) {
+	case ROUTE_INVITES_LIST:
+	case ROUTE_MEMBERS_LIST:
+	case ROUTE_AGENTS_LIST:
+	case ROUTE_DENY_LIST:
+	case ROUTE_ORG_LEAVE:
+		return (1);
+	default:
+		return (0);
+	}
+}
+
 /*
  * The caller's membership in org {id1}, which must have at least role
- * need.  Sets the response and returns -1 otherwise.
+ * need.  Sets the response and returns -1 otherwise.  A token is one
+ * membership: it acts in its own org only, whatever other memberships
+ * its user has (SPEC.md section 1).
  */
 int
 org_enter(struct vault_req *req, struct vault_resp *resp, enum role need,
@@ -467,6 +486,14 @@ org_enter(struct vault_req *req, struct vault_resp *resp, enum role need,
 	int		 rc;
 
 	memset(ctx, 0, sizeof(*ctx));
+	if (req->id1 != req->auth->org_id) {
+		if (org_route_reads(req->route))
+			resp_error(resp, 404, "org not found");
+		else
+			resp_error(resp, 403, "admin role in this org is "
+			    "required");
+		return (-1);
+	}
 	if ((st = db_prepare("SELECT m.id, m.role, o.slug, o.name FROM "
 	    "memberships m JOIN orgs o ON o.id = m.org_id WHERE "
 	    "m.user_id = ? AND m.org_id = ?")) == NULL) {
@@ -474,10 +501,10 @@ org_enter(struct vault_req *req, struct vault_resp *resp, enum role need,
 		return (-1);
 	}
 	sqlite3_bind_int64(st, 1, req->auth->user_id);
-	sqlite3_bind_int64(st, 2, req->id1);
+	sqlite3_bind_int64(st, 2, req->auth->org_id);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		ctx->org_id = req->id1;
+		ctx->org_id = req->auth->org_id;
 		ctx->membership_id = sqlite3_column_int64(st, 0);
 		ctx->role = role_from_name(db_text(st, 1));
 		strlcpy(ctx->slug, db_text(st, 2), sizeof(ctx->slug));

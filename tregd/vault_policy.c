@@ -12,7 +12,6 @@
 
 #include <ctype.h>
 #include <limits.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +32,7 @@
 
 /* One row of the local-run audit (calls, kind 'local_run'). */
 struct local_audit {
+	const char	*kind;		/* NULL: local_run */
 	const char	*tool;
 	const char	*action;	/* GRANT, DENY, REPORT */
 	const char	*refused_by;	/* DENY only */
@@ -56,7 +56,7 @@ static void	deny_list(struct vault_req *, struct vault_resp *);
 static void	deny_delete(struct vault_req *, struct vault_resp *);
 static int	grant_argv(struct vault_req *, struct vault_resp *, json_t **);
 static int	tool_usable(const struct auth *, const struct tool_row *);
-static const char *cli_deny_match(json_t *, json_t *);
+static void	audit_unwritable(struct vault_resp *, const char *);
 static int	inject_ids(const struct tool_row *, json_t *, int64_t *,
 		    struct vault_resp *);
 static int	needs_proof(const struct auth *, const int64_t *, size_t);
@@ -541,58 +541,51 @@ tool_usable(const struct auth *a, const struct tool_row *t)
 }
 
 /*
- * The first cli.deny pattern that matches the space-joined argv or one
- * argument, or NULL.  A pattern that no longer compiles refuses (it was
- * checked at registration, so this means a damaged row).
+ * Fail closed: an audit row that cannot be written stops what it was to
+ * record.  A 503, as for server runs, so a client can tell it from a
+ * refusal.
  */
-static const char *
-cli_deny_match(json_t *cli, json_t *argv)
+static void
+audit_unwritable(struct vault_resp *resp, const char *what)
 {
-	json_t		*deny, *p, *v;
-	regex_t		 re;
-	char		*joined;
-	const char	*hit = NULL;
-	size_t		 i, j, len = 1, o = 0;
+	log_warnx("audit row not written (%s): %s", what,
+	    sqlite3_errmsg(vault_db));
+	db_rollback();
+	resp_error(resp, 503, "the audit log cannot be written — %s", what);
+}
 
-	deny = json_object_get(cli, "deny");
-	if (!json_is_array(deny) || json_array_size(deny) == 0)
-		return (NULL);
-	json_array_foreach(argv, i, v)
-		len += json_string_length(v) + 1;
-	if ((joined = malloc(len)) == NULL)
-		fatal("%s: malloc", __func__);
-	json_array_foreach(argv, i, v) {
-		if (i > 0)
-			joined[o++] = ' ';
-		memcpy(joined + o, json_string_value(v),
-		    json_string_length(v));
-		o += json_string_length(v);
-	}
-	joined[o] = '\0';
+int
+cli_deny_refuse(const struct auth *a, const struct tool_row *t,
+    json_t *argv, const char *kind, struct vault_resp *resp)
+{
+	struct local_audit	 la;
+	const char		*why;
+	char			 pat[DENY_LEN_MAX + 1];
 
-	json_array_foreach(deny, i, p) {
-		if (!json_is_string(p))
-			continue;
-		if (regcomp(&re, json_string_value(p),
-		    REG_EXTENDED | REG_NOSUB) != 0) {
-			hit = json_string_value(p);
-			break;
-		}
-		if (regexec(&re, joined, 0, NULL, 0) == 0)
-			hit = json_string_value(p);
-		json_array_foreach(argv, j, v) {
-			if (hit != NULL)
-				break;
-			if (regexec(&re, json_string_value(v), 0, NULL,
-			    0) == 0)
-				hit = json_string_value(p);
-		}
-		regfree(&re);
-		if (hit != NULL)
-			break;
+	if (!deny_match(t->id, t->cli, argv, pat, sizeof(pat), &why))
+		return (0);
+	memset(&la, 0, sizeof(la));
+	la.kind = kind;
+	la.tool = t->name;
+	la.argv = argv;
+	la.action = "DENY";
+	la.status = 403;
+	la.refused_by = "cli.deny";
+	la.verdict = why;	/* which limit decided, if one did */
+	if (audit_local(a, &la) == -1) {
+		audit_unwritable(resp, strcmp(kind, "server_run") == 0 ?
+		    "nothing was run" : "nothing was granted");
+		return (-1);
 	}
-	freezero(joined, len);
-	return (hit);
+	if (why != NULL)
+		resp_error(resp, 403, "denied by the tool's cli.deny: pattern "
+		    "'%.256s' (%s). The skill's creator controls this list "
+		    "(cli.deny in treg.json).", pat, why);
+	else
+		resp_error(resp, 403, "denied by the tool's cli.deny: pattern "
+		    "'%.256s'. The skill's creator controls this list "
+		    "(cli.deny in treg.json).", pat);
+	return (-1);
 }
 
 /* The secret of each inject entry; an entry that resolves to none fails. */
@@ -821,7 +814,7 @@ audit_local(const struct auth *a, const struct local_audit *la)
 	if ((st = db_prepare("INSERT INTO calls (org_id, user_id, user_email, "
 	    "tool_name, method, status_code, kind, action, refused_by, argv, "
 	    "exit_code, verdict, grant_id, created_at) VALUES (?, ?, ?, ?, "
-	    "?, ?, 'local_run', ?, ?, ?, ?, ?, ?, ?)")) == NULL) {
+	    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) == NULL) {
 		free(argv);
 		return (-1);
 	}
@@ -832,18 +825,20 @@ audit_local(const struct auth *a, const struct local_audit *la)
 	/* treg's audit shows the action where a call shows its method. */
 	sqlite3_bind_text(st, 5, la->action, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 6, la->status);
-	sqlite3_bind_text(st, 7, la->action, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 7, la->kind != NULL ? la->kind : "local_run",
+	    -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 8, la->action, -1, SQLITE_STATIC);
 	if (la->refused_by != NULL)
-		sqlite3_bind_text(st, 8, la->refused_by, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 9, la->refused_by, -1, SQLITE_STATIC);
 	if (argv != NULL)
-		sqlite3_bind_text(st, 9, argv, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 10, argv, -1, SQLITE_STATIC);
 	if (la->has_exit)
-		sqlite3_bind_int64(st, 10, la->exit_code);
+		sqlite3_bind_int64(st, 11, la->exit_code);
 	if (la->verdict != NULL)
-		sqlite3_bind_text(st, 11, la->verdict, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 12, la->verdict, -1, SQLITE_STATIC);
 	if (la->grant_id != 0)
-		sqlite3_bind_int64(st, 12, la->grant_id);
-	sqlite3_bind_text(st, 13, now, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 13, la->grant_id);
+	sqlite3_bind_text(st, 14, now, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -865,7 +860,6 @@ tool_grant(struct vault_req *req, struct vault_resp *resp)
 	struct local_audit	 la;
 	json_t			*argv = NULL, *inject, *items = NULL, *tmpl;
 	int64_t			 ids[INJECT_MAX], id;
-	const char		*pattern;
 	char			 path[DENY_PATH_MAX + 1], *text;
 
 	memset(&t, 0, sizeof(t));
@@ -917,21 +911,12 @@ tool_grant(struct vault_req *req, struct vault_resp *resp)
 		    "--local-run on", t.name, t.name);
 		goto out;
 	}
+	if (cli_deny_refuse(a, &t, argv, "local_run", resp) == -1)
+		goto out;
 	la.tool = t.name;
 	la.argv = argv;
 	la.action = "DENY";
 	la.status = 403;
-	if ((pattern = cli_deny_match(t.cli, argv)) != NULL) {
-		la.refused_by = "cli.deny";
-		if (audit_local(a, &la) == -1) {
-			db_fail(resp, "grant audit");
-			goto out;
-		}
-		resp_error(resp, 403, "denied by the tool's cli.deny: pattern "
-		    "'%.256s'. The skill's creator controls this list "
-		    "(cli.deny in treg.json).", pattern);
-		goto out;
-	}
 	inject = json_object_get(t.cli, "inject");
 	if (!json_is_array(inject))
 		inject = NULL;
@@ -946,7 +931,7 @@ tool_grant(struct vault_req *req, struct vault_resp *resp)
 	    needs_proof(a, ids, json_array_size(inject))) {
 		la.refused_by = "run-proof";
 		if (audit_local(a, &la) == -1) {
-			db_fail(resp, "grant audit");
+			audit_unwritable(resp, "nothing was granted");
 			goto out;
 		}
 		resp_error(resp, 403, "this key is shared: local runs of it "
@@ -966,7 +951,7 @@ tool_grant(struct vault_req *req, struct vault_resp *resp)
 	la.status = 200;
 	if ((id = audit_local(a, &la)) == -1) {
 		json_decref(items);
-		db_fail(resp, "grant audit");
+		audit_unwritable(resp, "nothing was granted");
 		goto out;
 	}
 	log_info("grant %lld: %s, tool %s", (long long)id, a->email, t.name);

@@ -3,11 +3,12 @@
  * run log (GET /runs, tregctl show runs) and the argv masking every
  * audit record of a command line goes through.
  *
- * A run is decided here, in the order of SPEC.md section 6, and handed
- * to exec with its secrets unsealed; exec answers IMSG_RUN_EXIT once the
- * run is over (or could not start), the row is written, and only then
- * does the frontend get IMSG_RUN_RESULT, so the run is in GET /runs by
- * the time its caller sees the answer.
+ * A run is decided here, in the order of SPEC.md section 6.  Its audit
+ * row is committed before anything is sent to exec (no row, no run: 503);
+ * exec answers IMSG_RUN_EXIT once the run is over (or could not start),
+ * its end is appended as a second record (run_ends), and only then does
+ * the frontend get IMSG_RUN_RESULT.  A row without an end is a run in
+ * flight, or one whose end was never recorded: "interrupted".
  */
 
 #include <sys/types.h>
@@ -33,6 +34,7 @@ struct vrun {
 	TAILQ_ENTRY(vrun)	 entry;
 	uint32_t		 runid;
 	uint32_t		 reqid;
+	int64_t			 audit_id;	/* its runs row */
 	int64_t			 org_id;
 	int64_t			 user_id;
 	char			 email[256];
@@ -82,6 +84,12 @@ static int	inject_value(struct sec *, json_t *, const char *,
 static char	*subst(const char *, const char *, size_t, size_t *);
 static void	strv_add(struct strv *, char *, size_t);
 static void	strv_clear(struct strv *);
+static int64_t	run_audit_start(const struct auth *, const char *,
+		    const char *);
+static void	run_audit_end(const struct vrun *, const struct run_exit *,
+		    const char *);
+static enum run_outcome run_outcome_of(const struct run_exit *);
+static int	run_in_flight(int64_t);
 static json_t	*runs_query(int64_t, const struct auth *, int);
 static void	mask_append(char **, size_t *, size_t *, const char *,
 		    size_t);
@@ -171,10 +179,10 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	struct strv		 env, xargs;
 	json_t			*args, *inject, *e, *v, *masked, *noargs;
 	const char		*name, *bin, *via, *env_name;
-	char			 path[URL_LEN_MAX + 1], *val, *kv;
+	char			 path[URL_LEN_MAX + 1], *val, *kv, *margv;
 	size_t			 i, vlen, n;
-	int64_t			 sid;
-	int			 timeout, used;
+	int64_t			 sid, audit_id;
+	int			 timeout, used, rc;
 
 	memset(&t, 0, sizeof(t));
 	memset(&env, 0, sizeof(env));
@@ -223,6 +231,12 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 		    "'run allow'", bin);
 		goto out;
 	}
+	/* 5a. cli.deny, as for grants: audited as DENY. */
+	noargs = json_array();
+	rc = cli_deny_refuse(a, &t, args ? args : noargs, "server_run", resp);
+	json_decref(noargs);
+	if (rc == -1)
+		goto out;
 	/* 6. Slots: the server's, then the caller's share. */
 	if (nvruns >= vault_conf.run_slots) {
 		resp_error(resp, 429, "the server is busy running other jobs "
@@ -299,24 +313,33 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 		if (!secs->s[i].param)
 			pack_bytes(&pk, secs->s[i].val, secs->s[i].len);
 
+	noargs = json_array();
+	masked = argv_mask(a->org_id, args ? args : noargs);
+	json_decref(noargs);
+	if (masked == NULL || (margv = json_dumps(masked,
+	    JSON_COMPACT)) == NULL)
+		fatalx("%s: argv", __func__);
+	json_decref(masked);
+	/* Audit first: no committed row, nothing goes to exec. */
+	if ((audit_id = run_audit_start(a, t.name, margv)) == -1) {
+		free(margv);
+		resp_error(resp, 503, "the audit log cannot be written — "
+		    "nothing was run");
+		goto out;
+	}
 	if ((vr = calloc(1, sizeof(*vr))) == NULL)
 		fatal("%s: calloc", __func__);
 	vr->runid = next_runid++;
 	if (next_runid == 0)
 		next_runid = 1;
 	vr->reqid = req->reqid;
+	vr->audit_id = audit_id;
 	vr->org_id = a->org_id;
 	vr->user_id = a->user_id;
 	strlcpy(vr->email, a->email, sizeof(vr->email));
 	strlcpy(vr->tool, t.name, sizeof(vr->tool));
 	strlcpy(vr->bin, bin, sizeof(vr->bin));
-	noargs = json_array();
-	masked = argv_mask(a->org_id, args ? args : noargs);
-	json_decref(noargs);
-	if (masked == NULL || (vr->argv = json_dumps(masked,
-	    JSON_COMPACT)) == NULL)
-		fatalx("%s: argv", __func__);
-	json_decref(masked);
+	vr->argv = margv;
 
 	memset(&rs, 0, sizeof(rs));
 	rs.runid = vr->runid;
@@ -381,7 +404,112 @@ base_url_path(const char *url, char *path, size_t len)
 	path[n] = '\0';
 }
 
-/* IMSG_RUN_EXIT from exec: the row, the slot, the answer. */
+/*
+ * The run's row, before it starts: who, what tool, the masked argv.  Its
+ * id, or -1 when it could not be committed.
+ */
+static int64_t
+run_audit_start(const struct auth *a, const char *tool, const char *argv)
+{
+	sqlite3_stmt	*st;
+	char		 now[32];
+	int		 rc;
+
+	now_iso(now, sizeof(now));
+	if ((st = db_prepare("INSERT INTO runs (org_id, user_id, user_email, "
+	    "tool, argv, created_at) VALUES (?, ?, ?, ?, ?, ?)")) == NULL)
+		return (-1);
+	sqlite3_bind_int64(st, 1, a->org_id);
+	sqlite3_bind_int64(st, 2, a->user_id);
+	sqlite3_bind_text(st, 3, a->email, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, tool, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, argv, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE) {
+		log_warnx("run of '%s': audit row not written, nothing run: %s",
+		    tool, sqlite3_errmsg(vault_db));
+		return (-1);
+	}
+	return (sqlite3_last_insert_rowid(vault_db));
+}
+
+/* How it ended, appended: the runs row itself is never changed. */
+static void
+run_audit_end(const struct vrun *vr, const struct run_exit *rx,
+    const char *outcome)
+{
+	sqlite3_stmt	*st;
+	char		 now[32];
+	int		 rc = SQLITE_ERROR;
+
+	now_iso(now, sizeof(now));
+	if ((st = db_prepare("INSERT INTO run_ends (run_id, org_id, outcome, "
+	    "exit_code, duration_ms, timed_out, redacted, truncated, "
+	    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")) != NULL) {
+		sqlite3_bind_int64(st, 1, vr->audit_id);
+		sqlite3_bind_int64(st, 2, vr->org_id);
+		sqlite3_bind_text(st, 3, outcome, -1, SQLITE_STATIC);
+		if (strcmp(outcome, "not_run") != 0) {
+			sqlite3_bind_int(st, 4, rx->exit_code);
+			sqlite3_bind_int64(st, 5, rx->duration_ms);
+		}
+		sqlite3_bind_int(st, 6, rx->timed_out != 0);
+		sqlite3_bind_int64(st, 7, rx->redacted);
+		sqlite3_bind_int(st, 8, rx->truncated &
+		    (RUN_TRUNC_STDOUT | RUN_TRUNC_STDERR));
+		sqlite3_bind_text(st, 9, now, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+	}
+	/* The run is on record as started; GET /runs says "interrupted". */
+	if (rc != SQLITE_DONE)
+		log_warnx("run %lld of '%s': its end was not recorded: %s",
+		    (long long)vr->audit_id, vr->tool,
+		    sqlite3_errmsg(vault_db));
+}
+
+static enum run_outcome
+run_outcome_of(const struct run_exit *rx)
+{
+	if (rx->cancelled)
+		return (RUN_CANCELLED);
+	if (rx->timed_out)
+		return (RUN_TIMED_OUT);
+	return (rx->exit_code == 0 ? RUN_OK : RUN_FAILED);
+}
+
+const char *
+run_outcome_name(uint32_t o)
+{
+	static const char *const names[] = {
+		[RUN_OK] = "ok",
+		[RUN_FAILED] = "failed",
+		[RUN_TIMED_OUT] = "timed_out",
+		[RUN_CANCELLED] = "cancelled",
+		[RUN_INTERRUPTED] = "interrupted"
+	};
+
+	if (o >= sizeof(names) / sizeof(names[0]))
+		return ("failed");
+	return (names[o]);
+}
+
+static int
+run_in_flight(int64_t audit_id)
+{
+	struct vrun	*vr;
+
+	TAILQ_FOREACH(vr, &vruns, entry)
+		if (vr->audit_id == audit_id)
+			return (1);
+	return (0);
+}
+
+/* IMSG_RUN_EXIT from exec: the end record, the slot, the answer. */
 void
 run_exit(struct imsg *imsg)
 {
@@ -389,8 +517,6 @@ run_exit(struct imsg *imsg)
 	struct run_result	 rr;
 	struct vault_resp	 resp;
 	struct vrun		*vr;
-	sqlite3_stmt		*st;
-	char			 now[32];
 
 	if (imsg->datalen != sizeof(rx))
 		fatalx("%s: bad IMSG_RUN_EXIT from exec", __func__);
@@ -404,7 +530,8 @@ run_exit(struct imsg *imsg)
 	nvruns--;
 
 	if (rx.notfound || rx.failed) {
-		/* Nothing ran: an answer, and no run record. */
+		/* Nothing ran: an answer, and not a run in GET /runs. */
+		run_audit_end(vr, &rx, "not_run");
 		memset(&resp, 0, sizeof(resp));
 		if (rx.notfound)
 			resp_error(&resp, 422, "CLI '%s' is not installed on "
@@ -422,30 +549,9 @@ run_exit(struct imsg *imsg)
 	rr.timed_out = rx.timed_out != 0;
 	rr.duration_ms = rx.duration_ms;
 	rr.redacted = rx.redacted;
-	now_iso(now, sizeof(now));
-	if ((st = db_prepare("INSERT INTO runs (org_id, user_id, user_email, "
-	    "tool, argv, exit_code, duration_ms, timed_out, redacted, "
-	    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) == NULL) {
-		rr.error = 1;
-	} else {
-		sqlite3_bind_int64(st, 1, vr->org_id);
-		sqlite3_bind_int64(st, 2, vr->user_id);
-		sqlite3_bind_text(st, 3, vr->email, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, vr->tool, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 5, vr->argv, -1, SQLITE_STATIC);
-		sqlite3_bind_int(st, 6, rx.exit_code);
-		sqlite3_bind_int64(st, 7, rx.duration_ms);
-		sqlite3_bind_int(st, 8, rr.timed_out);
-		sqlite3_bind_int64(st, 9, rx.redacted);
-		sqlite3_bind_text(st, 10, now, -1, SQLITE_STATIC);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			rr.error = 1;
-		sqlite3_reset(st);
-	}
-	/* An unrecorded run is reported, not hidden: the caller gets 5xx. */
-	if (rr.error)
-		log_warnx("run %u of '%s': audit row not written: %s",
-		    vr->runid, vr->tool, sqlite3_errmsg(vault_db));
+	rr.outcome = run_outcome_of(&rx);
+	rr.truncated = rx.truncated & (RUN_TRUNC_STDOUT | RUN_TRUNC_STDERR);
+	run_audit_end(vr, &rx, run_outcome_name(rr.outcome));
 	if (imsgev_compose(vault_frontend, IMSG_RUN_RESULT, vr->reqid, -1,
 	    &rr, sizeof(rr)) == -1)
 		fatal("%s: send to frontend", __func__);
@@ -658,18 +764,34 @@ static json_t *
 runs_query(int64_t org, const struct auth *a, int limit)
 {
 	sqlite3_stmt	*st;
-	json_t		*list, *o, *argv;
+	json_t		*list, *o, *argv, *outcome;
 	const char	*src, *tool;
 	char		 id[32];
 	int		 rc;
 
+	/*
+	 * A server run's end is its run_ends record (rows of schema 1 carry
+	 * it themselves); runs that never ran (not_run) are not listed.  A
+	 * local grant's outcome is its run report's, if one came.
+	 */
 	if ((st = db_prepare("SELECT * FROM ("
 	    "SELECT 's' AS src, r.id AS id, r.user_email, r.tool, r.argv, "
-	    "r.exit_code, r.duration_ms, r.created_at, o.slug FROM runs r "
-	    "JOIN orgs o ON o.id = r.org_id WHERE ?1 = 0 OR r.org_id = ?1 "
+	    "coalesce(e.exit_code, r.exit_code), "
+	    "coalesce(e.duration_ms, r.duration_ms), r.created_at, o.slug, "
+	    "CASE WHEN e.outcome IS NOT NULL THEN e.outcome "
+	    "WHEN r.exit_code IS NULL THEN NULL "
+	    "WHEN r.timed_out THEN 'timed_out' "
+	    "WHEN r.exit_code = 0 THEN 'ok' ELSE 'failed' END "
+	    "FROM runs r JOIN orgs o ON o.id = r.org_id "
+	    "LEFT JOIN run_ends e ON e.run_id = r.id "
+	    "WHERE (?1 = 0 OR r.org_id = ?1) AND "
+	    "(e.outcome IS NULL OR e.outcome != 'not_run') "
 	    "UNION ALL "
 	    "SELECT 'l', c.id, c.user_email, c.tool_name, c.argv, NULL, "
-	    "NULL, c.created_at, o.slug FROM calls c JOIN orgs o ON "
+	    "NULL, c.created_at, o.slug, (SELECT CASE WHEN p.exit_code = 0 "
+	    "THEN 'ok' ELSE 'failed' END FROM calls p WHERE p.grant_id = c.id "
+	    "AND p.action = 'REPORT' ORDER BY p.id LIMIT 1) "
+	    "FROM calls c JOIN orgs o ON "
 	    "o.id = c.org_id WHERE (?1 = 0 OR c.org_id = ?1) AND "
 	    "c.kind = 'local_run' AND c.action = 'GRANT') "
 	    "ORDER BY created_at DESC, src DESC, id DESC")) == NULL)
@@ -689,13 +811,22 @@ runs_query(int64_t org, const struct auth *a, int limit)
 			json_decref(argv);
 			argv = json_array();
 		}
-		o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:s,s:s}",
+		if (sqlite3_column_type(st, 9) != SQLITE_NULL)
+			outcome = json_string(db_text(st, 9));
+		else if (*src == 's')
+			outcome = json_string(run_in_flight(
+			    sqlite3_column_int64(st, 1)) ? "running" :
+			    run_outcome_name(RUN_INTERRUPTED));
+		else
+			outcome = json_null();
+		o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:s,s:s}",
 		    "id", id, "user_email", db_text(st, 2), "tool", tool,
 		    "argv", argv,
 		    "exit_code", sqlite3_column_type(st, 5) == SQLITE_NULL ?
 		    json_null() : json_integer(sqlite3_column_int64(st, 5)),
 		    "duration_ms", sqlite3_column_type(st, 6) == SQLITE_NULL ?
 		    json_null() : json_integer(sqlite3_column_int64(st, 6)),
+		    "outcome", outcome,
 		    "where", *src == 's' ? "server" : "local",
 		    "created_at", db_text(st, 7));
 		if (o == NULL)

@@ -146,6 +146,30 @@ static const char *const migrations[] = {
 	"CREATE TRIGGER calls_no_delete BEFORE DELETE ON calls"
 	"  WHEN EXISTS (SELECT 1 FROM orgs WHERE id = OLD.org_id) BEGIN"
 	"  SELECT RAISE(ABORT, 'audit records are append-only'); END;",
+
+	/*
+	 * 2: a server run's row is written before it starts; how it ended
+	 * is a second, append-only record.  A row without one is a run in
+	 * flight, or one whose end was never recorded (interrupted).
+	 */
+	"CREATE TABLE run_ends ("
+	"  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,"
+	"  org_id INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+	"  outcome TEXT NOT NULL CHECK (outcome IN"
+	"    ('ok', 'failed', 'timed_out', 'cancelled', 'not_run')),"
+	"  exit_code INTEGER,"
+	"  duration_ms INTEGER,"
+	"  timed_out INTEGER NOT NULL DEFAULT 0,"
+	"  redacted INTEGER NOT NULL DEFAULT 0,"
+	"  truncated INTEGER NOT NULL DEFAULT 0,"	/* 1 stdout, 2 stderr */
+	"  created_at TEXT NOT NULL);"
+	"CREATE INDEX calls_grant ON calls(grant_id)"
+	"  WHERE grant_id IS NOT NULL;"
+	"CREATE TRIGGER run_ends_no_update BEFORE UPDATE ON run_ends BEGIN"
+	"  SELECT RAISE(ABORT, 'audit records are append-only'); END;"
+	"CREATE TRIGGER run_ends_no_delete BEFORE DELETE ON run_ends"
+	"  WHEN EXISTS (SELECT 1 FROM orgs WHERE id = OLD.org_id) BEGIN"
+	"  SELECT RAISE(ABORT, 'audit records are append-only'); END;",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 

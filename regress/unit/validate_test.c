@@ -384,7 +384,7 @@ ATF_TC_BODY(cli_profile_refusals, tc)
 		"{\"bin\": \"sh\", \"enabled\": \"yes\"}",
 		"{\"bin\": \"sh\", \"auth_mechanism\": \"telepathy\"}",
 		"{\"bin\": \"sh\", \"deny\": [\"(unclosed\"]}",
-		"{\"bin\": \"sh\", \"deny\": [\"a{1\"]}",
+		"{\"bin\": \"sh\", \"deny\": [\"a{2,1}\"]}",
 		"{\"bin\": \"sh\", \"deny\": [\"\"]}",
 		"{\"bin\": \"sh\", \"deny\": \"rm\"}",
 		"{\"bin\": \"sh\", \"inject\": [{\"via\": \"env\", "
