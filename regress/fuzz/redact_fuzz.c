@@ -22,7 +22,7 @@
 #include "redact_ref.h"
 #include "utf8.h"
 
-#define MAXTEXT		16384
+#define MAXTEXT		4096
 
 struct obuf {
 	uint8_t		*p;
