@@ -119,9 +119,9 @@ struct redact {
 	uint64_t	 pos;		/* next byte to scan */
 	uint64_t	 done;		/* output before this is decided */
 	uint64_t	 guard;		/* no skipping before this */
-	uint64_t	 seen;		/* matches ending up to here are known */
+	uint64_t	 seen;		/* matches ending up to here known */
 	uint32_t	 q;
-	uint32_t	 lbrun;		/* line break bytes since the last byte */
+	uint32_t	 lbrun;		/* line breaks since the last byte */
 	uint64_t	*ring;		/* offsets of the last bytes stepped */
 	uint64_t	 rmask;
 	uint64_t	 vi;		/* bytes stepped */

@@ -759,8 +759,8 @@ ATF_TC_BODY(base64_wrapped_at_any_width_is_masked, tc)
 	uint8_t			 data[64];
 	char			 enc[128], text[512], flat[512];
 	uint32_t		 seed = 11;
-	size_t			 len = strlen(s[0]), pre, width, i, n, o, lo, hi;
-	size_t			 a, b, crlf;
+	size_t			 len = strlen(s[0]), pre, width, i, n, o;
+	size_t			 lo, hi, a, b, crlf;
 	const char		*star;
 
 	for (pre = 0; pre < 3; pre++)
@@ -781,7 +781,8 @@ ATF_TC_BODY(base64_wrapped_at_any_width_is_masked, tc)
 				}
 				text[o++] = '\n';
 				ATF_REQUIRE_EQ_MSG(run(rs, text, o, NULL, 0,
-				    SIZE_MAX, &ob, NULL), 1, "width %zu", width);
+				    SIZE_MAX, &ob, NULL), 1, "width %zu",
+				    width);
 				/* Unwrapped, every secret-only character is
 				 * under the one mask. */
 				strip(ob.p, ob.len, "\r\n", flat);
@@ -885,10 +886,10 @@ ATF_TC_BODY(json_escapes_of_non_ascii_are_masked, tc)
 	const char		*s[] = { "p\xc3\xa4ssw\xc3\xb6rd-\xe2\x82\xac-"
 	    "\xf0\x9f\x98\x80/x" };
 	struct redact_set	*rs = mkset(s, 1);
-	const char		*lower = "{\"k\": \"p\\u00e4ssw\\u00f6rd-\\u20ac-"
-	    "\\ud83d\\ude00/x\"}";
-	const char		*upper = "{\"k\": \"p\\u00E4ssw\\u00F6rd-\\u20AC-"
-	    "\\uD83D\\uDE00\\/x\"}";
+	const char		*lower = "{\"k\": \"p\\u00e4ssw\\u00f6rd-"
+	    "\\u20ac-\\ud83d\\ude00/x\"}";
+	const char		*upper = "{\"k\": \"p\\u00E4ssw\\u00F6rd-"
+	    "\\u20AC-\\uD83D\\uDE00\\/x\"}";
 
 	check_cuts(rs, lower, strlen(lower), "{\"k\": \"***\"}", 1);
 	check_cuts(rs, upper, strlen(upper), "{\"k\": \"***\"}", 1);
