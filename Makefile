@@ -9,7 +9,7 @@
 #   make lint            mandoc -Tlint, tregd -n on the example config and
 #                        the systemd unit's exposure score
 #   make bench           the benchmarks in bench/
-#   make fuzz            build the libFuzzer targets (clang)
+#   make fuzz            build and run the libFuzzer targets (clang)
 
 PREFIX  ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
@@ -99,6 +99,12 @@ $(TREGD_OBJS): tregd/vault.h
 $(CTL_OBJS): tregctl/*.h
 # The parser test compiles tregctl/parser.c in.
 regress/unit/ctlparser_test: tregctl/parser.c tregctl/parser.h
+# The redactor's test shares its naive reference with the fuzzer.
+regress/unit/redact_test: regress/unit/redact_test.c regress/lib/redact_ref.c \
+    regress/lib/redact_ref.h $(TREGD_LIBOBJS) common/libcommon.a
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Iregress/lib $(LDFLAGS) -o $@ $< \
+	    regress/lib/redact_ref.c $(TREGD_LIBOBJS) common/libcommon.a \
+	    $(LDLIBS) -latf-c
 
 regress/unit/%_test: regress/unit/%_test.c $(TREGD_LIBOBJS) common/libcommon.a
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TREGD_LIBOBJS) \
@@ -149,7 +155,7 @@ bench: all
 	sh bench/run-all.sh
 
 fuzz:
-	$(MAKE) -C regress/fuzz
+	$(MAKE) -C regress/fuzz run
 
 clean:
 	rm -f common/*.o common/libcommon.a tregd/*.o tregd/parse.c \

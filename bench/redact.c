@@ -4,6 +4,11 @@
  * 0 to 100 random API-token-like secrets of 20-64 bytes and all their
  * forms, written in 4 KiB and 64 KiB chunks.  Prints MB/s (10^6 bytes).
  *
+ * Then, with 30 secrets: the same text with the plants printed as CLIs
+ * print them (base64 wrapped at 76 and 64, od -An -tx1, xxd -p, colon
+ * hex), which the redactor must find across separators; and the peer
+ * figure, one memmem(3) pass per secret over the text.
+ *
  * -S len adds one more secret of len bytes (1-64): a short secret makes
  * the start filter probe every byte instead of every 4th.
  *
@@ -31,6 +36,11 @@ static void	 usage(void) __attribute__((__noreturn__));
 static uint32_t	 rnd(void);
 static void	 sink_out(void *, const void *, size_t);
 static size_t	 gen_text(uint8_t *, size_t);
+static size_t	 plant_form(uint8_t *, const uint8_t *, size_t, int);
+static double	 run_set(const struct redact_set *, const uint8_t *, size_t,
+		    size_t, size_t, size_t *);
+static void	 forms_table(const uint8_t *, size_t, uint8_t (*)[64],
+		    const size_t *, size_t);
 static double	 now(void);
 
 static uint32_t	 seed = 0x7265646b;
@@ -121,6 +131,145 @@ gen_text(uint8_t *p, size_t n)
 	while (o < n)
 		p[o++] = '\n';
 	return o;
+}
+
+/* The secret as a CLI prints it in form f; the bytes written. */
+static size_t
+plant_form(uint8_t *p, const uint8_t *s, size_t len, int f)
+{
+	static const char	 b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij"
+	    "klmnopqrstuvwxyz0123456789+/";
+	char			 enc[128];
+	size_t			 i, n = 0, o = 0, width;
+	uint32_t		 v;
+
+	switch (f) {
+	case 0:			/* base64, wrapped at 76 or 64 */
+	case 1:
+		for (i = 0; i + 3 <= len; i += 3) {
+			v = s[i] << 16 | s[i + 1] << 8 | s[i + 2];
+			enc[n++] = b64[v >> 18];
+			enc[n++] = b64[(v >> 12) & 63];
+			enc[n++] = b64[(v >> 6) & 63];
+			enc[n++] = b64[v & 63];
+		}
+		if (len - i > 0) {
+			v = s[i] << 16 | (len - i > 1 ? s[i + 1] << 8 : 0);
+			enc[n++] = b64[v >> 18];
+			enc[n++] = b64[(v >> 12) & 63];
+			enc[n++] = len - i > 1 ? b64[(v >> 6) & 63] : '=';
+			enc[n++] = '=';
+		}
+		width = f == 0 ? 76 : 64;
+		for (i = 0; i < n; i++) {
+			/* The break falls inside the token. */
+			if (i == n / 2 || (i > 0 && i % width == 0))
+				p[o++] = '\n';
+			p[o++] = enc[i];
+		}
+		return o;
+	case 2:			/* od -An -tx1 */
+		for (i = 0; i < len; i++) {
+			if (i > 0 && i % 16 == 0)
+				p[o++] = '\n';
+			o += snprintf((char *)p + o, 4, " %02x", s[i]);
+		}
+		return o;
+	case 3:			/* xxd -p -c 8 */
+		for (i = 0; i < len; i++) {
+			if (i > 0 && i % 8 == 0)
+				p[o++] = '\n';
+			o += snprintf((char *)p + o, 3, "%02x", s[i]);
+		}
+		return o;
+	default:		/* colon hex */
+		for (i = 0; i < len; i++)
+			o += snprintf((char *)p + o, 4, i > 0 ? ":%02X" :
+			    "%02X", s[i]);
+		return o;
+	}
+}
+
+/* Best time of `rounds' passes over text in chunks; *count masked. */
+static double
+run_set(const struct redact_set *rs, const uint8_t *text, size_t size,
+    size_t chunk, size_t rounds, size_t *count)
+{
+	struct redact	*r;
+	struct sink	 sk;
+	size_t		 j, off, len;
+	double		 t, best = 1e9;
+
+	for (j = 0; j < rounds; j++) {
+		memset(&sk, 0, sizeof(sk));
+		if ((r = redact_new(rs, SIZE_MAX)) == NULL)
+			err(1, "redact_new");
+		t = now();
+		for (off = 0; off < size; off += len) {
+			len = size - off < chunk ? size - off : chunk;
+			redact_write(r, text + off, len, sink_out, &sk);
+		}
+		redact_finish(r, sink_out, &sk);
+		t = now() - t;
+		if (t < best)
+			best = t;
+		*count = redact_count(r);
+		redact_free(r);
+	}
+	return best;
+}
+
+/* 30 secrets: the forms printed with separators, and memmem per secret. */
+static void
+forms_table(const uint8_t *orig, size_t size, uint8_t (*secret)[64],
+    const size_t *slen, size_t rounds)
+{
+	struct redact_set	*rs;
+	uint8_t			*text;
+	size_t			 off, plants = 0, count, i, f, hits = 0;
+	double			 best, t, tm = 1e9;
+	const uint8_t		*p;
+
+	if ((text = malloc(size)) == NULL)
+		err(1, "malloc");
+	memcpy(text, orig, size);
+	for (off = 32768, f = 0; off + 256 < size; off += 65536, f++) {
+		i = rnd() % 30;
+		plant_form(text + off, secret[i], slen[i], f % 5);
+		plants++;
+	}
+	if ((rs = redact_set_new()) == NULL)
+		err(1, "redact_set_new");
+	for (i = 0; i < 30; i++)
+		if (redact_set_add(rs, secret[i], slen[i]) == -1)
+			err(1, "redact_set_add");
+	if (redact_set_compile(rs) == -1)
+		err(1, "redact_set_compile");
+	best = run_set(rs, text, size, 65536, rounds, &count);
+	if (count < plants)
+		errx(1, "forms: masked %zu of %zu planted", count, plants);
+	printf("\nwith separators (base64 -w 76/64, od -An -tx1, xxd -p, "
+	    "colon hex), 30 secrets, 64 KiB chunks:\n");
+	printf("%-9s %-7s %s\n", "patterns", "masked", "MB/s");
+	printf("%-9zu %-7zu %.0f\n", redact_set_npatterns(rs), count,
+	    size / best / 1e6);
+	redact_set_free(rs);
+
+	/* The peer: one memmem pass per secret, no forms at all. */
+	for (f = 0; f < rounds; f++) {
+		t = now();
+		for (i = 0; i < 30; i++)
+			for (p = text; (p = memmem(p, size - (p - text),
+			    secret[i], slen[i])) != NULL; p++)
+				hits++;
+		t = now() - t;
+		if (t < tm)
+			tm = t;
+	}
+	printf("\nmemmem(3), one pass per secret, 30 secrets (raw form only): "
+	    "%.0f MB/s (%zu hits)\n", size / tm / 1e6, hits / rounds);
+	printf("redactor with every form / memmem: %.1fx\n", tm / best);
+	free(text);
 }
 
 int
@@ -225,6 +374,7 @@ main(int argc, char *argv[])
 		}
 		redact_set_free(rs);
 	}
+	forms_table(orig, size, secret, slen, rounds);
 	free(text);
 	free(orig);
 	return 0;

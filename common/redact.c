@@ -8,21 +8,28 @@
  * so a run with a large multi-line secret (a service account key) costs
  * megabytes less.
  *
+ * Line breaks are transparent: patterns are stored without '\r' and '\n',
+ * and the scan steps over them (at most REDACT_MAXLB in a row inside a
+ * match), so base64 or hex wrapped at any width matches.  A ring of the
+ * stream offsets of the last bytes stepped gives each match its span.
+ *
  * Scanning mostly never enters the automaton.  While no match is in
  * progress, a hashed bitmap of W-grams (W is 2 to 4, from the shortest
  * pattern) is probed every K bytes: it holds the W-grams at offsets 0 to
  * K - 1 of every pattern, and every pattern is at least W + K - 1 long,
  * so a probe that misses rules out a match starting in the K positions
- * before it.
+ * before it.  A probe that sees a line break counts as a hit.
  *
- * Leftmost-longest on an Aho-Corasick scan: every state knows the longest
- * pattern ending in it (outlen) and how far back a match still in
- * progress may start (pend).  A found match stays a candidate until no
- * match in progress can start at or before it; it is then replaced by the
- * mask and scanning restarts right after it, re-reading at most
- * maxlen - 1 bytes per masked occurrence.  The bytes a stream holds back
- * are exactly those of the match in progress, never more than
- * maxlen - 1.
+ * Union of spans: every state knows the longest pattern ending in it
+ * (outlen), so each position yields at most one match, the longest; a
+ * position's match contains every other ending there.  Matches are
+ * merged into a stack of disjoint spans (a new one swallows those it
+ * overlaps or touches) and counted on a second stack of starts (a new
+ * match cancels the earlier ones it contains).  Every state also knows
+ * how far back a match still in progress may start (pend): bytes before
+ * that are decided and leave, one mask per span.  The bytes a stream
+ * holds back are those of the match in progress, never more than
+ * (REDACT_MAXLB + 1) * maxlen.
  */
 
 #include <sys/types.h>
@@ -43,6 +50,7 @@
 /* The start filter: 2^16 bits, 8 KiB, stays in L1 beside the text. */
 #define REDACT_FILTER_BITS	16
 #define REDACT_FILTER_MAXSTRIDE	4
+#define REDACT_ISLB(c)		((c) == '\n' || (c) == '\r')
 #define REDACT_FILTER_HASH(v) \
 	((uint32_t)((v) * 0x9e3779b1U) >> (32 - REDACT_FILTER_BITS))
 
@@ -86,19 +94,41 @@ struct redact_set {
 	uint8_t		 filter[(1U << REDACT_FILTER_BITS) / 8];
 };
 
+/* A masked span [a, b) of the stream; starred: its mask has left. */
+struct rspan {
+	uint64_t	 a;
+	uint64_t	 b;
+	int		 starred;
+};
+
+/* A stack of the undecided spans or match starts, oldest first. */
+struct rstack {
+	void		*v;
+	size_t		 head;
+	size_t		 tail;
+	size_t		 cap;
+};
+
 struct redact {
 	const struct redact_set	*rs;
 	uint8_t		*buf;		/* the held-back tail, then a chunk */
 	size_t		 bufsz;
 	size_t		 buflen;
-	/* Scan state; positions are offsets into buf. */
-	size_t		 pos;		/* next byte to scan */
-	size_t		 done;		/* bytes before this were emitted */
-	size_t		 guard;		/* no skipping before this */
-	size_t		 cs;		/* candidate match [cs, ce) */
-	size_t		 ce;
+	/* Scan state; positions are stream offsets, buf[0] is at base. */
+	uint64_t	 base;
+	uint64_t	 pos;		/* next byte to scan */
+	uint64_t	 done;		/* output before this is decided */
+	uint64_t	 guard;		/* no skipping before this */
+	uint64_t	 seen;		/* matches ending up to here known */
 	uint32_t	 q;
-	int		 hascand;
+	uint32_t	 lbrun;		/* line breaks since the last byte */
+	uint64_t	*ring;		/* offsets of the last bytes stepped */
+	uint64_t	 rmask;
+	uint64_t	 vi;		/* bytes stepped */
+	uint64_t	 nextnl;	/* the next '\n' and '\r' from there */
+	uint64_t	 nextcr;
+	struct rstack	 spans;		/* struct rspan */
+	struct rstack	 starts;	/* uint64_t: counted, not contained */
 	int		 finished;
 	int		 truncated;
 	size_t		 cap;
@@ -114,21 +144,29 @@ static size_t	 rs_base64(const uint8_t *, size_t, size_t, const char *, int,
 		    int, uint8_t *);
 static size_t	 rs_percent(const uint8_t *, size_t, const char *, int, int,
 		    uint8_t *);
-static size_t	 rs_json(const uint8_t *, size_t, int, const char *,
+static size_t	 rs_utf8(const uint8_t *, size_t, uint32_t *);
+static size_t	 rs_uescape(uint32_t, const char *, uint8_t *);
+static size_t	 rs_json(const uint8_t *, size_t, int, int, const char *,
 		    uint8_t *);
-static size_t	 rs_hex(const uint8_t *, size_t, const char *, uint8_t *);
+static size_t	 rs_hex(const uint8_t *, size_t, const char *, int,
+		    uint8_t *);
 static uint32_t	 rs_goto(const struct redact_set *, uint32_t, uint8_t);
 static void	 rs_free_automaton(struct redact_set *);
 static inline uint32_t rs_step(const struct redact_set *, uint32_t, uint8_t);
-static inline size_t rs_skip(const struct redact_set *, const uint8_t *,
-		    size_t, size_t);
+static int	 rs_probe_lb(const struct redact_set *, const uint8_t *, size_t,
+		    size_t);
+static inline size_t rs_nextlb(struct redact *, size_t, size_t);
+static inline size_t rs_skip(struct redact *, size_t, size_t);
 static void	 rs_filter_add(struct redact_set *, uint32_t, uint32_t,
 		    uint8_t *);
 static void	 redact_emit(struct redact *, const void *, size_t,
 		    redact_out_fn, void *);
-static size_t	 redact_scan(struct redact *, const uint8_t *, size_t, int,
+static int	 rstack_push(struct rstack *, const void *, size_t);
+static inline uint64_t redact_bound(const struct redact *);
+static int	 redact_match(struct redact *, uint64_t, uint64_t);
+static void	 redact_settle(struct redact *, uint64_t, int,
 		    redact_out_fn, void *);
-static void	 redact_rebase(struct redact *, size_t);
+static int	 redact_scan(struct redact *, int, redact_out_fn, void *);
 
 static const char b64std[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -178,12 +216,13 @@ rs_grow(void *old, size_t *nmemb, size_t want, size_t size)
 	return new;
 }
 
+/* Insert p without its line breaks (the scan steps over them). */
 static int
 rs_insert(struct redact_set *rs, const uint8_t *p, size_t len)
 {
 	struct rnode	*nodes;
 	uint32_t	 u = 0, c;
-	size_t		 i;
+	size_t		 i, d = 0;
 
 	if (len == 0)
 		return 0;
@@ -200,25 +239,28 @@ rs_insert(struct redact_set *rs, const uint8_t *p, size_t len)
 	}
 	nodes = rs->nodes;
 	for (i = 0; i < len; i++) {
+		if (REDACT_ISLB(p[i]))
+			continue;
 		for (c = nodes[u].child; c != 0; c = nodes[c].sibling)
 			if (nodes[c].byte == p[i])
 				break;
 		if (c == 0) {
 			c = rs->nnodes++;
 			nodes[c].byte = p[i];
-			nodes[c].depth = i + 1;
+			nodes[c].depth = d + 1;
 			nodes[c].sibling = nodes[u].child;
 			nodes[u].child = c;
 		}
 		u = c;
+		d++;
 	}
-	if (!nodes[u].term) {
+	if (d > 0 && !nodes[u].term) {
 		nodes[u].term = 1;
 		rs->npatterns++;
-		if (len > rs->maxlen)
-			rs->maxlen = len;
-		if (rs->minlen == 0 || len < rs->minlen)
-			rs->minlen = len;
+		if (d > rs->maxlen)
+			rs->maxlen = d;
+		if (rs->minlen == 0 || d < rs->minlen)
+			rs->minlen = d;
 	}
 	return 0;
 }
@@ -311,16 +353,79 @@ rs_percent(const uint8_t *s, size_t n, const char *hexd, int unreserved,
 	return o;
 }
 
-/* The body of a JSON string holding s, as common encoders write it. */
+/*
+ * One UTF-8 sequence at s (n bytes left): its length and code point, or
+ * 0 when it is not well formed.
+ */
 static size_t
-rs_json(const uint8_t *s, size_t n, int slash, const char *hexd,
+rs_utf8(const uint8_t *s, size_t n, uint32_t *cp)
+{
+	static const uint32_t	 min[] = { 0, 0, 0x80, 0x800, 0x10000 };
+	size_t			 len, i;
+	uint32_t		 v;
+
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		len = 2;
+		v = s[0] & 0x1f;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		len = 3;
+		v = s[0] & 0x0f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		len = 4;
+		v = s[0] & 0x07;
+	} else
+		return 0;
+	if (len > n)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		v = v << 6 | (s[i] & 0x3f);
+	}
+	if (v < min[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+		return 0;
+	*cp = v;
+	return len;
+}
+
+static size_t
+rs_uescape(uint32_t v, const char *hexd, uint8_t *out)
+{
+	out[0] = '\\';
+	out[1] = 'u';
+	out[2] = hexd[(v >> 12) & 15];
+	out[3] = hexd[(v >> 8) & 15];
+	out[4] = hexd[(v >> 4) & 15];
+	out[5] = hexd[v & 15];
+	return 6;
+}
+
+/*
+ * The body of a JSON string holding s, as common encoders write it; with
+ * ascii, non-ASCII characters as \uXXXX (UTF-16), as Python's json.dumps.
+ */
+static size_t
+rs_json(const uint8_t *s, size_t n, int slash, int ascii, const char *hexd,
     uint8_t *out)
 {
-	size_t	 i, o = 0;
-	uint8_t	 c, e;
+	size_t		 i, o = 0, len;
+	uint32_t	 cp;
+	uint8_t		 c, e;
 
 	for (i = 0; i < n; i++) {
 		c = s[i];
+		if (ascii && c >= 0x80 && (len = rs_utf8(s + i, n - i, &cp)) >
+		    0) {
+			if (cp >= 0x10000) {
+				cp -= 0x10000;
+				o += rs_uescape(0xd800 | cp >> 10, hexd,
+				    out + o);
+				cp = 0xdc00 | (cp & 0x3ff);
+			}
+			o += rs_uescape(cp, hexd, out + o);
+			i += len - 1;
+			continue;
+		}
 		switch (c) {
 		case '"':
 		case '\\':
@@ -352,28 +457,29 @@ rs_json(const uint8_t *s, size_t n, int slash, const char *hexd,
 			out[o++] = c;
 			continue;
 		}
+		if (e == 'u') {
+			o += rs_uescape(c, hexd, out + o);
+			continue;
+		}
 		out[o++] = '\\';
 		out[o++] = e;
-		if (e == 'u') {
-			out[o++] = '0';
-			out[o++] = '0';
-			out[o++] = hexd[c >> 4];
-			out[o++] = hexd[c & 15];
-		}
 	}
 	return o;
 }
 
+/* Hex, with sep (if not 0) between bytes, as xxd -p, od or openssl. */
 static size_t
-rs_hex(const uint8_t *s, size_t n, const char *hexd, uint8_t *out)
+rs_hex(const uint8_t *s, size_t n, const char *hexd, int sep, uint8_t *out)
 {
-	size_t	 i;
+	size_t	 i, o = 0;
 
 	for (i = 0; i < n; i++) {
-		out[2 * i] = hexd[s[i] >> 4];
-		out[2 * i + 1] = hexd[s[i] & 15];
+		if (sep != 0 && i > 0)
+			out[o++] = sep;
+		out[o++] = hexd[s[i] >> 4];
+		out[o++] = hexd[s[i] & 15];
 	}
-	return 2 * n;
+	return o;
 }
 
 static int
@@ -381,8 +487,9 @@ rs_add_forms(struct redact_set *rs, const uint8_t *s, size_t n)
 {
 	static const char	*alphas[] = { b64std, b64url };
 	static const char	*hexds[] = { hexup, hexlo };
+	static const int	 seps[] = { 0, ' ', ':' };
 	uint8_t			*tmp;
-	size_t			 tmpsz, len, align, a, h, v;
+	size_t			 tmpsz, len, align, a, h, v, k;
 	int			 rv = -1;
 
 	/* \u00XX is the widest form: six bytes per byte. */
@@ -411,15 +518,16 @@ rs_add_forms(struct redact_set *rs, const uint8_t *s, size_t n)
 		len = rs_percent(s, n, hexds[h], 1, 1, tmp);
 		if (rs_insert(rs, tmp, len) == -1)
 			goto out;
-		len = rs_json(s, n, 0, hexds[h], tmp);
-		if (rs_insert(rs, tmp, len) == -1)
-			goto out;
-		len = rs_json(s, n, 1, hexds[h], tmp);
-		if (rs_insert(rs, tmp, len) == -1)
-			goto out;
-		len = rs_hex(s, n, hexds[h], tmp);
-		if (rs_insert(rs, tmp, len) == -1)
-			goto out;
+		for (k = 0; k < 4; k++) {
+			len = rs_json(s, n, k & 1, k >> 1, hexds[h], tmp);
+			if (rs_insert(rs, tmp, len) == -1)
+				goto out;
+		}
+		for (k = 0; k < 3; k++) {
+			len = rs_hex(s, n, hexds[h], seps[k], tmp);
+			if (rs_insert(rs, tmp, len) == -1)
+				goto out;
+		}
 	}
 	rv = 0;
  out:
@@ -701,6 +809,7 @@ struct redact *
 redact_new(const struct redact_set *rs, size_t cap)
 {
 	struct redact	*r;
+	size_t		 ring = 1;
 
 	if (!rs->compiled) {
 		errno = EINVAL;
@@ -712,8 +821,13 @@ redact_new(const struct redact_set *rs, size_t cap)
 	r->cap = cap;
 	if (rs->npatterns == 0)
 		return r;
-	r->bufsz = rs->maxlen + REDACT_CHUNK;
-	if ((r->buf = malloc(r->bufsz)) == NULL) {
+	while (ring <= rs->maxlen)
+		ring <<= 1;
+	r->rmask = ring - 1;
+	r->bufsz = (REDACT_MAXLB + 1) * (rs->maxlen + 1) + REDACT_CHUNK;
+	if ((r->buf = malloc(r->bufsz)) == NULL ||
+	    (r->ring = calloc(ring, sizeof(*r->ring))) == NULL) {
+		free(r->buf);
 		free(r);
 		return NULL;
 	}
@@ -755,117 +869,270 @@ rs_step(const struct redact_set *rs, uint32_t q, uint8_t c)
 }
 
 /*
+ * A probe at p that holds a line break: the W-gram a match stepping over
+ * the breaks would show is the next W bytes that are not line breaks.
+ * 1 when a match may be there (or the window cannot tell), 0 when not.
+ */
+static int
+rs_probe_lb(const struct redact_set *rs, const uint8_t *w, size_t p,
+    size_t n)
+{
+	uint32_t	 v = 0, h, got = 0, lb = 0;
+
+	while (got < rs->fwidth) {
+		if (p >= n)
+			return 1;
+		if (REDACT_ISLB(w[p])) {
+			if (++lb > REDACT_MAXLB)
+				return 1;
+			p++;
+			continue;
+		}
+		lb = 0;
+		v |= (uint32_t)w[p++] << (8 * got++);
+	}
+	h = REDACT_FILTER_HASH(v);
+	return (rs->filter[h >> 3] >> (h & 7)) & 1;
+}
+
+/* The first line break at or after p (n if none yet), cached per byte. */
+static inline size_t
+rs_nextlb(struct redact *r, size_t p, size_t n)
+{
+	const uint8_t	*x;
+	uint64_t	 ap = r->base + p;
+
+	if (r->nextnl < ap) {
+		x = memchr(r->buf + p, '\n', n - p);
+		r->nextnl = r->base + (x != NULL ? (size_t)(x - r->buf) : n);
+	}
+	if (r->nextcr < ap) {
+		x = memchr(r->buf + p, '\r', n - p);
+		r->nextcr = r->base + (x != NULL ? (size_t)(x - r->buf) : n);
+	}
+	return (r->nextnl < r->nextcr ? r->nextnl : r->nextcr) - r->base;
+}
+
+/*
  * The first position from i where a pattern may start, or where fewer
- * than 4 bytes remain after a probe, so the automaton decides alone.
+ * than 4 bytes remain after a probe, so the automaton decides alone.  A
+ * probe holding a line break looks at the bytes around the break.
  */
 static inline size_t
-rs_skip(const struct redact_set *rs, const uint8_t *w, size_t i, size_t n)
+rs_skip(struct redact *r, size_t i, size_t n)
 {
-	const uint8_t	*f = rs->filter;
-	uint32_t	 m = rs->fmask, k = rs->fstride, h0, h1, h2, h3, v;
-	size_t		 p = i + k - 1;
+	const struct redact_set	*rs = r->rs;
+	const uint8_t		*f = rs->filter, *w = r->buf;
+	uint32_t		 m = rs->fmask, k = rs->fstride, h0, h1, h2, h3;
+	uint32_t		 v, j;
+	size_t			 p = i + k - 1, lim;
 
 #define PROBE(h, off) do {						\
 	memcpy(&v, w + p + (off), sizeof(v));				\
 	(h) = REDACT_FILTER_HASH(le32toh(v) & m);			\
 } while (0)
 #define HIT(h)	((f[(h) >> 3] >> ((h) & 7)) & 1)
-	while (p + 3 * k + 4 <= n) {
-		PROBE(h0, 0);
-		PROBE(h1, k);
-		PROBE(h2, 2 * k);
-		PROBE(h3, 3 * k);
-		if (HIT(h0) | HIT(h1) | HIT(h2) | HIT(h3))
-			break;
-		p += 4 * k;
-	}
-	for (; p + 4 <= n; p += k) {
-		PROBE(h0, 0);
-		if (HIT(h0))
-			break;
+	for (;;) {
+		/* No line break before lim: the plain probes are exact. */
+		lim = p < n ? rs_nextlb(r, p, n) : n;
+		while (p + 3 * k + 4 <= lim) {
+			PROBE(h0, 0);
+			PROBE(h1, k);
+			PROBE(h2, 2 * k);
+			PROBE(h3, 3 * k);
+			if (HIT(h0) | HIT(h1) | HIT(h2) | HIT(h3))
+				break;
+			p += 4 * k;
+		}
+		for (j = 0; j < 4; j++, p += k) {
+			if (p + 4 > n)
+				return p - (k - 1);
+			if (p > lim)
+				lim = rs_nextlb(r, p, n);
+			PROBE(h0, 0);
+			if (p + 4 > lim ? rs_probe_lb(rs, w, p, n) : HIT(h0))
+				return p - (k - 1);
+		}
 	}
 #undef PROBE
 #undef HIT
-	return p - (k - 1);
 }
 
-/*
- * Scan w[0, n) from the saved state, emit every byte that is decided and
- * return where the undecided tail starts (n when final).
- */
-static size_t
-redact_scan(struct redact *r, const uint8_t *w, size_t n, int final,
-    redact_out_fn out, void *arg)
+static int
+rstack_push(struct rstack *s, const void *e, size_t size)
+{
+	void	*v;
+	size_t	 cap;
+
+	if (s->tail == s->cap && s->head > 0) {
+		memmove(s->v, (uint8_t *)s->v + s->head * size,
+		    (s->tail - s->head) * size);
+		s->tail -= s->head;
+		s->head = 0;
+	}
+	if (s->tail == s->cap) {
+		cap = s->cap == 0 ? 16 : s->cap * 2;
+		if ((v = reallocarray(s->v, cap, size)) == NULL)
+			return -1;
+		s->v = v;
+		s->cap = cap;
+	}
+	memcpy((uint8_t *)s->v + s->tail++ * size, e, size);
+	return 0;
+}
+
+/* Matches in progress start at or after this. */
+static inline uint64_t
+redact_bound(const struct redact *r)
+{
+	uint32_t	 pend = r->rs->st[r->q].pend;
+
+	return pend == 0 ? r->pos : r->ring[(r->vi - pend) & r->rmask];
+}
+
+/* The longest match ending at e starts at s. */
+static int
+redact_match(struct redact *r, uint64_t s, uint64_t e)
+{
+	struct rspan	*sp = r->spans.v, nv;
+	uint64_t	*st = r->starts.v;
+
+	/* It contains the earlier matches starting at or after s. */
+	while (r->starts.tail > r->starts.head && st[r->starts.tail - 1] >= s) {
+		r->starts.tail--;
+		r->count--;
+	}
+	if (rstack_push(&r->starts, &s, sizeof(s)) == -1)
+		return -1;
+	r->count++;
+	/* And swallows the spans it overlaps or touches. */
+	nv.a = s;
+	nv.b = e;
+	nv.starred = 0;
+	while (r->spans.tail > r->spans.head &&
+	    sp[r->spans.tail - 1].b >= s) {
+		r->spans.tail--;
+		if (sp[r->spans.tail].a < nv.a)
+			nv.a = sp[r->spans.tail].a;
+		nv.starred |= sp[r->spans.tail].starred;
+	}
+	return rstack_push(&r->spans, &nv, sizeof(nv));
+}
+
+/* Emit what is decided: nothing can start before bound any more. */
+static void
+redact_settle(struct redact *r, uint64_t bound, int final, redact_out_fn out,
+    void *arg)
+{
+	struct rspan	*f = NULL;
+	uint64_t	*st = r->starts.v, lim;
+
+	while (r->spans.head < r->spans.tail) {
+		f = (struct rspan *)r->spans.v + r->spans.head;
+		if (!final && f->b >= bound) {
+			/* Still growing, but its start is known. */
+			if (!f->starred && f->a <= bound) {
+				redact_emit(r, r->buf + (r->done - r->base),
+				    f->a - r->done, out, arg);
+				redact_emit(r, REDACT_MASK,
+				    sizeof(REDACT_MASK) - 1, out, arg);
+				f->starred = 1;
+			}
+			break;
+		}
+		if (!f->starred) {
+			redact_emit(r, r->buf + (r->done - r->base),
+			    f->a - r->done, out, arg);
+			redact_emit(r, REDACT_MASK, sizeof(REDACT_MASK) - 1,
+			    out, arg);
+		}
+		r->done = f->b;
+		r->spans.head++;
+	}
+	if (r->spans.head == r->spans.tail) {
+		r->spans.head = r->spans.tail = 0;
+		lim = final ? r->base + r->buflen : bound;
+	} else if (f->starred) {
+		r->done = f->b;
+		lim = r->done;
+	} else
+		lim = f->a < bound ? f->a : bound;
+	if (lim > r->done) {
+		redact_emit(r, r->buf + (r->done - r->base), lim - r->done,
+		    out, arg);
+		r->done = lim;
+	}
+	/* Counted starts nothing can contain any more. */
+	while (r->starts.head < r->starts.tail && st[r->starts.head] < bound)
+		r->starts.head++;
+	if (r->starts.head == r->starts.tail)
+		r->starts.head = r->starts.tail = 0;
+}
+
+/* Scan the window from the saved state, then emit what is decided. */
+static int
+redact_scan(struct redact *r, int final, redact_out_fn out, void *arg)
 {
 	const struct redact_set	*rs = r->rs;
 	const struct rstate	*st = rs->st;
-	size_t			 pos = r->pos, guard = r->guard;
-	size_t			 cs = r->cs, ce = r->ce, start, keep;
-	uint32_t		 q = r->q;
-	int			 hascand = r->hascand;
+	const uint8_t		*w = r->buf;
+	uint64_t		*ring = r->ring, rmask = r->rmask;
+	uint64_t		 base = r->base, end = base + r->buflen;
+	uint64_t		 pos = r->pos, guard = r->guard, vi = r->vi, p0;
+	uint32_t		 q = r->q, lbrun = r->lbrun, len;
+	uint8_t			 c;
+	int			 rv = 0;
 
 	for (;;) {
 		/*
-		 * Nothing in progress: skip to where a pattern may start.
-		 * The guard keeps the automaton going until what it holds
-		 * starts past the last hit, so the skip always moves on.
+		 * Nothing deep in progress: skip to where a pattern may
+		 * start.  The guard keeps the automaton going until what it
+		 * holds starts past the last hit, so the skip moves on.
 		 */
-		if (!hascand && st[q].pend < rs->fwidth &&
-		    pos - st[q].pend >= guard) {
-			pos = rs_skip(rs, w, pos - st[q].pend, n);
-			q = 0;
-			if (pos >= n)
-				break;
-			guard = pos + 1;
-		}
-		if (pos == n) {
-			if (!hascand || !final)
-				break;
-		} else {
-			q = rs_step(rs, q, w[pos++]);
-			if (st[q].outlen != 0) {
-				start = pos - st[q].outlen;
-				if (!hascand || start <= cs) {
-					cs = start;
-					ce = pos;
-					hascand = 1;
+		if (st[q].pend < rs->fwidth) {
+			p0 = st[q].pend == 0 ? pos :
+			    ring[(vi - st[q].pend) & rmask];
+			if (p0 >= guard) {
+				pos = base + rs_skip(r, p0 - base, r->buflen);
+				q = 0;
+				lbrun = 0;
+				if (pos >= end) {
+					pos = end;
+					break;
 				}
+				guard = pos + 1;
 			}
-			/* Could a match starting at or before cs go on? */
-			if (!hascand || pos - st[q].pend <= cs)
-				continue;
 		}
-		redact_emit(r, w + r->done, cs - r->done, out, arg);
-		redact_emit(r, REDACT_MASK, sizeof(REDACT_MASK) - 1, out, arg);
-		r->count++;
-		r->done = pos = ce;
-		q = 0;
-		hascand = 0;
-		guard = 0;
+		if (pos == end)
+			break;
+		c = w[pos - base];
+		if (REDACT_ISLB(c)) {
+			if (q != 0 && ++lbrun > REDACT_MAXLB)
+				q = 0;
+			pos++;
+			continue;
+		}
+		lbrun = 0;
+		q = rs_step(rs, q, c);
+		ring[vi++ & rmask] = pos++;
+		/* A rescan after a skip finds nothing new before seen. */
+		if ((len = st[q].outlen) != 0 && pos > r->seen) {
+			r->seen = pos;
+			if ((rv = redact_match(r, ring[(vi - len) & rmask],
+			    pos)) == -1)
+				break;
+		}
 	}
-	keep = final ? n : pos - st[q].pend;
-	redact_emit(r, w + r->done, keep - r->done, out, arg);
-	r->done = keep;
 	r->pos = pos;
 	r->guard = guard;
-	r->cs = cs;
-	r->ce = ce;
+	r->vi = vi;
 	r->q = q;
-	r->hascand = hascand;
-	return keep;
-}
-
-/* The first `keep' bytes of the window are gone: shift the positions. */
-static void
-redact_rebase(struct redact *r, size_t keep)
-{
-	r->pos -= keep;
-	r->done -= keep;
-	r->guard = r->guard > keep ? r->guard - keep : 0;
-	if (r->hascand) {
-		r->cs -= keep;
-		r->ce -= keep;
-	}
+	r->lbrun = lbrun;
+	if (rv == -1)
+		return -1;
+	redact_settle(r, final ? UINT64_MAX : redact_bound(r), final, out,
+	    arg);
+	return 0;
 }
 
 int
@@ -874,6 +1141,7 @@ redact_write(struct redact *r, const void *p, size_t len, redact_out_fn out,
 {
 	const uint8_t	*in = p;
 	size_t		 n, keep;
+	uint64_t	 b;
 
 	if (r->finished) {
 		errno = EINVAL;
@@ -891,10 +1159,14 @@ redact_write(struct redact *r, const void *p, size_t len, redact_out_fn out,
 		r->buflen += n;
 		in += n;
 		len -= n;
-		keep = redact_scan(r, r->buf, r->buflen, 0, out, arg);
+		if (redact_scan(r, 0, out, arg) == -1)
+			return -1;
+		/* Keep the undecided tail, where a rescan may start. */
+		b = redact_bound(r);
+		keep = (b < r->done ? b : r->done) - r->base;
 		memmove(r->buf, r->buf + keep, r->buflen - keep);
 		r->buflen -= keep;
-		redact_rebase(r, keep);
+		r->base += keep;
 	}
 	return 0;
 }
@@ -902,6 +1174,8 @@ redact_write(struct redact *r, const void *p, size_t len, redact_out_fn out,
 int
 redact_finish(struct redact *r, redact_out_fn out, void *arg)
 {
+	int	 rv;
+
 	if (r->finished) {
 		errno = EINVAL;
 		return -1;
@@ -909,10 +1183,10 @@ redact_finish(struct redact *r, redact_out_fn out, void *arg)
 	r->finished = 1;
 	if (r->rs->npatterns == 0)
 		return 0;
-	redact_scan(r, r->buf, r->buflen, 1, out, arg);
+	rv = redact_scan(r, 1, out, arg);
 	explicit_bzero(r->buf, r->bufsz);
 	r->buflen = 0;
-	return 0;
+	return rv;
 }
 
 size_t
@@ -928,6 +1202,12 @@ redact_truncated(const struct redact *r)
 }
 
 size_t
+redact_held(const struct redact *r)
+{
+	return r->buflen;
+}
+
+size_t
 redact_emitted(const struct redact *r)
 {
 	return r->emitted;
@@ -940,5 +1220,8 @@ redact_free(struct redact *r)
 		return;
 	if (r->buf != NULL)
 		freezero(r->buf, r->bufsz);
+	free(r->ring);
+	free(r->spans.v);
+	free(r->starts.v);
 	freezero(r, sizeof(*r));
 }

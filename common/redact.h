@@ -9,12 +9,19 @@
  * share it.  A redact is one output stream.
  *
  * Semantics, identical to a naive scan over the whole stream at once
- * whatever the write boundaries are:
- *  - at each position the longest pattern starting there is replaced by
- *    "***" (leftmost-longest); scanning resumes after its end, so matches
- *    never overlap;
- *  - bytes that cannot yet be decided (at most maxlen - 1 of them) are held
- *    back until more input or redact_finish() arrives;
+ * whatever the write boundaries are (regress/lib/redact_ref.c is that
+ * scan):
+ *  - line breaks are transparent: a pattern is stored without its '\r'
+ *    and '\n' bytes and matches the stream with up to REDACT_MAXLB of
+ *    them between any two of its bytes (base64 or hex wrapped at any
+ *    width); a match spans from its first byte to its last;
+ *  - every byte inside a match of any pattern is masked, and each maximal
+ *    run of masked bytes (matches that overlap or touch) becomes one
+ *    "***", so no byte of a secret's match survives;
+ *  - redact_count() counts matches not contained in another match (two
+ *    overlapping secrets count two, a secret and its own line one);
+ *  - bytes that cannot yet be decided (at most (REDACT_MAXLB + 1) *
+ *    maxlen of them) are held back until more input or redact_finish();
  *  - the cap applies to the redacted output: the bytes handed to out() are
  *    exactly the first `cap' bytes of the whole redacted stream.  Input past
  *    the cap is still scanned, so redact_count() counts every occurrence in
@@ -28,6 +35,7 @@
 
 #define REDACT_MASK	"***"
 #define REDACT_MINFORMS	8	/* shorter secrets are masked raw only */
+#define REDACT_MAXLB	4	/* line break bytes a match steps over */
 
 struct redact_set;
 struct redact;
@@ -41,9 +49,11 @@ struct redact_set *redact_set_new(void);
  * trailing partial character and padding), percent-encoding (every byte,
  * upper and lower case hex; URL-encoding keeping unreserved characters,
  * upper and lower; form-encoding with '+' for space), JSON string escaping
- * (with and without "\/", \u00XX upper and lower), hex (upper and lower)
- * and, for a multi-line value, every line of 8+ bytes without its '\r'.
- * Empty secrets are ignored; duplicate patterns are stored once.
+ * (with and without "\/", \u00XX upper and lower, and with non-ASCII
+ * characters as \uXXXX as Python writes them), hex (upper and lower, plain
+ * and with a space or ':' between bytes) and, for a multi-line value,
+ * every line of 8+ bytes.  Line breaks inside any of them are transparent
+ * (above).  Empty secrets are ignored; duplicate patterns are stored once.
  * Returns 0, or -1 with errno ENOMEM, or EINVAL after compile.
  */
 int	 redact_set_add(struct redact_set *, const void *, size_t);
@@ -52,7 +62,10 @@ int	 redact_set_compile(struct redact_set *);
 size_t	 redact_set_maxlen(const struct redact_set *);	/* longest pattern */
 size_t	 redact_set_npatterns(const struct redact_set *); /* distinct ones */
 size_t	 redact_set_memsize(const struct redact_set *);	/* automaton bytes */
-/* Call fn once per distinct pattern (compiled sets only; tests, fuzzer). */
+/*
+ * Call fn once per distinct pattern, as stored: without line breaks
+ * (compiled sets only; tests, fuzzer).
+ */
 int	 redact_set_foreach(const struct redact_set *, redact_pattern_fn,
 	    void *);
 void	 redact_set_free(struct redact_set *);	/* zeroes all pattern memory */
@@ -72,6 +85,7 @@ int	 redact_write(struct redact *, const void *, size_t, redact_out_fn,
 int	 redact_finish(struct redact *, redact_out_fn, void *);
 size_t	 redact_count(const struct redact *);	/* occurrences masked */
 int	 redact_truncated(const struct redact *);	/* output hit the cap */
+size_t	 redact_held(const struct redact *);	/* bytes held back now */
 size_t	 redact_emitted(const struct redact *);	/* bytes given to out() */
 void	 redact_free(struct redact *);		/* zeroes the window */
 

@@ -158,6 +158,42 @@ int		 run_slots_used(void);
 /* Mask credential-looking arguments and registered secret values. */
 json_t		*argv_mask(int64_t, json_t *);
 
+/* vault_inject.c: a secret turned into what a CLI sees; a run's mask set. */
+#define REDSET_MAX		512	/* exec takes at most this many */
+struct isecret {
+	int64_t		 id;
+	int		 param;		/* kind "param": never redacted */
+	char		 kind[16];
+	char		 name[NAME_LEN_MAX + 1];
+	unsigned char	*val;		/* sodium_malloc'd, NUL-terminated */
+	size_t		 len;
+};
+struct redset {
+	char		*v[REDSET_MAX];
+	size_t		 len[REDSET_MAX];
+	size_t		 n;
+};
+/* Unseal secret id of org: 0, or -1 with resp set (gone: its status). */
+int		 isecret_open(int64_t, int64_t, struct isecret *,
+		    struct vault_resp *, int);
+void		 isecret_close(struct isecret *);
+/*
+ * The bytes a CLI gets for one template (NULL: "{secret}") of inject
+ * entry e: the value trimmed, its secret_field (oauth: the access-token
+ * leaf only), {secret} replaced.  0 and *out (NUL-terminated, freezero
+ * it), or -1 with resp set to status.
+ */
+int		 inject_value(const struct isecret *, json_t *, const char *,
+		    struct vault_resp *, int, char **, size_t *);
+/* Whether a binding or inject entry may name field of a kind secret. */
+int		 inject_field_allowed(const char *, const char *);
+/* Shorter than 8 bytes once trimmed: "too short to be masked reliably". */
+int		 value_too_short(const void *, size_t);
+/* Add bytes (copied, once) / a secret's raw, trimmed and JSON leaves. */
+int		 redset_add(struct redset *, const void *, size_t);
+int		 redset_secret(struct redset *, const struct isecret *);
+void		 redset_clear(struct redset *);
+
 /* vault_policy.c */
 /*
  * Deny rules (SPEC section 9) for a use of host/path by the caller; method

@@ -60,7 +60,6 @@ static void	audit_unwritable(struct vault_resp *, const char *);
 static int	inject_ids(const struct tool_row *, json_t *, int64_t *,
 		    struct vault_resp *);
 static int	needs_proof(const struct auth *, const int64_t *, size_t);
-static char	*subst(const char *, const char *, size_t, size_t *);
 static json_t	*grant_value(int64_t, int64_t, json_t *, const char *,
 		    struct vault_resp *);
 static json_t	*grant_render(int64_t, const char *, json_t *,
@@ -630,119 +629,36 @@ needs_proof(const struct auth *a, const int64_t *ids, size_t n)
 	return (other);
 }
 
-/* tmpl with every "{secret}" replaced by val; the caller freezero()s it. */
-static char *
-subst(const char *tmpl, const char *val, size_t vlen, size_t *outlen)
-{
-	static const char	 ph[] = "{secret}";
-	const char		*p, *q;
-	size_t			 n = 0, len = 1;
-	char			*out;
-
-	*outlen = 0;
-	for (p = tmpl; (q = strstr(p, ph)) != NULL; p = q + sizeof(ph) - 1)
-		n++;
-	len += strlen(tmpl) - n * (sizeof(ph) - 1) + n * vlen;
-	if ((out = malloc(len)) == NULL)
-		fatal("%s: malloc", __func__);
-	for (p = tmpl; (q = strstr(p, ph)) != NULL; p = q + sizeof(ph) - 1) {
-		memcpy(out + *outlen, p, q - p);
-		*outlen += q - p;
-		memcpy(out + *outlen, val, vlen);
-		*outlen += vlen;
-	}
-	memcpy(out + *outlen, p, strlen(p));
-	*outlen += strlen(p);
-	out[*outlen] = '\0';
-	return (out);
-}
-
 /*
- * One inject entry with its secret's value put in: trimmed, its
- * secret_field taken for a JSON secret (access_token by default for
- * oauth), and the format or the argv template applied.
+ * One inject entry with its secret's value put in, as inject_value()
+ * makes it for server runs too.
  */
 static json_t *
 grant_value(int64_t org, int64_t sid, json_t *e, const char *tool,
     struct vault_resp *resp)
 {
-	sqlite3_stmt	*st;
-	unsigned char	*pt = NULL;
-	size_t		 ptlen = 0, vlen, olen, i;
-	const char	*val, *field = NULL, *kind, *name, *via, *fmt;
-	char		 sname[NAME_LEN_MAX + 1];
+	struct isecret	 sc;
+	size_t		 olen, i;
+	const char	*name, *via;
 	char		*s;
-	json_t		*doc = NULL, *fv, *item = NULL, *arr, *a;
-	int		 rc;
+	json_t		*item = NULL, *arr, *a;
 
-	if ((st = db_prepare("SELECT sealed, kind, name FROM secrets WHERE "
-	    "id = ? AND org_id = ?")) == NULL) {
-		db_fail(resp, "grant");
+	if (isecret_open(org, sid, &sc, resp, 409) == -1) {
+		isecret_close(&sc);
 		return (NULL);
 	}
-	sqlite3_bind_int64(st, 1, sid);
-	sqlite3_bind_int64(st, 2, org);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		strlcpy(sname, db_text(st, 2), sizeof(sname));
-		kind = db_text(st, 1);
-		field = json_string_value(json_object_get(e, "secret_field"));
-		if (field == NULL && strcmp(kind, "oauth") == 0)
-			field = "access_token";
-		rc = secret_unseal(org, sid, sqlite3_column_blob(st, 0),
-		    sqlite3_column_bytes(st, 0), &pt, &ptlen);
-	} else
-		rc = rc == SQLITE_DONE ? 1 : -2;
-	sqlite3_reset(st);
-	if (rc == 1) {
-		resp_error(resp, 409, "a secret used by '%s' no longer "
-		    "exists", tool);
-		return (NULL);
-	}
-	if (rc == -2) {
-		db_fail(resp, "grant");
-		return (NULL);
-	}
-	if (rc != 0) {
-		log_warnx("secret %lld of org %lld does not open",
-		    (long long)sid, (long long)org);
-		resp_error(resp, 500, "internal error: the secret '%s' could "
-		    "not be opened", sname);
-		return (NULL);
-	}
-
-	/* Trim: a pasted key often carries a newline. */
-	val = (const char *)pt;
-	vlen = ptlen;
-	while (vlen > 0 && isspace((unsigned char)*val)) {
-		val++;
-		vlen--;
-	}
-	while (vlen > 0 && isspace((unsigned char)val[vlen - 1]))
-		vlen--;
-	if (field != NULL) {
-		doc = json_loadb(val, vlen, 0, NULL);
-		fv = json_object_get(doc, field);
-		if (!json_is_string(fv)) {
-			resp_error(resp, 409, "the secret '%s' has no string "
-			    "field '%s'", sname, field);
-			goto out;
-		}
-		val = json_string_value(fv);
-		vlen = json_string_length(fv);
-	}
-	if (memchr(val, '\0', vlen) != NULL) {
-		resp_error(resp, 409, "the secret '%s' contains a NUL byte "
-		    "and cannot be handed to a CLI", sname);
-		goto out;
-	}
-
 	via = json_string_value(json_object_get(e, "via"));
 	if (via != NULL && strcmp(via, "argv") == 0) {
 		if ((arr = json_array()) == NULL)
 			fatal("%s: json_array", __func__);
 		item = json_pack("{s:s, s:o}", "via", "argv", "argv", arr);
 		json_array_foreach(json_object_get(e, "argv"), i, a) {
-			s = subst(json_string_value(a), val, vlen, &olen);
+			if (inject_value(&sc, e, json_string_value(a), resp,
+			    409, &s, &olen) == -1) {
+				json_decref(item);
+				item = NULL;
+				goto out;
+			}
 			if (json_array_append_new(arr,
 			    json_stringn(s, olen)) == -1) {
 				freezero(s, olen + 1);
@@ -752,10 +668,9 @@ grant_value(int64_t org, int64_t sid, json_t *e, const char *tool,
 		}
 	} else {
 		name = json_string_value(json_object_get(e, "name"));
-		if ((fmt = json_string_value(json_object_get(e,
-		    "format"))) == NULL)
-			fmt = "{secret}";
-		s = subst(fmt, val, vlen, &olen);
+		if (inject_value(&sc, e, json_string_value(json_object_get(e,
+		    "format")), resp, 409, &s, &olen) == -1)
+			goto out;
 		item = json_pack("{s:s, s:s?, s:s%}", "via", "env", "name",
 		    name, "value", s, olen);
 		freezero(s, olen + 1);
@@ -767,10 +682,9 @@ grant_value(int64_t org, int64_t sid, json_t *e, const char *tool,
 	json_decref(item);
 	item = NULL;
 	resp_error(resp, 409, "the secret '%s' is not UTF-8 text and cannot "
-	    "be handed out in a grant", sname);
+	    "be handed out in a grant", sc.name);
  out:
-	json_decref(doc);
-	secret_free(pt, ptlen);
+	isecret_close(&sc);
 	return (item);
 }
 

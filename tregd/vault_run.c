@@ -45,15 +45,8 @@ struct vrun {
 TAILQ_HEAD(vrun_list, vrun);
 
 /* Unsealed secrets of one run, each once. */
-struct sec {
-	int64_t		 id;
-	int		 param;		/* kind "param": never redacted */
-	char		 name[NAME_LEN_MAX + 1];
-	unsigned char	*val;		/* sodium_malloc'd, NUL-terminated */
-	size_t		 len;
-};
 struct secs {
-	struct sec	 s[RUN_SECRETS_MAX];
+	struct isecret	 s[RUN_SECRETS_MAX];
 	size_t		 n;
 };
 
@@ -74,14 +67,11 @@ static int	run_args(struct vault_req *, struct vault_resp *, json_t **,
 		    int *);
 static int	run_slots_user(int64_t);
 static void	base_url_path(const char *, char *, size_t);
-static struct sec *secs_get(struct secs *, int64_t, int64_t,
+static struct isecret *secs_get(struct secs *, int64_t, int64_t,
 		    struct vault_resp *);
 static void	secs_clear(struct secs *);
 static int	secs_tool(struct secs *, int64_t, const struct tool_row *,
 		    struct vault_resp *);
-static int	inject_value(struct sec *, json_t *, const char *,
-		    struct vault_resp *, char **, size_t *);
-static char	*subst(const char *, const char *, size_t, size_t *);
 static void	strv_add(struct strv *, char *, size_t);
 static void	strv_clear(struct strv *);
 static int64_t	run_audit_start(const struct auth *, const char *,
@@ -172,7 +162,8 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	struct auth		*a = req->auth;
 	struct tool_row		 t;
 	struct secs		*secs;
-	struct sec		*sc;
+	struct isecret		*sc;
+	struct redset		*mask;
 	struct run_start	 rs;
 	struct vrun		*vr;
 	struct pack		 pk;
@@ -188,7 +179,8 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	memset(&env, 0, sizeof(env));
 	memset(&xargs, 0, sizeof(xargs));
 	pack_init(&pk);
-	if ((secs = calloc(1, sizeof(*secs))) == NULL)
+	if ((secs = calloc(1, sizeof(*secs))) == NULL ||
+	    (mask = calloc(1, sizeof(*mask))) == NULL)
 		fatal("%s: calloc", __func__);
 	if (body_str(req, resp, "tool", 1, NAME_LEN_MAX, &name) == -1 ||
 	    run_args(req, resp, &args, &timeout) == -1)
@@ -264,9 +256,12 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 		if (via != NULL && strcmp(via, "argv") == 0) {
 			json_array_foreach(json_object_get(e, "argv"), n, v) {
 				if (inject_value(sc, e, json_string_value(v),
-				    resp, &val, &vlen) == -1)
+				    resp, 422, &val, &vlen) == -1)
 					goto out;
 				strv_add(&xargs, val, vlen);
+				if (!sc->param && redset_add(mask, val,
+				    vlen) == -1)
+					goto toomany;
 			}
 			continue;
 		}
@@ -277,8 +272,12 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 			goto out;
 		}
 		if (inject_value(sc, e, json_string_value(json_object_get(e,
-		    "format")), resp, &val, &vlen) == -1)
+		    "format")), resp, 422, &val, &vlen) == -1)
 			goto out;
+		if (!sc->param && redset_add(mask, val, vlen) == -1) {
+			freezero(val, vlen + 1);
+			goto toomany;
+		}
 		/* NAME=value, built around the value in place. */
 		n = strlen(env_name);
 		if ((kv = malloc(n + 1 + vlen + 1)) == NULL)
@@ -292,6 +291,9 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	/* Every other secret the tool is bound to is masked as well. */
 	if (secs_tool(secs, a->org_id, &t, resp) == -1)
 		goto out;
+	for (i = 0; i < secs->n; i++)
+		if (redset_secret(mask, &secs->s[i]) == -1)
+			goto toomany;
 
 	/* The order: bin, argv, env, secrets. */
 	pack_str(&pk, bin);
@@ -305,13 +307,9 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	pack_u32(&pk, env.n);
 	for (i = 0; i < env.n; i++)
 		pack_bytes(&pk, env.v[i], env.len[i]);
-	for (i = 0, n = 0; i < secs->n; i++)
-		if (!secs->s[i].param)
-			n++;
-	pack_u32(&pk, n);
-	for (i = 0; i < secs->n; i++)
-		if (!secs->s[i].param)
-			pack_bytes(&pk, secs->s[i].val, secs->s[i].len);
+	pack_u32(&pk, mask->n);
+	for (i = 0; i < mask->n; i++)
+		pack_bytes(&pk, mask->v[i], mask->len[i]);
 
 	noargs = json_array();
 	masked = argv_mask(a->org_id, args ? args : noargs);
@@ -357,7 +355,13 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	TAILQ_INSERT_TAIL(&vruns, vr, entry);
 	nvruns++;
 	resp->status = 0;	/* exec and run_exit() answer */
+	goto out;
+ toomany:
+	resp_error(resp, 422, "the secrets of tool '%s' have too many parts "
+	    "to be masked", t.name);
  out:
+	redset_clear(mask);
+	free(mask);
 	pack_free(&pk);
 	strv_clear(&env);
 	strv_clear(&xargs);
@@ -563,13 +567,10 @@ run_exit(struct imsg *imsg)
 /* ------------------------------------------------------------------ */
 /* Secrets of a run.                                                   */
 
-static struct sec *
+static struct isecret *
 secs_get(struct secs *ss, int64_t org, int64_t id, struct vault_resp *resp)
 {
-	sqlite3_stmt	*st;
-	struct sec	*sc;
 	size_t		 i;
-	int		 rc;
 
 	for (i = 0; i < ss->n; i++)
 		if (ss->s[i].id == id)
@@ -578,42 +579,9 @@ secs_get(struct secs *ss, int64_t org, int64_t id, struct vault_resp *resp)
 		resp_error(resp, 422, "the tool uses too many secrets");
 		return (NULL);
 	}
-	if ((st = db_prepare("SELECT sealed, kind, name FROM secrets "
-	    "WHERE id = ? AND org_id = ?")) == NULL) {
-		db_fail(resp, "secret lookup");
+	if (isecret_open(org, id, &ss->s[ss->n], resp, 422) == -1)
 		return (NULL);
-	}
-	sc = &ss->s[ss->n];
-	memset(sc, 0, sizeof(*sc));
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int64(st, 2, org);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		sc->id = id;
-		sc->param = strcmp(db_text(st, 1), "param") == 0;
-		strlcpy(sc->name, db_text(st, 2), sizeof(sc->name));
-		rc = secret_unseal(org, id, sqlite3_column_blob(st, 0),
-		    sqlite3_column_bytes(st, 0), &sc->val, &sc->len);
-	} else
-		rc = rc == SQLITE_DONE ? 1 : -2;
-	sqlite3_reset(st);
-	if (rc == 1) {
-		resp_error(resp, 422, "a secret the tool uses (id %lld) no "
-		    "longer exists", (long long)id);
-		return (NULL);
-	}
-	if (rc == -2) {
-		db_fail(resp, "secret lookup");
-		return (NULL);
-	}
-	if (rc != 0) {
-		log_warnx("secret %lld of org %lld does not open",
-		    (long long)id, (long long)org);
-		resp_error(resp, 500, "internal error: the secret '%s' could "
-		    "not be opened", sc->name);
-		return (NULL);
-	}
-	ss->n++;
-	return (sc);
+	return (&ss->s[ss->n++]);
 }
 
 static void
@@ -662,52 +630,6 @@ secs_tool(struct secs *ss, int64_t org, const struct tool_row *t,
 	return (0);
 }
 
-/*
- * tmpl with {secret} replaced by the entry's value: trimmed (a pasted key
- * often ends in a newline), the secret_field of a JSON secret (oauth:
- * access_token by default).  *out is NUL-terminated, freezero it.
- */
-static int
-inject_value(struct sec *sc, json_t *e, const char *tmpl,
-    struct vault_resp *resp, char **out, size_t *outlen)
-{
-	const char	*val = (const char *)sc->val, *field;
-	json_t		*doc = NULL, *fv;
-	size_t		 vlen = sc->len;
-
-	*out = NULL;
-	if (tmpl == NULL)
-		tmpl = "{secret}";
-	while (vlen > 0 && isspace((unsigned char)*val)) {
-		val++;
-		vlen--;
-	}
-	while (vlen > 0 && isspace((unsigned char)val[vlen - 1]))
-		vlen--;
-	field = json_string_value(json_object_get(e, "secret_field"));
-	if (field != NULL) {
-		doc = json_loadb(val, vlen, 0, NULL);
-		fv = json_object_get(doc, field);
-		if (!json_is_string(fv)) {
-			json_decref(doc);
-			resp_error(resp, 422, "the secret '%s' has no string "
-			    "field '%s'", sc->name, field);
-			return (-1);
-		}
-		val = json_string_value(fv);
-		vlen = json_string_length(fv);
-	}
-	if (memchr(val, '\0', vlen) != NULL) {
-		json_decref(doc);
-		resp_error(resp, 422, "the secret '%s' contains a NUL byte and "
-		    "cannot be handed to a CLI", sc->name);
-		return (-1);
-	}
-	*out = subst(tmpl, val, vlen, outlen);
-	json_decref(doc);
-	return (0);
-}
-
 /* Takes s (len bytes and a NUL). */
 static void
 strv_add(struct strv *sv, char *s, size_t len)
@@ -726,31 +648,6 @@ strv_clear(struct strv *sv)
 	for (i = 0; i < sv->n; i++)
 		freezero(sv->v[i], sv->len[i] + 1);
 	sv->n = 0;
-}
-
-/* Every {secret} of tmpl replaced by val. */
-static char *
-subst(const char *tmpl, const char *val, size_t vlen, size_t *outlen)
-{
-	const char	*p, *q;
-	char		*out;
-	size_t		 n = 0, cnt = 0, tl = strlen(tmpl);
-
-	for (p = tmpl; (q = strstr(p, "{secret}")) != NULL; p = q + 8)
-		cnt++;
-	if ((out = malloc(tl - cnt * 8 + cnt * vlen + 1)) == NULL)
-		fatal("%s: malloc", __func__);
-	for (p = tmpl; (q = strstr(p, "{secret}")) != NULL; p = q + 8) {
-		memcpy(out + n, p, q - p);
-		n += q - p;
-		memcpy(out + n, val, vlen);
-		n += vlen;
-	}
-	memcpy(out + n, p, strlen(p));
-	n += strlen(p);
-	out[n] = '\0';
-	*outlen = n;
-	return (out);
 }
 
 /* ------------------------------------------------------------------ */
@@ -944,7 +841,7 @@ mask_secrets(const char *s, struct secs *ss)
 			if (ss->s[j].len > ss->s[best].len)
 				best = j;
 		if (best != i) {
-			struct sec	 t = ss->s[i];
+			struct isecret	 t = ss->s[i];
 
 			ss->s[i] = ss->s[best];
 			ss->s[best] = t;

@@ -29,7 +29,6 @@
 #define EXAMPLES_MAX		64
 #define SKILL_SECRETS_MAX	64
 #define SKILL_TOOLS_MAX		64
-#define SHORT_SECRET		8	/* bytes; below this masking is weak */
 
 #define PHRASE_NO_ACCESS	"you don't have access to the tool '%s' in " \
 				"this team — ask an admin"
@@ -62,6 +61,10 @@ static char	*dumps(json_t *);
 static int	 spec_str(struct vault_resp *, json_t *, const char *,
 		    const char *, int, size_t, const char **);
 static int	 kind_valid(const char *);
+static int	 oauth_field_refused(struct vault_resp *, const char *,
+		    json_t *, const char *);
+static int	 inject_field_refused(struct vault_req *, struct vault_resp *,
+		    json_t *, json_t *, const char *);
 static int	 secret_value(struct vault_resp *, json_t *, const char *,
 		    const char *, char **, size_t *);
 static void	 value_free(char *, size_t);
@@ -525,6 +528,7 @@ secrets_create(struct vault_req *req, struct vault_resp *resp)
 	size_t		 ptlen = 0;
 	int64_t		 id;
 	json_t		*view;
+	int		 tooshort;
 
 	if (body_str(req, resp, "name", 1, NAME_LEN_MAX, &name) == -1 ||
 	    body_str(req, resp, "kind", 0, 32, &kind) == -1)
@@ -542,6 +546,7 @@ secrets_create(struct vault_req *req, struct vault_resp *resp)
 	if (secret_value(resp, json_object_get(req->body, "value"), kind, "",
 	    &pt, &ptlen) == -1)
 		return;
+	tooshort = value_too_short(pt, ptlen);
 	if (db_begin() == -1) {
 		value_free(pt, ptlen);
 		db_fail(resp, "begin");
@@ -561,7 +566,7 @@ secrets_create(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "secret view");
 		return;
 	}
-	if (ptlen < SHORT_SECRET)
+	if (tooshort)
 		json_object_set_new(view, "warning",
 		    json_string("too short to be masked reliably"));
 	log_info("secret %lld created in org %lld by %s", (long long)id,
@@ -607,7 +612,7 @@ secret_patch(struct vault_req *req, struct vault_resp *resp)
 	size_t		 ptlen = 0, oldlen;
 	json_t		*v, *parsed, *view;
 	int64_t		 owner = 0, org = req->auth->org_id, id = req->id1;
-	int		 rc, json_kind;
+	int		 rc, json_kind, tooshort = 0;
 
 	rc = secret_find(org, id, &owner, NULL, 0, oldkind, sizeof(oldkind));
 	if (row_editable(req, resp, rc, owner, "secret", "change") == -1)
@@ -633,6 +638,7 @@ secret_patch(struct vault_req *req, struct vault_resp *resp)
 	if (v != NULL) {
 		if (secret_value(resp, v, kind, "", &pt, &ptlen) == -1)
 			return;
+		tooshort = value_too_short(pt, ptlen);
 	} else if (json_kind && strcmp(kind, oldkind) != 0) {
 		/* A kind that needs JSON: the stored value must be JSON. */
 		if ((st = db_prepare("SELECT sealed FROM secrets WHERE id = ? "
@@ -702,7 +708,7 @@ secret_patch(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "secret view");
 		return;
 	}
-	if (v != NULL && ptlen < SHORT_SECRET)
+	if (tooshort)
 		json_object_set_new(view, "warning",
 		    json_string("too short to be masked reliably"));
 	log_info("secret %lld changed by %s", (long long)id, req->auth->email);
@@ -797,6 +803,7 @@ ref_resolve(struct vault_req *req, struct vault_resp *resp, json_t *e,
 {
 	json_t		*local, *idv, *n, *v;
 	const char	*key;
+	char		 kind[32];
 	int64_t		 id, owner;
 	int		 rc;
 
@@ -825,7 +832,8 @@ ref_resolve(struct vault_req *req, struct vault_resp *resp, json_t *e,
 	if ((idv = json_object_get(e, "secret_id")) == NULL)
 		return (0);
 	id = json_integer_value(idv);
-	rc = secret_find(req->auth->org_id, id, &owner, NULL, 0, NULL, 0);
+	rc = secret_find(req->auth->org_id, id, &owner, NULL, 0, kind,
+	    sizeof(kind));
 	if (rc == -1) {
 		db_fail(resp, "secret lookup");
 		return (-1);
@@ -841,8 +849,52 @@ ref_resolve(struct vault_req *req, struct vault_resp *resp, json_t *e,
 		    (long long)id);
 		return (-1);
 	}
+	if (oauth_field_refused(resp, kind, e, ctx))
+		return (-1);
 	ids_add(ids, id);
 	return (0);
+}
+
+/* Of an oauth secret only the access-token leaf may leave (SPEC 3). */
+static int
+oauth_field_refused(struct vault_resp *resp, const char *kind, json_t *e,
+    const char *ctx)
+{
+	const char	*field;
+
+	field = json_string_value(json_object_get(e, "secret_field"));
+	if (inject_field_allowed(kind, field))
+		return (0);
+	resp_error(resp, 422, "%s: only the access token of an oauth secret "
+	    "may be injected or granted, not '%s'", ctx, field);
+	return (1);
+}
+
+/* An inject entry without a secret_id: the oauth rule on its binding's. */
+static int
+inject_field_refused(struct vault_req *req, struct vault_resp *resp,
+    json_t *bindings, json_t *e, const char *ctx)
+{
+	json_t		*b, *use = NULL;
+	const char	*from;
+	char		 kind[32];
+	int64_t		 owner;
+	size_t		 i;
+
+	if (json_object_get(e, "secret_id") != NULL ||
+	    json_object_get(e, "secret_field") == NULL)
+		return (0);
+	from = json_string_value(json_object_get(e, "from_binding"));
+	json_array_foreach(bindings, i, b)
+		if (from == NULL ? json_array_size(bindings) == 1 :
+		    strcasecmp(from, json_string_value(json_object_get(b,
+		    "name"))) == 0)
+			use = b;
+	if (use == NULL || secret_find(req->auth->org_id, json_integer_value(
+	    json_object_get(use, "secret_id")), &owner, NULL, 0, kind,
+	    sizeof(kind)) != 0)
+		return (0);
+	return (oauth_field_refused(resp, kind, e, ctx));
 }
 
 /*
@@ -875,7 +927,8 @@ tool_resolve(struct vault_req *req, struct vault_resp *resp,
 	json_array_foreach(inject, i, e) {
 		snprintf(ctx, sizeof(ctx), "cli.inject[%zu]", i);
 		if (ref_resolve(req, resp, e, locals, own_cli, ctx, "inject",
-		    in->secret_ids) == -1)
+		    in->secret_ids) == -1 ||
+		    inject_field_refused(req, resp, in->bindings, e, ctx))
 			return (-1);
 		if ((from = json_string_value(json_object_get(e,
 		    "from_binding"))) == NULL)
@@ -1585,7 +1638,7 @@ skills_create(struct vault_req *req, struct vault_resp *resp)
 	json_t		*view;
 	int64_t		 org = req->auth->org_id, bundle, id;
 	size_t		 i, ptlen;
-	int		 rc;
+	int		 rc, tooshort = 0;
 
 	if (body_str(req, resp, "name", 1, NAME_LEN_MAX, &name) == -1 ||
 	    body_str(req, resp, "recipe", 0, RECIPE_LEN_MAX, &recipe) == -1)
@@ -1698,6 +1751,7 @@ skills_create(struct vault_req *req, struct vault_resp *resp)
 			db_rollback();
 			goto done;
 		}
+		tooshort |= value_too_short(pt, ptlen);
 		rc = secret_insert(resp, org, req->auth->user_id, local, kind,
 		    pt, ptlen, bundle, &id);
 		value_free(pt, ptlen);
@@ -1720,6 +1774,9 @@ skills_create(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "skill view");
 		goto done;
 	}
+	if (tooshort)
+		json_object_set_new(view, "warning",
+		    json_string("too short to be masked reliably"));
 	log_info("skill %lld '%s' registered by %s", (long long)bundle, name,
 	    req->auth->email);
 	resp_ok(resp, view);

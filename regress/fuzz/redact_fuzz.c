@@ -3,10 +3,12 @@
  *
  * The input gives 1-5 secrets, an output cap, four write sizes and a
  * text in which 0xfe k stands for the k-th pattern of the set (so every
- * encoded form is reachable).  Checked: the stream equals a naive
- * leftmost-longest replace over the whole text, masks as many
- * occurrences, no secret free of '*' survives in the output, and the
- * sanitized output is valid UTF-8 whatever the cuts.
+ * encoded form is reachable) and 0xfd k w for it wrapped: a line break
+ * ("\n", or "\r\n" when w is odd) after every 1 + (w >> 1) % 8 bytes.
+ * Checked: the stream equals the naive reference (regress/lib) over the
+ * whole text with the same count, no secret free of '*' and line breaks
+ * survives in the output, and the sanitized output is valid UTF-8
+ * whatever the cuts.
  */
 
 #include <sys/types.h>
@@ -17,9 +19,10 @@
 #include <string.h>
 
 #include "redact.h"
+#include "redact_ref.h"
 #include "utf8.h"
 
-#define MAXTEXT		16384
+#define MAXTEXT		4096
 
 struct obuf {
 	uint8_t		*p;
@@ -36,8 +39,7 @@ struct patlist {
 int		 LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 static void	 ob_out(void *, const void *, size_t);
 static void	 pl_add(void *, const void *, size_t);
-static size_t	 reference(const struct patlist *, const uint8_t *, size_t,
-		    struct obuf *);
+static size_t	 wrap(const uint8_t *, size_t, int, uint8_t *, size_t);
 static size_t	 sanitize(const uint8_t *, size_t, const size_t *, size_t,
 		    char *);
 
@@ -70,26 +72,23 @@ pl_add(void *arg, const void *pat, size_t len)
 	pl->len[pl->n++] = len;
 }
 
+/* p with a line break after every `every' bytes, at most room bytes. */
 static size_t
-reference(const struct patlist *pl, const uint8_t *in, size_t n,
-    struct obuf *ob)
+wrap(const uint8_t *p, size_t len, int w, uint8_t *out, size_t room)
 {
-	size_t	 i = 0, j, best, count = 0;
+	size_t	 every = 1 + (w >> 1) % 8, i, o = 0;
 
-	while (i < n) {
-		best = 0;
-		for (j = 0; j < pl->n; j++)
-			if (pl->len[j] > best && pl->len[j] <= n - i &&
-			    memcmp(in + i, pl->pat[j], pl->len[j]) == 0)
-				best = pl->len[j];
-		if (best > 0) {
-			ob_out(ob, "***", 3);
-			i += best;
-			count++;
-		} else
-			ob_out(ob, in + i++, 1);
+	for (i = 0; i < len; i++) {
+		if (i > 0 && i % every == 0) {
+			if ((w & 1) && o < room)
+				out[o++] = '\r';
+			if (o < room)
+				out[o++] = '\n';
+		}
+		if (o < room)
+			out[o++] = p[i];
 	}
-	return count;
+	return o;
 }
 
 static size_t
@@ -161,20 +160,25 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((text = malloc(MAXTEXT)) == NULL)
 		abort();
 	for (n = 0; data < end; data++) {
-		if (*data == 0xfe && end - data > 1) {
+		if (*data == 0xfe && end - data > 1 && pl.n > 0) {
 			k = *++data % pl.n;
 			len = pl.len[k];
 			if (len > MAXTEXT - n)
 				break;
 			memcpy(text + n, pl.pat[k], len);
 			n += len;
+		} else if (*data == 0xfd && end - data > 2 && pl.n > 0) {
+			k = *++data % pl.n;
+			data++;
+			n += wrap(pl.pat[k], pl.len[k], *data, text + n,
+			    MAXTEXT - n);
 		} else if (n < MAXTEXT)
 			text[n++] = *data;
 		else
 			break;
 	}
 
-	count = reference(&pl, text, n, &want);
+	count = redact_ref(pl.pat, pl.len, pl.n, text, n, &want.p, &want.len);
 	if ((r = redact_new(rs, cap)) == NULL)
 		abort();
 	for (off = 0, k = 0; off < n; off += len) {
@@ -192,7 +196,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (got.len > 0 && memcmp(got.p, want.p, got.len) != 0))
 		abort();
 	for (i = 0; i < ns; i++)
-		if (memchr(secret[i], '*', slen[i]) == NULL && got.len > 0 &&
+		if (memchr(secret[i], '*', slen[i]) == NULL &&
+		    memchr(secret[i], '\n', slen[i]) == NULL &&
+		    memchr(secret[i], '\r', slen[i]) == NULL && got.len > 0 &&
 		    memmem(got.p, got.len, secret[i], slen[i]) != NULL)
 			abort();
 
