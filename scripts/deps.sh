@@ -5,7 +5,8 @@
 
 PKGS="build-essential pkg-config byacc libevent-dev libjansson-dev
 libsqlite3-dev libsodium-dev libbsd-dev libseccomp-dev libatf-dev atf-sh
-kyua mandoc curl jq sqlite3 procps util-linux python3"
+kyua mandoc curl jq sqlite3 procps util-linux python3
+libssl-dev openssl clang"
 USERS="_tregd _tregvault _tregrun"
 
 need_pkgs() {

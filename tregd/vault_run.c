@@ -166,6 +166,7 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	struct secs		*secs;
 	struct sec		*sc;
 	struct run_start	 rs;
+	struct api_response	 who;
 	struct vrun		*vr;
 	struct pack		 pk;
 	struct strv		 env, xargs;
@@ -328,8 +329,12 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	if (imsgev_send_blob(vault_exec, IMSG_RUN_START, req->reqid, &rs,
 	    sizeof(rs), pk.buf, pk.len) == -1)
 		fatal("%s: send to exec", __func__);
+	memset(&who, 0, sizeof(who));
+	who.status = 200;
+	who.org_id = req->auth->org_id;
+	who.user_id = req->auth->user_id;
 	if (imsgev_compose(vault_frontend, IMSG_RUN_ACCEPTED, req->reqid, -1,
-	    NULL, 0) == -1)
+	    &who, sizeof(who)) == -1)
 		fatal("%s: send to frontend", __func__);
 	TAILQ_INSERT_TAIL(&vruns, vr, entry);
 	nvruns++;
@@ -422,6 +427,10 @@ run_exit(struct imsg *imsg)
 	rr.timed_out = rx.timed_out != 0;
 	rr.duration_ms = rx.duration_ms;
 	rr.redacted = rx.redacted;
+	log_info("run %u ended: tool %s user %lld %s exit %d %u ms %u redacted",
+	    vr->runid, vr->tool, (long long)vr->user_id, rx.cancelled ?
+	    "cancelled" : rx.timed_out ? "timed_out" : rx.exit_code != 0 ?
+	    "failed" : "ok", rx.exit_code, rx.duration_ms, rx.redacted);
 	now_iso(now, sizeof(now));
 	if ((st = db_prepare("INSERT INTO runs (org_id, user_id, user_email, "
 	    "tool, argv, exit_code, duration_ms, timed_out, redacted, "
