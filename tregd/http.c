@@ -112,6 +112,8 @@ static void	http_accept(struct evconnlistener *, evutil_socket_t,
 static void	http_accept_error(struct evconnlistener *, void *);
 static void	http_refuse(int, int, const char *);
 static struct http_addr *addr_get(const struct sockaddr *);
+static void	http_peek(int, short, void *);
+static void	http_start(struct http_conn *);
 static void	http_readcb(struct bufferevent *, void *);
 static void	http_writecb(struct bufferevent *, void *);
 static void	http_eventcb(struct bufferevent *, short, void *);
@@ -269,14 +271,14 @@ http_refuse(int fd, int status, const char *detail)
 	int	 n, blen;
 
 	http_new_reqid(id, sizeof(id));
-	blen = (int)strlen(detail) + 14;
+	blen = (int)strlen(detail) + 13;	/* {"detail":"..."} */
 	n = snprintf(buf, sizeof(buf), "HTTP/1.1 %d %s\r\n"
 	    "Content-Type: application/json\r\nContent-Length: %d\r\n"
 	    "X-Request-Id: %s\r\nX-Content-Type-Options: nosniff\r\n"
 	    "X-Frame-Options: DENY\r\nCache-Control: no-store\r\n"
-	    "Retry-After: 1\r\nConnection: close\r\n\r\n"
+	    "%sConnection: close\r\n\r\n"
 	    "{\"detail\":\"%s\"}", status, http_reason(status), blen, id,
-	    detail);
+	    status == 400 ? "" : "Retry-After: 1\r\n", detail);
 	if (n > 0 && (size_t)n < sizeof(buf))
 		(void)send(fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
 	shutdown(fd, SHUT_WR);
@@ -289,7 +291,6 @@ http_accept(struct evconnlistener *lev, evutil_socket_t fd,
 {
 	struct http_conn	*c;
 	struct http_addr	*a;
-	SSL			*ssl;
 	int			 tls = (intptr_t)arg;
 	const void		*ap;
 
@@ -326,25 +327,56 @@ http_accept(struct evconnlistener *lev, evutil_socket_t fd,
 	    (const void *)&((struct sockaddr_in *)sa)->sin_addr;
 	if (inet_ntop(sa->sa_family, ap, c->peer, sizeof(c->peer)) == NULL)
 		strlcpy(c->peer, "?", sizeof(c->peer));
-	if (tls) {
-		if ((ssl = SSL_new(tls_ctx)) == NULL)
-			fatalx("%s: SSL_new", __func__);
-		c->bev = bufferevent_openssl_socket_new(http_base, fd, ssl,
-		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
-	} else
-		c->bev = bufferevent_socket_new(http_base, fd,
-		    BEV_OPT_CLOSE_ON_FREE);
-	if (c->bev == NULL)
-		fatalx("%s: bufferevent", __func__);
 	TAILQ_INSERT_TAIL(&conns, c, entry);
+	evtimer_set(&c->timer, http_timer, c);
+	c->state = HC_HEAD;
+	if (!tls) {
+		if ((c->bev = bufferevent_socket_new(http_base, fd,
+		    BEV_OPT_CLOSE_ON_FREE)) == NULL)
+			fatalx("%s: bufferevent", __func__);
+		http_start(c);
+		return;
+	}
+	/* The first byte tells a TLS handshake from plain HTTP. */
+	event_set(&c->timer, fd, EV_READ, http_peek, c);
+	event_add(&c->timer, &hc.header);
+}
+
+static void
+http_peek(int fd, short ev, void *arg)
+{
+	struct http_conn	*c = arg;
+	SSL			*ssl;
+	unsigned char		 b;
+
+	evtimer_set(&c->timer, http_timer, c);
+	if ((ev & EV_TIMEOUT) || recv(fd, &b, 1, MSG_PEEK) != 1) {
+		http_free(c);
+		return;
+	}
+	if (b != 0x16) {
+		http_refuse(fd, 400, "this port speaks TLS: use https");
+		c->fd = -1;
+		http_free(c);
+		return;
+	}
+	if ((ssl = SSL_new(tls_ctx)) == NULL)
+		fatalx("%s: SSL_new", __func__);
+	if ((c->bev = bufferevent_openssl_socket_new(http_base, fd, ssl,
+	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE)) == NULL)
+		fatalx("%s: bufferevent", __func__);
+	http_start(c);
+}
+
+static void
+http_start(struct http_conn *c)
+{
 	bufferevent_setcb(c->bev, http_readcb, http_writecb, http_eventcb, c);
 	/* Pipelined bytes wait here while a request is served. */
 	bufferevent_setwatermark(c->bev, EV_READ, 0,
 	    hc.body_max + HTTP_HEADERS_MAX + 4096);
 	bufferevent_set_timeouts(c->bev, NULL, &hc.write);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-	evtimer_set(&c->timer, http_timer, c);
-	c->state = HC_HEAD;
 	http_deadline(c, &hc.header);
 }
 
@@ -820,7 +852,10 @@ http_free(struct http_conn *c)
 		http_log(c, " (client gone)");
 	}
 	evtimer_del(&c->timer);
-	bufferevent_free(c->bev);
+	if (c->bev != NULL)
+		bufferevent_free(c->bev);
+	else if (c->fd != -1)
+		close(c->fd);
 	if (c->head != NULL)
 		freezero(c->head, c->headlen + 1);
 	addr_put(c->addr);

@@ -441,12 +441,21 @@ json_escape(const unsigned char *in, size_t inlen, size_t *used, char *out,
 				n = 2;
 			if (n > inlen - i)
 				break;		/* never half a character */
-			k = n;
+			for (k = 1; k < n; k++)
+				if ((in[i + k] & 0xc0) != 0x80)
+					break;
+			if (c >= 0x80 && (k < n || c < 0xc2 || c > 0xf4)) {
+				/* Not UTF-8 after all: U+FFFD, never raw. */
+				memcpy(e, "\\ufffd", 6);
+				n = 1;
+				k = 6;
+			} else
+				k = n;
 		}
 		if (k > outlen - o)
 			break;
 		if (out != NULL) {
-			if (n > 1 || (c >= 0x20 && c != '"' && c != '\\'))
+			if (k == n && c >= 0x20 && c != '"' && c != '\\')
 				memcpy(out + o, in + i, n);
 			else
 				memcpy(out + o, e, k);
