@@ -129,6 +129,7 @@ bench: all
 
 fuzz:
 	$(MAKE) -C regress/fuzz
+	$(MAKE) -C regress/fuzz http-run
 
 clean:
 	rm -f common/*.o common/libcommon.a tregd/*.o tregd/parse.c \

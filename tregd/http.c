@@ -14,6 +14,7 @@
 #include <sys/tree.h>
 
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <arpa/inet.h>
 
 #include <errno.h>
@@ -291,7 +292,7 @@ http_accept(struct evconnlistener *lev, evutil_socket_t fd,
 {
 	struct http_conn	*c;
 	struct http_addr	*a;
-	int			 tls = (intptr_t)arg;
+	int			 tls = (intptr_t)arg, one = 1;
 	const void		*ap;
 
 	if (tls && tls_ctx == NULL) {
@@ -315,6 +316,9 @@ http_accept(struct evconnlistener *lev, evutil_socket_t fd,
 			    "this address");
 		return;
 	}
+	/* An answer in several TLS records must not wait for an ACK. */
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == -1)
+		log_warn("TCP_NODELAY");
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		fatal("%s: calloc", __func__);
 	a->n++;

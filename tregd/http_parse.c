@@ -127,7 +127,8 @@ parse_line(const char *p, size_t len, struct http_head *h)
 		h->detail = "only HTTP/1.0 and HTTP/1.1 are supported";
 		return (505);
 	}
-	h->minor = q[7] - '0';
+	/* A later 1.x is answered as 1.1 (RFC 9110, section 6.2). */
+	h->minor = q[7] >= '1' ? 1 : 0;
 	h->keepalive = h->minor >= 1;
 	for (i = 0; i < NMETHODS; i++)
 		if (strlen(methods[i].name) == mlen &&
