@@ -56,12 +56,12 @@ struct front_req {
 	int			 is_run;
 	int			 stream;
 	int			 started;	/* stream: headers sent */
-	int			 accepted;	/* the vault handed it to exec */
+	int			 accepted;	/* exec has it */
 	int			 cancel;	/* cancel once accepted */
 	int			 paused;	/* exec stopped reading it */
 	int			 eof;		/* exec sent every chunk */
 	int			 have_result;	/* vault sent the result */
-	int			 answering;	/* the final answer is leaving */
+	int			 answering;	/* the answer is leaving */
 	struct run_result	 result;
 	struct evbuffer		*out[2];	/* stdout, stderr: UTF-8 */
 	struct utf8_state	 u8[2];
@@ -898,7 +898,8 @@ front_run_output(struct imsg *imsg)
 		/* Escaping never shrinks: more than the cap cannot be sent. */
 		have = evbuffer_get_length(fr->out[s]);
 		if (have + ulen > RUN_OUTPUT_MAX)
-			ulen = have < RUN_OUTPUT_MAX ? RUN_OUTPUT_MAX - have : 0;
+			ulen = have < RUN_OUTPUT_MAX ?
+			    RUN_OUTPUT_MAX - have : 0;
 		evbuffer_add(fr->out[s], u, ulen);
 		held += ulen;
 	}

@@ -516,7 +516,8 @@ http_read_head(struct http_conn *c)
 	p = (const char *)evbuffer_pullup(in, n);
 	end = http_head_end(p, n, &skip);
 	if (skip > 0 && skip == len) {
-		evbuffer_drain(in, skip);	/* blank lines between requests */
+		/* Blank lines between requests. */
+		evbuffer_drain(in, skip);
 		return (0);
 	}
 	if (!c->has_bytes) {

@@ -111,8 +111,8 @@ parse_line(const char *p, size_t len, struct http_head *h)
 		return (400);
 	}
 	for (i = 0; i < tlen; i++)
-		if ((unsigned char)t[i] <= 0x20 || (unsigned char)t[i] >= 0x7f ||
-		    t[i] == '#') {
+		if ((unsigned char)t[i] <= 0x20 ||
+		    (unsigned char)t[i] >= 0x7f || t[i] == '#') {
 			h->detail = "malformed request target";
 			return (400);
 		}
