@@ -41,8 +41,6 @@
 #include "utf8.h"
 #include "util.h"
 
-#define JSON_DEPTH_MAX	32
-#define PATH_SEGS_MAX	8
 #define FRONT_CHUNK	(64 * 1024)	/* escaped output per write */
 #define TLS_PEM_MAX	(1024 * 1024)
 
@@ -79,12 +77,6 @@ TAILQ_HEAD(front_list, front_req);
 static int	front_req_cmp(struct front_req *, struct front_req *);
 RB_PROTOTYPE_STATIC(front_tree, front_req, entry, front_req_cmp);
 RB_GENERATE_STATIC(front_tree, front_req, entry, front_req_cmp);
-
-struct route_pat {
-	enum evhttp_cmd_type	 method;
-	const char		*pattern;	/* '#' id, '*' name */
-	enum api_route		 route;
-};
 
 static const struct route_pat routes[] = {
 	{ EVHTTP_REQ_POST,	"/users",			ROUTE_USERS_CREATE },
@@ -423,130 +415,42 @@ front_error(struct http_conn *conn, int status, const char *detail)
 	http_error(conn, status, detail);
 }
 
-/* A path segment as an id: digits only, 1..2^53. */
-static int
-seg_id(const char *s, size_t len, int64_t *out)
-{
-	int64_t	 v = 0;
-	size_t	 i;
-
-	if (len == 0 || len > 16)
-		return (-1);
-	for (i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return (-1);
-		v = v * 10 + (s[i] - '0');
-	}
-	if (v < 1 || v > (1LL << 53))
-		return (-1);
-	*out = v;
-	return (0);
-}
-
 /*
- * Match the path against the table.  Returns 0 and fills m, 404 when no
- * pattern has this shape, 405 when one does but not for this method.
+ * Match the path against the table (http_route_match), the name segment
+ * percent-decoded.  Returns 0 and fills m, 404 or 405.
  */
 static int
 route_match(const char *path, int method, struct route_match *m)
 {
-	const char	*segs[PATH_SEGS_MAX], *p, *q;
-	size_t		 lens[PATH_SEGS_MAX], plen, i;
-	int		 nsegs = 0, psegs, shape = 0, ok, namepos;
-	char		*dec, *raw;
-	size_t		 declen;
+	struct http_match	 hm;
+	char			*dec, *raw;
+	size_t			 declen;
+	int			 r;
 
 	memset(m, 0, sizeof(*m));
-	if (path[0] != '/')
-		return (404);
-	for (p = path + 1; *p != '\0'; p = *q ? q + 1 : q) {
-		if (nsegs == PATH_SEGS_MAX)
+	r = http_route_match(routes, sizeof(routes) / sizeof(routes[0]),
+	    path, method, &hm);
+	m->pattern = hm.pattern;
+	m->allow = hm.allow;
+	if (r != 0)
+		return (r);
+	m->route = hm.route;
+	m->ids[0] = hm.ids[0];
+	m->ids[1] = hm.ids[1];
+	m->nids = hm.nids;
+	if (hm.name.p != NULL) {
+		if ((raw = strndup(hm.name.p, hm.name.len)) == NULL)
+			fatal("strndup");
+		dec = evhttp_uridecode(raw, 0, &declen);
+		free(raw);
+		if (dec == NULL || strlen(dec) != declen ||
+		    declen > NAME_LEN_MAX) {
+			free(dec);
 			return (404);
-		q = strchr(p, '/');
-		if (q == NULL)
-			q = p + strlen(p);
-		segs[nsegs] = p;
-		lens[nsegs++] = q - p;
+		}
+		m->name = dec;
 	}
-	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
-		p = routes[i].pattern + 1;
-		m->nids = 0;
-		namepos = -1;
-		for (psegs = 0, ok = 1; *p != '\0' && ok; psegs++) {
-			q = strchr(p, '/');
-			plen = q ? (size_t)(q - p) : strlen(p);
-			if (psegs >= nsegs)
-				ok = 0;
-			else if (plen == 1 && *p == '#')
-				ok = seg_id(segs[psegs], lens[psegs],
-				    &m->ids[m->nids++]) == 0;
-			else if (plen == 1 && *p == '*') {
-				ok = lens[psegs] > 0;
-				namepos = psegs;
-			} else
-				ok = plen == lens[psegs] &&
-				    memcmp(p, segs[psegs], plen) == 0;
-			p += plen;
-			if (*p == '/')
-				p++;
-		}
-		if (!ok || psegs != nsegs)
-			continue;
-		shape = 1;
-		m->allow |= routes[i].method;
-		m->pattern = routes[i].pattern;
-		if ((int)routes[i].method != method)
-			continue;
-		m->route = routes[i].route;
-		if (namepos != -1) {
-			raw = strndup(segs[namepos], lens[namepos]);
-			if (raw == NULL)
-				fatal("strndup");
-			dec = evhttp_uridecode(raw, 0, &declen);
-			free(raw);
-			if (dec == NULL || strlen(dec) != declen ||
-			    declen > NAME_LEN_MAX) {
-				free(dec);
-				return (404);
-			}
-			m->name = dec;
-		}
-		return (0);
-	}
-	return (shape ? 405 : 404);
-}
-
-/* Nesting depth of a JSON text, outside strings; -1 past the limit. */
-static int
-json_depth_ok(const char *s, size_t len)
-{
-	size_t	 i;
-	int	 depth = 0, instr = 0;
-
-	for (i = 0; i < len; i++) {
-		if (instr) {
-			if (s[i] == '\\')
-				i++;
-			else if (s[i] == '"')
-				instr = 0;
-			continue;
-		}
-		switch (s[i]) {
-		case '"':
-			instr = 1;
-			break;
-		case '[':
-		case '{':
-			if (++depth > JSON_DEPTH_MAX)
-				return (0);
-			break;
-		case ']':
-		case '}':
-			depth--;
-			break;
-		}
-	}
-	return (1);
+	return (0);
 }
 
 static void

@@ -376,7 +376,7 @@ static void
 http_start(struct http_conn *c)
 {
 	bufferevent_setcb(c->bev, http_readcb, http_writecb, http_eventcb, c);
-	/* Pipelined bytes wait here while a request is served. */
+	/* A head and its body; less while a request is served. */
 	bufferevent_setwatermark(c->bev, EV_READ, 0,
 	    hc.body_max + HTTP_HEADERS_MAX + 4096);
 	bufferevent_set_timeouts(c->bev, NULL, &hc.write);
@@ -589,6 +589,8 @@ http_dispatch(struct http_conn *c)
 	c->state = HC_BUSY;
 	c->dispatched = 1;
 	http_deadline(c, NULL);
+	/* What a client pipelines meanwhile waits, up to one head. */
+	bufferevent_setwatermark(c->bev, EV_READ, 0, HTTP_HEADERS_MAX + 4096);
 	if (c->need > 0)
 		body = (const char *)evbuffer_pullup(in, c->need);
 	http_request_cb(c, &c->h, body, c->need);
@@ -775,6 +777,8 @@ http_finish(struct http_conn *c)
 		return;
 	}
 	c->state = HC_HEAD;
+	bufferevent_setwatermark(c->bev, EV_READ, 0,
+	    hc.body_max + HTTP_HEADERS_MAX + 4096);
 	c->has_bytes = 0;
 	c->dispatched = 0;
 	c->status = 0;

@@ -48,6 +48,25 @@ struct http_head {
 	const char	*detail;	/* why the head was refused */
 };
 
+/* A route of the API: method, path pattern ('#' an id, '*' a name). */
+struct route_pat {
+	int		 method;	/* HTTP_M_*, as EVHTTP_REQ_* */
+	const char	*pattern;
+	int		 route;		/* enum api_route */
+};
+
+#define HTTP_PATH_SEGS_MAX	8
+#define JSON_DEPTH_MAX		32
+
+struct http_match {
+	int		 route;
+	int64_t		 ids[2];
+	int		 nids;
+	struct http_str	 name;		/* the '*' segment, still encoded */
+	const char	*pattern;	/* of the shape that matched */
+	int		 allow;		/* the methods of that shape */
+};
+
 /* http_parse.c: pure functions on the bytes a client sent. */
 size_t	 http_head_end(const char *, size_t, size_t *);
 int	 http_parse_head(const char *, size_t, struct http_head *);
@@ -56,6 +75,9 @@ const char *http_reason(int);
 size_t	 http_methods_print(int, char *, size_t);
 size_t	 json_escape(const unsigned char *, size_t, size_t *, char *,
 	    size_t);
+int	 http_route_match(const struct route_pat *, size_t, const char *, int,
+	    struct http_match *);
+int	 json_depth_ok(const char *, size_t);
 
 /* http.c */
 struct http_conn;

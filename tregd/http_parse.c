@@ -19,6 +19,7 @@ static int	parse_header(const char *, size_t, struct http_head *,
 		    int *, int *);
 static int	parse_clen(const char *, size_t, uint64_t *);
 static int	list_has(const char *, size_t, const char *);
+static int	seg_id(const char *, size_t, int64_t *);
 
 static const struct {
 	const char	*name;
@@ -466,4 +467,124 @@ json_escape(const unsigned char *in, size_t inlen, size_t *used, char *out,
 	}
 	*used = i;
 	return (o);
+}
+
+/* A path segment as an id: digits only, 1..2^53. */
+static int
+seg_id(const char *s, size_t len, int64_t *out)
+{
+	int64_t	 v = 0;
+	size_t	 i;
+
+	if (len == 0 || len > 16)
+		return (-1);
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return (-1);
+		v = v * 10 + (s[i] - '0');
+	}
+	if (v < 1 || v > (1LL << 53))
+		return (-1);
+	*out = v;
+	return (0);
+}
+
+/*
+ * Match a path (NUL-terminated, raw) against a route table.  Returns 0
+ * and fills m, 404 when no pattern has this shape, 405 when one does but
+ * not for this method (m->allow then lists the methods it has).
+ */
+int
+http_route_match(const struct route_pat *tab, size_t n, const char *path,
+    int method, struct http_match *m)
+{
+	const char	*segs[HTTP_PATH_SEGS_MAX], *p, *q;
+	size_t		 lens[HTTP_PATH_SEGS_MAX], plen, i;
+	int		 nsegs = 0, psegs, shape = 0, ok, namepos;
+
+	memset(m, 0, sizeof(*m));
+	if (path[0] != '/')
+		return (404);
+	for (p = path + 1; *p != '\0'; p = *q ? q + 1 : q) {
+		if (nsegs == HTTP_PATH_SEGS_MAX)
+			return (404);
+		if ((q = strchr(p, '/')) == NULL)
+			q = p + strlen(p);
+		segs[nsegs] = p;
+		lens[nsegs++] = q - p;
+	}
+	for (i = 0; i < n; i++) {
+		p = tab[i].pattern + 1;
+		m->nids = 0;
+		namepos = -1;
+		for (psegs = 0, ok = 1; *p != '\0' && ok; psegs++) {
+			q = strchr(p, '/');
+			plen = q ? (size_t)(q - p) : strlen(p);
+			if (psegs >= nsegs)
+				ok = 0;
+			else if (plen == 1 && *p == '#')
+				ok = m->nids < 2 && seg_id(segs[psegs],
+				    lens[psegs], &m->ids[m->nids++]) == 0;
+			else if (plen == 1 && *p == '*') {
+				ok = lens[psegs] > 0;
+				namepos = psegs;
+			} else
+				ok = plen == lens[psegs] &&
+				    memcmp(p, segs[psegs], plen) == 0;
+			p += plen;
+			if (*p == '/')
+				p++;
+		}
+		if (!ok || psegs != nsegs)
+			continue;
+		shape = 1;
+		m->allow |= tab[i].method;
+		m->pattern = tab[i].pattern;
+		if (tab[i].method != method)
+			continue;
+		m->route = tab[i].route;
+		if (namepos != -1) {
+			m->name.p = segs[namepos];
+			m->name.len = lens[namepos];
+		}
+		return (0);
+	}
+	if (!shape)
+		m->pattern = NULL;
+	m->ids[0] = m->ids[1] = 0;
+	m->nids = 0;
+	return (shape ? 405 : 404);
+}
+
+/* Nesting depth of a JSON text, outside strings; 0 past the limit. */
+int
+json_depth_ok(const char *s, size_t len)
+{
+	size_t	 i;
+	int	 depth = 0, instr = 0;
+
+	for (i = 0; i < len; i++) {
+		if (instr) {
+			if (s[i] == '\\')
+				i++;
+			else if (s[i] == '"')
+				instr = 0;
+			continue;
+		}
+		switch (s[i]) {
+		case '"':
+			instr = 1;
+			break;
+		case '[':
+		case '{':
+			if (++depth > JSON_DEPTH_MAX)
+				return (0);
+			break;
+		case ']':
+		case '}':
+			depth--;
+			break;
+		}
+	}
+	return (1);
 }

@@ -1,16 +1,33 @@
 /*
  * libFuzzer target: the bytes a client sends to the frontend, through
  * the code that parses them before any check of a token (tregd/
- * http_parse.c): where a request head ends, the head itself, the
- * request id test, the 405 Allow list and the JSON escaping of output.
- * The invariants checked are the ones frontend.c relies on.
+ * http_parse.c): where a request head ends, the head itself, the route
+ * matcher on its path, the request id test, the body's nesting check and
+ * JSON decoding as frontend.c does it, the 405 Allow list and the JSON
+ * escaping of run output.  The invariants checked are the ones
+ * frontend.c relies on.
  */
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "http.h"
+
+/* The shapes of frontend.c's routes[] (ids, names, depths). */
+static const struct route_pat fuzz_routes[] = {
+	{ HTTP_M_POST,		"/users",			1 },
+	{ HTTP_M_DELETE,	"/orgs/#",			2 },
+	{ HTTP_M_DELETE,	"/orgs/#/invites/#",		3 },
+	{ HTTP_M_PATCH,		"/orgs/#/members/#/access",	4 },
+	{ HTTP_M_GET,		"/tools/by-name/*",		5 },
+	{ HTTP_M_POST,		"/tools/*/grant",		6 },
+	{ HTTP_M_GET,		"/tools",			7 },
+	{ HTTP_M_POST,		"/tools",			8 },
+	{ HTTP_M_POST,		"/run",				9 },
+};
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
@@ -24,6 +41,48 @@ check_str(const struct http_str *s, const char *buf, size_t len)
 	if (memchr(s->p, '\r', s->len) != NULL ||
 	    memchr(s->p, '\n', s->len) != NULL)
 		abort();
+}
+
+static void
+check_route(const struct http_head *h)
+{
+	struct http_match	 m;
+	char			 path[HTTP_LINE_MAX + 1];
+	int			 r, i;
+
+	memcpy(path, h->path.p, h->path.len);
+	path[h->path.len] = '\0';
+	r = http_route_match(fuzz_routes, sizeof(fuzz_routes) /
+	    sizeof(fuzz_routes[0]), path, h->method, &m);
+	if (r != 0 && r != 404 && r != 405)
+		abort();
+	if (r == 405 && (m.allow == 0 || m.pattern == NULL))
+		abort();
+	if (r != 0)
+		return;
+	if (m.nids < 0 || m.nids > 2 || m.pattern == NULL)
+		abort();
+	for (i = 0; i < m.nids; i++)
+		if (m.ids[i] < 1 || m.ids[i] > (1LL << 53))
+			abort();
+	if (m.name.p != NULL && (m.name.p < path ||
+	    m.name.p + m.name.len > path + h->path.len || m.name.len == 0 ||
+	    memchr(m.name.p, '/', m.name.len) != NULL))
+		abort();
+}
+
+/* What follows the head, decoded as frontend.c decodes a body. */
+static void
+check_body(const char *p, size_t len)
+{
+	json_error_t	 jerr;
+	json_t		*j;
+
+	if (!json_depth_ok(p, len))
+		return;
+	j = json_loadb(p, len, JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES,
+	    &jerr);
+	json_decref(j);
 }
 
 static void
@@ -56,6 +115,8 @@ check_head(const char *buf, size_t len)
 	check_str(&h.reqid, buf + skip, end - skip);
 	if (h.reqid.p != NULL)
 		(void)http_reqid_ok(h.reqid.p, h.reqid.len);
+	check_route(&h);
+	check_body(buf + end, len - end);
 }
 
 /* Escaped text: no raw control byte, no half character, within budget. */
