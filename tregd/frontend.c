@@ -661,7 +661,9 @@ front_response(struct blob *b)
 	    ar.status > 599)
 		fatalx("bad api response from vault");
 	if (fr->conn != NULL) {
-		http_set_log(fr->conn, NULL, ar.org_id, ar.user_id);
+		/* A run's refusal after exec had it: ids came with ACCEPTED. */
+		if (ar.org_id != 0 || ar.user_id != 0)
+			http_set_log(fr->conn, NULL, ar.org_id, ar.user_id);
 		http_reply(fr->conn, ar.status, "application/json", b->data,
 		    b->datalen);
 	}

@@ -545,6 +545,7 @@ vault_request(struct blob *b)
  done:
 	if (resp.status != 0)
 		vault_respond(req.reqid, &resp);
+	asker_org = asker_user = 0;
 	json_decref(resp.body);
 	json_decref(req.body);
 	free((char *)req.name);
