@@ -546,6 +546,12 @@ front_request(struct http_conn *conn, const struct http_head *h,
 	}
 	if (front_body(conn, bodytext, bodylen, &body) == -1)
 		goto out;
+	if (m.route == ROUTE_RUN &&
+	    held > (size_t)front_conf.http_buffer_total) {
+		front_error(conn, 503, "the server is busy sending other "
+		    "answers - try again in a moment");
+		goto out;
+	}
 
 	if (h->token.p != NULL) {
 		ar.has_token = 1;
@@ -702,16 +708,17 @@ front_run_accepted(struct imsg *imsg)
 }
 
 /*
- * Back-pressure: past the connection's bound or the frontend's total,
- * exec stops reading the run's pipes until the client catches up.
+ * Back-pressure: past the connection's bound, exec stops reading a
+ * streamed run's pipes until the client catches up.  A plain run keeps
+ * at most its output cap until it ends (run slots bound how many), and
+ * past `http buffer total' of such output no new run is taken.
  */
 static void
 front_pressure(struct front_req *fr)
 {
-	if (fr->paused || fr->conn == NULL)
+	if (fr->paused || fr->conn == NULL || !fr->stream)
 		return;
-	if (http_pending(fr->conn) <= (size_t)front_conf.http_buffer &&
-	    held <= (size_t)front_conf.http_buffer_total)
+	if (http_pending(fr->conn) <= (size_t)front_conf.http_buffer)
 		return;
 	fr->paused = 1;
 	TAILQ_INSERT_TAIL(&paused, fr, pentry);
@@ -725,8 +732,6 @@ front_release(void)
 	struct front_req	*fr, *next;
 
 	TAILQ_FOREACH_SAFE(fr, &paused, pentry, next) {
-		if (held > (size_t)front_conf.http_buffer_total)
-			return;
 		if (fr->conn != NULL &&
 		    http_pending(fr->conn) > (size_t)front_conf.http_buffer)
 			continue;

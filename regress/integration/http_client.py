@@ -5,7 +5,7 @@
 #   http_client.py raw PORT            send stdin as is, print the answer
 #   http_client.py big413 PORT N       POST N body bytes before reading
 #   http_client.py trickle PORT N SECS N connections, one byte every 2 s
-#   http_client.py noread PORT N TOKEN SECS [stream]
+#   http_client.py noread PORT N TOKEN SECS [stream [COMMAND]]
 #                                      N runs whose answer is never read
 #   http_client.py hold PORT N SECS    N idle connections; prints how many
 #                                      were answered with a refusal at once
@@ -16,8 +16,11 @@ import sys
 import time
 
 
-def connect(port, src=None):
+def connect(port, src=None, rcvbuf=None):
     s = socket.socket()
+    if rcvbuf:
+        # Before connect: the window is agreed on in the handshake.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
     if src:
         s.bind((src, 0))
     s.connect(("127.0.0.1", port))
@@ -79,13 +82,14 @@ def main():
     elif cmd == "noread":
         raise_nofile()
         n, token, secs = int(sys.argv[3]), sys.argv[4], float(sys.argv[5])
-        stream = b"true" if len(sys.argv) > 6 else b"false"
+        stream = b"true" if len(sys.argv) > 6 and sys.argv[6] else b"false"
+        cmd = sys.argv[7] if len(sys.argv) > 7 else "head -c 1000000 /dev/zero"
         body = (b'{"tool": "sh-skill", "stream": ' + stream +
-                b', "args": ["-c", "head -c 1000000 /dev/zero"]}')
+                b', "args": ["-c", "' + cmd.encode() + b'"]}')
         socks = []
         for i in range(n):
-            s = connect(port, "127.0.%d.%d" % (1 + i // 200, 2 + i % 200))
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s = connect(port, "127.0.%d.%d" % (1 + i // 200, 2 + i % 200),
+                        4096)
             s.sendall(b"POST /run HTTP/1.1\r\nHost: t\r\n"
                       b"X-Treg-Token: " + token.encode() + b"\r\n"
                       b"Content-Length: %d\r\n\r\n" % len(body) + body)
