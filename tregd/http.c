@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <event.h>
+#include <stdarg.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/listener.h>
 #include <stdint.h>
@@ -123,6 +124,8 @@ static void	http_deadline(struct http_conn *, const struct timeval *);
 static void	http_process(struct http_conn *);
 static int	http_read_head(struct http_conn *);
 static void	http_dispatch(struct http_conn *);
+static void	head_add(char *, size_t *, size_t, const char *, ...)
+		    __attribute__((__format__(printf, 4, 5)));
 static void	http_head_out(struct http_conn *, int, const char *, int64_t);
 static void	http_finish(struct http_conn *);
 static void	http_log(struct http_conn *, const char *);
@@ -648,39 +651,55 @@ http_pending(struct http_conn *c)
 	return (evbuffer_get_length(bufferevent_get_output(c->bev)));
 }
 
+/* Append to a head being built; tregd's own strings, well within size. */
+static void
+head_add(char *h, size_t *n, size_t size, const char *fmt, ...)
+{
+	va_list	 ap;
+	int	 r;
+
+	va_start(ap, fmt);
+	r = vsnprintf(h + *n, size - *n, fmt, ap);
+	va_end(ap);
+	if (r < 0 || (size_t)r >= size - *n)
+		fatalx("%s: head too long", __func__);
+	*n += r;
+}
+
+/* The status line and headers, in one write to the connection. */
 static void
 http_head_out(struct http_conn *c, int status, const char *type,
     int64_t clen)
 {
-	struct evbuffer	*out = bufferevent_get_output(c->bev);
-	char		 allow[128];
+	char	 h[1024], allow[128];
+	size_t	 n = 0;
 
 	c->status = status;
 	if (clen < 0 && c->method != HTTP_M_HEAD && !c->chunked)
 		c->close = 1;		/* HTTP/1.0: the end is the close */
-	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n",
-	    status, http_reason(status), type);
+	head_add(h, &n, sizeof(h), "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
+	    "X-Request-Id: %s\r\nX-Content-Type-Options: nosniff\r\n"
+	    "X-Frame-Options: DENY\r\nCache-Control: no-store\r\n"
+	    "Server: tregd\r\n", status, http_reason(status), type, c->reqid);
 	if (clen >= 0)
-		evbuffer_add_printf(out, "Content-Length: %lld\r\n",
+		head_add(h, &n, sizeof(h), "Content-Length: %lld\r\n",
 		    (long long)clen);
 	else if (c->chunked)
-		evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n");
-	evbuffer_add_printf(out, "X-Request-Id: %s\r\n"
-	    "X-Content-Type-Options: nosniff\r\nX-Frame-Options: DENY\r\n"
-	    "Cache-Control: no-store\r\nServer: tregd\r\n", c->reqid);
+		head_add(h, &n, sizeof(h), "Transfer-Encoding: chunked\r\n");
 	if (c->tls)
-		evbuffer_add_printf(out, "Strict-Transport-Security: "
+		head_add(h, &n, sizeof(h), "Strict-Transport-Security: "
 		    HTTP_HSTS "\r\n");
 	if (status == 405 && http_methods_print(c->allow, allow,
 	    sizeof(allow)) > 0)
-		evbuffer_add_printf(out, "Allow: %s\r\n", allow);
+		head_add(h, &n, sizeof(h), "Allow: %s\r\n", allow);
 	if (status == 429 || status == 503)
-		evbuffer_add_printf(out, "Retry-After: 1\r\n");
+		head_add(h, &n, sizeof(h), "Retry-After: 1\r\n");
 	if (c->close)
-		evbuffer_add_printf(out, "Connection: close\r\n");
+		head_add(h, &n, sizeof(h), "Connection: close\r\n");
 	else if (c->minor == 0)
-		evbuffer_add_printf(out, "Connection: keep-alive\r\n");
-	evbuffer_add(out, "\r\n", 2);
+		head_add(h, &n, sizeof(h), "Connection: keep-alive\r\n");
+	head_add(h, &n, sizeof(h), "\r\n");
+	evbuffer_add(bufferevent_get_output(c->bev), h, n);
 }
 
 /* The whole answer at once. */
