@@ -7,8 +7,10 @@
 #   http_client.py trickle PORT N SECS N connections, one byte every 2 s
 #   http_client.py noread PORT N TOKEN SECS [stream [COMMAND]]
 #                                      N runs whose answer is never read
-#   http_client.py hold PORT N SECS    N idle connections; prints how many
-#                                      were answered with a refusal at once
+#   http_client.py hold PORT N SECS [STATUS]
+#                                      N idle connections; prints how many
+#                                      were refused at once with STATUS
+#                                      (default 429)
 
 import resource
 import socket
@@ -98,12 +100,14 @@ def main():
         time.sleep(secs)
     elif cmd == "hold":
         n, secs = int(sys.argv[3]), float(sys.argv[4])
+        want = b"HTTP/1.1 " + (sys.argv[5] if len(sys.argv) > 5
+                               else "429").encode()
         socks = [connect(port) for i in range(n)]
         refused = 0
         for s in socks:
             s.settimeout(0.5)
             try:
-                if s.recv(1024).startswith(b"HTTP/1.1 429"):
+                if s.recv(1024).startswith(want):
                     refused += 1
             except socket.timeout:
                 pass
