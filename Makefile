@@ -20,7 +20,7 @@ YACC    ?= byacc
 CC      ?= cc
 
 PKGS     = libevent jansson sqlite3 libsodium libbsd-overlay libseccomp \
-	   libpcre2-8
+	   libpcre2-8 libevent_openssl libssl libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -156,6 +156,7 @@ bench: all
 
 fuzz:
 	$(MAKE) -C regress/fuzz run
+	$(MAKE) -C regress/fuzz http-run
 
 clean:
 	rm -f common/*.o common/libcommon.a tregd/*.o tregd/parse.c \

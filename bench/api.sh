@@ -1,7 +1,9 @@
 #!/bin/sh
 # bench/api.sh: authenticated GET /tools throughput and latency with wrk at
 # several connection counts, beside nginx serving a static file of the same
-# size, and the RSS of all tregd processes idle and under load.
+# size, and the RSS of all tregd processes idle and under load; then the
+# same over TLS at 64 and 256 connections, tregd and nginx on one
+# throwaway certificate (ECDSA P-256).  Both without a request log.
 #
 #   sh bench/api.sh [seconds]        (as root: installs wrk and nginx)
 
@@ -20,13 +22,21 @@ command -v wrk >/dev/null || { echo "bench: wrk is not installed" >&2; exit 1; }
 T=$(mktemp -d /tmp/tregd-bench.XXXXXX)
 chmod 0711 "$T"
 port=18990
+tport=18992
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+    -keyout "$T/key.pem" -out "$T/cert.pem" -days 2 -subj /CN=127.0.0.1 \
+    -addext subjectAltName=IP:127.0.0.1 2>/dev/null
 cat > "$T/tregd.conf" <<CONF
 listen on 127.0.0.1 port $port
+listen on 127.0.0.1 port $tport tls
+tls certificate "$T/cert.pem"
+tls key "$T/key.pem"
 state "$T/state"
 socket "$T/tregd.sock"
 signup open
 run directory "$T/runs"
-http max-connections 2048
+http connections 2048 per-address 2048
+log requests no
 CONF
 "$top/tregd/tregd" -d -f "$T/tregd.conf" 2> "$T/log" &
 pid=$!
@@ -77,6 +87,10 @@ http {
 	access_log off;
 	server {
 		listen 127.0.0.1:18991;
+		listen 127.0.0.1:18993 ssl;
+		ssl_certificate $T/cert.pem;
+		ssl_certificate_key $T/key.pem;
+		ssl_protocols TLSv1.2 TLSv1.3;
 		root $T/www;
 	}
 }
@@ -104,3 +118,20 @@ for c in 1 16 64 256; do
 	printf "%-8s %12s %12s %12s %14s\n" $c "$rps" "$p50" "$p99" "$nrps"
 done
 echo "tregd under load (64 connections), all processes: ${load_rss:-?}"
+
+echo "over TLS (keep-alive: one handshake per connection)"
+printf "%-8s %12s %12s %12s %14s\n" conns "tregd req/s" "p50" "p99" "nginx req/s"
+for c in 64 256; do
+	out=$(wrk -t2 -c$c -d${secs}s --latency -s "$T/auth.lua" \
+	    "https://127.0.0.1:$tport/tools")
+	rps=$(echo "$out" | awk '/^Requests\/sec/ {print $2}')
+	p50=$(echo "$out" | awk '$1 == "50%" {print $2}')
+	p99=$(echo "$out" | awk '$1 == "99%" {print $2}')
+	nrps="-"
+	if [ -n "$npid" ]; then
+		nrps=$(wrk -t2 -c$c -d${secs}s \
+		    "https://127.0.0.1:18993/tools.json" |
+		    awk '/^Requests\/sec/ {print $2}')
+	fi
+	printf "%-8s %12s %12s %12s %14s\n" $c "$rps" "$p50" "$p99" "$nrps"
+done

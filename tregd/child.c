@@ -142,6 +142,8 @@ conf_terminate(struct tregd_conf *conf)
 	conf->run_path[sizeof(conf->run_path) - 1] = '\0';
 	conf->run_dir[sizeof(conf->run_dir) - 1] = '\0';
 	conf->run_proof[sizeof(conf->run_proof) - 1] = '\0';
+	conf->tls_cert[sizeof(conf->tls_cert) - 1] = '\0';
+	conf->tls_key[sizeof(conf->tls_key) - 1] = '\0';
 }
 
 /*

@@ -50,6 +50,7 @@
 #define RUN_RM_DEPTH	64
 /* After the leader died and its group was killed: how long to wait for EOF. */
 #define RUN_DRAIN_MS	500
+#define RUN_EARLY_CANCEL 64
 
 struct run;
 
@@ -69,6 +70,8 @@ struct run {
 	int			 exited;
 	int			 status;
 	int			 timed_out;
+	int			 cancelled;	/* the client went away */
+	int			 paused;	/* the client is not reading */
 	uint32_t		 timeout_s;
 	struct timespec		 start;
 	uint32_t		 duration_ms;
@@ -91,6 +94,9 @@ static int			 as_root;
 static uid_t			 run_uid;
 static gid_t			 run_gid;
 static unsigned char		 readbuf[RUN_READ_LEN];
+/* Cancels that came before their run order (another channel). */
+static uint32_t			 early_cancel[RUN_EARLY_CANCEL];
+static size_t			 nearly_cancel;
 #ifndef TREGD_SANITIZE
 /* The run child's stack until its execve (it shares exec's memory). */
 static char			 child_stack[128 * 1024]
@@ -138,6 +144,10 @@ static void	run_out_close(struct run_out *);
 static void	run_emit(void *, const void *, size_t);
 static void	run_timeout(int, short, void *);
 static void	run_drain(int, short, void *);
+static struct run *run_find(uint32_t);
+static void	run_cancel(uint32_t);
+static void	run_cancel_pending(uint32_t);
+static void	run_pause(uint32_t, int);
 static void	run_maybe_done(struct run *);
 static void	run_done(struct run *);
 static void	run_report(uint32_t, uint32_t, struct run_exit *);
@@ -341,18 +351,99 @@ exec_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
 		b = blob_add(&exec_blobs, imsg, PROC_VAULT, &bad);
 		if (bad)
 			fatalx("%s: bad IMSG_DATA from vault", __func__);
-		if (b != NULL)
+		if (b != NULL) {
 			exec_start(b);
+			run_cancel_pending(imsg->hdr.id);
+		}
 		break;
 	default:
 		fatalx("%s: bad imsg %u from vault", __func__, imsg->hdr.type);
 	}
 }
 
+/* The frontend speaks for a run's client: hung up, slow, reading again. */
 static void
 exec_dispatch_frontend(struct imsgev *iev, struct imsg *imsg)
 {
-	fatalx("%s: bad imsg %u from frontend", __func__, imsg->hdr.type);
+	if (imsg->datalen != 0)
+		fatalx("%s: bad imsg %u length from frontend", __func__,
+		    imsg->hdr.type);
+	switch (imsg->hdr.type) {
+	case IMSG_RUN_CANCEL:
+		run_cancel(imsg->hdr.id);
+		break;
+	case IMSG_RUN_PAUSE:
+		run_pause(imsg->hdr.id, 1);
+		break;
+	case IMSG_RUN_RESUME:
+		run_pause(imsg->hdr.id, 0);
+		break;
+	default:
+		fatalx("%s: bad imsg %u from frontend", __func__,
+		    imsg->hdr.type);
+	}
+}
+
+static struct run *
+run_find(uint32_t reqid)
+{
+	struct run	*r;
+
+	TAILQ_FOREACH(r, &runs, entry)
+		if (r->reqid == reqid)
+			return (r);
+	return (NULL);
+}
+
+/* Kill the run: its end is reported as cancelled. */
+static void
+run_cancel(uint32_t reqid)
+{
+	struct run	*r;
+
+	if ((r = run_find(reqid)) == NULL) {
+		early_cancel[nearly_cancel++ % RUN_EARLY_CANCEL] = reqid;
+		return;
+	}
+	if (r->exited || r->pid <= 0)
+		return;
+	r->cancelled = 1;
+	log_debug("run %u: cancelled, its client went away", r->runid);
+	kill(-r->pid, SIGKILL);
+}
+
+/* A run order just started: was its client gone already? */
+static void
+run_cancel_pending(uint32_t reqid)
+{
+	size_t	 i;
+
+	for (i = 0; i < RUN_EARLY_CANCEL; i++)
+		if (early_cancel[i] == reqid && reqid != 0) {
+			early_cancel[i] = 0;
+			if (run_find(reqid) != NULL)
+				run_cancel(reqid);
+		}
+}
+
+/* Stop or start reading the run's pipes: the CLI blocks on a full one. */
+static void
+run_pause(uint32_t reqid, int pause)
+{
+	struct run	*r;
+	int		 i;
+
+	if ((r = run_find(reqid)) == NULL || r->paused == pause)
+		return;
+	r->paused = pause;
+	for (i = 0; i < 2; i++) {
+		if (r->out[i].fd == -1)
+			continue;
+		if (pause)
+			event_del(&r->out[i].ev);
+		else
+			event_add(&r->out[i].ev, NULL);
+	}
 }
 
 static void
@@ -899,6 +990,7 @@ run_done(struct run *r)
 	else
 		rx.exit_code = -1;
 	rx.timed_out = r->timed_out;
+	rx.cancelled = r->cancelled;
 	rx.duration_ms = r->duration_ms;
 	rx.redacted = redacted > UINT32_MAX ? UINT32_MAX : redacted;
 	rx.truncated = truncated;

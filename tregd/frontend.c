@@ -1,15 +1,18 @@
 /*
  * The network frontend (_tregd, chroot /var/empty).
  *
- * It speaks HTTP/1.1 to clients (libevent), enforces the request limits,
- * checks that bodies are well-formed JSON objects, matches the route and
- * forwards the request to the vault, and writes the answer.  It holds no
- * secret and no database: a token is hashed here and only the hash goes
- * on.  It cannot open a file or start a program (seccomp, Landlock).
+ * It speaks HTTP/1.1 to clients (http.c, over plain or TLS sockets),
+ * enforces the request limits, checks that bodies are well-formed JSON
+ * objects, matches the route and forwards the request to the vault, and
+ * writes the answer.  It holds no secret and no database: a token is
+ * hashed here and only the hash goes on; the run proof arrives as its
+ * hash.  It cannot open a file or start a program (seccomp, Landlock).
  *
  * Server runs: the vault answers a refused run itself; an accepted one
  * is answered from exec's redacted output chunks plus the vault's final
- * result, sent after the audit row is written.
+ * result, sent after the audit row is written.  What waits for a slow
+ * client is bounded: past `http buffer' exec is told to stop reading the
+ * run's pipes, and a client that hangs up cancels its run.
  */
 
 #include <sys/types.h>
@@ -18,13 +21,9 @@
 #include <sys/time.h>
 #include <sys/tree.h>
 
-#include <netinet/in.h>
-#include <arpa/inet.h>
-
 #include <errno.h>
 #include <event.h>
-#include <evhttp.h>
-#include <event2/listener.h>
+#include <event2/http.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,42 +34,48 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "http.h"
 #include "proc.h"
 #include "sandbox.h"
 #include "tregd.h"
 #include "utf8.h"
 #include "util.h"
 
-#define JSON_DEPTH_MAX	32
-#define PATH_SEGS_MAX	8
+#define FRONT_CHUNK	(64 * 1024)	/* escaped output per write */
+#define TLS_PEM_MAX	(1024 * 1024)
 
 /* A request waiting for the vault (and, for a run, for exec). */
 struct front_req {
 	RB_ENTRY(front_req)	 entry;
+	TAILQ_ENTRY(front_req)	 pentry;	/* on the paused list */
 	uint32_t		 id;
-	struct evhttp_request	*req;		/* NULL once the client left */
+	struct http_conn	*conn;		/* NULL once the client left */
 	enum api_route		 route;
 	int			 is_run;
 	int			 stream;
 	int			 started;	/* stream: headers sent */
+	int			 accepted;	/* exec has it */
+	int			 cancel;	/* cancel once accepted */
+	int			 paused;	/* exec stopped reading it */
 	int			 eof;		/* exec sent every chunk */
 	int			 have_result;	/* vault sent the result */
+	int			 answering;	/* the answer is leaving */
 	struct run_result	 result;
-	struct evbuffer		*out[2];	/* stdout, stderr */
+	struct evbuffer		*out[2];	/* stdout, stderr: UTF-8 */
 	struct utf8_state	 u8[2];
+	size_t			 budget[2];	/* escaped bytes left to send */
+	int			 truncated[2];
+	/* The non-streamed answer, escaped as the client reads it. */
+	int			 phase;		/* 0 stdout, 1 stderr, 2 end */
+	size_t			 off, stop[2];
 	char			 tool[NAME_LEN_MAX + 1];
 };
 RB_HEAD(front_tree, front_req);
+TAILQ_HEAD(front_list, front_req);
 
 static int	front_req_cmp(struct front_req *, struct front_req *);
 RB_PROTOTYPE_STATIC(front_tree, front_req, entry, front_req_cmp);
 RB_GENERATE_STATIC(front_tree, front_req, entry, front_req_cmp);
-
-struct route_pat {
-	enum evhttp_cmd_type	 method;
-	const char		*pattern;	/* '#' id, '*' name */
-	enum api_route		 route;
-};
 
 static const struct route_pat routes[] = {
 	{ EVHTTP_REQ_POST,	"/users",			ROUTE_USERS_CREATE },
@@ -122,36 +127,42 @@ struct route_match {
 	int64_t		 ids[2];
 	int		 nids;
 	char		*name;		/* decoded '*' segment, malloc'd */
+	const char	*pattern;	/* for the request log */
+	int		 allow;		/* methods of this shape, for 405 */
 };
 
 static struct tregd_conf	 front_conf;
 static struct imsgev		 iev_parent, iev_vault, iev_exec;
-static struct evhttp		*front_http;
 static int			 listen_fds[CONF_LISTEN_MAX];
 static int			 nlisten_fds;
 static struct front_tree	 pending = RB_INITIALIZER(&pending);
+static struct front_list	 paused = TAILQ_HEAD_INITIALIZER(paused);
 static struct blob_list		 front_blobs =
 				    TAILQ_HEAD_INITIALIZER(front_blobs);
+static struct blob		*tls_cert, *tls_key;
 static uint32_t			 next_id = 1;
-static uint8_t			 proof_hash[32];
-static int			 proof_set;
+static size_t			 held;		/* run output kept, total */
 
 static void	front_config(struct imsg *);
 static void	front_apply_conf(void);
+static void	front_tls_blob(struct imsg *);
+static void	front_tls_apply(void);
 static void	front_dispatch_parent(struct imsgev *, struct imsg *);
 static void	front_dispatch_vault(struct imsgev *, struct imsg *);
 static void	front_dispatch_exec(struct imsgev *, struct imsg *);
 static void	front_closed(struct imsgev *);
-static void	front_request(struct evhttp_request *, void *);
-static void	front_send_json(struct evhttp_request *, int, const char *,
-		    size_t);
-static void	front_error(struct evhttp_request *, int, const char *);
+static void	front_request(struct http_conn *, const struct http_head *,
+		    const char *, size_t);
+static int	front_gone(void *, int);
 static void	front_response(struct blob *);
+static void	front_run_accepted(struct imsg *);
 static void	front_run_output(struct imsg *);
 static void	front_run_finish(struct front_req *);
+static void	front_run_drain(struct http_conn *, void *);
+static void	front_to_exec(struct front_req *, int);
+static void	front_pressure(struct front_req *);
+static void	front_release(void);
 static void	front_req_free(struct front_req *);
-static void	front_conn_closed(struct evhttp_connection *, void *);
-static void	front_accept_error(struct evconnlistener *, void *);
 static void	front_sig(int, short, void *);
 
 static struct proc_peer	 front_peers[] = {
@@ -171,10 +182,10 @@ frontend_main(int debug, int verbose)
 {
 	struct sandbox_paths	 paths;
 	struct passwd		*pw = NULL;
-	struct evconnlistener	*lev;
 	struct rlimit		 rl;
 	int			 i;
 
+	http_init(proc_base, front_request, front_gone);
 	proc_child_init(PROC_FRONTEND, &iev_parent, debug, verbose,
 	    front_dispatch_parent, front_closed, front_config);
 	if (!proc_peers_complete(front_peers, NPEERS))
@@ -191,25 +202,9 @@ frontend_main(int debug, int verbose)
 	if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
 		log_warn("setrlimit RLIMIT_NOFILE");
 
-	front_http = evhttp_new(NULL);
-	if (front_http == NULL)
-		fatalx("evhttp_new");
-	evhttp_set_allowed_methods(front_http, EVHTTP_REQ_GET |
-	    EVHTTP_REQ_POST | EVHTTP_REQ_PATCH | EVHTTP_REQ_DELETE |
-	    EVHTTP_REQ_PUT | EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
-	evhttp_set_gencb(front_http, front_request, NULL);
-	evhttp_set_max_headers_size(front_http, HTTP_HEADERS_MAX);
 	front_apply_conf();
-	for (i = 0; i < nlisten_fds; i++) {
-		lev = evconnlistener_new(proc_base, NULL,
-		    NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1,
-		    listen_fds[i]);
-		if (lev == NULL)
-			fatalx("evconnlistener_new");
-		evconnlistener_set_error_cb(lev, front_accept_error);
-		if (evhttp_bind_listener(front_http, lev) == NULL)
-			fatalx("evhttp_bind_listener");
-	}
+	for (i = 0; i < nlisten_fds; i++)
+		http_listen(listen_fds[i], front_conf.listen[i].tls);
 
 	sandbox_nodump();
 	if (pw != NULL)
@@ -230,44 +225,49 @@ front_sig(int sig, short event, void *arg)
 static void
 front_apply_conf(void)
 {
-	evhttp_set_max_body_size(front_http, front_conf.http_body_max);
-	evhttp_set_timeout(front_http, front_conf.http_timeout);
-	proof_set = front_conf.run_proof[0] != '\0';
-	if (proof_set)
-		crypto_generichash(proof_hash, sizeof(proof_hash),
-		    (unsigned char *)front_conf.run_proof,
-		    strlen(front_conf.run_proof), NULL, 0);
-	/* The frontend keeps only the proof's hash. */
 	explicit_bzero(front_conf.run_proof, sizeof(front_conf.run_proof));
+	http_conf(&front_conf);
+	front_tls_apply();
 }
 
-/*
- * Out of descriptors: stop accepting for a moment instead of spinning on
- * accept(2); the connections already open keep being served.
- */
+/* The parent read the certificate and key; the key is zeroed after use. */
 static void
-front_accept_resume(int fd, short ev, void *arg)
+front_tls_blob(struct imsg *imsg)
 {
-	evconnlistener_enable(arg);
-}
+	struct blob	*b, **slot;
+	int		 bad;
 
-static void
-front_accept_error(struct evconnlistener *lev, void *arg)
-{
-	static struct event	 ev;
-	static int		 warned;
-	struct timeval		 tv = { 0, 100 * 1000 };
-
-	if (errno != EMFILE && errno != ENFILE) {
-		log_warn("accept");
-		return;
+	if (imsg->hdr.type == IMSG_DATA) {
+		if ((b = blob_add(&front_blobs, imsg, PROC_PARENT, &bad)) ==
+		    NULL && bad)
+			fatalx("%s: bad IMSG_DATA from parent", __func__);
+	} else {
+		b = blob_start(&front_blobs, imsg, PROC_PARENT, 0, TLS_PEM_MAX);
+		if (b == NULL || b->datalen == 0)
+			fatalx("%s: bad imsg %u from parent", __func__,
+			    imsg->hdr.type);
+		b = NULL;
 	}
-	if (!warned++)
-		log_warnx("connection limit reached (http max-connections "
-		    "%d)", front_conf.http_max_conns);
-	evconnlistener_disable(lev);
-	evtimer_set(&ev, front_accept_resume, lev);
-	evtimer_add(&ev, &tv);
+	if (b == NULL)
+		return;
+	slot = b->type == IMSG_CONF_TLS_KEY ? &tls_key : &tls_cert;
+	if (*slot != NULL)
+		blob_free(*slot);
+	*slot = b;
+}
+
+static void
+front_tls_apply(void)
+{
+	if (tls_cert != NULL && tls_key != NULL)
+		http_tls_load(tls_cert->data, tls_cert->datalen,
+		    tls_key->data, tls_key->datalen);
+	/* blob_free zeroes what it frees. */
+	if (tls_cert != NULL)
+		blob_free(tls_cert);
+	if (tls_key != NULL)
+		blob_free(tls_key);
+	tls_cert = tls_key = NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -292,6 +292,11 @@ front_config(struct imsg *imsg)
 	case IMSG_CONF_PEER:
 		proc_peer_recv(imsg, front_peers, NPEERS, front_closed);
 		break;
+	case IMSG_CONF_TLS_CERT:
+	case IMSG_CONF_TLS_KEY:
+	case IMSG_DATA:
+		front_tls_blob(imsg);
+		break;
 	default:
 		fatalx("%s: bad imsg %u from parent", __func__,
 		    imsg->hdr.type);
@@ -304,6 +309,11 @@ front_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 	switch (imsg->hdr.type) {
 	case IMSG_CONF:
 		proc_conf_recv(imsg, &front_conf);
+		break;
+	case IMSG_CONF_TLS_CERT:
+	case IMSG_CONF_TLS_KEY:
+	case IMSG_DATA:
+		front_tls_blob(imsg);
 		break;
 	case IMSG_CONF_END:
 		front_apply_conf();
@@ -350,9 +360,7 @@ front_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
 			front_response(b);
 		break;
 	case IMSG_RUN_ACCEPTED:
-		if (imsg->datalen != 0 ||
-		    (fr = front_find(imsg->hdr.id)) == NULL || !fr->is_run)
-			fatalx("bad IMSG_RUN_ACCEPTED from vault");
+		front_run_accepted(imsg);
 		break;
 	case IMSG_RUN_RESULT:
 		if (imsg->datalen != sizeof(struct run_result) ||
@@ -401,194 +409,52 @@ front_closed(struct imsgev *iev)
 /* ------------------------------------------------------------------ */
 /* Requests.                                                           */
 
-static const char *
-status_reason(int status)
-{
-	switch (status) {
-	case 200: return ("OK");
-	case 400: return ("Bad Request");
-	case 401: return ("Unauthorized");
-	case 403: return ("Forbidden");
-	case 404: return ("Not Found");
-	case 405: return ("Method Not Allowed");
-	case 409: return ("Conflict");
-	case 410: return ("Gone");
-	case 413: return ("Payload Too Large");
-	case 422: return ("Unprocessable Entity");
-	case 429: return ("Too Many Requests");
-	case 500: return ("Internal Server Error");
-	case 501: return ("Not Implemented");
-	case 503: return ("Service Unavailable");
-	default: return ("Error");
-	}
-}
-
 static void
-front_headers(struct evhttp_request *req, const char *type)
+front_error(struct http_conn *conn, int status, const char *detail)
 {
-	struct evkeyvalq	*h = evhttp_request_get_output_headers(req);
-
-	evhttp_add_header(h, "Content-Type", type);
-	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
-	evhttp_add_header(h, "Cache-Control", "no-store");
-	evhttp_add_header(h, "Server", "tregd");
-}
-
-static void
-front_send_json(struct evhttp_request *req, int status, const char *body,
-    size_t len)
-{
-	struct evbuffer	*buf;
-
-	if ((buf = evbuffer_new()) == NULL)
-		fatal("%s: evbuffer_new", __func__);
-	front_headers(req, "application/json");
-	evbuffer_add(buf, body, len);
-	evhttp_send_reply(req, status, status_reason(status), buf);
-	evbuffer_free(buf);
-}
-
-static void
-front_error(struct evhttp_request *req, int status, const char *detail)
-{
-	json_t	*j;
-	char	*s;
-
-	j = json_pack("{s:s}", "detail", detail);
-	if (j == NULL || (s = json_dumps(j, JSON_COMPACT)) == NULL)
-		fatalx("%s: json", __func__);
-	front_send_json(req, status, s, strlen(s));
-	free(s);
-	json_decref(j);
-}
-
-/* A path segment as an id: digits only, 1..2^53. */
-static int
-seg_id(const char *s, size_t len, int64_t *out)
-{
-	int64_t	 v = 0;
-	size_t	 i;
-
-	if (len == 0 || len > 16)
-		return (-1);
-	for (i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return (-1);
-		v = v * 10 + (s[i] - '0');
-	}
-	if (v < 1 || v > (1LL << 53))
-		return (-1);
-	*out = v;
-	return (0);
+	http_error(conn, status, detail);
 }
 
 /*
- * Match the path against the table.  Returns 0 and fills m, 404 when no
- * pattern has this shape, 405 when one does but not for this method.
+ * Match the path against the table (http_route_match), the name segment
+ * percent-decoded.  Returns 0 and fills m, 404 or 405.
  */
 static int
-route_match(const char *path, enum evhttp_cmd_type method,
-    struct route_match *m)
+route_match(const char *path, int method, struct route_match *m)
 {
-	const char	*segs[PATH_SEGS_MAX], *p, *q;
-	size_t		 lens[PATH_SEGS_MAX], plen, i;
-	int		 nsegs = 0, psegs, shape = 0, ok, namepos;
-	char		*dec, *raw;
-	size_t		 declen;
+	struct http_match	 hm;
+	char			*dec, *raw;
+	size_t			 declen;
+	int			 r;
 
 	memset(m, 0, sizeof(*m));
-	if (path[0] != '/')
-		return (404);
-	for (p = path + 1; *p != '\0'; p = *q ? q + 1 : q) {
-		if (nsegs == PATH_SEGS_MAX)
+	r = http_route_match(routes, sizeof(routes) / sizeof(routes[0]),
+	    path, method, &hm);
+	m->pattern = hm.pattern;
+	m->allow = hm.allow;
+	if (r != 0)
+		return (r);
+	m->route = hm.route;
+	m->ids[0] = hm.ids[0];
+	m->ids[1] = hm.ids[1];
+	m->nids = hm.nids;
+	if (hm.name.p != NULL) {
+		if ((raw = strndup(hm.name.p, hm.name.len)) == NULL)
+			fatal("strndup");
+		dec = evhttp_uridecode(raw, 0, &declen);
+		free(raw);
+		if (dec == NULL || strlen(dec) != declen ||
+		    declen > NAME_LEN_MAX) {
+			free(dec);
 			return (404);
-		q = strchr(p, '/');
-		if (q == NULL)
-			q = p + strlen(p);
-		segs[nsegs] = p;
-		lens[nsegs++] = q - p;
+		}
+		m->name = dec;
 	}
-	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
-		p = routes[i].pattern + 1;
-		m->nids = 0;
-		namepos = -1;
-		for (psegs = 0, ok = 1; *p != '\0' && ok; psegs++) {
-			q = strchr(p, '/');
-			plen = q ? (size_t)(q - p) : strlen(p);
-			if (psegs >= nsegs)
-				ok = 0;
-			else if (plen == 1 && *p == '#')
-				ok = seg_id(segs[psegs], lens[psegs],
-				    &m->ids[m->nids++]) == 0;
-			else if (plen == 1 && *p == '*') {
-				ok = lens[psegs] > 0;
-				namepos = psegs;
-			} else
-				ok = plen == lens[psegs] &&
-				    memcmp(p, segs[psegs], plen) == 0;
-			p += plen;
-			if (*p == '/')
-				p++;
-		}
-		if (!ok || psegs != nsegs)
-			continue;
-		shape = 1;
-		if (routes[i].method != method)
-			continue;
-		m->route = routes[i].route;
-		if (namepos != -1) {
-			raw = strndup(segs[namepos], lens[namepos]);
-			if (raw == NULL)
-				fatal("strndup");
-			dec = evhttp_uridecode(raw, 0, &declen);
-			free(raw);
-			if (dec == NULL || strlen(dec) != declen ||
-			    declen > NAME_LEN_MAX) {
-				free(dec);
-				return (404);
-			}
-			m->name = dec;
-		}
-		return (0);
-	}
-	return (shape ? 405 : 404);
-}
-
-/* Nesting depth of a JSON text, outside strings; -1 past the limit. */
-static int
-json_depth_ok(const char *s, size_t len)
-{
-	size_t	 i;
-	int	 depth = 0, instr = 0;
-
-	for (i = 0; i < len; i++) {
-		if (instr) {
-			if (s[i] == '\\')
-				i++;
-			else if (s[i] == '"')
-				instr = 0;
-			continue;
-		}
-		switch (s[i]) {
-		case '"':
-			instr = 1;
-			break;
-		case '[':
-		case '{':
-			if (++depth > JSON_DEPTH_MAX)
-				return (0);
-			break;
-		case ']':
-		case '}':
-			depth--;
-			break;
-		}
-	}
-	return (1);
+	return (0);
 }
 
 static void
-front_meta(struct evhttp_request *req)
+front_meta(struct http_conn *conn)
 {
 	char	 buf[256];
 	int	 n;
@@ -596,52 +462,83 @@ front_meta(struct evhttp_request *req)
 	n = snprintf(buf, sizeof(buf),
 	    "{\"name\":\"tregd\",\"version\":\"%s\",\"signup\":\"%s\"}",
 	    TREGD_VERSION, front_conf.signup_open ? "open" : "closed");
-	front_send_json(req, 200, buf, n);
+	http_reply(conn, 200, "application/json", buf, n);
+}
+
+/* The body: a JSON object within the limits, or an answer and -1. */
+static int
+front_body(struct http_conn *conn, const char *text, size_t len,
+    json_t **out)
+{
+	json_error_t	 jerr;
+	char		 msg[128];
+
+	*out = NULL;
+	if (len == 0)
+		return (0);
+	if (!json_depth_ok(text, len)) {
+		front_error(conn, 400, "malformed JSON: nested too deeply");
+		return (-1);
+	}
+	*out = json_loadb(text, len, JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES,
+	    &jerr);
+	if (*out == NULL) {
+		/* Never echo the input: it may hold a secret. */
+		snprintf(msg, sizeof(msg), "malformed JSON at line %d "
+		    "column %d", jerr.line, jerr.column);
+		front_error(conn, 400, msg);
+		return (-1);
+	}
+	if (!json_is_object(*out)) {
+		json_decref(*out);
+		*out = NULL;
+		front_error(conn, 400, "the body must be a JSON object");
+		return (-1);
+	}
+	return (0);
 }
 
 static void
-front_request(struct evhttp_request *req, void *arg)
+front_request(struct http_conn *conn, const struct http_head *h,
+    const char *bodytext, size_t bodylen)
 {
-	const struct evhttp_uri	*uri = evhttp_request_get_evhttp_uri(req);
-	struct evkeyvalq	*hdrs = evhttp_request_get_input_headers(req);
-	struct evbuffer		*in = evhttp_request_get_input_buffer(req);
-	enum evhttp_cmd_type	 method = evhttp_request_get_command(req);
-	struct evhttp_connection *evcon;
 	struct route_match	 m;
 	struct api_request	 ar;
 	struct front_req	*fr;
-	json_error_t		 jerr;
 	json_t			*body = NULL, *v;
-	const char		*path, *query, *tok, *proof, *host;
-	char			*bodytext = NULL, *payload;
-	char			 msg[128];
-	size_t			 bodylen, namelen, querylen;
-	uint8_t			 h[32];
-	ev_uint16_t		 port;
-	int			 r;
+	char			 path[HTTP_LINE_MAX + 1], *payload;
+	size_t			 namelen, querylen;
+	uint8_t			 hash[32];
+	int			 r, method;
 
-	path = uri ? evhttp_uri_get_path(uri) : NULL;
-	query = uri ? evhttp_uri_get_query(uri) : NULL;
-	if (path == NULL || *path == '\0')
-		path = "/";
-	if (query == NULL)
-		query = "";
+	memset(&m, 0, sizeof(m));
+	memcpy(path, h->path.p, h->path.len);
+	path[h->path.len] = '\0';
+	/* HEAD is GET without the body. */
+	method = h->method == HTTP_M_HEAD ? HTTP_M_GET : h->method;
 
 	if (strcmp(path, "/meta") == 0) {
-		if (method == EVHTTP_REQ_GET || method == EVHTTP_REQ_HEAD)
-			front_meta(req);
-		else
-			front_error(req, 405, "method not allowed");
+		http_set_log(conn, "/meta", 0, 0);
+		if (method == HTTP_M_GET)
+			front_meta(conn);
+		else {
+			http_allow(conn, HTTP_M_GET);
+			front_error(conn, 405, "method not allowed");
+		}
 		return;
 	}
 	if ((r = route_match(path, method, &m)) != 0) {
-		front_error(req, r, r == 404 ? "not found" :
+		http_set_log(conn, m.pattern, 0, 0);
+		http_allow(conn, m.allow);
+		front_error(conn, r, r == 404 ? "not found" :
 		    "method not allowed");
 		return;
 	}
+	http_set_log(conn, m.pattern, 0, 0);
 	if (m.route == ROUTE_OPENAPI) {
 		/* Embedded at build time: the chroot holds no files. */
-		front_send_json(req, 200, openapi_doc, openapi_doc_len);
+		http_reply(conn, 200, "application/json", openapi_doc,
+		    openapi_doc_len);
 		return;
 	}
 
@@ -649,57 +546,38 @@ front_request(struct evhttp_request *req, void *arg)
 	ar.route = m.route;
 	ar.id1 = m.ids[0];
 	ar.id2 = m.ids[1];
-
-	bodylen = evbuffer_get_length(in);
 	if (bodylen > (size_t)front_conf.http_body_max) {
-		front_error(req, 413, "request body too large");
+		front_error(conn, 413, "request body too large");
 		goto out;
 	}
-	if (bodylen > 0) {
-		bodytext = malloc(bodylen);
-		if (bodytext == NULL)
-			fatal("%s: malloc", __func__);
-		evbuffer_remove(in, bodytext, bodylen);
-		if (!json_depth_ok(bodytext, bodylen)) {
-			front_error(req, 400, "malformed JSON: nested too "
-			    "deeply");
-			goto out;
-		}
-		body = json_loadb(bodytext, bodylen, JSON_ALLOW_NUL |
-		    JSON_REJECT_DUPLICATES, &jerr);
-		if (body == NULL) {
-			/* Never echo the input: it may hold a secret. */
-			snprintf(msg, sizeof(msg), "malformed JSON at line %d "
-			    "column %d", jerr.line, jerr.column);
-			front_error(req, 400, msg);
-			goto out;
-		}
-		if (!json_is_object(body)) {
-			front_error(req, 400, "the body must be a JSON object");
-			goto out;
-		}
+	if (front_body(conn, bodytext, bodylen, &body) == -1)
+		goto out;
+	if (m.route == ROUTE_RUN &&
+	    held > (size_t)front_conf.http_buffer_total) {
+		front_error(conn, 503, "the server is busy sending other "
+		    "answers - try again in a moment");
+		goto out;
 	}
 
-	if ((tok = evhttp_find_header(hdrs, "X-Treg-Token")) != NULL) {
+	if (h->token.p != NULL) {
 		ar.has_token = 1;
-		token_hash(tok, strnlen(tok, 1024), ar.token_hash);
+		token_hash(h->token.p, h->token.len, ar.token_hash);
 	}
-	if (proof_set &&
-	    (proof = evhttp_find_header(hdrs, "X-Treg-Run-Proof")) != NULL) {
-		crypto_generichash(h, sizeof(h), (const unsigned char *)proof,
-		    strnlen(proof, 1024), NULL, 0);
-		ar.proof_ok = sodium_memcmp(h, proof_hash, sizeof(h)) == 0;
+	if (front_conf.run_proof_set && h->proof.p != NULL) {
+		crypto_generichash(hash, sizeof(hash),
+		    (const unsigned char *)h->proof.p, h->proof.len, NULL, 0);
+		ar.proof_ok = sodium_memcmp(hash, front_conf.run_proof_hash,
+		    sizeof(hash)) == 0;
+		explicit_bzero(hash, sizeof(hash));
 	}
-	evcon = evhttp_request_get_connection(req);
-	evhttp_connection_get_peer(evcon, (char **)&host, &port);
-	strlcpy(ar.peer, host ? host : "?", sizeof(ar.peer));
+	strlcpy(ar.peer, http_peer(conn), sizeof(ar.peer));
 
 	if ((fr = calloc(1, sizeof(*fr))) == NULL)
 		fatal("%s: calloc", __func__);
 	fr->id = next_id++;
 	if (next_id == 0)
 		next_id = 1;
-	fr->req = req;
+	fr->conn = conn;
 	fr->route = m.route;
 	if (m.route == ROUTE_RUN) {
 		fr->is_run = 1;
@@ -712,22 +590,23 @@ front_request(struct evhttp_request *req, void *arg)
 			    sizeof(fr->tool));
 		utf8_init(&fr->u8[0]);
 		utf8_init(&fr->u8[1]);
+		fr->budget[0] = fr->budget[1] = RUN_OUTPUT_MAX;
 		if ((fr->out[0] = evbuffer_new()) == NULL ||
 		    (fr->out[1] = evbuffer_new()) == NULL)
 			fatal("%s: evbuffer_new", __func__);
 	}
 	RB_INSERT(front_tree, &pending, fr);
-	evhttp_connection_set_closecb(evcon, front_conn_closed, fr);
+	http_attach(conn, fr, fr->is_run ? front_run_drain : NULL);
 
 	namelen = m.name ? strlen(m.name) : 0;
-	querylen = strlen(query);
+	querylen = h->query.len;
 	ar.namelen = namelen;
 	ar.querylen = querylen;
 	ar.bodylen = bodylen;
 	if ((payload = malloc(namelen + querylen + bodylen + 1)) == NULL)
 		fatal("%s: malloc", __func__);
 	memcpy(payload, m.name ? m.name : "", namelen);
-	memcpy(payload + namelen, query, querylen);
+	memcpy(payload + namelen, h->query.p, querylen);
 	if (bodylen > 0)
 		memcpy(payload + namelen + querylen, bodytext, bodylen);
 	if (imsgev_send_blob(&iev_vault, IMSG_API_REQUEST, fr->id, &ar,
@@ -735,43 +614,52 @@ front_request(struct evhttp_request *req, void *arg)
 		fatal("%s: send to vault", __func__);
 	freezero(payload, namelen + querylen + bodylen + 1);
  out:
+	explicit_bzero(&ar, sizeof(ar));
 	json_decref(body);
-	if (bodytext != NULL)
-		freezero(bodytext, bodylen);
 	free(m.name);
 }
 
-static void
-front_conn_closed(struct evhttp_connection *evcon, void *arg)
+/*
+ * The client went away (eof: it may only have half-closed).  A run is
+ * cancelled; any other request keeps a half-closed client to answer it.
+ * Returns 1 when the frontend let go of the connection.
+ */
+static int
+front_gone(void *arg, int eof)
 {
 	struct front_req	*fr = arg;
 
-	/* libevent frees the request with the connection. */
-	fr->req = NULL;
-}
-
-/* The request is answered: forget the connection's close callback. */
-static void
-front_detach(struct front_req *fr)
-{
-	struct evhttp_connection	*evcon;
-
-	if (fr->req == NULL)
-		return;
-	evcon = evhttp_request_get_connection(fr->req);
-	if (evcon != NULL)
-		evhttp_connection_set_closecb(evcon, NULL, NULL);
+	if (eof && !fr->is_run)
+		return (0);
+	fr->conn = NULL;
+	if (fr->answering) {
+		front_req_free(fr);	/* its answer was leaving */
+		return (1);
+	}
+	if (fr->is_run) {
+		if (fr->accepted)
+			front_to_exec(fr, IMSG_RUN_CANCEL);
+		else
+			fr->cancel = 1;
+	}
+	return (1);
 }
 
 static void
 front_req_free(struct front_req *fr)
 {
+	int	 i;
+
 	RB_REMOVE(front_tree, &pending, fr);
-	if (fr->out[0] != NULL)
-		evbuffer_free(fr->out[0]);
-	if (fr->out[1] != NULL)
-		evbuffer_free(fr->out[1]);
+	if (fr->paused)
+		TAILQ_REMOVE(&paused, fr, pentry);
+	for (i = 0; i < 2; i++)
+		if (fr->out[i] != NULL) {
+			held -= evbuffer_get_length(fr->out[i]);
+			evbuffer_free(fr->out[i]);
+		}
 	free(fr);
+	front_release();
 }
 
 static void
@@ -784,9 +672,12 @@ front_response(struct blob *b)
 	if ((fr = front_find(b->id)) == NULL || ar.status < 100 ||
 	    ar.status > 599)
 		fatalx("bad api response from vault");
-	if (fr->req != NULL) {
-		front_detach(fr);
-		front_send_json(fr->req, ar.status, b->data, b->datalen);
+	if (fr->conn != NULL) {
+		/* A run's refusal after exec had it: ids came with ACCEPTED. */
+		if (ar.org_id != 0 || ar.user_id != 0)
+			http_set_log(fr->conn, NULL, ar.org_id, ar.user_id);
+		http_reply(fr->conn, ar.status, "application/json", b->data,
+		    b->datalen);
 	}
 	front_req_free(fr);
 	blob_free(b);
@@ -798,37 +689,100 @@ front_response(struct blob *b)
 static const char *const stream_names[2] = { "stdout", "stderr" };
 
 static void
-front_stream_start(struct front_req *fr)
+front_to_exec(struct front_req *fr, int type)
 {
-	if (fr->started || fr->req == NULL)
-		return;
-	fr->started = 1;
-	front_headers(fr->req, "application/x-ndjson");
-	evhttp_send_reply_start(fr->req, 200, "OK");
+	if (imsgev_compose(&iev_exec, type, fr->id, -1, NULL, 0) == -1)
+		fatal("%s: compose", __func__);
 }
 
-/* One NDJSON event line for a chunk of a stream. */
+static void
+front_run_accepted(struct imsg *imsg)
+{
+	struct api_response	 who;
+	struct front_req	*fr;
+
+	if (imsg->datalen != sizeof(who) ||
+	    (fr = front_find(imsg->hdr.id)) == NULL || !fr->is_run ||
+	    fr->accepted)
+		fatalx("bad IMSG_RUN_ACCEPTED from vault");
+	memcpy(&who, imsg->data, sizeof(who));
+	fr->accepted = 1;
+	if (fr->conn != NULL)
+		http_set_log(fr->conn, NULL, who.org_id, who.user_id);
+	if (fr->cancel)
+		front_to_exec(fr, IMSG_RUN_CANCEL);
+}
+
+/*
+ * Back-pressure: past the connection's bound, exec stops reading a
+ * streamed run's pipes until the client catches up.  A plain run keeps
+ * at most its output cap until it ends (run slots bound how many), and
+ * past `http buffer total' of such output no new run is taken.
+ */
+static void
+front_pressure(struct front_req *fr)
+{
+	if (fr->paused || fr->conn == NULL || !fr->stream)
+		return;
+	if (http_pending(fr->conn) <= (size_t)front_conf.http_buffer)
+		return;
+	fr->paused = 1;
+	TAILQ_INSERT_TAIL(&paused, fr, pentry);
+	front_to_exec(fr, IMSG_RUN_PAUSE);
+}
+
+/* Room again: resume the paused runs that fit. */
+static void
+front_release(void)
+{
+	struct front_req	*fr, *next;
+
+	TAILQ_FOREACH_SAFE(fr, &paused, pentry, next) {
+		if (fr->conn != NULL &&
+		    http_pending(fr->conn) > (size_t)front_conf.http_buffer)
+			continue;
+		fr->paused = 0;
+		TAILQ_REMOVE(&paused, fr, pentry);
+		front_to_exec(fr, IMSG_RUN_RESUME);
+	}
+}
+
+static void
+front_stream_start(struct front_req *fr)
+{
+	if (fr->started || fr->conn == NULL)
+		return;
+	fr->started = 1;
+	http_reply_start(fr->conn, 200, "application/x-ndjson", -1);
+}
+
+/*
+ * One NDJSON event for a chunk of valid UTF-8.  The output cap counts
+ * escaped bytes, the ones sent: a stream's text on the wire is at most
+ * RUN_OUTPUT_MAX bytes however many escapes it needs.
+ */
 static void
 front_stream_event(struct front_req *fr, int s, const char *text, size_t len)
 {
-	struct evbuffer	*buf;
-	json_t		*j;
-	char		*line;
+	char	*line;
+	size_t	 used, n, pre;
 
-	if (fr->req == NULL || len == 0)
+	if (fr->conn == NULL || len == 0 || fr->budget[s] == 0)
 		return;
-	j = json_object();
-	json_object_set_new(j, stream_names[s], json_stringn(text, len));
-	line = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	if (line == NULL)
-		fatalx("%s: json", __func__);
-	if ((buf = evbuffer_new()) == NULL)
-		fatal("%s: evbuffer_new", __func__);
-	evbuffer_add(buf, line, strlen(line));
-	evbuffer_add(buf, "\n", 1);
-	evhttp_send_reply_chunk(fr->req, buf);
-	evbuffer_free(buf);
+	pre = strlen(stream_names[s]) + 5;
+	if ((line = malloc(pre + 6 * len + 3)) == NULL)
+		fatal("%s: malloc", __func__);
+	snprintf(line, pre + 1, "{\"%s\":\"", stream_names[s]);
+	n = json_escape((const unsigned char *)text, len, &used, line + pre,
+	    fr->budget[s]);
+	if (used < len) {
+		fr->truncated[s] = 1;
+		fr->budget[s] = 0;
+	} else
+		fr->budget[s] -= n;
+	memcpy(line + pre + n, "\"}\n", 3);
+	if (n > 0)
+		http_write(fr->conn, line, pre + n + 3);
 	free(line);
 }
 
@@ -838,7 +792,7 @@ front_run_output(struct imsg *imsg)
 	struct front_req	*fr;
 	const unsigned char	*p = imsg->data;
 	char			*u;
-	size_t			 ulen, len;
+	size_t			 ulen, len, have;
 	uint8_t			 s;
 
 	if (imsg->datalen < 1 || (p[0] != 1 && p[0] != 2))
@@ -847,90 +801,158 @@ front_run_output(struct imsg *imsg)
 		fatalx("IMSG_RUN_OUTPUT for no run from exec");
 	s = p[0] - 1;
 	len = imsg->datalen - 1;
-	if (!fr->stream) {
-		/* Bounded by exec's cap; sanitised once at the end. */
-		evbuffer_add(fr->out[s], p + 1, len);
-		return;
-	}
-	front_stream_start(fr);
+	if (fr->conn == NULL)
+		return;			/* cancelled: exec is killing it */
 	ulen = UTF8_SANITIZE_BOUND(len);
 	if ((u = malloc(ulen)) == NULL)
 		fatal("%s: malloc", __func__);
 	ulen = utf8_sanitize(&fr->u8[s], p + 1, len, u, ulen, 0);
-	front_stream_event(fr, s, u, ulen);
+	if (fr->stream) {
+		front_stream_start(fr);
+		front_stream_event(fr, s, u, ulen);
+	} else {
+		/* Escaping never shrinks: more than the cap cannot be sent. */
+		have = evbuffer_get_length(fr->out[s]);
+		if (have + ulen > RUN_OUTPUT_MAX)
+			ulen = have < RUN_OUTPUT_MAX ?
+			    RUN_OUTPUT_MAX - have : 0;
+		evbuffer_add(fr->out[s], u, ulen);
+		held += ulen;
+	}
 	free(u);
+	front_pressure(fr);
 }
 
+/*
+ * The final result as the vault reported it, without the output: the
+ * one place that prints struct run_result.
+ */
 static json_t *
-front_output_string(struct front_req *fr, int s)
+front_result_json(struct front_req *fr)
 {
-	size_t		 len = evbuffer_get_length(fr->out[s]), ulen;
-	unsigned char	*raw;
-	char		*u;
-	json_t		*j;
+	const struct run_result	*rr = &fr->result;
+	const int		 bit[2] = { RUN_TRUNC_STDOUT, RUN_TRUNC_STDERR };
+	json_t			*j;
+	int			 i, t[2];
 
-	raw = evbuffer_pullup(fr->out[s], -1);
-	ulen = UTF8_SANITIZE_BOUND(len);
-	if ((u = malloc(ulen + 1)) == NULL)
-		fatal("%s: malloc", __func__);
-	ulen = utf8_sanitize(&fr->u8[s], raw, len, u, ulen, 1);
-	j = json_stringn(u, ulen);
-	free(u);
+	/* Cut by exec's cap (the vault says which) or by the bytes sent. */
+	for (i = 0; i < 2; i++)
+		t[i] = (rr->truncated & bit[i]) != 0 || fr->truncated[i];
+	j = json_pack("{s:s,s:i,s:i,s:b,s:i,s:s,s:{s:b,s:b}}",
+	    "tool", fr->tool,
+	    "exit_code", rr->exit_code,
+	    "duration_ms", rr->duration_ms,
+	    "timed_out", rr->timed_out,
+	    "redacted", rr->redacted,
+	    "outcome", run_outcome_name(rr->outcome),
+	    "truncated", "stdout", t[0], "stderr", t[1]);
+	if (j == NULL)
+		fatalx("%s: json", __func__);
 	return (j);
 }
 
 static void
 front_run_finish(struct front_req *fr)
 {
-	struct evbuffer	*buf;
+	unsigned char	*raw;
 	json_t		*j;
 	char		*s, tail[16];
-	size_t		 n;
+	size_t		 n, esc[2], slen;
 	int		 i;
 
-	if (fr->req == NULL)
+	fr->answering = 1;
+	if (fr->conn == NULL)
 		goto done;
-	front_detach(fr);
 	if (fr->result.error && !fr->started) {
-		front_error(fr->req, 500, "the run could not be started");
+		front_error(fr->conn, 500, "the run could not be started");
 		goto done;
 	}
-	j = json_pack("{s:i,s:i,s:b,s:i}",
-	    "exit_code", fr->result.exit_code,
-	    "duration_ms", fr->result.duration_ms,
-	    "timed_out", fr->result.timed_out,
-	    "redacted", fr->result.redacted);
-	if (j == NULL)
-		fatalx("%s: json", __func__);
-	if (fr->stream) {
-		front_stream_start(fr);
-		/* Flush what a split UTF-8 sequence held back. */
-		for (i = 0; i < 2; i++) {
-			n = utf8_sanitize(&fr->u8[i], "", 0, tail,
-			    sizeof(tail), 1);
+	/* Flush what a split UTF-8 sequence held back. */
+	for (i = 0; i < 2; i++) {
+		n = utf8_sanitize(&fr->u8[i], "", 0, tail, sizeof(tail), 1);
+		if (fr->stream)
 			front_stream_event(fr, i, tail, n);
-		}
-	} else {
-		json_object_set_new(j, "tool", json_string(fr->tool));
-		json_object_set_new(j, "stdout", front_output_string(fr, 0));
-		json_object_set_new(j, "stderr", front_output_string(fr, 1));
+		else if (evbuffer_get_length(fr->out[i]) + n <= RUN_OUTPUT_MAX)
+			evbuffer_add(fr->out[i], tail, n);
 	}
+	if (!fr->stream)
+		for (i = 0; i < 2; i++) {
+			n = evbuffer_get_length(fr->out[i]);
+			raw = evbuffer_pullup(fr->out[i], -1);
+			esc[i] = json_escape(raw, n, &fr->stop[i], NULL,
+			    RUN_OUTPUT_MAX);
+			if (fr->stop[i] < n)
+				fr->truncated[i] = 1;
+		}
+	j = front_result_json(fr);
 	if ((s = json_dumps(j, JSON_COMPACT)) == NULL)
 		fatalx("%s: json", __func__);
 	json_decref(j);
+	slen = strlen(s);
 	if (fr->stream) {
-		if ((buf = evbuffer_new()) == NULL)
-			fatal("%s: evbuffer_new", __func__);
-		evbuffer_add(buf, s, strlen(s));
-		evbuffer_add(buf, "\n", 1);
-		evhttp_send_reply_chunk(fr->req, buf);
-		evbuffer_free(buf);
-		evhttp_send_reply_end(fr->req);
-	} else
-		front_send_json(fr->req, 200, s, strlen(s));
+		front_stream_start(fr);
+		s[slen] = '\n';
+		http_write(fr->conn, s, slen + 1);
+		s[slen] = '\0';
+		http_reply_end(fr->conn);
+		free(s);
+		goto done;
+	}
+	/* {...,"stdout":"…","stderr":"…"}: the output is escaped lazily. */
+	http_reply_start(fr->conn, 200, "application/json", slen - 1 +
+	    strlen(",\"stdout\":\"") + esc[0] + strlen("\",\"stderr\":\"") +
+	    esc[1] + strlen("\"}"));
+	http_write(fr->conn, s, slen - 1);
+	http_write(fr->conn, ",\"stdout\":\"", strlen(",\"stdout\":\""));
 	free(s);
+	fr->phase = 0;
+	fr->off = 0;
+	if (http_is_head(fr->conn)) {
+		http_reply_end(fr->conn);
+		goto done;
+	}
+	front_run_drain(fr->conn, fr);
+	return;
  done:
 	front_req_free(fr);
+}
+
+/*
+ * The client read what was queued: a paused run may go on, a finished
+ * one's answer gets its next escaped piece.
+ */
+static void
+front_run_drain(struct http_conn *conn, void *arg)
+{
+	struct front_req	*fr = arg;
+	unsigned char		*raw;
+	char			 buf[FRONT_CHUNK];
+	size_t			 n, used;
+
+	if (!fr->answering) {
+		front_release();
+		return;
+	}
+	while (fr->phase < 2 && http_pending(conn) < FRONT_CHUNK) {
+		raw = evbuffer_pullup(fr->out[fr->phase], -1);
+		n = json_escape(raw + fr->off, fr->stop[fr->phase] - fr->off,
+		    &used, buf, sizeof(buf));
+		http_write(conn, buf, n);
+		fr->off += used;
+		if (fr->off < fr->stop[fr->phase])
+			continue;
+		http_write(conn, fr->phase == 0 ? "\",\"stderr\":\"" : "\"}",
+		    fr->phase == 0 ? strlen("\",\"stderr\":\"") : 2);
+		held -= evbuffer_get_length(fr->out[fr->phase]);
+		evbuffer_drain(fr->out[fr->phase],
+		    evbuffer_get_length(fr->out[fr->phase]));
+		fr->phase++;
+		fr->off = 0;
+	}
+	if (fr->phase == 2) {
+		http_reply_end(conn);
+		front_req_free(fr);
+	}
 }
 
 /* tregd -T routes: what this frontend answers, for the OpenAPI test. */
@@ -943,16 +965,16 @@ front_print_routes(FILE *fp)
 	fprintf(fp, "GET /meta\n");
 	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
 		switch (routes[i].method) {
-		case EVHTTP_REQ_GET:
+		case HTTP_M_GET:
 			m = "GET";
 			break;
-		case EVHTTP_REQ_POST:
+		case HTTP_M_POST:
 			m = "POST";
 			break;
-		case EVHTTP_REQ_PATCH:
+		case HTTP_M_PATCH:
 			m = "PATCH";
 			break;
-		case EVHTTP_REQ_DELETE:
+		case HTTP_M_DELETE:
 			m = "DELETE";
 			break;
 		default:

@@ -28,8 +28,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "proc.h"
 #include "tregd.h"
+
+#define TLS_FILE_MAX	(1024 * 1024)
 
 struct child {
 	enum tregd_proc		 id;
@@ -61,6 +65,9 @@ static void	parent_reap(void);
 static void	parent_drain(struct child *);
 static void	parent_why(int, char *, size_t);
 static int	parent_reload(void);
+static void	parent_proof_hash(struct tregd_conf *);
+static int	parent_send_tls(struct child *, int);
+static char	*parent_read_file(const char *, size_t *);
 __dead static void parent_shutdown(int);
 static void	parent_check_users(void);
 static void	parent_ready(struct child *);
@@ -81,6 +88,8 @@ parent_main(struct tregd_conf *conf, const char *conffile, int debug,
 	enum tregd_proc	 a, b;
 
 	parent_conf = *conf;
+	explicit_bzero(conf->run_proof, sizeof(conf->run_proof));
+	parent_proof_hash(&parent_conf);
 	parent_conffile = conffile;
 	parent_debug = debug;
 	parent_verbose = verbose;
@@ -282,14 +291,102 @@ parent_start(enum tregd_proc id, int unused)
 	    parent_closed, c);
 }
 
+/* The run proof becomes its hash: only the frontend gets even that. */
+static void
+parent_proof_hash(struct tregd_conf *c)
+{
+	c->run_proof_set = c->run_proof[0] != '\0';
+	if (c->run_proof_set)
+		crypto_generichash(c->run_proof_hash,
+		    sizeof(c->run_proof_hash), (unsigned char *)c->run_proof,
+		    strlen(c->run_proof), NULL, 0);
+	explicit_bzero(c->run_proof, sizeof(c->run_proof));
+}
+
+static char *
+parent_read_file(const char *path, size_t *len)
+{
+	struct stat	 st;
+	char		*buf;
+	ssize_t		 n;
+	int		 fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1) {
+		log_warn("%s", path);
+		return (NULL);
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_size <= 0 || st.st_size > TLS_FILE_MAX) {
+		log_warnx("%s: not a regular file of at most %d bytes", path,
+		    TLS_FILE_MAX);
+		close(fd);
+		return (NULL);
+	}
+	if ((buf = malloc(st.st_size)) == NULL)
+		fatal("%s: malloc", __func__);
+	n = read(fd, buf, st.st_size);
+	close(fd);
+	if (n != st.st_size) {
+		log_warnx("%s: short read", path);
+		freezero(buf, st.st_size);
+		return (NULL);
+	}
+	*len = n;
+	return (buf);
+}
+
+/* The TLS certificate and key, read again at every start and reload. */
+static int
+parent_send_tls(struct child *c, int first)
+{
+	char	*cert, *key;
+	size_t	 clen, klen;
+	int	 i, r;
+
+	for (i = 0; i < parent_conf.nlisten; i++)
+		if (parent_conf.listen[i].tls)
+			break;
+	if (i == parent_conf.nlisten)
+		return (0);
+	if ((cert = parent_read_file(parent_conf.tls_cert, &clen)) == NULL)
+		goto fail;
+	if ((key = parent_read_file(parent_conf.tls_key, &klen)) == NULL) {
+		freezero(cert, clen);
+		goto fail;
+	}
+	r = imsgev_send_blob(&c->iev, IMSG_CONF_TLS_CERT, 1, NULL, 0, cert,
+	    clen);
+	r |= imsgev_send_blob(&c->iev, IMSG_CONF_TLS_KEY, 2, NULL, 0, key,
+	    klen);
+	freezero(cert, clen);
+	freezero(key, klen);
+	if (r == -1)
+		fatal("%s: send", __func__);
+	return (0);
+ fail:
+	if (first)
+		fatalx("tls: cannot read the certificate or key");
+	log_warnx("reload: tls certificate or key not read: keeping the "
+	    "running ones");
+	return (-1);
+}
+
 static void
 parent_send_conf(struct child *c, int first)
 {
-	uint32_t	 i;
-	int		 fd;
+	struct tregd_conf	 cc;
+	uint32_t		 i;
+	int			 fd;
 
-	imsgev_compose(&c->iev, IMSG_CONF, 0, -1, &parent_conf,
-	    sizeof(parent_conf));
+	cc = parent_conf;
+	if (c->id != PROC_FRONTEND) {
+		explicit_bzero(cc.run_proof_hash, sizeof(cc.run_proof_hash));
+		cc.run_proof_set = 0;
+	}
+	imsgev_compose(&c->iev, IMSG_CONF, 0, -1, &cc, sizeof(cc));
+	explicit_bzero(&cc, sizeof(cc));
+	if (c->id == PROC_FRONTEND)
+		parent_send_tls(c, first);
 	if (first && c->id == PROC_FRONTEND)
 		for (i = 0; i < (uint32_t)parent_conf.nlisten; i++) {
 			if ((fd = dup(listen_fds[i])) == -1)
@@ -472,6 +569,7 @@ parent_reload(void)
 	if (parse_config(parent_conffile, &nconf) == -1) {
 		log_warnx("reload: %s has errors, keeping the running "
 		    "configuration", parent_conffile);
+		explicit_bzero(&nconf, sizeof(nconf));
 		notify_send("READY=1");
 		return (-1);
 	}
@@ -488,7 +586,9 @@ parent_reload(void)
 	memcpy(nconf.state, parent_conf.state, sizeof(nconf.state));
 	memcpy(nconf.socket, parent_conf.socket, sizeof(nconf.socket));
 	memcpy(nconf.run_dir, parent_conf.run_dir, sizeof(nconf.run_dir));
+	parent_proof_hash(&nconf);
 	parent_conf = nconf;
+	explicit_bzero(&nconf, sizeof(nconf));
 	for (i = 0; i < (int)NCORE; i++)
 		parent_send_conf(&children[core_procs[i]], 0);
 	log_info("configuration reloaded");

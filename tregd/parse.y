@@ -62,6 +62,15 @@
 #define HTTP_TIMEOUT_MIN	5
 #define HTTP_TIMEOUT_MAX	3600
 #define PROOF_LEN_MIN		16
+#define DEF_HTTP_PER_ADDR	64
+#define DEF_HTTP_T_HEADER	10
+#define DEF_HTTP_T_BODY		30
+#define DEF_HTTP_T_WRITE	30
+#define DEF_HTTP_BUFFER		(256 * KILO)
+#define DEF_HTTP_BUFFER_TOTAL	(64 * MEGA)
+#define HTTP_T_MIN		1
+#define HTTP_BUFFER_MIN		(16 * KILO)
+#define HTTP_BUFFER_MAX		(4 * GIGA)
 
 TAILQ_HEAD(files, file);
 struct file {
@@ -146,7 +155,8 @@ static int	 listen_fill(struct conf_listen *, const char *, int,
 		    const char *, int);
 static int	 listen_same(const struct conf_listen *,
 		    const struct conf_listen *);
-static int	 listen_add(const char *, long long);
+static int	 listen_add(const char *, long long, int);
+static int	 http_seconds(long long, const char *, int *);
 static int	 abspath_set(char *, size_t, const char *, const char *);
 static int	 runpath_ok(const char *);
 static int	 bin_name_ok(const char *);
@@ -157,6 +167,7 @@ static int	 size_parse(const char *, long long *);
 static int	 conf_validate(const struct tregd_conf *);
 static void	 print_string(FILE *, const char *);
 static void	 print_size(FILE *, long long);
+static void	 print_front(const struct tregd_conf *, FILE *);
 
 /*
  * The vendor CLIs treg already knows how to inject (SPEC.md section 0);
@@ -173,10 +184,12 @@ const char *const run_builtin_allow[] = {
 %token	ALLOW ALLOW_PRIVATE BODY_LIMIT CLOSED CPU DIRECTORY FILESIZE GROUP
 %token	HTTP INCLUDE LISTEN MAX_CONNECTIONS NO ON OPEN PATH PER_USER PORT
 %token	PROOF RELAY RLIMITS RUN SIGNUP SLOTS SOCKET STATE TIMEOUT YES
+%token	BODY BUFFER CERTIFICATE CONNECTIONS HEADER IDLE KEY LOG PER_ADDRESS
+%token	REQUESTS TLS TOTAL WRITE
 %token	ERROR
 %token	<v.string>	STRING
 %token	<v.number>	NUMBER
-%type	<v.number>	yesno size peruser
+%type	<v.number>	yesno size peruser peraddr listentls buftotal
 
 %%
 
@@ -222,10 +235,21 @@ varset		: STRING '=' STRING {
 		}
 		;
 
-main		: LISTEN ON STRING PORT NUMBER {
-			if (listen_add($3, $5) == -1)
+main		: LISTEN ON STRING PORT NUMBER listentls {
+			if (listen_add($3, $5, $6) == -1)
 				YYERROR;
 		}
+		| TLS CERTIFICATE STRING {
+			if (abspath_set(conf->tls_cert, sizeof(conf->tls_cert),
+			    $3, "tls certificate") == -1)
+				YYERROR;
+		}
+		| TLS KEY STRING {
+			if (abspath_set(conf->tls_key, sizeof(conf->tls_key),
+			    $3, "tls key") == -1)
+				YYERROR;
+		}
+		| LOG REQUESTS yesno	{ conf->log_requests = $3; }
 		| STATE STRING {
 			if (abspath_set(conf->state, sizeof(conf->state), $2,
 			    "state") == -1)
@@ -331,6 +355,25 @@ runopt		: ALLOW allowlist
 		}
 		;
 
+listentls	: /* empty */		{ $$ = 0; }
+		| TLS			{ $$ = 1; }
+		;
+
+peraddr		: /* empty */		{ $$ = -1; }
+		| PER_ADDRESS NUMBER {
+			if ($2 < 1 || $2 > HTTP_CONNS_MAX) {
+				yyerror("http per-address %lld out of range "
+				    "(1..%d)", $2, HTTP_CONNS_MAX);
+				YYERROR;
+			}
+			$$ = $2;
+		}
+		;
+
+buftotal	: /* empty */		{ $$ = -1; }
+		| TOTAL size		{ $$ = $2; }
+		;
+
 peruser		: /* empty */		{ $$ = -1; }
 		| PER_USER NUMBER {
 			if ($2 < 1 || $2 > RUN_SLOTS_MAX) {
@@ -390,6 +433,47 @@ httpopt		: BODY_LIMIT size {
 			}
 			conf->http_timeout = $2;
 		}
+		| CONNECTIONS NUMBER peraddr {
+			if ($2 < HTTP_CONNS_MIN || $2 > HTTP_CONNS_MAX) {
+				yyerror("http connections %lld out of "
+				    "range (%d..%d)", $2, HTTP_CONNS_MIN,
+				    HTTP_CONNS_MAX);
+				YYERROR;
+			}
+			conf->http_max_conns = $2;
+			if ($3 != -1)
+				conf->http_per_addr = $3;
+		}
+		| TIMEOUT HEADER NUMBER {
+			if (http_seconds($3, "header",
+			    &conf->http_timeout_header) == -1)
+				YYERROR;
+		}
+		| TIMEOUT BODY NUMBER {
+			if (http_seconds($3, "body",
+			    &conf->http_timeout_body) == -1)
+				YYERROR;
+		}
+		| TIMEOUT IDLE NUMBER {
+			if (http_seconds($3, "idle", &conf->http_timeout) == -1)
+				YYERROR;
+		}
+		| TIMEOUT WRITE NUMBER {
+			if (http_seconds($3, "write",
+			    &conf->http_timeout_write) == -1)
+				YYERROR;
+		}
+		| BUFFER size buftotal {
+			if ($2 < HTTP_BUFFER_MIN || $2 > HTTP_BUFFER_MAX ||
+			    ($3 != -1 && ($3 < $2 || $3 > HTTP_BUFFER_MAX))) {
+				yyerror("http buffer out of range (16K..4G, "
+				    "total at least the buffer)");
+				YYERROR;
+			}
+			conf->http_buffer = $2;
+			if ($3 != -1)
+				conf->http_buffer_total = $3;
+		}
 		;
 
 yesno		: YES			{ $$ = 1; }
@@ -417,24 +501,34 @@ struct keyword {
 static const struct keyword keywords[] = {
 	{ "allow",		ALLOW },
 	{ "allow-private",	ALLOW_PRIVATE },
+	{ "body",		BODY },
 	{ "body-limit",		BODY_LIMIT },
+	{ "buffer",		BUFFER },
+	{ "certificate",	CERTIFICATE },
 	{ "closed",		CLOSED },
+	{ "connections",	CONNECTIONS },
 	{ "cpu",		CPU },
 	{ "directory",		DIRECTORY },
 	{ "filesize",		FILESIZE },
 	{ "group",		GROUP },
+	{ "header",		HEADER },
 	{ "http",		HTTP },
+	{ "idle",		IDLE },
 	{ "include",		INCLUDE },
+	{ "key",		KEY },
 	{ "listen",		LISTEN },
+	{ "log",		LOG },
 	{ "max-connections",	MAX_CONNECTIONS },
 	{ "no",			NO },
 	{ "on",			ON },
 	{ "open",		OPEN },
 	{ "path",		PATH },
+	{ "per-address",	PER_ADDRESS },
 	{ "per-user",		PER_USER },
 	{ "port",		PORT },
 	{ "proof",		PROOF },
 	{ "relay",		RELAY },
+	{ "requests",		REQUESTS },
 	{ "rlimits",		RLIMITS },
 	{ "run",		RUN },
 	{ "signup",		SIGNUP },
@@ -442,6 +536,9 @@ static const struct keyword keywords[] = {
 	{ "socket",		SOCKET },
 	{ "state",		STATE },
 	{ "timeout",		TIMEOUT },
+	{ "tls",		TLS },
+	{ "total",		TOTAL },
+	{ "write",		WRITE },
 	{ "yes",		YES },
 };
 
@@ -1006,7 +1103,7 @@ listen_same(const struct conf_listen *a, const struct conf_listen *b)
  * their name, so print_config writes them back as written.
  */
 static int
-listen_add(const char *addr, long long port)
+listen_add(const char *addr, long long port, int tls)
 {
 	struct conf_listen	 l[2];
 	const char		*bare = addr;
@@ -1064,8 +1161,23 @@ listen_add(const char *addr, long long port)
 		yyerror("too many listen addresses (max %d)", CONF_LISTEN_MAX);
 		return (-1);
 	}
-	for (j = 0; j < n; j++)
+	for (j = 0; j < n; j++) {
+		l[j].tls = tls;
 		conf->listen[conf->nlisten++] = l[j];
+	}
+	return (0);
+}
+
+/* http timeout header|body|idle|write N */
+static int
+http_seconds(long long n, const char *what, int *out)
+{
+	if (n < HTTP_T_MIN || n > HTTP_TIMEOUT_MAX) {
+		yyerror("http timeout %s %lld out of range (%d..%d)", what, n,
+		    HTTP_T_MIN, HTTP_TIMEOUT_MAX);
+		return (-1);
+	}
+	*out = n;
 	return (0);
 }
 
@@ -1242,6 +1354,13 @@ conf_defaults(struct tregd_conf *c)
 	c->http_body_max = HTTP_BODY_MAX;
 	c->http_max_conns = DEF_HTTP_CONNS;
 	c->http_timeout = HTTP_TIMEOUT;
+	c->http_timeout_header = DEF_HTTP_T_HEADER;
+	c->http_timeout_body = DEF_HTTP_T_BODY;
+	c->http_timeout_write = DEF_HTTP_T_WRITE;
+	c->http_per_addr = DEF_HTTP_PER_ADDR;
+	c->http_buffer = DEF_HTTP_BUFFER;
+	c->http_buffer_total = DEF_HTTP_BUFFER_TOTAL;
+	c->log_requests = 1;
 }
 
 /* Is dir equal to or below top? */
@@ -1262,7 +1381,7 @@ static int
 conf_validate(const struct tregd_conf *c)
 {
 	const struct where	*w;
-	int			 errors = 0;
+	int			 errors = 0, i;
 
 	if (c->run_slots_user > c->run_slots) {
 		conf_err("%s:%d: run slots per-user %d exceeds run "
@@ -1290,6 +1409,15 @@ conf_validate(const struct tregd_conf *c)
 		conf_err("%s: no listen address", topfile->name);
 		errors++;
 	}
+	for (i = 0; i < c->nlisten; i++)
+		if (c->listen[i].tls && (c->tls_cert[0] == '\0' ||
+		    c->tls_key[0] == '\0')) {
+			conf_err("%s: listen on %s port %u tls needs a tls "
+			    "certificate and a tls key", topfile->name,
+			    c->listen[i].name, c->listen[i].port);
+			errors++;
+			break;
+		}
 	return (errors);
 }
 
@@ -1396,8 +1524,8 @@ print_config(const struct tregd_conf *c, FILE *fp)
 				break;
 		if (j < i)
 			continue;
-		fprintf(fp, "listen on %s port %u\n", c->listen[i].name,
-		    c->listen[i].port);
+		fprintf(fp, "listen on %s port %u%s\n", c->listen[i].name,
+		    c->listen[i].port, c->listen[i].tls ? " tls" : "");
 	}
 	fputs("state ", fp);
 	print_string(fp, c->state);
@@ -1439,4 +1567,40 @@ print_config(const struct tregd_conf *c, FILE *fp)
 	print_size(fp, c->http_body_max);
 	fprintf(fp, "\nhttp max-connections %d\n", c->http_max_conns);
 	fprintf(fp, "http timeout %d\n", c->http_timeout);
+	print_front(c, fp);
+}
+
+/* The frontend's newer settings, printed where they differ from default. */
+static void
+print_front(const struct tregd_conf *c, FILE *fp)
+{
+	if (c->http_per_addr != DEF_HTTP_PER_ADDR)
+		fprintf(fp, "http connections %d per-address %d\n",
+		    c->http_max_conns, c->http_per_addr);
+	if (c->http_timeout_header != DEF_HTTP_T_HEADER)
+		fprintf(fp, "http timeout header %d\n", c->http_timeout_header);
+	if (c->http_timeout_body != DEF_HTTP_T_BODY)
+		fprintf(fp, "http timeout body %d\n", c->http_timeout_body);
+	if (c->http_timeout_write != DEF_HTTP_T_WRITE)
+		fprintf(fp, "http timeout write %d\n", c->http_timeout_write);
+	if (c->http_buffer != DEF_HTTP_BUFFER ||
+	    c->http_buffer_total != DEF_HTTP_BUFFER_TOTAL) {
+		fputs("http buffer ", fp);
+		print_size(fp, c->http_buffer);
+		fputs(" total ", fp);
+		print_size(fp, c->http_buffer_total);
+		fputc('\n', fp);
+	}
+	if (c->tls_cert[0] != '\0') {
+		fputs("tls certificate ", fp);
+		print_string(fp, c->tls_cert);
+		fputc('\n', fp);
+	}
+	if (c->tls_key[0] != '\0') {
+		fputs("tls key ", fp);
+		print_string(fp, c->tls_key);
+		fputc('\n', fp);
+	}
+	if (!c->log_requests)
+		fputs("log requests no\n", fp);
 }

@@ -72,6 +72,7 @@ struct conf_listen {
 	socklen_t		 sslen;
 	uint16_t		 port;
 	char			 name[64];	/* the address as written */
+	int			 tls;
 };
 
 struct tregd_conf {
@@ -96,6 +97,18 @@ struct tregd_conf {
 	long long		 http_body_max;		/* bytes */
 	int			 http_max_conns;
 	int			 http_timeout;		/* seconds */
+	int			 http_timeout_header;	/* seconds, whole head */
+	int			 http_timeout_body;	/* seconds, whole body */
+	int			 http_timeout_write;	/* seconds */
+	int			 http_per_addr;
+	long long		 http_buffer;		/* bytes, per connection */
+	long long		 http_buffer_total;	/* bytes, all of them */
+	int			 log_requests;
+	char			 tls_cert[PATH_MAX];	/* read by the parent */
+	char			 tls_key[PATH_MAX];
+	/* The parent sends the run proof as its hash, to the frontend only. */
+	uint8_t			 run_proof_hash[32];
+	int			 run_proof_set;
 };
 
 /* ------------------------------------------------------------------ */
@@ -113,6 +126,8 @@ enum imsg_type {
 	IMSG_LOG_VERBOSE,	/* int */
 	IMSG_PROCINFO,		/* struct procinfo[PROC_MAX] (vault) */
 	IMSG_CTL_RELOAD_DONE,	/* struct ctl_reload_done (vault) */
+	IMSG_CONF_TLS_CERT,	/* blob: PEM certificate chain (frontend) */
+	IMSG_CONF_TLS_KEY,	/* blob: PEM private key (frontend) */
 
 	/* every child -> parent */
 	IMSG_LOG,		/* int priority, then the line with its NUL */
@@ -130,7 +145,7 @@ enum imsg_type {
 
 	/* vault -> frontend */
 	IMSG_API_RESPONSE,	/* blob: struct api_response + JSON body */
-	IMSG_RUN_ACCEPTED,	/* no data: the run was handed to exec */
+	IMSG_RUN_ACCEPTED,	/* struct api_response: handed to exec */
 	IMSG_RUN_RESULT,	/* struct run_result: the audit row is written */
 
 	/* vault -> exec */
@@ -142,6 +157,11 @@ enum imsg_type {
 
 	/* exec -> vault */
 	IMSG_RUN_EXIT,		/* struct run_exit */
+
+	/* frontend -> exec (hdr.id: the frontend's request) */
+	IMSG_RUN_CANCEL,	/* no data: the client went away, kill it */
+	IMSG_RUN_PAUSE,		/* no data: the client is not reading */
+	IMSG_RUN_RESUME,	/* no data: read the run's pipes again */
 
 	/* tregctl <-> vault (control socket) */
 	IMSG_CTL_REQUEST,	/* struct ctl_request */
@@ -228,6 +248,8 @@ struct api_request {
 
 struct api_response {
 	uint32_t	 status;	/* HTTP status */
+	int64_t		 org_id;	/* who asked, for the request log */
+	int64_t		 user_id;
 };
 
 /* vault -> exec: a run order.  Strings follow, packed (see pack.h). */

@@ -413,12 +413,18 @@ rcache_store(struct vault_req *req, int64_t dataver, const char *body,
 	rcache_bytes += len;
 }
 
+/* Who the request being answered came from, for the request log. */
+static int64_t	 asker_org, asker_user;
+
 static void
 vault_send(uint32_t reqid, int status, const char *text, size_t len)
 {
 	struct api_response	 ar;
 
+	memset(&ar, 0, sizeof(ar));
 	ar.status = status;
+	ar.org_id = asker_org;
+	ar.user_id = asker_user;
 	if (imsgev_send_blob(vault_frontend, IMSG_API_RESPONSE, reqid, &ar,
 	    sizeof(ar), text, len) == -1)
 		fatal("%s: send", __func__);
@@ -481,6 +487,7 @@ vault_request(struct blob *b)
 	memset(&resp, 0, sizeof(resp));
 	memset(&auth, 0, sizeof(auth));
 	req.reqid = b->id;
+	asker_org = asker_user = 0;
 	if (r == NULL) {
 		resp_error(&resp, 501, "not implemented by this tregd");
 		goto done;
@@ -514,6 +521,8 @@ vault_request(struct blob *b)
 			goto done;
 		}
 		req.auth = &auth;
+		asker_org = auth.org_id;
+		asker_user = auth.user_id;
 		if (require_role(&req, &resp, r->min_role) == -1)
 			goto done;
 	}
@@ -537,6 +546,7 @@ vault_request(struct blob *b)
  done:
 	if (resp.status != 0)
 		vault_respond(req.reqid, &resp);
+	asker_org = asker_user = 0;
 	json_decref(resp.body);
 	json_decref(req.body);
 	free((char *)req.name);

@@ -165,6 +165,7 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	struct isecret		*sc;
 	struct redset		*mask;
 	struct run_start	 rs;
+	struct api_response	 who;
 	struct vrun		*vr;
 	struct pack		 pk;
 	struct strv		 env, xargs;
@@ -349,8 +350,12 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	if (imsgev_send_blob(vault_exec, IMSG_RUN_START, req->reqid, &rs,
 	    sizeof(rs), pk.buf, pk.len) == -1)
 		fatal("%s: send to exec", __func__);
+	memset(&who, 0, sizeof(who));
+	who.status = 200;
+	who.org_id = req->auth->org_id;
+	who.user_id = req->auth->user_id;
 	if (imsgev_compose(vault_frontend, IMSG_RUN_ACCEPTED, req->reqid, -1,
-	    NULL, 0) == -1)
+	    &who, sizeof(who)) == -1)
 		fatal("%s: send to frontend", __func__);
 	TAILQ_INSERT_TAIL(&vruns, vr, entry);
 	nvruns++;
@@ -555,6 +560,10 @@ run_exit(struct imsg *imsg)
 	rr.redacted = rx.redacted;
 	rr.outcome = run_outcome_of(&rx);
 	rr.truncated = rx.truncated & (RUN_TRUNC_STDOUT | RUN_TRUNC_STDERR);
+	log_info("run %u ended: tool %s user %lld %s exit %d %u ms %u redacted",
+	    vr->runid, vr->tool, (long long)vr->user_id,
+	    run_outcome_name(rr.outcome), rx.exit_code, rx.duration_ms,
+	    rx.redacted);
 	run_audit_end(vr, &rx, run_outcome_name(rr.outcome));
 	if (imsgev_compose(vault_frontend, IMSG_RUN_RESULT, vr->reqid, -1,
 	    &rr, sizeof(rr)) == -1)
