@@ -379,10 +379,9 @@ parent_send_conf(struct child *c, int first)
 	int			 fd;
 
 	cc = parent_conf;
-	if (c->id != PROC_FRONTEND) {
+	/* Only the frontend checks the proof; the others may know it is set. */
+	if (c->id != PROC_FRONTEND)
 		explicit_bzero(cc.run_proof_hash, sizeof(cc.run_proof_hash));
-		cc.run_proof_set = 0;
-	}
 	imsgev_compose(&c->iev, IMSG_CONF, 0, -1, &cc, sizeof(cc));
 	explicit_bzero(&cc, sizeof(cc));
 	if (c->id == PROC_FRONTEND)

@@ -1559,7 +1559,7 @@ print_config(const struct tregd_conf *c, FILE *fp)
 	print_size(fp, c->run_filesize);
 	fputc('\n', fp);
 	/* The proof is a shared secret: say that it is set, never what. */
-	if (c->run_proof[0] != '\0')
+	if (c->run_proof[0] != '\0' || c->run_proof_set)
 		fputs("# run proof is set\n", fp);
 	fprintf(fp, "relay allow-private %s\n",
 	    c->relay_allow_private ? "yes" : "no");
