@@ -103,6 +103,7 @@ static struct proc_peer	 exec_peers[] = {
 };
 #define NPEERS	(sizeof(exec_peers) / sizeof(exec_peers[0]))
 static void	exec_kill_runs(void);
+static void	exec_atexit(void);
 static void	exec_sigchld(int, short, void *);
 static void	exec_prepare(void);
 static void	exec_drop_caps(void);
@@ -135,6 +136,8 @@ exec_main(int debug, int verbose)
 		fatalx("exec: incomplete configuration");
 
 	exec_prepare();
+	if (atexit(exec_atexit) != 0)
+		fatalx("atexit");
 	sandbox_nodump();
 	if (as_root)
 		exec_drop_caps();
@@ -260,9 +263,27 @@ exec_kill_runs(void)
 static void
 exec_sig(int sig, short event, void *arg)
 {
+	exit(0);		/* exec_atexit() */
+}
+
+/* However exec ends (a fatal error too): no run, no run cgroup stays. */
+static void
+exec_atexit(void)
+{
+	struct timespec	 ts = { 0, 10 * 1000 * 1000 };
+	int		 i;
+	pid_t		 pid;
+
 	exec_kill_runs();
+	/* Reaped, the runs leave their cgroups empty for removal. */
+	for (i = 0; i < 100; i++) {
+		while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+			;
+		if (pid == -1 && errno == ECHILD)
+			break;
+		nanosleep(&ts, NULL);
+	}
 	sbx_cleanup();
-	exit(0);
 }
 
 static void
