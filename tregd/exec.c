@@ -149,6 +149,7 @@ exec_main(int debug, int verbose)
 
 	signal_set(&ev_sigchld, SIGCHLD, exec_sigchld, NULL);
 	signal_add(&ev_sigchld, NULL);
+	sbx_refill(&exec_conf);
 	proc_child_run(exec_sig);
 }
 
@@ -258,6 +259,7 @@ exec_kill_runs(void)
 		if (r->made_dir)
 			rm_dir(r->dir);
 	}
+	sbx_stop();
 }
 
 static void
@@ -458,7 +460,8 @@ exec_start(struct blob *b)
 		run_free(r);
 		goto out;
 	}
-	if (sbx_alloc(&r->sb) == -1 || run_mkdir(r) == -1) {
+	if (sbx_alloc(&r->sb, rs.network && exec_conf.run_network) == -1 ||
+	    run_mkdir(r) == -1) {
 		rx.failed = 1;
 		run_report(r->reqid, r->runid, &rx);
 		run_free(r);
@@ -522,7 +525,7 @@ run_mkdir(struct run *r)
 
 	if (sbx_tmpfs())
 		n = snprintf(r->dir, sizeof(r->dir), "%s/run.%u",
-		    exec_conf.run_dir, r->runid);
+		    exec_conf.run_dir, (unsigned int)r->sb.uid);
 	else
 		n = snprintf(r->dir, sizeof(r->dir), "%s/run.XXXXXX",
 		    exec_conf.run_dir);
@@ -553,27 +556,19 @@ run_spawn(struct run *r, const char *path, char **argv, char **env,
 	struct sbx_spec	 sp;
 	struct run_exit	 rx;
 	struct timeval	 tv;
-	int		 po[2] = { -1, -1 }, pe[2] = { -1, -1 }, i;
+	int		 rd[2], i;
 
-	if (pipe2(po, O_CLOEXEC) == -1 || pipe2(pe, O_CLOEXEC) == -1) {
-		log_warn("%s: pipe2", __func__);
-		goto fail;
-	}
 	memset(&sp, 0, sizeof(sp));
 	sp.path = path;
 	sp.argv = argv;
 	sp.env = env;
 	sp.dir = r->dir;
-	sp.out = po[1];
-	sp.err = pe[1];
 	sp.network = network;
 	clock_gettime(CLOCK_MONOTONIC, &r->start);
-	if (sbx_spawn(&exec_conf, &sp, &r->sb) == -1)
+	if (sbx_spawn(&exec_conf, &sp, &r->sb, rd) == -1)
 		goto fail;
-	close(po[1]);
-	close(pe[1]);
-	r->out[0].fd = po[0];
-	r->out[1].fd = pe[0];
+	r->out[0].fd = rd[0];
+	r->out[1].fd = rd[1];
 	for (i = 0; i < 2; i++) {
 		r->out[i].run = r;
 		r->out[i].stream = i + 1;
@@ -593,14 +588,10 @@ run_spawn(struct run *r, const char *path, char **argv, char **env,
 	evtimer_set(&r->ev_drain, run_drain, r);
 	log_debug("run %u: pid %d uid %u %s", r->runid, r->sb.pid,
 	    (unsigned int)r->sb.uid, path);
+	/* The next run's init, made while this one runs. */
+	sbx_refill(&exec_conf);
 	return;
  fail:
-	for (i = 0; i < 2; i++) {
-		if (po[i] != -1)
-			close(po[i]);
-		if (pe[i] != -1)
-			close(pe[i]);
-	}
 	r->sb.pid = -1;
 	TAILQ_REMOVE(&runs, r, entry);
 	memset(&rx, 0, sizeof(rx));
@@ -724,8 +715,10 @@ exec_sigchld(int sig, short event, void *arg)
 		TAILQ_FOREACH(r, &runs, entry)
 			if (r->sb.pid == pid && !r->exited)
 				break;
-		if (r == NULL)
-			continue;	/* an orphan we adopted */
+		if (r == NULL) {
+			sbx_orphan(pid);	/* an init made in advance? */
+			continue;	/* or an orphan we adopted */
+		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		r->duration_ms = (now.tv_sec - r->start.tv_sec) * 1000 +
 		    (now.tv_nsec - r->start.tv_nsec) / 1000000;

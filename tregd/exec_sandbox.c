@@ -83,7 +83,29 @@ struct sbx_child {
 	const struct sbx_spec	*sp;
 	const struct sbx_run	*sr;
 	int			 cgfd[2];
+	int			 out;	/* the pipes' write ends */
+	int			 err;
+	int			 go;	/* an init made in advance: its order */
 };
+
+/* The order a ready init waits for; strings follow, NUL-terminated. */
+struct sbx_order {
+	uint32_t		 len;	/* of the strings */
+	uint32_t		 argc;
+	uint32_t		 envc;
+};
+#define SBX_ORDER_MAX	(32 * 1024 * 1024)
+
+/*
+ * The next run's init, made in advance: its namespaces, mounts and
+ * cgroup join (an RCU grace period on cgroup v1) are off the run's path.
+ */
+static struct {
+	struct sbx_run		 sr;
+	int			 have;
+	int			 go;		/* order pipe, exec's end */
+	int			 rd[2];		/* stdout, stderr read ends */
+} sbx_ready;
 
 static int		 sbx_mode = SBX_NONE;
 static uid_t		 sbx_first;
@@ -112,6 +134,10 @@ static int	sbx_cgroup_run(const struct tregd_conf *, uid_t, int *);
 static void	sbx_cgroup_remove(void);
 static int	sbx_write(const char *, const char *, const char *);
 static int	sbx_probe(void);
+static int	sbx_clone_init(const struct tregd_conf *, const struct sbx_spec *,
+		    struct sbx_run *, int *, int);
+static int	sbx_order_send(int, const struct sbx_spec *);
+static int	sbx_order_recv(int, struct sbx_spec *, char **, size_t *);
 static int	sbx_init_main(void *);
 static int	sbx_cli_entry(void *);
 static __dead void sbx_cli(const struct sbx_child *);
@@ -224,6 +250,7 @@ sbx_cgroup_init(void)
 {
 	char	 dir[PATH_MAX];
 
+	if (getenv("TREGD_NOCG") != NULL) return;
 	if (sbx_cgroup_own("/sys/fs/cgroup", "", dir, sizeof(dir)) == 0 &&
 	    sbx_write(dir, "cgroup.subtree_control", "+memory +pids") == 0) {
 		strlcpy(sbx_cg[0], dir, sizeof(sbx_cg[0]));
@@ -385,6 +412,16 @@ sbx_cgroup_remove(void)
 	}
 }
 
+/* exec is going: the ready init goes too (reaped with the runs). */
+void
+sbx_stop(void)
+{
+	if (sbx_ready.have && sbx_ready.sr.pid > 0)
+		kill(sbx_ready.sr.pid, SIGKILL);
+	sbx_ready.have = 0;
+}
+
+/* At exit, once the runs were reaped: their cgroups. */
 void
 sbx_cleanup(void)
 {
@@ -400,12 +437,18 @@ sbx_cleanup(void)
  * death waited for every process of the run already.
  */
 int
-sbx_alloc(struct sbx_run *sr)
+sbx_alloc(struct sbx_run *sr, int network)
 {
 	unsigned int	 i, s;
 
 	memset(sr, 0, sizeof(*sr));
 	sr->pid = sr->pgid = -1;
+	if (network && sbx_ready.have) {
+		*sr = sbx_ready.sr;
+		sr->ready = 1;
+		sbx_ready.have = 0;
+		return (0);
+	}
 	for (i = 0; i < sbx_count; i++) {
 		s = (sbx_next + i) % sbx_count;
 		if (sbx_busy[s])
@@ -478,45 +521,105 @@ sbx_reaped(struct sbx_run *sr, int status)
 /* Starting a run.                                                     */
 
 /*
- * Start the run of sp in the slot of sr: 0 with sr->pid set, or -1
- * (logged; the caller releases the slot).
+ * Start the run of sp in the slot of sr: 0 with sr->pid set and the read
+ * ends of its stdout and stderr in rd, or -1 (logged; the caller
+ * releases the slot).
  */
 int
 sbx_spawn(const struct tregd_conf *conf, const struct sbx_spec *sp,
-    struct sbx_run *sr)
+    struct sbx_run *sr, int *rd)
 {
 	struct sbx_child	 c;
-	int			 flags, i;
+	int			 po[2] = { -1, -1 }, pe[2] = { -1, -1 }, i;
+
+	if (sr->ready) {
+		sr->ready = 0;
+		if (sbx_order_send(sbx_ready.go, sp) == 0) {
+			close(sbx_ready.go);
+			rd[0] = sbx_ready.rd[0];
+			rd[1] = sbx_ready.rd[1];
+			return (0);
+		}
+		/* It died (logged on its stderr): start one now instead. */
+		close(sbx_ready.go);
+		close(sbx_ready.rd[0]);
+		close(sbx_ready.rd[1]);
+		sr->pid = -1;
+	}
+	if (sbx_mounts())
+		return (sbx_clone_init(conf, sp, sr, rd, 0));
+
+	if (pipe2(po, O_CLOEXEC) == -1 || pipe2(pe, O_CLOEXEC) == -1) {
+		log_warn("%s: pipe2", __func__);
+		goto fail;
+	}
+	c.conf = conf;
+	c.sp = sp;
+	c.sr = sr;
+	c.cgfd[0] = c.cgfd[1] = -1;
+	c.out = po[1];
+	c.err = pe[1];
+	c.go = -1;
+#ifdef TREGD_SANITIZE
+	/* The sanitizer runtimes do not follow a child sharing memory. */
+	if ((sr->pid = fork()) == 0)
+		sbx_cli(&c);
+#else
+	/*
+	 * vfork-like: no page tables to copy, exec sleeps until the child
+	 * has called execve (or died).  Its own descriptor table, cwd and
+	 * signal handlers: nothing it changes reaches exec.
+	 */
+	sr->pid = clone(sbx_cli_entry, sbx_stack + sizeof(sbx_stack),
+	    CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+#endif
+	if (sr->pid == -1) {
+		log_warn("%s: clone", __func__);
+		goto fail;
+	}
+	close(po[1]);
+	close(pe[1]);
+	rd[0] = po[0];
+	rd[1] = pe[0];
+	sr->pgid = sr->pid;
+	return (0);
+ fail:
+	for (i = 0; i < 2; i++) {
+		if (po[i] != -1)
+			close(po[i]);
+		if (pe[i] != -1)
+			close(pe[i]);
+	}
+	return (-1);
+}
+
+/*
+ * Clone a run's init into new namespaces.  ready: it stops before the
+ * CLI and waits for the order on a pipe (sp gives only dir and network).
+ */
+static int
+sbx_clone_init(const struct tregd_conf *conf, const struct sbx_spec *sp,
+    struct sbx_run *sr, int *rd, int ready)
+{
+	struct sbx_child	 c;
+	int			 po[2] = { -1, -1 }, pe[2] = { -1, -1 };
+	int			 go[2] = { -1, -1 }, flags, i, rc = -1;
 
 	c.conf = conf;
 	c.sp = sp;
 	c.sr = sr;
 	c.cgfd[0] = c.cgfd[1] = -1;
-	if (!sbx_mounts()) {
-#ifdef TREGD_SANITIZE
-		/* The sanitizer runtimes do not follow a child sharing memory. */
-		if ((sr->pid = fork()) == 0)
-			sbx_cli(&c);
-#else
-		/*
-		 * vfork-like: no page tables to copy, exec sleeps until the
-		 * child has called execve (or died).  Its own descriptor
-		 * table, cwd and signal handlers: nothing reaches exec.
-		 */
-		sr->pid = clone(sbx_cli_entry, sbx_stack + sizeof(sbx_stack),
-		    CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
-#endif
-		if (sr->pid == -1) {
-			log_warn("%s: clone", __func__);
-			return (-1);
-		}
-		sr->pgid = sr->pid;
-		return (0);
+	if (pipe2(po, O_CLOEXEC) == -1 || pipe2(pe, O_CLOEXEC) == -1 ||
+	    (ready && pipe2(go, O_CLOEXEC) == -1)) {
+		log_warn("%s: pipe2", __func__);
+		goto done;
 	}
-
+	c.out = po[1];
+	c.err = pe[1];
+	c.go = go[0];
 	if (sbx_cg[0][0] != '\0' &&
 	    sbx_cgroup_run(conf, sr->uid, c.cgfd) == -1)
-		return (-1);
+		goto done;
 	flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
 	    SIGCHLD;
 	if (sbx_mode == SBX_USERNS)
@@ -525,13 +628,157 @@ sbx_spawn(const struct tregd_conf *conf, const struct sbx_spec *sp,
 		flags |= CLONE_NEWNET;
 	sr->pid = clone(sbx_init_main, sbx_stack + sizeof(sbx_stack), flags,
 	    &c);
-	for (i = 0; i < 2; i++)
-		if (c.cgfd[i] != -1)
-			close(c.cgfd[i]);
 	if (sr->pid == -1) {
 		log_warn("%s: clone", __func__);
-		return (-1);
+		goto done;
 	}
+	rd[0] = po[0];
+	rd[1] = pe[0];
+	po[0] = pe[0] = -1;
+	if (ready) {
+		sbx_ready.go = go[1];
+		go[1] = -1;
+	}
+	rc = 0;
+ done:
+	for (i = 0; i < 2; i++) {
+		if (c.cgfd[i] != -1)
+			close(c.cgfd[i]);
+		if (po[i] != -1)
+			close(po[i]);
+		if (pe[i] != -1)
+			close(pe[i]);
+		if (go[i] != -1)
+			close(go[i]);
+	}
+	return (rc);
+}
+
+/* Have the next run's init ready (runs with the network only). */
+void
+sbx_refill(const struct tregd_conf *conf)
+{
+	struct sbx_spec	 sp;
+	char		 dir[PATH_MAX];
+	int		 n;
+
+	if (sbx_ready.have || !sbx_mounts() ||
+	    sbx_alloc(&sbx_ready.sr, 0) == -1)
+		return;
+	n = snprintf(dir, sizeof(dir), "%s/run.%u", conf->run_dir,
+	    (unsigned int)sbx_ready.sr.uid);
+	memset(&sp, 0, sizeof(sp));
+	sp.dir = dir;
+	sp.network = 1;
+	if (n < 0 || (size_t)n >= sizeof(dir) || sbx_clone_init(conf, &sp,
+	    &sbx_ready.sr, sbx_ready.rd, 1) == -1) {
+		sbx_release(&sbx_ready.sr);
+		return;
+	}
+	sbx_ready.have = 1;
+}
+
+/* An init made in advance was reaped before it had a run. */
+void
+sbx_orphan(pid_t pid)
+{
+	if (!sbx_ready.have || sbx_ready.sr.pid != pid)
+		return;
+	sbx_ready.have = 0;
+	close(sbx_ready.go);
+	close(sbx_ready.rd[0]);
+	close(sbx_ready.rd[1]);
+	sbx_ready.sr.pid = -1;
+	sbx_release(&sbx_ready.sr);
+}
+
+/* The run order, to a ready init: 0, or -1 when it is gone. */
+static int
+sbx_order_send(int fd, const struct sbx_spec *sp)
+{
+	struct sbx_order	 o;
+	struct iovec		 iov[2];
+	char			*buf, *p;
+	size_t			 len = strlen(sp->path) + 1, i;
+	ssize_t			 n;
+	int			 rc = 0;
+
+	memset(&o, 0, sizeof(o));
+	for (i = 0; sp->argv[i] != NULL; i++, o.argc++)
+		len += strlen(sp->argv[i]) + 1;
+	for (i = 0; sp->env[i] != NULL; i++, o.envc++)
+		len += strlen(sp->env[i]) + 1;
+	if (len > SBX_ORDER_MAX || (buf = malloc(len)) == NULL)
+		return (-1);
+	o.len = len;
+	p = buf;
+	p = stpcpy(p, sp->path) + 1;
+	for (i = 0; i < o.argc; i++)
+		p = stpcpy(p, sp->argv[i]) + 1;
+	for (i = 0; i < o.envc; i++)
+		p = stpcpy(p, sp->env[i]) + 1;
+	iov[0].iov_base = &o;
+	iov[0].iov_len = sizeof(o);
+	iov[1].iov_base = buf;
+	iov[1].iov_len = len;
+	/* The init reads at once: a long order blocks only briefly. */
+	while (iov[1].iov_len > 0) {
+		if ((n = writev(fd, iov[0].iov_len ? iov : iov + 1,
+		    iov[0].iov_len ? 2 : 1)) == -1) {
+			if (errno == EINTR)
+				continue;
+			rc = -1;
+			break;
+		}
+		if ((size_t)n >= iov[0].iov_len) {
+			n -= iov[0].iov_len;
+			iov[0].iov_len = 0;
+			iov[1].iov_base = (char *)iov[1].iov_base + n;
+			iov[1].iov_len -= n;
+		} else {
+			iov[0].iov_base = (char *)iov[0].iov_base + n;
+			iov[0].iov_len -= n;
+		}
+	}
+	freezero(buf, len);
+	return (rc);
+}
+
+/* In a ready init: the order, into sp (buf holds it; zero it after). */
+static int
+sbx_order_recv(int fd, struct sbx_spec *sp, char **bufp, size_t *lenp)
+{
+	struct sbx_order	 o;
+	char			*buf, *p, *end, **v;
+	size_t			 got = 0, i;
+	ssize_t			 n;
+
+	while (got < sizeof(o)) {
+		if ((n = read(fd, (char *)&o + got, sizeof(o) - got)) <= 0)
+			return (-1);
+		got += n;
+	}
+	if (o.len == 0 || o.len > SBX_ORDER_MAX || o.argc < 1 ||
+	    o.argc > o.len || o.envc > o.len ||
+	    (buf = malloc(o.len)) == NULL ||
+	    (v = calloc(o.argc + o.envc + 2, sizeof(*v))) == NULL)
+		return (-1);
+	for (got = 0; got < o.len; got += n)
+		if ((n = read(fd, buf + got, o.len - got)) <= 0)
+			return (-1);
+	end = buf + o.len;
+	if (end[-1] != '\0')
+		return (-1);
+	sp->path = p = buf;
+	for (i = 0; i < o.argc + o.envc; i++) {
+		if ((p = memchr(p, '\0', end - p)) == NULL || ++p >= end)
+			return (-1);
+		v[i + (i >= o.argc)] = p;
+	}
+	sp->argv = v;
+	sp->env = v + o.argc + 1;
+	*bufp = buf;
+	*lenp = o.len;
 	return (0);
 }
 
@@ -589,25 +836,37 @@ sbx_init_main(void *arg)
 {
 	struct sbx_child	*c = arg;
 	const struct sbx_spec	*sp = c->sp;
+	struct sbx_spec		 order;
+	char			*buf = NULL;
+	size_t			 len = 0;
 	pid_t			 cli, pid;
 	int			 i, status;
 
 	sbx_signals();
 	close(sbx_life[1]);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
-		sbx_fail(sp->err, "PR_SET_PDEATHSIG");
+		sbx_fail(c->err, "PR_SET_PDEATHSIG");
 	if (sbx_exec_gone())
 		_exit(127);
 	(void)setsid();
 	if (sbx_mode == SBX_USERNS && sbx_idmap() == -1)
-		sbx_fail(sp->err, "uid_map");
+		sbx_fail(c->err, "uid_map");
 	if (!sp->network && sbx_loopback() == -1)
-		sbx_fail(sp->err, "loopback");
+		sbx_fail(c->err, "loopback");
 	if (sbx_mounts_make(c) == -1)
-		sbx_fail(sp->err, "mount");
+		sbx_fail(c->err, "mount");
 	for (i = 0; i < 2; i++)
 		if (c->cgfd[i] != -1 && write(c->cgfd[i], "0", 1) != 1)
-			sbx_fail(sp->err, "cgroup");
+			sbx_fail(c->err, "cgroup");
+	if (c->go != -1) {
+		/* Ready: the run is what exec sends (nothing: exec is gone). */
+		order.dir = sp->dir;
+		order.network = sp->network;
+		order.test = NULL;
+		if (sbx_order_recv(c->go, &order, &buf, &len) == -1)
+			_exit(127);
+		c->sp = &order;
+	}
 #ifdef TREGD_SANITIZE
 	if ((cli = fork()) == 0)
 		sbx_cli(c);
@@ -616,7 +875,9 @@ sbx_init_main(void *arg)
 	    CLONE_VM | CLONE_VFORK | SIGCHLD, c);
 #endif
 	if (cli == -1)
-		sbx_fail(sp->err, "clone");
+		sbx_fail(c->err, "clone");
+	if (buf != NULL)
+		freezero(buf, len);
 	/* The pipes are the CLI's now; the init keeps no privilege. */
 	close_range(0, ~0U, 0);
 	sbx_caps_clear();
@@ -655,11 +916,11 @@ sbx_cli(const struct sbx_child *c)
 	const struct sbx_run	*sr = c->sr;
 	struct rlimit		 rl;
 	pid_t			 ppid = getppid();
-	int			 err = sp->err;
+	int			 err = c->err;
 
 	sbx_signals();
-	if (dup2(sp->err, STDERR_FILENO) == -1 ||
-	    dup2(sp->out, STDOUT_FILENO) == -1 ||
+	if (dup2(c->err, STDERR_FILENO) == -1 ||
+	    dup2(c->out, STDOUT_FILENO) == -1 ||
 	    dup2(sbx_devnull, STDIN_FILENO) == -1)
 		_exit(127);
 	err = STDERR_FILENO;
@@ -1029,7 +1290,7 @@ sbx_selftest(void)
 	strlcpy(conf.state, "/nonexistent", sizeof(conf.state));
 	log_init(1, 0);
 	sbx_init(&conf);
-	if (sbx_alloc(&sr) == -1 || pipe2(po, O_CLOEXEC) == -1)
+	if (sbx_alloc(&sr, 0) == -1)
 		errx(1, "no slot");
 	snprintf(dir, sizeof(dir), "%s/run.1", base);
 	if (!sbx_tmpfs() && (mkdir(dir, 0700) == -1 || (sr.change_uid &&
@@ -1037,13 +1298,13 @@ sbx_selftest(void)
 		err(1, "%s", dir);
 	memset(&sp, 0, sizeof(sp));
 	sp.dir = dir;
-	sp.out = sp.err = po[1];
 	sp.network = 1;
 	sp.test = sbx_test_run;
-	if (sbx_spawn(&conf, &sp, &sr) == -1)
+	if (sbx_spawn(&conf, &sp, &sr, po) == -1)
 		errx(1, "cannot start the sandbox");
-	close(po[1]);
 	while ((n = read(po[0], buf, sizeof(buf))) > 0)
+		fwrite(buf, 1, n, stdout);
+	while ((n = read(po[1], buf, sizeof(buf))) > 0)
 		fwrite(buf, 1, n, stdout);
 	if (waitpid(sr.pid, &status, 0) == -1)
 		err(1, "waitpid");

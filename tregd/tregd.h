@@ -359,14 +359,13 @@ struct sbx_run {		/* one run's place in the sandbox */
 	uid_t		 uid;
 	gid_t		 gid;
 	int		 change_uid;	/* 0: the run keeps the daemon's uid */
+	int		 ready;		/* an init made in advance */
 };
 struct sbx_spec {		/* what the CLI gets */
 	const char	*path;
 	char		**argv;
 	char		**env;
 	const char	*dir;		/* HOME */
-	int		 out;		/* the pipes' write ends */
-	int		 err;
 	int		 network;	/* 0: loopback only */
 	/* tregd -T child: called instead of execve, returns the exit code */
 	int		(*test)(const struct tregd_conf *,
@@ -375,12 +374,15 @@ struct sbx_spec {		/* what the CLI gets */
 void	 sbx_init(const struct tregd_conf *);
 int	 sbx_mounts(void);
 int	 sbx_tmpfs(void);
-int	 sbx_alloc(struct sbx_run *);
+int	 sbx_alloc(struct sbx_run *, int);
 void	 sbx_release(struct sbx_run *);
 int	 sbx_spawn(const struct tregd_conf *, const struct sbx_spec *,
-	    struct sbx_run *);
+	    struct sbx_run *, int *);
+void	 sbx_refill(const struct tregd_conf *);
+void	 sbx_orphan(pid_t);
 int	 sbx_reaped(struct sbx_run *, int);
 void	 sbx_kill(const struct sbx_run *);
+void	 sbx_stop(void);
 void	 sbx_cleanup(void);
 int	 sbx_selftest(void);
 
