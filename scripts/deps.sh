@@ -6,7 +6,7 @@
 PKGS="build-essential pkg-config byacc libevent-dev libjansson-dev
 libsqlite3-dev libsodium-dev libbsd-dev libseccomp-dev libatf-dev atf-sh
 kyua mandoc curl jq sqlite3 procps util-linux python3"
-USERS="_tregd _tregvault _tregrun"
+USERS="_tregd _tregvault"
 
 need_pkgs() {
 	missing=""
