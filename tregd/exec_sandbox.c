@@ -103,6 +103,7 @@ struct sbx_order {
 static struct {
 	struct sbx_run		 sr;
 	int			 have;
+	int			 network;	/* what it was made with */
 	int			 go;		/* order pipe, exec's end */
 	int			 rd[2];		/* stdout, stderr read ends */
 } sbx_ready;
@@ -432,9 +433,11 @@ sbx_cleanup(void)
 /* Slots: a uid (and a status word) per run in flight.                  */
 
 /*
- * A free slot, round robin.  In the uids mode a slot is free only once
- * its last run's process group is empty; with namespaces the init's
- * death waited for every process of the run already.
+ * A slot for a run that needs the network (1) or not (0): the ready
+ * init's when it was made so, else a free one, round robin (-1: never
+ * the ready one).  In the uids mode a slot is free only once its last
+ * run's process group is empty; with namespaces the init's death waited
+ * for every process of the run already.
  */
 int
 sbx_alloc(struct sbx_run *sr, int network)
@@ -443,7 +446,7 @@ sbx_alloc(struct sbx_run *sr, int network)
 
 	memset(sr, 0, sizeof(*sr));
 	sr->pid = sr->pgid = -1;
-	if (network && sbx_ready.have) {
+	if (network >= 0 && sbx_ready.have && network == sbx_ready.network) {
 		*sr = sbx_ready.sr;
 		sr->ready = 1;
 		sbx_ready.have = 0;
@@ -654,7 +657,7 @@ sbx_clone_init(const struct tregd_conf *conf, const struct sbx_spec *sp,
 	return (rc);
 }
 
-/* Have the next run's init ready (runs with the network only). */
+/* Have the next run's init ready, with the network as configured. */
 void
 sbx_refill(const struct tregd_conf *conf)
 {
@@ -663,13 +666,13 @@ sbx_refill(const struct tregd_conf *conf)
 	int		 n;
 
 	if (sbx_ready.have || !sbx_mounts() ||
-	    sbx_alloc(&sbx_ready.sr, 0) == -1)
+	    sbx_alloc(&sbx_ready.sr, -1) == -1)
 		return;
 	n = snprintf(dir, sizeof(dir), "%s/run.%u", conf->run_dir,
 	    (unsigned int)sbx_ready.sr.uid);
 	memset(&sp, 0, sizeof(sp));
 	sp.dir = dir;
-	sp.network = 1;
+	sp.network = sbx_ready.network = conf->run_network;
 	if (n < 0 || (size_t)n >= sizeof(dir) || sbx_clone_init(conf, &sp,
 	    &sbx_ready.sr, sbx_ready.rd, 1) == -1) {
 		sbx_release(&sbx_ready.sr);
@@ -982,21 +985,32 @@ sbx_cli(const struct sbx_child *c)
 	sbx_fail(err, sp->argv[0]);
 }
 
-/* userns: the daemon's uid and gid map to themselves, nothing else. */
+/*
+ * userns: the daemon's uid and gid map to themselves, nothing else.  The
+ * files of a process that is not dumpable belong to root: dumpable for
+ * the moment it takes (no other run can see this process).
+ */
 static int
 sbx_idmap(void)
 {
 	char	 map[64];
+	int	 rc = -1;
 
-	if (sbx_write("/proc/self", "setgroups", "deny") == -1)
+	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == -1)
 		return (-1);
+	if (sbx_write("/proc/self", "setgroups", "deny") == -1)
+		goto done;
 	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned int)sbx_self_uid,
 	    (unsigned int)sbx_self_uid);
 	if (sbx_write("/proc/self", "uid_map", map) == -1)
-		return (-1);
+		goto done;
 	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned int)sbx_self_gid,
 	    (unsigned int)sbx_self_gid);
-	return (sbx_write("/proc/self", "gid_map", map));
+	rc = sbx_write("/proc/self", "gid_map", map);
+ done:
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+		_exit(127);
+	return (rc);
 }
 
 /* A new network namespace has a loopback that is down: up it goes. */
@@ -1290,7 +1304,7 @@ sbx_selftest(void)
 	strlcpy(conf.state, "/nonexistent", sizeof(conf.state));
 	log_init(1, 0);
 	sbx_init(&conf);
-	if (sbx_alloc(&sr, 0) == -1)
+	if (sbx_alloc(&sr, -1) == -1)
 		errx(1, "no slot");
 	snprintf(dir, sizeof(dir), "%s/run.1", base);
 	if (!sbx_tmpfs() && (mkdir(dir, 0700) == -1 || (sr.change_uid &&
