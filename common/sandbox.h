@@ -80,9 +80,9 @@ void	sandbox_child_free(struct sandbox_child *);
  * then execve) do not return when the filter works: SIGSYS kills them.
  * "exec" and "child" have deny-lists: ptrace(PTRACE_TRACEME) and
  * unshare(CLONE_NEWUSER) must fail with EPERM, and for "child" mount(2)
- * too; they print the results and return 0 when all failed.  Returns 1 after printing "selftest
- * NAME: forbidden call was allowed" when a call went through, -1 for an
- * unknown NAME.
+ * too; they print the results and return 0 when all failed.  Returns 1
+ * after printing "selftest NAME: forbidden call was allowed" when a call
+ * went through, -1 for an unknown NAME.
  */
 int	sandbox_selftest(const char *);
 

@@ -20,6 +20,8 @@
  *    every capability, reaps, leaves the CLI's wait status in a page
  *    shared with exec and exits, which kills what the run left behind.
  *    It dies with exec (PR_SET_PDEATHSIG), and so does the whole run.
+ *    One init is made in advance and waits on a pipe for its run order:
+ *    on cgroup v1 joining a cgroup waits for an RCU grace period.
  *  - userns (not root, where the kernel allows user namespaces): the
  *    same, in a user namespace of its own that maps the daemon's uid.
  *  - uids (root without CAP_SYS_ADMIN): a uid per run, no namespaces.
@@ -135,14 +137,17 @@ static int	sbx_cgroup_run(const struct tregd_conf *, uid_t, int *);
 static void	sbx_cgroup_remove(void);
 static int	sbx_write(const char *, const char *, const char *);
 static int	sbx_probe(void);
-static int	sbx_clone_init(const struct tregd_conf *, const struct sbx_spec *,
-		    struct sbx_run *, int *, int);
+static int	sbx_clone_init(const struct tregd_conf *,
+		    const struct sbx_spec *, struct sbx_run *, int *, int);
 static int	sbx_order_send(int, const struct sbx_spec *);
 static int	sbx_order_recv(int, struct sbx_spec *, char **, size_t *);
 static int	sbx_init_main(void *);
+#ifndef TREGD_SANITIZE
 static int	sbx_cli_entry(void *);
+#endif
 static __dead void sbx_cli(const struct sbx_child *);
 static __dead void sbx_fail(int, const char *);
+static void	sbx_limits(const struct tregd_conf *);
 static void	sbx_signals(void);
 static int	sbx_exec_gone(void);
 static int	sbx_idmap(void);
@@ -917,7 +922,6 @@ sbx_cli(const struct sbx_child *c)
 	const struct tregd_conf	*conf = c->conf;
 	const struct sbx_spec	*sp = c->sp;
 	const struct sbx_run	*sr = c->sr;
-	struct rlimit		 rl;
 	pid_t			 ppid = getppid();
 	int			 err = c->err;
 
@@ -931,29 +935,7 @@ sbx_cli(const struct sbx_child *c)
 		sbx_fail(err, "close_range");
 	if (setsid() == -1)
 		sbx_fail(err, "setsid");
-	if (conf->run_rlimits) {
-		rl.rlim_cur = rl.rlim_max = 0;
-		if (setrlimit(RLIMIT_CORE, &rl) == -1)
-			sbx_fail(err, "RLIMIT_CORE");
-		rl.rlim_cur = conf->run_cpu;
-		rl.rlim_max = conf->run_cpu + 1;
-		if (setrlimit(RLIMIT_CPU, &rl) == -1)
-			sbx_fail(err, "RLIMIT_CPU");
-		rl.rlim_cur = rl.rlim_max = conf->run_filesize;
-		if (setrlimit(RLIMIT_FSIZE, &rl) == -1)
-			sbx_fail(err, "RLIMIT_FSIZE");
-	}
-	/* Per uid: per run, unless the run shares the daemon's uid. */
-	if (sbx_mode != SBX_NONE) {
-		rl.rlim_cur = rl.rlim_max = conf->run_processes;
-		if (setrlimit(RLIMIT_NPROC, &rl) == -1)
-			sbx_fail(err, "RLIMIT_NPROC");
-	}
-	if (sbx_cg[0][0] == '\0' || !sbx_mounts()) {
-		rl.rlim_cur = rl.rlim_max = conf->run_memory;
-		if (setrlimit(RLIMIT_AS, &rl) == -1)
-			sbx_fail(err, "RLIMIT_AS");
-	}
+	sbx_limits(conf);
 	if (chdir(sp->dir) == -1)
 		sbx_fail(err, "chdir");
 	if (sr->change_uid) {
@@ -983,6 +965,37 @@ sbx_cli(const struct sbx_child *c)
 		_exit(sp->test(conf, sr));
 	execve(sp->path, sp->argv, sp->env);
 	sbx_fail(err, sp->argv[0]);
+}
+
+/* The CLI's limits (its stderr is the run's by now). */
+static void
+sbx_limits(const struct tregd_conf *conf)
+{
+	struct rlimit	 rl;
+
+	if (conf->run_rlimits) {
+		rl.rlim_cur = rl.rlim_max = 0;
+		if (setrlimit(RLIMIT_CORE, &rl) == -1)
+			sbx_fail(STDERR_FILENO, "RLIMIT_CORE");
+		rl.rlim_cur = conf->run_cpu;
+		rl.rlim_max = conf->run_cpu + 1;
+		if (setrlimit(RLIMIT_CPU, &rl) == -1)
+			sbx_fail(STDERR_FILENO, "RLIMIT_CPU");
+		rl.rlim_cur = rl.rlim_max = conf->run_filesize;
+		if (setrlimit(RLIMIT_FSIZE, &rl) == -1)
+			sbx_fail(STDERR_FILENO, "RLIMIT_FSIZE");
+	}
+	/* Per uid: per run, unless the run shares the daemon's uid. */
+	if (sbx_mode != SBX_NONE) {
+		rl.rlim_cur = rl.rlim_max = conf->run_processes;
+		if (setrlimit(RLIMIT_NPROC, &rl) == -1)
+			sbx_fail(STDERR_FILENO, "RLIMIT_NPROC");
+	}
+	if (sbx_cg[0][0] == '\0' || !sbx_mounts()) {
+		rl.rlim_cur = rl.rlim_max = conf->run_memory;
+		if (setrlimit(RLIMIT_AS, &rl) == -1)
+			sbx_fail(STDERR_FILENO, "RLIMIT_AS");
+	}
 }
 
 /*
@@ -1115,8 +1128,8 @@ sbx_caps_clear(void)
 }
 
 /*
- * Not root: can this kernel give a run a user namespace and the rest?
- * One init, the real code, that stops short of the CLI.
+ * Not root: can this kernel give a run a user namespace, its maps, a
+ * read-only private tree, a /proc of its own and a tmpfs?
  */
 static int
 sbx_probe(void)

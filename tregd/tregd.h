@@ -242,7 +242,7 @@ struct run_start {
 	uint32_t	 stream;
 	int64_t		 cpu;
 	int64_t		 filesize;
-	uint32_t	 network;	/* 0: the tool's CLI has "network": false */
+	uint32_t	 network;	/* 0: "network": false in the CLI */
 	/* packed: bin path, argc, argv[], envc, env[], nsecrets, secrets[] */
 };
 
