@@ -588,8 +588,6 @@ run_spawn(struct run *r, const char *path, char **argv, char **env,
 	evtimer_set(&r->ev_drain, run_drain, r);
 	log_debug("run %u: pid %d uid %u %s", r->runid, r->sb.pid,
 	    (unsigned int)r->sb.uid, path);
-	/* The next run's init, made while this one runs. */
-	sbx_refill(&exec_conf);
 	return;
  fail:
 	r->sb.pid = -1;
@@ -790,6 +788,8 @@ run_done(struct run *r)
 	/* The answer leaves now; the run directory goes afterwards. */
 	exec_flush(&iev_frontend);
 	exec_flush(&iev_vault);
+	/* The next run's init, made once this answer is out. */
+	sbx_refill(&exec_conf);
 	log_debug("run %u: exit %d%s, %u ms, %zu redacted", r->runid,
 	    rx.exit_code, r->timed_out ? " (timed out)" : "", r->duration_ms,
 	    redacted);
