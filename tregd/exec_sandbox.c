@@ -327,7 +327,7 @@ sbx_cgroup_own(const char *mnt, const char *ctl, char *dir, size_t len)
 	return (0);
 }
 
-/* Write s to dir/file; 0 or -1 with errno. */
+/* Write s to dir/file; 0 or -1 with errno.  A signal is no failure. */
 static int
 sbx_write(const char *dir, const char *file, const char *s)
 {
@@ -340,9 +340,11 @@ sbx_write(const char *dir, const char *file, const char *s)
 		errno = ENAMETOOLONG;
 		return (-1);
 	}
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
-		return (-1);
-	w = write(fd, s, strlen(s));
+	while ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		if (errno != EINTR)
+			return (-1);
+	while ((w = write(fd, s, strlen(s))) == -1 && errno == EINTR)
+		;
 	save = errno;
 	close(fd);
 	errno = save;
@@ -364,9 +366,11 @@ sbx_cgroup_run(const struct tregd_conf *conf, uid_t uid, int *fd)
 			continue;
 		n = snprintf(dir, sizeof(dir), "%s/%s%u", sbx_cg[i],
 		    SBX_CG_PREFIX, (unsigned int)uid);
-		if (n < 0 || (size_t)n >= sizeof(dir) ||
-		    (mkdir(dir, 0755) == -1 && errno != EEXIST))
+		if (n < 0 || (size_t)n >= sizeof(dir))
 			goto fail;
+		while (mkdir(dir, 0755) == -1 && errno != EEXIST)
+			if (errno != EINTR)
+				goto fail;
 		if (i == 0 || sbx_cg_v2) {
 			snprintf(val, sizeof(val), "%lld", conf->run_memory);
 			if (sbx_write(dir, sbx_cg_v2 ? "memory.max" :
@@ -382,10 +386,11 @@ sbx_cgroup_run(const struct tregd_conf *conf, uid_t uid, int *fd)
 			if (sbx_write(dir, "pids.max", val) == -1)
 				goto fail;
 		}
-		if (strlcat(dir, "/cgroup.procs", sizeof(dir)) >=
-		    sizeof(dir) || (fd[i] = open(dir, O_WRONLY |
-		    O_CLOEXEC)) == -1)
+		if (strlcat(dir, "/cgroup.procs", sizeof(dir)) >= sizeof(dir))
 			goto fail;
+		while ((fd[i] = open(dir, O_WRONLY | O_CLOEXEC)) == -1)
+			if (errno != EINTR)
+				goto fail;
 	}
 	return (0);
  fail:
@@ -848,6 +853,7 @@ sbx_init_main(void *arg)
 	char			*buf = NULL;
 	size_t			 len = 0;
 	pid_t			 cli, pid;
+	ssize_t			 n;
 	int			 i, status;
 
 	sbx_signals();
@@ -863,9 +869,14 @@ sbx_init_main(void *arg)
 		sbx_fail(c->err, "loopback");
 	if (sbx_mounts_make(c) == -1)
 		sbx_fail(c->err, "mount");
-	for (i = 0; i < 2; i++)
-		if (c->cgfd[i] != -1 && write(c->cgfd[i], "0", 1) != 1)
+	for (i = 0; i < 2; i++) {
+		if (c->cgfd[i] == -1)
+			continue;
+		while ((n = write(c->cgfd[i], "0", 1)) == -1 && errno == EINTR)
+			;
+		if (n != 1)
 			sbx_fail(c->err, "cgroup");
+	}
 	if (c->go != -1) {
 		/* Ready: the run is what exec sends (nothing: exec is gone). */
 		order.dir = sp->dir;
