@@ -155,6 +155,7 @@ static int	sbx_loopback(void);
 static int	sbx_mounts_make(const struct sbx_child *);
 static int	sbx_mkdir_p(const char *);
 static void	sbx_caps_clear(void);
+static void	sbx_close_others(const struct sbx_child *);
 
 /*
  * At start, before exec is confined: the mode, the uid range (no account
@@ -857,7 +858,7 @@ sbx_init_main(void *arg)
 	int			 i, status;
 
 	sbx_signals();
-	close(sbx_life[1]);
+	sbx_close_others(c);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
 		sbx_fail(c->err, "PR_SET_PDEATHSIG");
 	if (sbx_exec_gone())
@@ -1122,6 +1123,39 @@ sbx_mkdir_p(const char *path)
 			return (0);
 		*p = '/';
 	}
+}
+
+/*
+ * The init's copy of exec's descriptors (its channels, other runs'
+ * pipes, the life pipe's write end) goes: only what the run needs stays.
+ */
+static void
+sbx_close_others(const struct sbx_child *c)
+{
+	int		 keep[7], n = 0, i, j, t;
+	unsigned int	 from = 0;
+
+	keep[n++] = c->out;
+	keep[n++] = c->err;
+	keep[n++] = sbx_devnull;
+	keep[n++] = sbx_life[0];
+	if (c->go != -1)
+		keep[n++] = c->go;
+	for (i = 0; i < 2; i++)
+		if (c->cgfd[i] != -1)
+			keep[n++] = c->cgfd[i];
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	for (i = 0; i < n; i++) {
+		if ((unsigned int)keep[i] > from)
+			close_range(from, keep[i] - 1, 0);
+		from = keep[i] + 1;
+	}
+	close_range(from, ~0U, 0);
 }
 
 /* The init keeps nothing: no capability in any set. */
