@@ -118,6 +118,7 @@ static void	run_emit(void *, const void *, size_t);
 static void	run_timeout(int, short, void *);
 static void	run_drain(int, short, void *);
 static void	run_maybe_done(struct run *);
+static void	run_exited(struct run *, int);
 static void	run_done(struct run *);
 static void	run_report(uint32_t, uint32_t, struct run_exit *);
 static void	exec_flush(struct imsgev *);
@@ -704,8 +705,6 @@ static void
 exec_sigchld(int sig, short event, void *arg)
 {
 	struct run	*r;
-	struct timeval	 tv;
-	struct timespec	 now;
 	pid_t		 pid;
 	int		 status;
 
@@ -714,33 +713,50 @@ exec_sigchld(int sig, short event, void *arg)
 			if (r->sb.pid == pid && !r->exited)
 				break;
 		if (r == NULL) {
-			sbx_orphan(pid);	/* an init made in advance? */
+			/* An ended run's init, one made in advance, */
+			sbx_orphan(pid);
 			continue;	/* or an orphan we adopted */
 		}
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		r->duration_ms = (now.tv_sec - r->start.tv_sec) * 1000 +
-		    (now.tv_nsec - r->start.tv_nsec) / 1000000;
-		r->exited = 1;
 		/* Nothing the run started outlives it; the uid is free. */
-		r->status = sbx_reaped(&r->sb, status);
-		evtimer_del(&r->ev_timeout);
-		if (r->out[0].fd != -1 || r->out[1].fd != -1) {
-			tv.tv_sec = 0;
-			tv.tv_usec = RUN_DRAIN_MS * 1000;
-			evtimer_add(&r->ev_drain, &tv);
-		}
+		run_exited(r, sbx_reaped(&r->sb, status));
 		run_maybe_done(r);
 	}
 	if (pid == -1 && errno != ECHILD)
 		log_warn("waitpid");
 }
 
+/* The run's CLI ended with status (a wait status). */
+static void
+run_exited(struct run *r, int status)
+{
+	struct timeval	 tv;
+	struct timespec	 now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	r->duration_ms = (now.tv_sec - r->start.tv_sec) * 1000 +
+	    (now.tv_nsec - r->start.tv_nsec) / 1000000;
+	r->exited = 1;
+	r->status = status;
+	evtimer_del(&r->ev_timeout);
+	if (r->out[0].fd != -1 || r->out[1].fd != -1) {
+		tv.tv_sec = 0;
+		tv.tv_usec = RUN_DRAIN_MS * 1000;
+		evtimer_add(&r->ev_drain, &tv);
+	}
+}
+
 static void
 run_maybe_done(struct run *r)
 {
-	if (!r->exited || r->out[0].fd != -1 || r->out[1].fd != -1)
+	int	 status;
+
+	if (r->out[0].fd != -1 || r->out[1].fd != -1)
 		return;
-	run_done(r);
+	/* The init says the CLI ended: no need to wait for its teardown. */
+	if (!r->exited && sbx_ended(&r->sb, &status))
+		run_exited(r, status);
+	if (r->exited)
+		run_done(r);
 }
 
 static void

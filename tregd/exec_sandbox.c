@@ -115,6 +115,7 @@ static uid_t		 sbx_first;
 static unsigned int	 sbx_count, sbx_next;
 static uint8_t		*sbx_busy;
 static pid_t		*sbx_pgid;	/* uids mode: the slot's last group */
+static pid_t		*sbx_drain;	/* an ended run's init, not reaped */
 static int		*sbx_status;	/* shared with the inits */
 static int		 sbx_life[2] = { -1, -1 };
 static uid_t		 sbx_self_uid;
@@ -174,7 +175,8 @@ sbx_init(const struct tregd_conf *conf)
 	sbx_self_uid = getuid();
 	sbx_self_gid = getgid();
 	if ((sbx_busy = calloc(sbx_count, 1)) == NULL ||
-	    (sbx_pgid = calloc(sbx_count, sizeof(*sbx_pgid))) == NULL)
+	    (sbx_pgid = calloc(sbx_count, sizeof(*sbx_pgid))) == NULL ||
+	    (sbx_drain = calloc(sbx_count, sizeof(*sbx_drain))) == NULL)
 		fatal("%s: calloc", __func__);
 	len = sbx_count * sizeof(*sbx_status);
 	sbx_status = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -510,6 +512,29 @@ sbx_kill(const struct sbx_run *sr)
 }
 
 /*
+ * Both pipes of the run are at EOF: has its init left the CLI's status?
+ * Then the run has ended (its init kills what is left before it says
+ * so) and the answer need not wait for the namespaces' teardown; the
+ * slot stays taken until the init is reaped (sbx_orphan).
+ */
+int
+sbx_ended(struct sbx_run *sr, int *status)
+{
+	int	 v;
+
+	if (sr->slot < 0 || !sbx_mounts() || sr->pid <= 0)
+		return (0);
+	v = __atomic_load_n(&sbx_status[sr->slot], __ATOMIC_ACQUIRE);
+	if (!(v & SBX_STATUS_SET))
+		return (0);
+	*status = v & 0xffff;
+	sbx_drain[sr->slot] = sr->pid;
+	sr->slot = -1;
+	sr->pid = -1;
+	return (1);
+}
+
+/*
  * The run's first process was reaped with status: the status to report
  * (the CLI's, as the init left it), and the slot is free.
  */
@@ -520,7 +545,7 @@ sbx_reaped(struct sbx_run *sr, int status)
 
 	sr->pid = -1;
 	if (sr->slot >= 0 && sbx_mounts()) {
-		v = sbx_status[sr->slot];
+		v = __atomic_load_n(&sbx_status[sr->slot], __ATOMIC_ACQUIRE);
 		if (v & SBX_STATUS_SET)
 			status = v & 0xffff;
 	}
@@ -692,10 +717,21 @@ sbx_refill(const struct tregd_conf *conf)
 	sbx_ready.have = 1;
 }
 
-/* An init made in advance was reaped before it had a run. */
+/*
+ * A child that is no run's was reaped: the init of a run that ended
+ * already (its slot is free now), or one made in advance that died.
+ */
 void
 sbx_orphan(pid_t pid)
 {
+	unsigned int	 i;
+
+	for (i = 0; i < sbx_count; i++)
+		if (sbx_drain[i] == pid) {
+			sbx_drain[i] = 0;
+			sbx_busy[i] = 0;
+			return;
+		}
 	if (!sbx_ready.have || sbx_ready.sr.pid != pid)
 		return;
 	sbx_ready.have = 0;
@@ -898,8 +934,14 @@ sbx_init_main(void *arg)
 		sbx_fail(c->err, "clone");
 	if (buf != NULL)
 		freezero(buf, len);
-	/* The pipes are the CLI's now; the init keeps no privilege. */
-	close_range(0, ~0U, 0);
+	/*
+	 * The pipes are the CLI's now, but for the init's stderr copy: its
+	 * EOF tells exec the status is there.  Of privilege, only the kill
+	 * of the run's leftovers stays.
+	 */
+	if (c->err > 0)
+		close_range(0, c->err - 1, 0);
+	close_range(c->err + 1, ~0U, 0);
 	sbx_caps_clear();
 	for (;;) {
 		pid = waitpid(-1, &status, 0);
@@ -908,7 +950,10 @@ sbx_init_main(void *arg)
 		if (pid == -1 && errno != EINTR)
 			_exit(127);
 	}
-	sbx_status[c->sr->slot] = SBX_STATUS_SET | (status & 0xffff);
+	__atomic_store_n(&sbx_status[c->sr->slot], SBX_STATUS_SET |
+	    (status & 0xffff), __ATOMIC_RELEASE);
+	(void)kill(-1, SIGKILL);
+	close(c->err);
 	_exit(0);
 }
 
@@ -1158,7 +1203,7 @@ sbx_close_others(const struct sbx_child *c)
 	close_range(from, ~0U, 0);
 }
 
-/* The init keeps nothing: no capability in any set. */
+/* The init keeps CAP_KILL alone, for the run's leftovers at its end. */
 static void
 sbx_caps_clear(void)
 {
@@ -1168,6 +1213,7 @@ sbx_caps_clear(void)
 	memset(&hdr, 0, sizeof(hdr));
 	memset(data, 0, sizeof(data));
 	hdr.version = _LINUX_CAPABILITY_VERSION_3;
+	data[0].effective = data[0].permitted = CAP_TO_MASK(CAP_KILL);
 	if (syscall(SYS_capset, &hdr, data) == -1)
 		_exit(127);
 }

@@ -380,6 +380,7 @@ int	 sbx_spawn(const struct tregd_conf *, const struct sbx_spec *,
 	    struct sbx_run *, int *);
 void	 sbx_refill(const struct tregd_conf *);
 void	 sbx_orphan(pid_t);
+int	 sbx_ended(struct sbx_run *, int *);
 int	 sbx_reaped(struct sbx_run *, int);
 void	 sbx_kill(const struct sbx_run *);
 void	 sbx_stop(void);
