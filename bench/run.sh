@@ -1,15 +1,20 @@
 #!/bin/sh
 # bench/run.sh: POST /run of `true` over HTTP (p50, p99, runs/s with wrk at
 # 1, 2 and 4 concurrent clients) beside a bare fork+exec+wait of /bin/true,
-# `bwrap --ro-bind / / true`, and a minimal unsandboxed Python asyncio
-# server of the same endpoint (bench/run-py/server.py).  Ratios are what
-# matters: every figure is measured on this machine, load generator
-# included.
+# `bwrap --ro-bind / / true`, bwrap with the isolation a tregd run has
+# (pid and ipc namespaces, private /proc and /tmp, death with its parent),
+# and a minimal unsandboxed Python asyncio server of the same endpoint
+# (bench/run-py/server.py).  Ratios are what matters: every figure is
+# measured on this machine, load generator included.
 #
-#   sh bench/run.sh [seconds]        (as root: installs wrk and bubblewrap)
+#   sh bench/run.sh [seconds [tregd]]  (as root: installs wrk and bubblewrap)
+#
+# A second tregd binary (e.g. one built from an older commit) is measured
+# the same way, as "tregd (other)", for a before/after comparison.
 
 set -e
 secs=${1:-5}
+other=${2:-}
 top=$(cd "$(dirname "$0")/.." && pwd)
 if [ "$(id -u)" -ne 0 ]; then
 	echo "bench: run as root (tregd's privilege separation)" >&2
@@ -24,9 +29,10 @@ sh "$top/scripts/deps.sh" users
 
 T=$(mktemp -d /tmp/tregd-bench-run.XXXXXX)
 chmod 0711 "$T"
-pid="" ppid=""
-trap 'kill $pid $ppid 2>/dev/null; wait $pid $ppid 2>/dev/null; rm -rf "$T"' EXIT
+pid="" ppid="" opid=""
+trap 'kill $pid $ppid $opid 2>/dev/null; wait $pid $ppid $opid 2>/dev/null; rm -rf "$T"' EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+oport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 pyport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
 # -------------------------------------------------------------------
@@ -67,33 +73,47 @@ ${CC:-cc} -O2 -o "$T/forkexec" "$T/forkexec.c"
 
 # -------------------------------------------------------------------
 # tregd with a tool whose CLI is `true`, and the Python server.
-cat > "$T/tregd.conf" <<CONF
-listen on 127.0.0.1 port $port
-state "$T/state"
-socket "$T/tregd.sock"
+# tregd_up BINARY PORT DIR: a tregd with the tool, its token in $tok.
+tregd_up() {
+	mkdir -p "$3"
+	cat > "$3/tregd.conf" <<CONF
+listen on 127.0.0.1 port $2
+state "$3/state"
+socket "$3/tregd.sock"
 signup open
 run allow { "true" }
-run directory "$T/runs"
+run directory "$3/runs"
 run slots 16 per-user 16
 CONF
-"$top/tregd/tregd" -d -f "$T/tregd.conf" 2> "$T/log" &
-pid=$!
-while ! curl -sf -o /dev/null "http://127.0.0.1:$port/meta"; do sleep 0.1; done
-tok=$(curl -s -X POST "http://127.0.0.1:$port/users" \
-    -d '{"email": "bench@example.com"}' | sed 's/.*"token":"\([^"]*\)".*/\1/')
-curl -s -o /dev/null -X POST -H "X-Treg-Token: $tok" \
-    "http://127.0.0.1:$port/secrets" \
-    -d '{"name": "k", "value": "s3cr3t-value-bench"}'
-curl -s -o /dev/null -X POST -H "X-Treg-Token: $tok" \
-    "http://127.0.0.1:$port/tools" -d '{"name": "t",
-    "base_url": "https://api.example.com", "cli": {"bin": "true",
-    "inject": [{"via": "env", "name": "MY_SECRET", "secret_id": 1}]}}'
-check=$(curl -s -X POST -H "X-Treg-Token: $tok" \
-    "http://127.0.0.1:$port/run" -d '{"tool": "t", "args": []}')
-case $check in
-*'"exit_code":0'*) ;;
-*) echo "bench: the tregd run failed: $check" >&2; exit 1 ;;
-esac
+	"$1" -d -f "$3/tregd.conf" 2> "$3/log" &
+	upid=$!
+	while ! curl -sf -o /dev/null "http://127.0.0.1:$2/meta"; do
+		sleep 0.1
+	done
+	tok=$(curl -s -X POST "http://127.0.0.1:$2/users" \
+	    -d '{"email": "bench@example.com"}' |
+	    sed 's/.*"token":"\([^"]*\)".*/\1/')
+	curl -s -o /dev/null -X POST -H "X-Treg-Token: $tok" \
+	    "http://127.0.0.1:$2/secrets" \
+	    -d '{"name": "k", "value": "s3cr3t-value-bench"}'
+	curl -s -o /dev/null -X POST -H "X-Treg-Token: $tok" \
+	    "http://127.0.0.1:$2/tools" -d '{"name": "t",
+	    "base_url": "https://api.example.com", "cli": {"bin": "true",
+	    "inject": [{"via": "env", "name": "MY_SECRET", "secret_id": 1}]}}'
+	check=$(curl -s -X POST -H "X-Treg-Token: $tok" \
+	    "http://127.0.0.1:$2/run" -d '{"tool": "t", "args": []}')
+	case $check in
+	*'"exit_code":0'*) ;;
+	*) echo "bench: the tregd run failed: $check" >&2; exit 1 ;;
+	esac
+}
+if [ -n "$other" ]; then
+	tregd_up "$other" "$oport" "$T/other"
+	opid=$upid
+	otok=$tok
+fi
+tregd_up "$top/tregd/tregd" "$port" "$T/tregd"
+pid=$upid
 
 python3 "$top/bench/run-py/server.py" "$pyport" "$tok" true &
 ppid=$!
@@ -107,6 +127,7 @@ wrk.headers["X-Treg-Token"] = "$tok"
 LUA
 # The Python server names the tool after its bin.
 sed 's/"tool": "t"/"tool": "true"/' "$T/run.lua" > "$T/runpy.lua"
+[ -z "$other" ] || sed "s/$tok/$otok/" "$T/run.lua" > "$T/runother.lua"
 
 # wrk_run URL SCRIPT CONNS: "p50_us p99_us runs_per_s non2xx"
 wrk_run() {
@@ -128,13 +149,25 @@ set -- $("$T/forkexec" 2000 /bin/true)
 fe50=$1 fe99=$2 fers=$3
 set -- $("$T/forkexec" 300 /usr/bin/bwrap --ro-bind / / /bin/true)
 bw50=$1 bw99=$2 bwrs=$3
+# The isolation-equivalent peer of a tregd run.
+set -- $("$T/forkexec" 300 /usr/bin/bwrap --ro-bind / / --dev /dev \
+    --proc /proc --tmpfs /tmp --unshare-pid --unshare-ipc --die-with-parent \
+    /bin/true)
+bi50=$1 bi99=$2 birs=$3
 printf "%-34s %8s %8s %9s\n" "" "p50 µs" "p99 µs" "runs/s"
 printf "%-34s %8s %8s %9s\n" "fork+exec+wait /bin/true" $fe50 $fe99 $fers
 printf "%-34s %8s %8s %9s\n" "bwrap --ro-bind / / true" $bw50 $bw99 $bwrs
+printf "%-34s %8s %8s %9s\n" "bwrap, tregd's isolation, true" $bi50 $bi99 $birs
 for c in 1 2 4; do
 	set -- $(wrk_run "http://127.0.0.1:$port" "$T/run.lua" $c)
 	eval "t50_$c=$1"
 	printf "%-34s %8s %8s %9s%s\n" "tregd POST /run, $c client(s)" $1 $2 $3 \
+	    "$([ "$4" -gt 0 ] && echo "  ($4 non-2xx)")"
+done
+for c in ${other:+1 2 4}; do
+	set -- $(wrk_run "http://127.0.0.1:$oport" "$T/runother.lua" $c)
+	eval "o50_$c=$1"
+	printf "%-34s %8s %8s %9s%s\n" "tregd (other) POST /run, $c" $1 $2 $3 \
 	    "$([ "$4" -gt 0 ] && echo "  ($4 non-2xx)")"
 done
 for c in 1 2 4; do
@@ -144,8 +177,12 @@ for c in 1 2 4; do
 	    "$([ "$4" -gt 0 ] && echo "  ($4 non-2xx)")"
 done
 echo
-awk -v t="$t50_1" -v f="$fe50" -v b="$bw50" -v p="$p50_1" 'BEGIN {
+awk -v t="$t50_1" -v f="$fe50" -v b="$bw50" -v p="$p50_1" -v i="$bi50" \
+    -v o="${o50_1:-}" 'BEGIN {
 	printf "p50, 1 client: tregd / fork+exec = %.2fx (target <= 1.7x)\n", t / f
 	printf "p50, 1 client: tregd / bwrap     = %.2fx\n", t / b
-	printf "p50, 1 client: tregd / python    = %.2fx (target < 1)\n", t / p }'
+	printf "p50, 1 client: tregd / bwrap with tregd\047s isolation = %.2fx (target <= 0.5x)\n", t / i
+	printf "p50, 1 client: tregd / python    = %.2fx (target < 1)\n", t / p
+	if (o != "")
+		printf "p50, 1 client: tregd - tregd (other) = %+d µs (target <= +300)\n", t - o }'
 echo "tregd run slots: 16 (per user 16); the load generator shares the cores"

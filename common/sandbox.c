@@ -8,6 +8,7 @@
  */
 
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/personality.h>
@@ -152,8 +153,8 @@ static const char *const sb_deny[] = {
 	"ptrace", "process_vm_readv", "process_vm_writev", "kcmp",
 	"pidfd_getfd", "bpf", "perf_event_open",
 	"keyctl", "add_key", "request_key",
-	"mount", "umount", "umount2", "fsopen", "fsconfig", "fsmount",
-	"fspick", "move_mount", "open_tree", "mount_setattr", "pivot_root",
+	"umount", "umount2", "fsopen", "fsconfig", "fsmount",
+	"fspick", "move_mount", "open_tree", "pivot_root",
 	"chroot", "kexec_load", "kexec_file_load",
 	"init_module", "finit_module", "delete_module", "create_module",
 	"userfaultfd", "io_uring_setup", "io_uring_enter",
@@ -178,7 +179,7 @@ static void	sb_rule(scmp_filter_ctx, uint32_t, const char *,
 		    unsigned int, const struct scmp_arg_cmp *);
 static void	sb_rules(scmp_filter_ctx, uint32_t, const char *const *);
 static void	sb_allow_common(scmp_filter_ctx);
-static void	sb_deny_common(scmp_filter_ctx);
+static void	sb_deny_common(scmp_filter_ctx, int);
 static void	sb_load(scmp_filter_ctx);
 static int	sb_debug(void);
 static void	sb_sigsys(int, siginfo_t *, void *);
@@ -186,7 +187,7 @@ static void	sb_ll_confine(enum sandbox_proc, const struct sandbox_paths *);
 static int	sb_ll_abi(void);
 static void	sb_ll_add(struct sb_ll *, const char *, uint64_t, int);
 static void	sb_ll_exec(struct sb_ll *, const struct sandbox_paths *);
-static void	sb_seccomp(enum sandbox_proc);
+static void	sb_seccomp(enum sandbox_proc, int);
 static int	sb_selftest_eperm(const char *);
 static void	sb_prefetch(void);
 
@@ -248,8 +249,12 @@ sandbox_confine(enum sandbox_proc proc, const struct sandbox_paths *paths)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		fatal("%s: PR_SET_NO_NEW_PRIVS", __func__);
 	/* Landlock first: its own syscalls are not in the allow-lists. */
-	sb_ll_confine(proc, paths);
-	sb_seccomp(proc);
+	if (proc != SANDBOX_EXEC || !paths->mounts)
+		sb_ll_confine(proc, paths);
+	else
+		log_debug("%s: no landlock for exec: run inits mount",
+		    __func__);
+	sb_seccomp(proc, paths->mounts);
 }
 
 int
@@ -264,7 +269,7 @@ sandbox_child_prepare(struct sandbox_child *sc)
 	memset(sc, 0, sizeof(*sc));
 	if ((ctx = sb_ctx_new(SCMP_ACT_ALLOW)) == NULL)
 		return (-1);
-	sb_deny_common(ctx);
+	sb_deny_common(ctx, 0);
 	/* The run's process group is killed at the end: it must stay. */
 	sb_rule(ctx, SCMP_ACT_ERRNO(EPERM), "setsid", 0, NULL);
 	sb_rule(ctx, SCMP_ACT_ERRNO(EPERM), "setpgid", 0, NULL);
@@ -407,7 +412,7 @@ sb_prefetch(void)
 static int
 sb_selftest_eperm(const char *name)
 {
-	int	 ptrace_errno = 0, unshare_errno = 0;
+	int	 ptrace_errno = 0, unshare_errno = 0, mount_errno = EPERM;
 
 	if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == -1)
 		ptrace_errno = errno;
@@ -417,7 +422,17 @@ sb_selftest_eperm(const char *name)
 	    ptrace_errno ? strerror(ptrace_errno) : "allowed");
 	printf("selftest %s: unshare: %s\n", name,
 	    unshare_errno ? strerror(unshare_errno) : "allowed");
-	if (ptrace_errno != EPERM || unshare_errno != EPERM) {
+	/* Without the filter a missing mount point is ENOENT, not EPERM. */
+	if (strcmp(name, "child") == 0) {
+		mount_errno = 0;
+		if (mount("tmpfs", "/nonexistent/tregd-selftest", "tmpfs", 0,
+		    NULL) == -1)
+			mount_errno = errno;
+		printf("selftest %s: mount: %s\n", name,
+		    mount_errno ? strerror(mount_errno) : "allowed");
+	}
+	if (ptrace_errno != EPERM || unshare_errno != EPERM ||
+	    mount_errno != EPERM) {
 		printf("selftest %s: forbidden call was allowed\n", name);
 		fflush(stdout);
 		return (1);
@@ -427,7 +442,7 @@ sb_selftest_eperm(const char *name)
 }
 
 static void
-sb_seccomp(enum sandbox_proc proc)
+sb_seccomp(enum sandbox_proc proc, int mounts)
 {
 	scmp_filter_ctx	 ctx;
 	uint32_t	 kill = SCMP_ACT_KILL_PROCESS;
@@ -436,7 +451,7 @@ sb_seccomp(enum sandbox_proc proc)
 		/* Stacks onto every run child: refuse, never kill. */
 		if ((ctx = sb_ctx_new(SCMP_ACT_ALLOW)) == NULL)
 			fatalx("%s: seccomp_init", __func__);
-		sb_deny_common(ctx);
+		sb_deny_common(ctx, mounts);
 		sb_load(ctx);
 		return;
 	}
@@ -529,8 +544,12 @@ sb_allow_common(scmp_filter_ctx ctx)
 #endif
 }
 
+/*
+ * mounts: exec's own filter when its run inits make namespaces and
+ * mount; the run child's filter, stacked on it, refuses both again.
+ */
 static void
-sb_deny_common(scmp_filter_ctx ctx)
+sb_deny_common(scmp_filter_ctx ctx, int mounts)
 {
 	struct scmp_arg_cmp	 cmp[1];
 	size_t			 i;
@@ -540,8 +559,12 @@ sb_deny_common(scmp_filter_ctx ctx)
 
 	/* clone3 passes its flags in memory BPF cannot read: use clone. */
 	sb_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL);
-	for (i = 0; i < sizeof(sb_clone_newns) / sizeof(sb_clone_newns[0]);
-	    i++) {
+	if (!mounts) {
+		sb_rule(ctx, SCMP_ACT_ERRNO(EPERM), "mount", 0, NULL);
+		sb_rule(ctx, SCMP_ACT_ERRNO(EPERM), "mount_setattr", 0, NULL);
+	}
+	for (i = 0; !mounts && i < sizeof(sb_clone_newns) /
+	    sizeof(sb_clone_newns[0]); i++) {
 		cmp[0] = SCMP_A0(SCMP_CMP_MASKED_EQ, sb_clone_newns[i],
 		    sb_clone_newns[i]);
 		sb_rule(ctx, SCMP_ACT_ERRNO(EPERM), "clone", 1, cmp);

@@ -36,6 +36,9 @@ struct sandbox_paths {		/* filesystem the process keeps (Landlock) */
 	const char	*run_dir;	/* exec: where run dirs are made (rw) */
 	const char	*run_path;	/* exec: colon-separated dirs of
 					   allowed binaries (read+exec) */
+	int		 mounts;	/* exec: run inits clone namespaces
+					   and mount (no Landlock then: it
+					   forbids mount) */
 };
 
 /* A compiled run child filter: classic BPF, ready for seccomp(2). */
@@ -76,10 +79,10 @@ void	sandbox_child_free(struct sandbox_child *);
  * forbids.  "frontend" (open, then execve) and "vault" (socket(AF_INET),
  * then execve) do not return when the filter works: SIGSYS kills them.
  * "exec" and "child" have deny-lists: ptrace(PTRACE_TRACEME) and
- * unshare(CLONE_NEWUSER) must fail with EPERM; they print both results
- * and return 0 when both failed.  Returns 1 after printing "selftest
- * NAME: forbidden call was allowed" when a call went through, -1 for an
- * unknown NAME.
+ * unshare(CLONE_NEWUSER) must fail with EPERM, and for "child" mount(2)
+ * too; they print the results and return 0 when all failed.  Returns 1
+ * after printing "selftest NAME: forbidden call was allowed" when a call
+ * went through, -1 for an unknown NAME.
  */
 int	sandbox_selftest(const char *);
 

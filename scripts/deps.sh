@@ -8,7 +8,7 @@ libsqlite3-dev libsodium-dev libbsd-dev libseccomp-dev libatf-dev atf-sh
 kyua mandoc curl jq sqlite3 procps util-linux python3 xxd
 systemd python3-jsonschema libpcre2-dev
 libssl-dev openssl clang libclang-rt-14-dev"
-USERS="_tregd _tregvault _tregrun"
+USERS="_tregd _tregvault"
 
 need_pkgs() {
 	missing=""

@@ -17,7 +17,7 @@ dir=$(cd "$dir" && pwd)
 if [ "$(id -u)" -eq 0 ]; then
 	sh "$top/scripts/deps.sh" users
 fi
-# As root, run children (user _tregrun) must be able to reach their
+# As root, run children (uids of run users) must be able to reach their
 # directory, and the checkout may sit under a private home: keep it in
 # /var/tmp, where it must be root's.  Another user's children run as that
 # user: their directory stays with the state, and never collides with

@@ -1,13 +1,14 @@
 /*
  * The exec process (root with reduced capabilities, no network).
  *
- * It takes run orders from the vault, forks each CLI child into its own
- * session as the run user with limits and filters, reads its output,
- * redacts it and streams the redacted bytes to the frontend.  Raw output
- * never leaves this process.  It may create and remove run directories
- * under the run directory, start programs found on the run path and
- * signal its own run children; it never opens a socket and keeps no
- * caches, so its address space stays small and fork stays cheap.
+ * It takes run orders from the vault, starts each CLI child in a sandbox
+ * of its own (exec_sandbox.c: a uid per run, namespaces, limits), reads
+ * its output, redacts it and streams the redacted bytes to the frontend.
+ * Raw output never leaves this process.  It may create and remove run
+ * directories under the run directory (when runs get no tmpfs), start
+ * programs found on the run path and signal its own run children; it
+ * never opens a socket and keeps no caches, so its address space stays
+ * small and cloning a run stays cheap.
  */
 
 #include <sys/types.h>
@@ -66,7 +67,8 @@ struct run {
 	TAILQ_ENTRY(run)	 entry;
 	uint32_t		 reqid;		/* the frontend's request */
 	uint32_t		 runid;		/* the vault's */
-	pid_t			 pid;		/* also the process group */
+	struct sbx_run		 sb;		/* pid, uid, slot */
+	int			 made_dir;	/* exec made dir (no tmpfs) */
 	int			 exited;
 	int			 status;
 	int			 timed_out;
@@ -88,29 +90,11 @@ static struct imsgev		 iev_parent, iev_vault, iev_frontend;
 static struct event		 ev_sigchld;
 static struct blob_list		 exec_blobs = TAILQ_HEAD_INITIALIZER(exec_blobs);
 static struct run_list		 runs = TAILQ_HEAD_INITIALIZER(runs);
-static struct sandbox_child	 child_filter;
-static int			 devnull = -1;
 static int			 as_root;
-static uid_t			 run_uid;
-static gid_t			 run_gid;
 static unsigned char		 readbuf[RUN_READ_LEN];
 /* Cancels that came before their run order (another channel). */
 static uint32_t			 early_cancel[RUN_EARLY_CANCEL];
 static size_t			 nearly_cancel;
-#ifndef TREGD_SANITIZE
-/* The run child's stack until its execve (it shares exec's memory). */
-static char			 child_stack[128 * 1024]
-				    __attribute__((__aligned__(16)));
-#endif
-
-struct child_args {
-	struct run	*r;
-	const char	*path;
-	char		**argv;
-	char		**env;
-	int		 out;
-	int		 err;
-};
 
 static void	exec_config(struct imsg *);
 static void	exec_dispatch_parent(struct imsgev *, struct imsg *);
@@ -125,19 +109,14 @@ static struct proc_peer	 exec_peers[] = {
 };
 #define NPEERS	(sizeof(exec_peers) / sizeof(exec_peers[0]))
 static void	exec_kill_runs(void);
+static void	exec_atexit(void);
 static void	exec_sigchld(int, short, void *);
 static void	exec_prepare(void);
 static void	exec_drop_caps(void);
 static void	exec_start(struct blob *);
 static int	exec_resolve(const char *, char *, size_t);
 static int	run_mkdir(struct run *);
-static void	run_spawn(struct run *, const char *, char **, char **);
-static __dead void child_fail(const char *);
-#ifndef TREGD_SANITIZE
-static int	run_child_entry(void *);
-#endif
-static __dead void run_child(struct run *, const char *, char **, char **,
-		    int, int);
+static void	run_spawn(struct run *, const char *, char **, char **, int);
 static int	run_read_some(struct run_out *, int);
 static void	run_read(int, short, void *);
 static void	run_out_close(struct run_out *);
@@ -149,6 +128,7 @@ static void	run_cancel(uint32_t);
 static void	run_cancel_pending(uint32_t);
 static void	run_pause(uint32_t, int);
 static void	run_maybe_done(struct run *);
+static void	run_exited(struct run *, int);
 static void	run_done(struct run *);
 static void	run_report(uint32_t, uint32_t, struct run_exit *);
 static void	exec_flush(struct imsgev *);
@@ -167,45 +147,40 @@ exec_main(int debug, int verbose)
 		fatalx("exec: incomplete configuration");
 
 	exec_prepare();
+	if (atexit(exec_atexit) != 0)
+		fatalx("atexit");
 	sandbox_nodump();
 	if (as_root)
 		exec_drop_caps();
 	memset(&paths, 0, sizeof(paths));
 	paths.run_dir = exec_conf.run_dir;
 	paths.run_path = exec_conf.run_path;
+	paths.mounts = sbx_mounts();
 	sandbox_confine(SANDBOX_EXEC, &paths);
 
 	signal_set(&ev_sigchld, SIGCHLD, exec_sigchld, NULL);
 	signal_add(&ev_sigchld, NULL);
+	sbx_refill(&exec_conf);
 	proc_child_run(exec_sig);
 }
 
 /*
- * Everything that needs the filesystem or full privileges: the run user,
- * /dev/null, the run directory base (root-owned 0711, so run users can
- * reach their own directory but not list the others), leftovers of an
- * earlier exec, the child's seccomp filter, and the subreaper bit so a
- * daemonised grandchild is reparented here and reaped.
+ * Everything that needs the filesystem or full privileges: the sandbox
+ * (mode, run users, cgroups, the child's filter), the run directory base
+ * (root-owned 0711, so run users can reach their own directory but not
+ * list the others), leftovers of an earlier exec, and the subreaper bit
+ * so a daemonised grandchild is reparented here and reaped.
  */
 static void
 exec_prepare(void)
 {
-	struct passwd	*pw;
 	struct stat	 st;
 	DIR		*d;
 	struct dirent	*de;
 	int		 dfd;
 
 	as_root = geteuid() == 0;
-	if (as_root) {
-		pw = proc_getpw(TREGD_RUN_USER);
-		run_uid = pw->pw_uid;
-		run_gid = pw->pw_gid;
-		if (run_uid == 0)
-			fatalx("%s must not be root", TREGD_RUN_USER);
-	}
-	if ((devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1)
-		fatal("open /dev/null");
+	sbx_init(&exec_conf);
 	if (mkdir(exec_conf.run_dir, 0711) == -1 && errno != EEXIST)
 		fatal("mkdir %s", exec_conf.run_dir);
 	if (lstat(exec_conf.run_dir, &st) == -1)
@@ -230,16 +205,17 @@ exec_prepare(void)
 	closedir(d);
 	close(dfd);
 
-	if (sandbox_child_prepare(&child_filter) == -1)
-		fatalx("cannot build the run child filter");
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == -1)
 		fatal("PR_SET_CHILD_SUBREAPER");
 }
 
 /*
  * Keep only what runs need: change uid and gid (setgroups too), signal a
- * run user's process group, give and take back a run directory.  The
- * bounding set goes first (that needs CAP_SETPCAP, dropped just after).
+ * run's processes, give and take back a run directory, make a run's
+ * namespaces and mounts (CAP_SYS_ADMIN) and up its loopback
+ * (CAP_NET_ADMIN).  The bounding set goes first when CAP_SETPCAP allows
+ * (a service manager may have taken it already: the bounding set is
+ * then its, and what is not permitted now is not asked for).
  */
 static void
 exec_drop_caps(void)
@@ -247,14 +223,21 @@ exec_drop_caps(void)
 	struct __user_cap_header_struct	 hdr;
 	struct __user_cap_data_struct	 data[2];
 	const int	 keep[] = { CAP_SETUID, CAP_SETGID, CAP_KILL,
-			    CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER };
-	uint64_t	 mask = 0;
+			    CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER,
+			    CAP_SYS_ADMIN, CAP_NET_ADMIN };
+	uint64_t	 mask = 0, have;
 	size_t		 i;
 	int		 c;
 
 	for (i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
 		mask |= 1ULL << keep[i];
-	for (c = 0; c < 64; c++) {
+	memset(&hdr, 0, sizeof(hdr));
+	memset(data, 0, sizeof(data));
+	hdr.version = _LINUX_CAPABILITY_VERSION_3;
+	if (syscall(SYS_capget, &hdr, data) == -1)
+		fatal("capget");
+	have = data[0].permitted | (uint64_t)data[1].permitted << 32;
+	for (c = 0; c < 64 && (have & (1ULL << CAP_SETPCAP)); c++) {
 		if (mask & (1ULL << c))
 			continue;
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == -1) {
@@ -263,12 +246,13 @@ exec_drop_caps(void)
 			fatal("PR_CAPBSET_DROP %d", c);
 		}
 	}
+	if (!(have & (1ULL << CAP_SETPCAP)))
+		log_debug("exec: no CAP_SETPCAP, the bounding set stays");
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == -1 &&
 	    errno != EINVAL)
 		fatal("PR_CAP_AMBIENT_CLEAR_ALL");
-	memset(&hdr, 0, sizeof(hdr));
+	mask &= have;
 	memset(data, 0, sizeof(data));
-	hdr.version = _LINUX_CAPABILITY_VERSION_3;
 	data[0].effective = data[0].permitted = (uint32_t)mask;
 	data[1].effective = data[1].permitted = (uint32_t)(mask >> 32);
 	if (syscall(SYS_capset, &hdr, data) == -1)
@@ -282,18 +266,37 @@ exec_kill_runs(void)
 	struct run	*r;
 
 	TAILQ_FOREACH(r, &runs, entry) {
-		if (r->pid > 0)
-			kill(-r->pid, SIGKILL);
-		if (r->dir[0] != '\0')
+		sbx_kill(&r->sb);
+		if (r->made_dir)
 			rm_dir(r->dir);
 	}
+	sbx_stop();
 }
 
 static void
 exec_sig(int sig, short event, void *arg)
 {
+	exit(0);		/* exec_atexit() */
+}
+
+/* However exec ends (a fatal error too): no run, no run cgroup stays. */
+static void
+exec_atexit(void)
+{
+	struct timespec	 ts = { 0, 10 * 1000 * 1000 };
+	int		 i;
+	pid_t		 pid;
+
 	exec_kill_runs();
-	exit(0);
+	/* Reaped, the runs leave their cgroups empty for removal. */
+	for (i = 0; i < 100; i++) {
+		while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+			;
+		if (pid == -1 && errno == ECHILD)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	sbx_cleanup();
 }
 
 static void
@@ -405,11 +408,11 @@ run_cancel(uint32_t reqid)
 		early_cancel[nearly_cancel++ % RUN_EARLY_CANCEL] = reqid;
 		return;
 	}
-	if (r->exited || r->pid <= 0)
+	if (r->exited || r->sb.pid <= 0)
 		return;
 	r->cancelled = 1;
 	log_debug("run %u: cancelled, its client went away", r->runid);
-	kill(-r->pid, SIGKILL);
+	sbx_kill(&r->sb);
 }
 
 /* A run order just started: was its client gone already? */
@@ -518,7 +521,8 @@ exec_start(struct blob *b)
 		fatal("%s: calloc", __func__);
 	r->reqid = b->id;
 	r->runid = rs.runid;
-	r->pid = -1;
+	r->sb.pid = r->sb.pgid = -1;
+	r->sb.slot = -1;
 	r->out[0].fd = r->out[1].fd = -1;
 	if ((r->set = redact_set_new()) == NULL)
 		fatal("%s: redact_set_new", __func__);
@@ -548,7 +552,8 @@ exec_start(struct blob *b)
 		run_free(r);
 		goto out;
 	}
-	if (run_mkdir(r) == -1) {
+	if (sbx_alloc(&r->sb, rs.network && exec_conf.run_network) == -1 ||
+	    run_mkdir(r) == -1) {
 		rx.failed = 1;
 		run_report(r->reqid, r->runid, &rx);
 		run_free(r);
@@ -563,7 +568,7 @@ exec_start(struct blob *b)
 	    (env[6] = strdup("LC_ALL=C.UTF-8")) == NULL)
 		fatal("%s: asprintf", __func__);
 	TAILQ_INSERT_TAIL(&runs, r, entry);
-	run_spawn(r, path, argv, env);
+	run_spawn(r, path, argv, env, rs.network && exec_conf.run_network);
 	for (i = 0; i < n; i++)
 		free(env[i]);
  out:
@@ -600,86 +605,62 @@ exec_resolve(const char *bin, char *path, size_t len)
 	return (-1);
 }
 
-/* A fresh directory for HOME and TMPDIR, 0700 and the run user's. */
+/*
+ * A fresh directory for HOME and TMPDIR, 0700 and the run user's: a
+ * tmpfs the run's init mounts (it exists only inside the run), or one
+ * made here when runs have no mount namespace.
+ */
 static int
 run_mkdir(struct run *r)
 {
 	int	 n;
 
-	n = snprintf(r->dir, sizeof(r->dir), "%s/run.XXXXXX",
-	    exec_conf.run_dir);
+	if (sbx_tmpfs())
+		n = snprintf(r->dir, sizeof(r->dir), "%s/run.%u",
+		    exec_conf.run_dir, (unsigned int)r->sb.uid);
+	else
+		n = snprintf(r->dir, sizeof(r->dir), "%s/run.XXXXXX",
+		    exec_conf.run_dir);
 	if (n < 0 || (size_t)n >= sizeof(r->dir)) {
 		log_warnx("%s: run directory path too long", __func__);
 		r->dir[0] = '\0';
 		return (-1);
 	}
+	if (sbx_tmpfs())
+		return (0);
 	if (mkdtemp(r->dir) == NULL) {
 		log_warn("%s: mkdtemp %s", __func__, r->dir);
 		r->dir[0] = '\0';
 		return (-1);
 	}
-	if (as_root && chown(r->dir, run_uid, run_gid) == -1) {
+	r->made_dir = 1;
+	if (r->sb.change_uid && chown(r->dir, r->sb.uid, r->sb.gid) == -1) {
 		log_warn("%s: chown %s", __func__, r->dir);
-		rm_dir(r->dir);
-		r->dir[0] = '\0';
 		return (-1);
 	}
 	return (0);
 }
 
-#ifndef TREGD_SANITIZE
-static int
-run_child_entry(void *arg)
-{
-	struct child_args	*ca = arg;
-
-	run_child(ca->r, ca->path, ca->argv, ca->env, ca->out, ca->err);
-	/* NOTREACHED */
-}
-#endif
-
 static void
-run_spawn(struct run *r, const char *path, char **argv, char **env)
+run_spawn(struct run *r, const char *path, char **argv, char **env,
+    int network)
 {
+	struct sbx_spec	 sp;
 	struct run_exit	 rx;
 	struct timeval	 tv;
-	int		 po[2] = { -1, -1 }, pe[2] = { -1, -1 }, i;
+	int		 rd[2], i;
 
-	if (pipe2(po, O_CLOEXEC) == -1 || pipe2(pe, O_CLOEXEC) == -1) {
-		log_warn("%s: pipe2", __func__);
-		goto fail;
-	}
+	memset(&sp, 0, sizeof(sp));
+	sp.path = path;
+	sp.argv = argv;
+	sp.env = env;
+	sp.dir = r->dir;
+	sp.network = network;
 	clock_gettime(CLOCK_MONOTONIC, &r->start);
-#ifdef TREGD_SANITIZE
-	/* The sanitizer runtimes do not follow a child sharing memory. */
-	if ((r->pid = fork()) == 0)
-		run_child(r, path, argv, env, po[1], pe[1]);
-#else
-	/*
-	 * vfork-like: no page tables to copy, exec sleeps until the child
-	 * has called execve (or died).  The child gets its own descriptor
-	 * table, cwd and signal handlers (no CLONE_FILES, CLONE_FS,
-	 * CLONE_SIGHAND), so nothing it changes reaches exec.
-	 */
-	struct child_args	 ca;
-
-	ca.r = r;
-	ca.path = path;
-	ca.argv = argv;
-	ca.env = env;
-	ca.out = po[1];
-	ca.err = pe[1];
-	r->pid = clone(run_child_entry, child_stack + sizeof(child_stack),
-	    CLONE_VM | CLONE_VFORK | SIGCHLD, &ca);
-#endif
-	if (r->pid == -1) {
-		log_warn("%s: clone", __func__);
+	if (sbx_spawn(&exec_conf, &sp, &r->sb, rd) == -1)
 		goto fail;
-	}
-	close(po[1]);
-	close(pe[1]);
-	r->out[0].fd = po[0];
-	r->out[1].fd = pe[0];
+	r->out[0].fd = rd[0];
+	r->out[1].fd = rd[1];
 	for (i = 0; i < 2; i++) {
 		r->out[i].run = r;
 		r->out[i].stream = i + 1;
@@ -697,114 +678,17 @@ run_spawn(struct run *r, const char *path, char **argv, char **env)
 	tv.tv_usec = 0;
 	evtimer_add(&r->ev_timeout, &tv);
 	evtimer_set(&r->ev_drain, run_drain, r);
-	log_debug("run %u: pid %d %s", r->runid, r->pid, path);
+	log_debug("run %u: pid %d uid %u %s", r->runid, r->sb.pid,
+	    (unsigned int)r->sb.uid, path);
 	return;
  fail:
-	for (i = 0; i < 2; i++) {
-		if (po[i] != -1)
-			close(po[i]);
-		if (pe[i] != -1)
-			close(pe[i]);
-	}
-	r->pid = -1;
+	r->sb.pid = -1;
 	TAILQ_REMOVE(&runs, r, entry);
 	memset(&rx, 0, sizeof(rx));
 	rx.runid = r->runid;
 	rx.failed = 1;
 	run_report(r->reqid, r->runid, &rx);
 	run_free(r);
-}
-
-static __dead void
-child_fail(const char *what)
-{
-	char	 msg[256];
-	ssize_t	 w = 0;
-	int	 n;
-
-	n = snprintf(msg, sizeof(msg), "[treg] cannot start the run: %s: "
-	    "%s\n", what, strerror(errno));
-	if (n > 0)
-		w = write(STDERR_FILENO, msg, (size_t)n < sizeof(msg) ?
-		    (size_t)n : sizeof(msg) - 1);
-	(void)w;
-	_exit(127);
-}
-
-/*
- * The child, between fork and execve: its own session (and so process
- * group, killed whole at the end), limits, /dev/null and the pipes as
- * its only descriptors, the run directory, the run user, no way to gain
- * privileges, death with exec, the filter.  Errors go to the stderr
- * pipe, which is the run's stderr: the caller sees why.
- */
-static __dead void
-run_child(struct run *r, const char *path, char **argv, char **env,
-    int out, int err)
-{
-	struct rlimit	 rl;
-	sigset_t	 set;
-	pid_t		 ppid = getppid();
-	size_t		 i;
-	const int	 sigs[] = { SIGPIPE, SIGCHLD, SIGTERM, SIGINT, SIGHUP };
-
-	/* libevent's handlers and our SIG_IGN must not reach the CLI. */
-	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		signal(sigs[i], SIG_DFL);
-	sigemptyset(&set);
-	sigprocmask(SIG_SETMASK, &set, NULL);
-
-	if (dup2(err, STDERR_FILENO) == -1 || dup2(out, STDOUT_FILENO) == -1 ||
-	    dup2(devnull, STDIN_FILENO) == -1)
-		_exit(127);
-	if (close_range(3, ~0U, 0) == -1)
-		child_fail("close_range");
-	if (setsid() == -1)
-		child_fail("setsid");
-	if (exec_conf.run_rlimits) {
-		rl.rlim_cur = rl.rlim_max = 0;
-		if (setrlimit(RLIMIT_CORE, &rl) == -1)
-			child_fail("RLIMIT_CORE");
-		rl.rlim_cur = exec_conf.run_cpu;
-		rl.rlim_max = exec_conf.run_cpu + 1;
-		if (setrlimit(RLIMIT_CPU, &rl) == -1)
-			child_fail("RLIMIT_CPU");
-		rl.rlim_cur = rl.rlim_max = exec_conf.run_filesize;
-		if (setrlimit(RLIMIT_FSIZE, &rl) == -1)
-			child_fail("RLIMIT_FSIZE");
-	}
-	if (chdir(r->dir) == -1)
-		child_fail("chdir");
-	/*
-	 * Raw system calls: libc's wrappers would try to change every
-	 * thread of exec, whose memory this child shares.
-	 */
-	if (as_root) {
-		if (syscall(SYS_setgroups, 1, &run_gid) == -1 ||
-		    syscall(SYS_setresgid, run_gid, run_gid, run_gid) == -1 ||
-		    syscall(SYS_setresuid, run_uid, run_uid, run_uid) == -1)
-			child_fail("cannot become the run user");
-		if (syscall(SYS_setuid, 0) != -1)
-			_exit(127);
-	}
-	/*
-	 * TMPDIR must exist; the XDG directories are made by whoever
-	 * writes there first (as the XDG spec asks).  As the run user:
-	 * owned by it, inside its 0700 directory.
-	 */
-	if (mkdir("tmp", 0700) == -1 && errno != EEXIST)
-		child_fail("mkdir");
-	/* After the uid change, which clears it. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
-		child_fail("PR_SET_PDEATHSIG");
-	if (getppid() != ppid)
-		_exit(127);		/* exec is already gone */
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
-		child_fail("PR_SET_NO_NEW_PRIVS");
-	if (sandbox_child_apply(&child_filter) == -1)
-		child_fail("seccomp");
-	execve(path, argv, env);
-	child_fail(argv[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -889,7 +773,7 @@ run_timeout(int fd, short event, void *arg)
 		return;
 	r->timed_out = 1;
 	log_debug("run %u: timed out after %us", r->runid, r->timeout_s);
-	kill(-r->pid, SIGKILL);
+	sbx_kill(&r->sb);
 }
 
 /* The group was killed, yet a pipe stays open: take what is there. */
@@ -912,42 +796,58 @@ static void
 exec_sigchld(int sig, short event, void *arg)
 {
 	struct run	*r;
-	struct timeval	 tv;
-	struct timespec	 now;
 	pid_t		 pid;
 	int		 status;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		TAILQ_FOREACH(r, &runs, entry)
-			if (r->pid == pid && !r->exited)
+			if (r->sb.pid == pid && !r->exited)
 				break;
-		if (r == NULL)
-			continue;	/* an orphan we adopted */
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		r->duration_ms = (now.tv_sec - r->start.tv_sec) * 1000 +
-		    (now.tv_nsec - r->start.tv_nsec) / 1000000;
-		r->exited = 1;
-		r->status = status;
-		evtimer_del(&r->ev_timeout);
-		/* Nothing the run started outlives it. */
-		kill(-r->pid, SIGKILL);
-		if (r->out[0].fd != -1 || r->out[1].fd != -1) {
-			tv.tv_sec = 0;
-			tv.tv_usec = RUN_DRAIN_MS * 1000;
-			evtimer_add(&r->ev_drain, &tv);
+		if (r == NULL) {
+			/* An ended run's init, one made in advance, */
+			sbx_orphan(pid);
+			continue;	/* or an orphan we adopted */
 		}
+		/* Nothing the run started outlives it; the uid is free. */
+		run_exited(r, sbx_reaped(&r->sb, status));
 		run_maybe_done(r);
 	}
 	if (pid == -1 && errno != ECHILD)
 		log_warn("waitpid");
 }
 
+/* The run's CLI ended with status (a wait status). */
+static void
+run_exited(struct run *r, int status)
+{
+	struct timeval	 tv;
+	struct timespec	 now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	r->duration_ms = (now.tv_sec - r->start.tv_sec) * 1000 +
+	    (now.tv_nsec - r->start.tv_nsec) / 1000000;
+	r->exited = 1;
+	r->status = status;
+	evtimer_del(&r->ev_timeout);
+	if (r->out[0].fd != -1 || r->out[1].fd != -1) {
+		tv.tv_sec = 0;
+		tv.tv_usec = RUN_DRAIN_MS * 1000;
+		evtimer_add(&r->ev_drain, &tv);
+	}
+}
+
 static void
 run_maybe_done(struct run *r)
 {
-	if (!r->exited || r->out[0].fd != -1 || r->out[1].fd != -1)
+	int	 status;
+
+	if (r->out[0].fd != -1 || r->out[1].fd != -1)
 		return;
-	run_done(r);
+	/* The init says the CLI ended: no need to wait for its teardown. */
+	if (!r->exited && sbx_ended(&r->sb, &status))
+		run_exited(r, status);
+	if (r->exited)
+		run_done(r);
 }
 
 static void
@@ -998,6 +898,8 @@ run_done(struct run *r)
 	/* The answer leaves now; the run directory goes afterwards. */
 	exec_flush(&iev_frontend);
 	exec_flush(&iev_vault);
+	/* The next run's init, made once this answer is out. */
+	sbx_refill(&exec_conf);
 	log_debug("run %u: exit %d%s, %u ms, %zu redacted", r->runid,
 	    rx.exit_code, r->timed_out ? " (timed out)" : "", r->duration_ms,
 	    redacted);
@@ -1032,8 +934,9 @@ run_free(struct run *r)
 		run_out_close(&r->out[i]);
 		redact_free(r->out[i].rd);
 	}
-	if (r->dir[0] != '\0')
+	if (r->made_dir)
 		rm_dir(r->dir);
+	sbx_release(&r->sb);
 	redact_set_free(r->set);
 	free(r);
 }

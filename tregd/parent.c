@@ -178,8 +178,7 @@ parent_main(struct tregd_conf *conf, const char *conffile, int debug,
 static void
 parent_check_users(void)
 {
-	const char	*users[] = { TREGD_USER, TREGD_VAULT_USER,
-			    TREGD_RUN_USER };
+	const char	*users[] = { TREGD_USER, TREGD_VAULT_USER };
 	struct stat	 st;
 	size_t		 i;
 

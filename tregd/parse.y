@@ -51,11 +51,24 @@
 #define DEF_RUN_SLOTS_USER	2
 #define DEF_RUN_CPU		300
 #define DEF_RUN_FILESIZE	(100 * MEGA)
+#define DEF_RUN_UID_FIRST	61000
+#define DEF_RUN_UID_LAST	61999
+#define DEF_RUN_TMPSIZE		(256 * MEGA)
+#define DEF_RUN_PROCESSES	256
+#define DEF_RUN_MEMORY		GIGA
 #define DEF_HTTP_CONNS		1000
 #define RUN_SLOTS_MAX		1024
 #define RUN_CPU_MAX		86400
 #define RUN_FILESIZE_MIN	KILO
 #define RUN_FILESIZE_MAX	(64 * GIGA)
+#define RUN_UID_MIN		1000
+#define RUN_UID_MAX		2000000000
+#define RUN_TMPSIZE_MIN		MEGA
+#define RUN_TMPSIZE_MAX		(64 * GIGA)
+#define RUN_PROCESSES_MIN	8
+#define RUN_PROCESSES_MAX	65536
+#define RUN_MEMORY_MIN		(16 * MEGA)
+#define RUN_MEMORY_MAX		(1024 * GIGA)
 #define HTTP_BODY_MIN		KILO
 #define HTTP_BODY_LIMIT_MAX	(64 * MEGA)
 #define HTTP_CONNS_MIN		16
@@ -127,7 +140,7 @@ static char		 lexbuf[PARSE_WORD_MAX];
 
 static struct tregd_conf *conf;
 static int		 listen_explicit;
-static struct where	 at_slots, at_state, at_rundir;
+static struct where	 at_slots, at_state, at_rundir, at_users;
 
 int		 yyparse(void);
 static int	 yylex(void);
@@ -168,6 +181,8 @@ static int	 conf_validate(const struct tregd_conf *);
 static void	 print_string(FILE *, const char *);
 static void	 print_size(FILE *, long long);
 static void	 print_front(const struct tregd_conf *, FILE *);
+static int	 uidrange_set(const char *);
+static void	 print_isolation(FILE *, const struct tregd_conf *);
 
 /*
  * The vendor CLIs treg already knows how to inject (SPEC.md section 0);
@@ -186,6 +201,7 @@ const char *const run_builtin_allow[] = {
 %token	PROOF RELAY RLIMITS RUN SIGNUP SLOTS SOCKET STATE TIMEOUT YES
 %token	BODY BUFFER CERTIFICATE CONNECTIONS HEADER IDLE KEY LOG PER_ADDRESS
 %token	REQUESTS TLS TOTAL WRITE
+%token	MEMORY NETWORK PROCESSES TMPSIZE USERS
 %token	ERROR
 %token	<v.string>	STRING
 %token	<v.number>	NUMBER
@@ -338,6 +354,37 @@ runopt		: ALLOW allowlist
 			}
 			conf->run_filesize = $2;
 		}
+		| USERS STRING {
+			if (uidrange_set($2) == -1)
+				YYERROR;
+			where_set(&at_users);
+		}
+		| TMPSIZE size {
+			if ($2 < RUN_TMPSIZE_MIN || $2 > RUN_TMPSIZE_MAX) {
+				yyerror("run tmpsize %lld out of range "
+				    "(1M..64G)", $2);
+				YYERROR;
+			}
+			conf->run_tmpsize = $2;
+		}
+		| PROCESSES NUMBER {
+			if ($2 < RUN_PROCESSES_MIN || $2 > RUN_PROCESSES_MAX) {
+				yyerror("run processes %lld out of range "
+				    "(%d..%d)", $2, RUN_PROCESSES_MIN,
+				    RUN_PROCESSES_MAX);
+				YYERROR;
+			}
+			conf->run_processes = $2;
+		}
+		| MEMORY size {
+			if ($2 < RUN_MEMORY_MIN || $2 > RUN_MEMORY_MAX) {
+				yyerror("run memory %lld out of range "
+				    "(16M..1024G)", $2);
+				YYERROR;
+			}
+			conf->run_memory = $2;
+		}
+		| NETWORK yesno		{ conf->run_network = $2; }
 		| PROOF STRING {
 			if (!proof_ok($2))
 				YYERROR;
@@ -519,6 +566,8 @@ static const struct keyword keywords[] = {
 	{ "listen",		LISTEN },
 	{ "log",		LOG },
 	{ "max-connections",	MAX_CONNECTIONS },
+	{ "memory",		MEMORY },
+	{ "network",		NETWORK },
 	{ "no",			NO },
 	{ "on",			ON },
 	{ "open",		OPEN },
@@ -526,6 +575,7 @@ static const struct keyword keywords[] = {
 	{ "per-address",	PER_ADDRESS },
 	{ "per-user",		PER_USER },
 	{ "port",		PORT },
+	{ "processes",		PROCESSES },
 	{ "proof",		PROOF },
 	{ "relay",		RELAY },
 	{ "requests",		REQUESTS },
@@ -537,7 +587,9 @@ static const struct keyword keywords[] = {
 	{ "state",		STATE },
 	{ "timeout",		TIMEOUT },
 	{ "tls",		TLS },
+	{ "tmpsize",		TMPSIZE },
 	{ "total",		TOTAL },
+	{ "users",		USERS },
 	{ "write",		WRITE },
 	{ "yes",		YES },
 };
@@ -1348,6 +1400,12 @@ conf_defaults(struct tregd_conf *c)
 	c->run_slots_user = DEF_RUN_SLOTS_USER;
 	c->run_cpu = DEF_RUN_CPU;
 	c->run_filesize = DEF_RUN_FILESIZE;
+	c->run_uid_first = DEF_RUN_UID_FIRST;
+	c->run_uid_last = DEF_RUN_UID_LAST;
+	c->run_tmpsize = DEF_RUN_TMPSIZE;
+	c->run_processes = DEF_RUN_PROCESSES;
+	c->run_memory = DEF_RUN_MEMORY;
+	c->run_network = 1;
 	strlcpy(c->run_path, TREGD_RUN_PATH, sizeof(c->run_path));
 	strlcpy(c->run_dir, TREGD_RUN_DIR, sizeof(c->run_dir));
 	c->relay_allow_private = 0;
@@ -1387,6 +1445,15 @@ conf_validate(const struct tregd_conf *c)
 		conf_err("%s:%d: run slots per-user %d exceeds run "
 		    "slots %d", at_slots.file, at_slots.line,
 		    c->run_slots_user, c->run_slots);
+		errors++;
+	}
+	/* Every run in flight needs a uid of its own. */
+	if (c->run_uid_last - c->run_uid_first + 1 < c->run_slots) {
+		w = at_users.line >= at_slots.line ? &at_users : &at_slots;
+		conf_err("%s:%d: run users %u-%u has fewer uids than run "
+		    "slots %d", w->line != 0 ? w->file : topfile->name,
+		    w->line, c->run_uid_first,
+		    c->run_uid_last, c->run_slots);
 		errors++;
 	}
 	/* Run children must never get a directory near the master key. */
@@ -1436,6 +1503,7 @@ parse_config(const char *filename, struct tregd_conf *xconf)
 	memset(&at_slots, 0, sizeof(at_slots));
 	memset(&at_state, 0, sizeof(at_state));
 	memset(&at_rundir, 0, sizeof(at_rundir));
+	memset(&at_users, 0, sizeof(at_users));
 
 	if ((file = pushfile(filename, 0)) == NULL) {
 		conf_err("%s: %s", filename, strerror(errno));
@@ -1511,6 +1579,57 @@ print_size(FILE *fp, long long v)
 		fprintf(fp, "%lld", v);
 }
 
+/* "FIRST-LAST": the uids (and gids) of concurrent runs. */
+static int
+uidrange_set(const char *s)
+{
+	char		 buf[32], *dash;
+	const char	*errstr;
+	long long	 first, last;
+
+	if (strlcpy(buf, s, sizeof(buf)) >= sizeof(buf) ||
+	    (dash = strchr(buf, '-')) == NULL)
+		goto bad;
+	*dash++ = '\0';
+	first = strtonum(buf, RUN_UID_MIN, RUN_UID_MAX, &errstr);
+	if (errstr != NULL)
+		goto bad;
+	last = strtonum(dash, RUN_UID_MIN, RUN_UID_MAX, &errstr);
+	if (errstr != NULL || last < first || last - first >= RUN_USERS_MAX)
+		goto bad;
+	conf->run_uid_first = first;
+	conf->run_uid_last = last;
+	return (0);
+ bad:
+	yyerror("invalid run users \"%s\" (FIRST-LAST, uids %d..%d, at "
+	    "most %d of them)", s, RUN_UID_MIN, RUN_UID_MAX, RUN_USERS_MAX);
+	return (-1);
+}
+
+/* The isolation directives, printed when they are not the default. */
+static void
+print_isolation(FILE *fp, const struct tregd_conf *c)
+{
+	if (c->run_uid_first != DEF_RUN_UID_FIRST ||
+	    c->run_uid_last != DEF_RUN_UID_LAST)
+		fprintf(fp, "run users %u-%u\n", c->run_uid_first,
+		    c->run_uid_last);
+	if (c->run_tmpsize != DEF_RUN_TMPSIZE) {
+		fputs("run tmpsize ", fp);
+		print_size(fp, c->run_tmpsize);
+		fputc('\n', fp);
+	}
+	if (c->run_processes != DEF_RUN_PROCESSES)
+		fprintf(fp, "run processes %d\n", c->run_processes);
+	if (c->run_memory != DEF_RUN_MEMORY) {
+		fputs("run memory ", fp);
+		print_size(fp, c->run_memory);
+		fputc('\n', fp);
+	}
+	if (!c->run_network)
+		fputs("run network no\n", fp);
+}
+
 void
 print_config(const struct tregd_conf *c, FILE *fp)
 {
@@ -1558,6 +1677,7 @@ print_config(const struct tregd_conf *c, FILE *fp)
 	fputs("run filesize ", fp);
 	print_size(fp, c->run_filesize);
 	fputc('\n', fp);
+	print_isolation(fp, c);
 	/* The proof is a shared secret: say that it is set, never what. */
 	if (c->run_proof[0] != '\0' || c->run_proof_set)
 		fputs("# run proof is set\n", fp);

@@ -81,6 +81,9 @@ main(int argc, char *argv[], char *envp[])
 		return (0);
 	}
 	if (selftest != NULL) {
+		/* "child": the filter, then a real sandboxed run. */
+		if (strcmp(selftest, "child") == 0)
+			return (sbx_selftest());
 		if ((ch = sandbox_selftest(selftest)) == -1)
 			errx(1, "unknown selftest %s", selftest);
 		return (ch);

@@ -30,7 +30,6 @@
 #define TREGD_EMPTY		"/var/empty"
 #define TREGD_USER		"_tregd"	/* frontend */
 #define TREGD_VAULT_USER	"_tregvault"	/* vault */
-#define TREGD_RUN_USER		"_tregrun"	/* run children */
 #define TREGD_DB		"tregd.db"	/* in the state directory */
 #define TREGD_KEY		"master.key"	/* in the state directory */
 
@@ -52,6 +51,7 @@
 #define ARG_LEN_MAX		(32 * 1024)
 #define RUN_OUTPUT_MAX		1000000
 #define RUN_TIMEOUT_MAX		600
+#define RUN_USERS_MAX		65536	/* uids in "run users" */
 #define TOKEN_HASH_LEN		32
 
 /* Processes.  The numbers index the parent's table and tag senders. */
@@ -90,6 +90,12 @@ struct tregd_conf {
 	int			 run_slots_user;
 	long long		 run_cpu;		/* seconds */
 	long long		 run_filesize;		/* bytes */
+	unsigned int		 run_uid_first;		/* run users */
+	unsigned int		 run_uid_last;
+	long long		 run_tmpsize;		/* bytes */
+	int			 run_processes;		/* RLIMIT_NPROC */
+	long long		 run_memory;		/* bytes */
+	int			 run_network;		/* 0: loopback only */
 	char			 run_path[CONF_STR_LEN];
 	char			 run_dir[PATH_MAX];
 	char			 run_proof[CONF_PROOF_LEN];	/* "" = none */
@@ -260,6 +266,7 @@ struct run_start {
 	uint32_t	 stream;
 	int64_t		 cpu;
 	int64_t		 filesize;
+	uint32_t	 network;	/* 0: "network": false in the CLI */
 	/* packed: bin path, argc, argv[], envc, env[], nsecrets, secrets[] */
 };
 
@@ -406,5 +413,41 @@ const char *run_outcome_name(uint32_t);	/* enum run_outcome: "ok" ... */
 
 /* exec.c */
 __dead void exec_main(int, int);
+
+/* exec_sandbox.c */
+struct sbx_run {		/* one run's place in the sandbox */
+	pid_t		 pid;		/* the init or the CLI; -1 once reaped */
+	pid_t		 pgid;		/* no init: the CLI's group; else -1 */
+	int		 slot;		/* in "run users"; -1 none */
+	uid_t		 uid;
+	gid_t		 gid;
+	int		 change_uid;	/* 0: the run keeps the daemon's uid */
+	int		 ready;		/* an init made in advance */
+};
+struct sbx_spec {		/* what the CLI gets */
+	const char	*path;
+	char		**argv;
+	char		**env;
+	const char	*dir;		/* HOME */
+	int		 network;	/* 0: loopback only */
+	/* tregd -T child: called instead of execve, returns the exit code */
+	int		(*test)(const struct tregd_conf *,
+			    const struct sbx_run *);
+};
+void	 sbx_init(const struct tregd_conf *);
+int	 sbx_mounts(void);
+int	 sbx_tmpfs(void);
+int	 sbx_alloc(struct sbx_run *, int);
+void	 sbx_release(struct sbx_run *);
+int	 sbx_spawn(const struct tregd_conf *, const struct sbx_spec *,
+	    struct sbx_run *, int *);
+void	 sbx_refill(const struct tregd_conf *);
+void	 sbx_orphan(pid_t);
+int	 sbx_ended(struct sbx_run *, int *);
+int	 sbx_reaped(struct sbx_run *, int);
+void	 sbx_kill(const struct sbx_run *);
+void	 sbx_stop(void);
+void	 sbx_cleanup(void);
+int	 sbx_selftest(void);
 
 #endif /* TREGD_H */

@@ -908,6 +908,16 @@ cli_check(json_t *in, int local, json_t **out, char *err, size_t errlen)
 		}
 		enabled = json_is_true(e);
 	}
+	if ((e = json_object_get(in, "network")) != NULL &&
+	    !json_is_null(e)) {
+		if (!json_is_boolean(e)) {
+			snprintf(err, errlen, "cli: 'network' must be true or "
+			    "false");
+			goto fail;
+		}
+		if (!json_is_true(e))
+			json_object_set_new(o, "network", json_false());
+	}
 	if (enum_field(in, "auth_mechanism", mechanisms, "env", &mech, "cli",
 	    err, errlen) == -1)
 		goto fail;

@@ -347,6 +347,7 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	rs.stream = req->stream;
 	rs.cpu = vault_conf.run_cpu;
 	rs.filesize = vault_conf.run_filesize;
+	rs.network = !json_is_false(json_object_get(t.cli, "network"));
 	if (imsgev_send_blob(vault_exec, IMSG_RUN_START, req->reqid, &rs,
 	    sizeof(rs), pk.buf, pk.len) == -1)
 		fatal("%s: send to exec", __func__);

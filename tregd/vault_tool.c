@@ -94,6 +94,7 @@ static int	 tool_create(struct vault_req *, struct vault_resp *,
 		    json_t *, const char *, int64_t, json_t *, int64_t *);
 static json_t	*tool_view_row(sqlite3_stmt *);
 static json_t	*tool_view(int64_t, int64_t);
+static void	 argv_warning(json_t *, json_t *);
 static int	 tool_find(int64_t, int64_t, int64_t *, char *, size_t,
 		    char *, size_t);
 static int	 files_sanitise(struct vault_resp *, json_t *, json_t **);
@@ -1274,6 +1275,7 @@ tools_create(struct vault_req *req, struct vault_resp *resp)
 	log_info("tool %lld '%s' registered by %s", (long long)id,
 	    json_string_value(json_object_get(view, "name")),
 	    req->auth->email);
+	argv_warning(view, view);
 	resp_ok(resp, view);
 }
 
@@ -1455,6 +1457,7 @@ tool_patch(struct vault_req *req, struct vault_resp *resp)
 		goto done;
 	}
 	log_info("tool %lld changed by %s", (long long)id, req->auth->email);
+	argv_warning(view, view);
 	resp_ok(resp, view);
  done:
 	/* name and base_url may point into old: clear in first. */
@@ -1779,6 +1782,8 @@ skills_create(struct vault_req *req, struct vault_resp *resp)
 		    json_string("too short to be masked reliably"));
 	log_info("skill %lld '%s' registered by %s", (long long)bundle, name,
 	    req->auth->email);
+	json_array_foreach(json_object_get(view, "tools"), i, e)
+		argv_warning(view, e);
 	resp_ok(resp, view);
  done:
 	free(files_text);
@@ -2145,4 +2150,24 @@ ctl_key_rotate(const struct ctl_request *cr, json_t **reply)
 	}
 	*reply = json_pack("{s:s}", "key_id", crypto_key_id());
 	return (0);
+}
+
+/* A via: argv secret is in /proc/PID/cmdline, readable by local users. */
+static void
+argv_warning(json_t *view, json_t *tool)
+{
+	json_t	*e;
+	size_t	 i;
+
+	json_array_foreach(json_object_get(json_object_get(tool, "cli"),
+	    "inject"), i, e)
+		if (json_is_string(json_object_get(e, "via")) &&
+		    strcmp(json_string_value(json_object_get(e, "via")),
+		    "argv") == 0) {
+			json_object_set_new(view, "warning", json_string(
+			    "a secret injected via argv is visible to every "
+			    "local user in /proc/PID/cmdline while the CLI "
+			    "runs; prefer via env"));
+			return;
+		}
 }

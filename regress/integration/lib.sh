@@ -118,3 +118,26 @@ expect_not_in_log() {
 		atf_fail "the daemon log contains '$1'"
 	fi
 }
+
+# run_procs PATTERN: pids of run processes whose command line matches the
+# awk regular expression PATTERN.  Under a root daemon a run has a uid of
+# "run users" (61000-61999 by default); otherwise the daemon's own user.
+run_procs() {
+	if [ "$(id -u)" -eq 0 ]; then
+		ps -eo pid=,uid=,args= | awk -v p="$1" \
+		    '$2 >= 61000 && $2 <= 61999 && $0 ~ p { print $1 }'
+	else
+		pgrep -u "$(id -un)" -f "$1"
+	fi
+}
+
+# expect_no_run_process PATTERN: within 2 s no run process matches.
+expect_no_run_process() {
+	i=0
+	while [ -n "$(run_procs "$1")" ]; do
+		i=$((i + 1))
+		[ $i -lt 20 ] || atf_fail "a run process survived: $(run_procs \
+		    "$1" | tr "\n" " ")"
+		sleep 0.1
+	done
+}

@@ -1,0 +1,1440 @@
+/*
+ * exec_sandbox: how the exec process makes a run child (SPEC.md section
+ * 6, "Isolation").  Part of exec, with exec's privileges.
+ *
+ * It may touch: the uids and gids of "run users" (one per run in
+ * flight), cgroups it makes below exec's own (tregd-run-UID), the
+ * namespaces, mounts and limits of the runs it starts, and the run
+ * directory base (as a mount point only).  It never opens the state
+ * directory and never changes exec's own mounts, uid or limits.
+ *
+ * The modes, chosen once at start and logged:
+ *  - namespaces (root with CAP_SYS_ADMIN): exec clones the run's init in
+ *    new PID, mount, IPC and UTS namespaces (and network ones when asked).
+ *    The clone copies exec's small address space instead of sharing it:
+ *    the init lives as long as the run, and a vfork-like child would
+ *    keep exec asleep until then.  The init is tregd code, not a
+ *    program: it mounts the run's /proc, /tmp, /var/tmp, /dev/shm and
+ *    run directory (tmpfs), hides the state directory, joins the run's
+ *    cgroups, starts the CLI with a vfork-like clone of its own, drops
+ *    every capability, reaps, leaves the CLI's wait status in a page
+ *    shared with exec and exits, which kills what the run left behind.
+ *    It dies with exec (PR_SET_PDEATHSIG), and so does the whole run.
+ *    One init is made in advance and waits on a pipe for its run order:
+ *    on cgroup v1 joining a cgroup waits for an RCU grace period.
+ *  - userns (not root, where the kernel allows user namespaces): the
+ *    same, in a user namespace of its own that maps the daemon's uid.
+ *  - uids (root without CAP_SYS_ADMIN): a uid per run, no namespaces.
+ *  - none (not root): today's child, as the daemon's user.
+ */
+
+#include <sys/types.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <linux/capability.h>
+#include <linux/mount.h>
+#include <net/if.h>
+
+#include <dirent.h>
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+#include "tregd.h"
+
+#define SBX_STATUS_SET	0x40000000	/* the init left the CLI's status */
+#define SBX_CG_PREFIX	"tregd-run-"
+
+enum sbx_mode {
+	SBX_NONE,
+	SBX_UIDS,
+	SBX_USERNS,
+	SBX_NAMESPACES
+};
+
+static const char *const sbx_mode_names[] = {
+	"none (not root: runs share the daemon's user)",
+	"a uid per run, no namespaces (no CAP_SYS_ADMIN)",
+	"user, pid, mount, ipc and uts namespaces (not root: one uid)",
+	"a uid per run, pid, mount, ipc and uts namespaces"
+};
+
+/* What the clones read: in exec's memory, copied or shared by them. */
+struct sbx_child {
+	const struct tregd_conf	*conf;
+	const struct sbx_spec	*sp;
+	const struct sbx_run	*sr;
+	int			 cgfd[2];
+	int			 out;	/* the pipes' write ends */
+	int			 err;
+	int			 go;	/* an init made in advance: its order */
+};
+
+/* The order a ready init waits for; strings follow, NUL-terminated. */
+struct sbx_order {
+	uint32_t		 len;	/* of the strings */
+	uint32_t		 argc;
+	uint32_t		 envc;
+};
+#define SBX_ORDER_MAX	(32 * 1024 * 1024)
+
+/*
+ * The next run's init, made in advance: its namespaces, mounts and
+ * cgroup join (an RCU grace period on cgroup v1) are off the run's path.
+ */
+static struct {
+	struct sbx_run		 sr;
+	int			 have;
+	int			 network;	/* what it was made with */
+	int			 go;		/* order pipe, exec's end */
+	int			 rd[2];		/* stdout, stderr read ends */
+} sbx_ready;
+
+static int		 sbx_mode = SBX_NONE;
+static uid_t		 sbx_first;
+static unsigned int	 sbx_count, sbx_next;
+static uint8_t		*sbx_busy;
+static pid_t		*sbx_pgid;	/* uids mode: the slot's last group */
+static pid_t		*sbx_drain;	/* an ended run's init, not reaped */
+static int		*sbx_status;	/* shared with the inits */
+static int		 sbx_life[2] = { -1, -1 };
+static uid_t		 sbx_self_uid;
+static gid_t		 sbx_self_gid;
+static struct sandbox_child sbx_filter;
+static int		 sbx_devnull = -1;
+static char		 sbx_cg[2][PATH_MAX];	/* memory, pids; "" none */
+static int		 sbx_cg_v2;
+static const char	*sbx_cg_name = "RLIMIT_AS";
+static char		 sbx_stack[64 * 1024] __attribute__((__aligned__(16)));
+#ifndef TREGD_SANITIZE
+static char		 sbx_cli_stack[128 * 1024]
+			    __attribute__((__aligned__(16)));
+#endif
+
+static void	sbx_check_range(void);
+static void	sbx_cgroup_init(void);
+static int	sbx_cgroup_own(const char *, const char *, char *, size_t);
+static int	sbx_cgroup_run(const struct tregd_conf *, uid_t, int *);
+static void	sbx_cgroup_remove(void);
+static int	sbx_write(const char *, const char *, const char *);
+static int	sbx_probe(void);
+static int	sbx_clone_init(const struct tregd_conf *,
+		    const struct sbx_spec *, struct sbx_run *, int *, int);
+static int	sbx_order_send(int, const struct sbx_spec *);
+static int	sbx_order_recv(int, struct sbx_spec *, char **, size_t *);
+static int	sbx_init_main(void *);
+#ifndef TREGD_SANITIZE
+static int	sbx_cli_entry(void *);
+#endif
+static __dead void sbx_cli(const struct sbx_child *);
+static __dead void sbx_fail(int, const char *);
+static void	sbx_limits(const struct tregd_conf *);
+static void	sbx_signals(void);
+static int	sbx_exec_gone(void);
+static int	sbx_idmap(void);
+static int	sbx_loopback(void);
+static int	sbx_mounts_make(const struct sbx_child *);
+static int	sbx_mkdir_p(const char *);
+static void	sbx_caps_clear(void);
+static void	sbx_close_others(const struct sbx_child *);
+
+/*
+ * At start, before exec is confined: the mode, the uid range (no account
+ * or group may use it), the cgroups, the run child's filter, the page
+ * the inits leave statuses in and the pipe that tells an init exec died.
+ */
+void
+sbx_init(const struct tregd_conf *conf)
+{
+	struct __user_cap_header_struct	 hdr;
+	struct __user_cap_data_struct	 data[2];
+	size_t				 len;
+
+	sbx_first = conf->run_uid_first;
+	sbx_count = conf->run_uid_last - conf->run_uid_first + 1;
+	sbx_self_uid = getuid();
+	sbx_self_gid = getgid();
+	if ((sbx_busy = calloc(sbx_count, 1)) == NULL ||
+	    (sbx_pgid = calloc(sbx_count, sizeof(*sbx_pgid))) == NULL ||
+	    (sbx_drain = calloc(sbx_count, sizeof(*sbx_drain))) == NULL)
+		fatal("%s: calloc", __func__);
+	len = sbx_count * sizeof(*sbx_status);
+	sbx_status = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sbx_status == MAP_FAILED)
+		fatal("%s: mmap", __func__);
+	if (pipe2(sbx_life, O_CLOEXEC) == -1)
+		fatal("%s: pipe2", __func__);
+	if ((sbx_devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1)
+		fatal("open /dev/null");
+	if (sandbox_child_prepare(&sbx_filter) == -1)
+		fatalx("cannot build the run child filter");
+
+	if (geteuid() == 0) {
+		sbx_check_range();
+		memset(&hdr, 0, sizeof(hdr));
+		memset(data, 0, sizeof(data));
+		hdr.version = _LINUX_CAPABILITY_VERSION_3;
+		if (syscall(SYS_capget, &hdr, data) == -1)
+			fatal("capget");
+		sbx_mode = data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective &
+		    CAP_TO_MASK(CAP_SYS_ADMIN) ? SBX_NAMESPACES : SBX_UIDS;
+		/* Only an init can join a cgroup before the CLI exists. */
+		if (sbx_mode == SBX_NAMESPACES)
+			sbx_cgroup_init();
+	} else
+		sbx_mode = sbx_probe() == 0 ? SBX_USERNS : SBX_NONE;
+	if (sbx_mode == SBX_UIDS || sbx_mode == SBX_NAMESPACES)
+		log_info("run isolation: %s; users %u-%u; memory limit by %s",
+		    sbx_mode_names[sbx_mode], conf->run_uid_first,
+		    conf->run_uid_last, sbx_cg_name);
+	else
+		log_info("run isolation: %s; memory limit by %s",
+		    sbx_mode_names[sbx_mode], sbx_cg_name);
+}
+
+/* Runs mount: exec must not be in a Landlock domain (it forbids mount). */
+int
+sbx_mounts(void)
+{
+	return (sbx_mode == SBX_NAMESPACES || sbx_mode == SBX_USERNS);
+}
+
+/* The run directory is a tmpfs inside the run: exec makes none. */
+int
+sbx_tmpfs(void)
+{
+	return (sbx_mounts());
+}
+
+/* No account and no group may own a uid or gid of the range. */
+static void
+sbx_check_range(void)
+{
+	struct passwd	*pw;
+	struct group	*gr;
+	uid_t		 last = sbx_first + sbx_count - 1;
+
+	setpwent();
+	while ((pw = getpwent()) != NULL)
+		if (pw->pw_uid >= sbx_first && pw->pw_uid <= last)
+			fatalx("run users %u-%u: uid %u is the account %s; "
+			    "choose a range that no account or group uses",
+			    sbx_first, last, pw->pw_uid, pw->pw_name);
+	endpwent();
+	setgrent();
+	while ((gr = getgrent()) != NULL)
+		if (gr->gr_gid >= sbx_first && gr->gr_gid <= last)
+			fatalx("run users %u-%u: gid %u is the group %s; "
+			    "choose a range that no account or group uses",
+			    sbx_first, last, gr->gr_gid, gr->gr_name);
+	endgrent();
+}
+
+/* ------------------------------------------------------------------ */
+/* cgroups: v2 where it has the memory controller, else v1, else none. */
+
+static void
+sbx_cgroup_init(void)
+{
+	char	 dir[PATH_MAX];
+
+	if (getenv("TREGD_NOCG") != NULL) return;
+	if (sbx_cgroup_own("/sys/fs/cgroup", "", dir, sizeof(dir)) == 0 &&
+	    sbx_write(dir, "cgroup.subtree_control", "+memory +pids") == 0) {
+		strlcpy(sbx_cg[0], dir, sizeof(sbx_cg[0]));
+		sbx_cg_v2 = 1;
+		sbx_cg_name = "a cgroup v2 per run (memory, pids)";
+	} else if (sbx_cgroup_own("/sys/fs/cgroup/memory", "memory", dir,
+	    sizeof(dir)) == 0) {
+		strlcpy(sbx_cg[0], dir, sizeof(sbx_cg[0]));
+		sbx_cg_name = "a cgroup v1 per run (memory)";
+		if (sbx_cgroup_own("/sys/fs/cgroup/pids", "pids", dir,
+		    sizeof(dir)) == 0) {
+			strlcpy(sbx_cg[1], dir, sizeof(sbx_cg[1]));
+			sbx_cg_name = "a cgroup v1 per run (memory, pids)";
+		}
+	}
+	sbx_cgroup_remove();	/* an earlier exec's */
+}
+
+/*
+ * Exec's own cgroup in the hierarchy mounted at mnt (controller "" for
+ * v2), when a child cgroup can be made there.
+ */
+static int
+sbx_cgroup_own(const char *mnt, const char *ctl, char *dir, size_t len)
+{
+	FILE		*fp;
+	char		 line[PATH_MAX], probe[PATH_MAX], *p, *q;
+	struct stat	 st;
+	int		 found = 0, n;
+
+	n = snprintf(probe, sizeof(probe), "%s/%s", mnt, *ctl == '\0' ?
+	    "cgroup.controllers" : "cgroup.procs");
+	if (n < 0 || (size_t)n >= sizeof(probe) || stat(probe, &st) == -1)
+		return (-1);
+	if ((fp = fopen("/proc/self/cgroup", "re")) == NULL)
+		return (-1);
+	while (!found && fgets(line, sizeof(line), fp) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if ((p = strchr(line, ':')) == NULL ||
+		    (q = strchr(p + 1, ':')) == NULL)
+			continue;
+		*q = '\0';
+		if (*ctl == '\0' ? strcmp(line, "0") == 0 && p[1] == '\0' :
+		    strcmp(p + 1, ctl) == 0) {
+			n = snprintf(dir, len, "%s%s", mnt,
+			    strcmp(q + 1, "/") == 0 ? "" : q + 1);
+			found = n > 0 && (size_t)n < len;
+		}
+	}
+	fclose(fp);
+	if (!found)
+		return (-1);
+	/* v2 with an empty controller list (a hybrid host) is no use. */
+	if (*ctl == '\0') {
+		if ((fp = fopen(probe, "re")) == NULL)
+			return (-1);
+		found = fgets(line, sizeof(line), fp) != NULL &&
+		    strstr(line, "memory") != NULL;
+		fclose(fp);
+		if (!found)
+			return (-1);
+	}
+	n = snprintf(probe, sizeof(probe), "%s/%sprobe", dir, SBX_CG_PREFIX);
+	if (n < 0 || (size_t)n >= sizeof(probe) ||
+	    (mkdir(probe, 0755) == -1 && errno != EEXIST))
+		return (-1);
+	rmdir(probe);
+	return (0);
+}
+
+/* Write s to dir/file; 0 or -1 with errno.  A signal is no failure. */
+static int
+sbx_write(const char *dir, const char *file, const char *s)
+{
+	char	 path[PATH_MAX];
+	ssize_t	 w;
+	int	 fd, n, save;
+
+	n = snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return (-1);
+	}
+	while ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		if (errno != EINTR)
+			return (-1);
+	while ((w = write(fd, s, strlen(s))) == -1 && errno == EINTR)
+		;
+	save = errno;
+	close(fd);
+	errno = save;
+	return (w == (ssize_t)strlen(s) ? 0 : -1);
+}
+
+/*
+ * The run's cgroups (made once per uid, kept for its next run): the
+ * limits written, cgroup.procs opened for the init to join.
+ */
+static int
+sbx_cgroup_run(const struct tregd_conf *conf, uid_t uid, int *fd)
+{
+	char	 dir[PATH_MAX], val[32];
+	int	 i, n;
+
+	for (i = 0; i < 2; i++) {
+		if (sbx_cg[i][0] == '\0')
+			continue;
+		n = snprintf(dir, sizeof(dir), "%s/%s%u", sbx_cg[i],
+		    SBX_CG_PREFIX, (unsigned int)uid);
+		if (n < 0 || (size_t)n >= sizeof(dir))
+			goto fail;
+		while (mkdir(dir, 0755) == -1 && errno != EEXIST)
+			if (errno != EINTR)
+				goto fail;
+		if (i == 0 || sbx_cg_v2) {
+			snprintf(val, sizeof(val), "%lld", conf->run_memory);
+			if (sbx_write(dir, sbx_cg_v2 ? "memory.max" :
+			    "memory.limit_in_bytes", val) == -1)
+				goto fail;
+			if (sbx_cg_v2)
+				(void)sbx_write(dir, "memory.swap.max", "0");
+		}
+		if (i == 1 || sbx_cg_v2) {
+			/* The init is one of them. */
+			snprintf(val, sizeof(val), "%d",
+			    conf->run_processes + 1);
+			if (sbx_write(dir, "pids.max", val) == -1)
+				goto fail;
+		}
+		if (strlcat(dir, "/cgroup.procs", sizeof(dir)) >= sizeof(dir))
+			goto fail;
+		while ((fd[i] = open(dir, O_WRONLY | O_CLOEXEC)) == -1)
+			if (errno != EINTR)
+				goto fail;
+	}
+	return (0);
+ fail:
+	log_warn("%s: %s", __func__, dir);
+	for (i = 0; i < 2; i++)
+		if (fd[i] != -1) {
+			close(fd[i]);
+			fd[i] = -1;
+		}
+	return (-1);
+}
+
+/* Every run cgroup goes (they are empty once their runs are gone). */
+static void
+sbx_cgroup_remove(void)
+{
+	char		 dir[PATH_MAX];
+	unsigned int	 i;
+	int		 c, n;
+
+	for (c = 0; c < 2; c++) {
+		if (sbx_cg[c][0] == '\0')
+			continue;
+		for (i = 0; i < sbx_count; i++) {
+			n = snprintf(dir, sizeof(dir), "%s/%s%u", sbx_cg[c],
+			    SBX_CG_PREFIX, sbx_first + i);
+			if (n > 0 && (size_t)n < sizeof(dir))
+				(void)rmdir(dir);
+		}
+	}
+}
+
+/* exec is going: the ready init goes too (reaped with the runs). */
+void
+sbx_stop(void)
+{
+	if (sbx_ready.have && sbx_ready.sr.pid > 0)
+		kill(sbx_ready.sr.pid, SIGKILL);
+	sbx_ready.have = 0;
+}
+
+/* At exit, once the runs were reaped: their cgroups. */
+void
+sbx_cleanup(void)
+{
+	sbx_cgroup_remove();
+}
+
+/* ------------------------------------------------------------------ */
+/* Slots: a uid (and a status word) per run in flight.                  */
+
+/*
+ * A slot for a run that needs the network (1) or not (0): the ready
+ * init's when it was made so, else a free one, round robin (-1: never
+ * the ready one).  In the uids mode a slot is free only once its last
+ * run's process group is empty; with namespaces the init's death waited
+ * for every process of the run already.
+ */
+int
+sbx_alloc(struct sbx_run *sr, int network)
+{
+	unsigned int	 i, s;
+
+	memset(sr, 0, sizeof(*sr));
+	sr->pid = sr->pgid = -1;
+	if (network >= 0 && sbx_ready.have && network == sbx_ready.network) {
+		*sr = sbx_ready.sr;
+		sr->ready = 1;
+		sbx_ready.have = 0;
+		return (0);
+	}
+	for (i = 0; i < sbx_count; i++) {
+		s = (sbx_next + i) % sbx_count;
+		if (sbx_busy[s])
+			continue;
+		if (sbx_pgid[s] > 0) {
+			if (kill(-sbx_pgid[s], 0) == 0)
+				continue;
+			sbx_pgid[s] = 0;
+		}
+		sbx_busy[s] = 1;
+		sbx_next = (s + 1) % sbx_count;
+		sr->slot = s;
+		sr->uid = sbx_mode == SBX_UIDS || sbx_mode == SBX_NAMESPACES ?
+		    sbx_first + s : sbx_self_uid;
+		sr->gid = sbx_mode == SBX_UIDS || sbx_mode == SBX_NAMESPACES ?
+		    sbx_first + s : sbx_self_gid;
+		sr->change_uid = sbx_mode == SBX_UIDS ||
+		    sbx_mode == SBX_NAMESPACES;
+		sbx_status[s] = 0;
+		return (0);
+	}
+	log_warnx("no free uid in run users for another run");
+	sr->slot = -1;
+	return (-1);
+}
+
+void
+sbx_release(struct sbx_run *sr)
+{
+	if (sr->slot < 0)
+		return;
+	if (sr->pgid > 0)
+		sbx_pgid[sr->slot] = sr->pgid;
+	sbx_busy[sr->slot] = 0;
+	sr->slot = -1;
+}
+
+void
+sbx_kill(const struct sbx_run *sr)
+{
+	if (sr->pid > 0)
+		kill(sr->pid, SIGKILL);
+	if (sr->pgid > 0)
+		kill(-sr->pgid, SIGKILL);
+}
+
+/*
+ * Both pipes of the run are at EOF: has its init left the CLI's status?
+ * Then the run has ended (its init kills what is left before it says
+ * so) and the answer need not wait for the namespaces' teardown; the
+ * slot stays taken until the init is reaped (sbx_orphan).
+ */
+int
+sbx_ended(struct sbx_run *sr, int *status)
+{
+	int	 v;
+
+	if (sr->slot < 0 || !sbx_mounts() || sr->pid <= 0)
+		return (0);
+	v = __atomic_load_n(&sbx_status[sr->slot], __ATOMIC_ACQUIRE);
+	if (!(v & SBX_STATUS_SET))
+		return (0);
+	*status = v & 0xffff;
+	sbx_drain[sr->slot] = sr->pid;
+	sr->slot = -1;
+	sr->pid = -1;
+	return (1);
+}
+
+/*
+ * The run's first process was reaped with status: the status to report
+ * (the CLI's, as the init left it), and the slot is free.
+ */
+int
+sbx_reaped(struct sbx_run *sr, int status)
+{
+	int	 v;
+
+	sr->pid = -1;
+	if (sr->slot >= 0 && sbx_mounts()) {
+		v = __atomic_load_n(&sbx_status[sr->slot], __ATOMIC_ACQUIRE);
+		if (v & SBX_STATUS_SET)
+			status = v & 0xffff;
+	}
+	/* Nothing the run started outlives it. */
+	if (sr->pgid > 0)
+		kill(-sr->pgid, SIGKILL);
+	sbx_release(sr);
+	return (status);
+}
+
+/* ------------------------------------------------------------------ */
+/* Starting a run.                                                     */
+
+/*
+ * Start the run of sp in the slot of sr: 0 with sr->pid set and the read
+ * ends of its stdout and stderr in rd, or -1 (logged; the caller
+ * releases the slot).
+ */
+int
+sbx_spawn(const struct tregd_conf *conf, const struct sbx_spec *sp,
+    struct sbx_run *sr, int *rd)
+{
+	struct sbx_child	 c;
+	int			 po[2] = { -1, -1 }, pe[2] = { -1, -1 }, i;
+
+	if (sr->ready) {
+		sr->ready = 0;
+		if (sbx_order_send(sbx_ready.go, sp) == 0) {
+			close(sbx_ready.go);
+			rd[0] = sbx_ready.rd[0];
+			rd[1] = sbx_ready.rd[1];
+			return (0);
+		}
+		/* It died (logged on its stderr): start one now instead. */
+		close(sbx_ready.go);
+		close(sbx_ready.rd[0]);
+		close(sbx_ready.rd[1]);
+		sr->pid = -1;
+	}
+	if (sbx_mounts())
+		return (sbx_clone_init(conf, sp, sr, rd, 0));
+
+	if (pipe2(po, O_CLOEXEC) == -1 || pipe2(pe, O_CLOEXEC) == -1) {
+		log_warn("%s: pipe2", __func__);
+		goto fail;
+	}
+	c.conf = conf;
+	c.sp = sp;
+	c.sr = sr;
+	c.cgfd[0] = c.cgfd[1] = -1;
+	c.out = po[1];
+	c.err = pe[1];
+	c.go = -1;
+#ifdef TREGD_SANITIZE
+	/* The sanitizer runtimes do not follow a child sharing memory. */
+	if ((sr->pid = fork()) == 0)
+		sbx_cli(&c);
+#else
+	/*
+	 * vfork-like: no page tables to copy, exec sleeps until the child
+	 * has called execve (or died).  Its own descriptor table, cwd and
+	 * signal handlers: nothing it changes reaches exec.
+	 */
+	sr->pid = clone(sbx_cli_entry, sbx_stack + sizeof(sbx_stack),
+	    CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+#endif
+	if (sr->pid == -1) {
+		log_warn("%s: clone", __func__);
+		goto fail;
+	}
+	close(po[1]);
+	close(pe[1]);
+	rd[0] = po[0];
+	rd[1] = pe[0];
+	sr->pgid = sr->pid;
+	return (0);
+ fail:
+	for (i = 0; i < 2; i++) {
+		if (po[i] != -1)
+			close(po[i]);
+		if (pe[i] != -1)
+			close(pe[i]);
+	}
+	return (-1);
+}
+
+/*
+ * Clone a run's init into new namespaces.  ready: it stops before the
+ * CLI and waits for the order on a pipe (sp gives only dir and network).
+ */
+static int
+sbx_clone_init(const struct tregd_conf *conf, const struct sbx_spec *sp,
+    struct sbx_run *sr, int *rd, int ready)
+{
+	struct sbx_child	 c;
+	int			 po[2] = { -1, -1 }, pe[2] = { -1, -1 };
+	int			 go[2] = { -1, -1 }, flags, i, rc = -1;
+
+	c.conf = conf;
+	c.sp = sp;
+	c.sr = sr;
+	c.cgfd[0] = c.cgfd[1] = -1;
+	if (pipe2(po, O_CLOEXEC) == -1 || pipe2(pe, O_CLOEXEC) == -1 ||
+	    (ready && pipe2(go, O_CLOEXEC) == -1)) {
+		log_warn("%s: pipe2", __func__);
+		goto done;
+	}
+	c.out = po[1];
+	c.err = pe[1];
+	c.go = go[0];
+	if (sbx_cg[0][0] != '\0' &&
+	    sbx_cgroup_run(conf, sr->uid, c.cgfd) == -1)
+		goto done;
+	flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
+	    SIGCHLD;
+	if (sbx_mode == SBX_USERNS)
+		flags |= CLONE_NEWUSER;
+	if (!sp->network)
+		flags |= CLONE_NEWNET;
+	sr->pid = clone(sbx_init_main, sbx_stack + sizeof(sbx_stack), flags,
+	    &c);
+	if (sr->pid == -1) {
+		log_warn("%s: clone", __func__);
+		goto done;
+	}
+	rd[0] = po[0];
+	rd[1] = pe[0];
+	po[0] = pe[0] = -1;
+	if (ready) {
+		sbx_ready.go = go[1];
+		go[1] = -1;
+	}
+	rc = 0;
+ done:
+	for (i = 0; i < 2; i++) {
+		if (c.cgfd[i] != -1)
+			close(c.cgfd[i]);
+		if (po[i] != -1)
+			close(po[i]);
+		if (pe[i] != -1)
+			close(pe[i]);
+		if (go[i] != -1)
+			close(go[i]);
+	}
+	return (rc);
+}
+
+/* Have the next run's init ready, with the network as configured. */
+void
+sbx_refill(const struct tregd_conf *conf)
+{
+	struct sbx_spec	 sp;
+	char		 dir[PATH_MAX];
+	int		 n;
+
+	if (sbx_ready.have || !sbx_mounts() ||
+	    sbx_alloc(&sbx_ready.sr, -1) == -1)
+		return;
+	n = snprintf(dir, sizeof(dir), "%s/run.%u", conf->run_dir,
+	    (unsigned int)sbx_ready.sr.uid);
+	memset(&sp, 0, sizeof(sp));
+	sp.dir = dir;
+	sp.network = sbx_ready.network = conf->run_network;
+	if (n < 0 || (size_t)n >= sizeof(dir) || sbx_clone_init(conf, &sp,
+	    &sbx_ready.sr, sbx_ready.rd, 1) == -1) {
+		sbx_release(&sbx_ready.sr);
+		return;
+	}
+	sbx_ready.have = 1;
+}
+
+/*
+ * A child that is no run's was reaped: the init of a run that ended
+ * already (its slot is free now), or one made in advance that died.
+ */
+void
+sbx_orphan(pid_t pid)
+{
+	unsigned int	 i;
+
+	for (i = 0; i < sbx_count; i++)
+		if (sbx_drain[i] == pid) {
+			sbx_drain[i] = 0;
+			sbx_busy[i] = 0;
+			return;
+		}
+	if (!sbx_ready.have || sbx_ready.sr.pid != pid)
+		return;
+	sbx_ready.have = 0;
+	close(sbx_ready.go);
+	close(sbx_ready.rd[0]);
+	close(sbx_ready.rd[1]);
+	sbx_ready.sr.pid = -1;
+	sbx_release(&sbx_ready.sr);
+}
+
+/* The run order, to a ready init: 0, or -1 when it is gone. */
+static int
+sbx_order_send(int fd, const struct sbx_spec *sp)
+{
+	struct sbx_order	 o;
+	struct iovec		 iov[2];
+	char			*buf, *p;
+	size_t			 len = strlen(sp->path) + 1, i;
+	ssize_t			 n;
+	int			 rc = 0;
+
+	memset(&o, 0, sizeof(o));
+	for (i = 0; sp->argv[i] != NULL; i++, o.argc++)
+		len += strlen(sp->argv[i]) + 1;
+	for (i = 0; sp->env[i] != NULL; i++, o.envc++)
+		len += strlen(sp->env[i]) + 1;
+	if (len > SBX_ORDER_MAX || (buf = malloc(len)) == NULL)
+		return (-1);
+	o.len = len;
+	p = buf;
+	p = stpcpy(p, sp->path) + 1;
+	for (i = 0; i < o.argc; i++)
+		p = stpcpy(p, sp->argv[i]) + 1;
+	for (i = 0; i < o.envc; i++)
+		p = stpcpy(p, sp->env[i]) + 1;
+	iov[0].iov_base = &o;
+	iov[0].iov_len = sizeof(o);
+	iov[1].iov_base = buf;
+	iov[1].iov_len = len;
+	/* The init reads at once: a long order blocks only briefly. */
+	while (iov[1].iov_len > 0) {
+		if ((n = writev(fd, iov[0].iov_len ? iov : iov + 1,
+		    iov[0].iov_len ? 2 : 1)) == -1) {
+			if (errno == EINTR)
+				continue;
+			rc = -1;
+			break;
+		}
+		if ((size_t)n >= iov[0].iov_len) {
+			n -= iov[0].iov_len;
+			iov[0].iov_len = 0;
+			iov[1].iov_base = (char *)iov[1].iov_base + n;
+			iov[1].iov_len -= n;
+		} else {
+			iov[0].iov_base = (char *)iov[0].iov_base + n;
+			iov[0].iov_len -= n;
+		}
+	}
+	freezero(buf, len);
+	return (rc);
+}
+
+/* In a ready init: the order, into sp (buf holds it; zero it after). */
+static int
+sbx_order_recv(int fd, struct sbx_spec *sp, char **bufp, size_t *lenp)
+{
+	struct sbx_order	 o;
+	char			*buf, *p, *end, **v;
+	size_t			 got = 0, i;
+	ssize_t			 n;
+
+	while (got < sizeof(o)) {
+		if ((n = read(fd, (char *)&o + got, sizeof(o) - got)) <= 0)
+			return (-1);
+		got += n;
+	}
+	if (o.len == 0 || o.len > SBX_ORDER_MAX || o.argc < 1 ||
+	    o.argc > o.len || o.envc > o.len ||
+	    (buf = malloc(o.len)) == NULL ||
+	    (v = calloc(o.argc + o.envc + 2, sizeof(*v))) == NULL)
+		return (-1);
+	for (got = 0; got < o.len; got += n)
+		if ((n = read(fd, buf + got, o.len - got)) <= 0)
+			return (-1);
+	end = buf + o.len;
+	if (end[-1] != '\0')
+		return (-1);
+	sp->path = p = buf;
+	for (i = 0; i < o.argc + o.envc; i++) {
+		if ((p = memchr(p, '\0', end - p)) == NULL || ++p >= end)
+			return (-1);
+		v[i + (i >= o.argc)] = p;
+	}
+	sp->argv = v;
+	sp->env = v + o.argc + 1;
+	*bufp = buf;
+	*lenp = o.len;
+	return (0);
+}
+
+/* libevent's handlers and exec's SIG_IGN must not reach the run. */
+static void
+sbx_signals(void)
+{
+	const int	 sigs[] = { SIGPIPE, SIGCHLD, SIGTERM, SIGINT, SIGHUP };
+	sigset_t	 set;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], SIG_DFL);
+	sigemptyset(&set);
+	sigprocmask(SIG_SETMASK, &set, NULL);
+}
+
+/* Exec closed its end of the life pipe: it is gone. */
+static int
+sbx_exec_gone(void)
+{
+	struct pollfd	 pfd;
+
+	pfd.fd = sbx_life[0];
+	pfd.events = POLLIN;
+	return (poll(&pfd, 1, 0) != 0);
+}
+
+/*
+ * Before the CLI exists, errors go to the stderr pipe, which is the
+ * run's stderr: the caller sees why.  Only async-signal-safe calls.
+ */
+static __dead void
+sbx_fail(int err, const char *what)
+{
+	char	 msg[256];
+	ssize_t	 w = 0;
+	int	 n;
+
+	n = snprintf(msg, sizeof(msg), "[treg] cannot start the run: %s: "
+	    "%s\n", what, strerror(errno));
+	if (n > 0)
+		w = write(err, msg, (size_t)n < sizeof(msg) ? (size_t)n :
+		    sizeof(msg) - 1);
+	(void)w;
+	_exit(127);
+}
+
+/*
+ * The run's init, PID 1 of its namespaces, in a copy of exec's memory:
+ * the run's mounts and cgroups, the CLI, then nothing but waiting.
+ */
+static int
+sbx_init_main(void *arg)
+{
+	struct sbx_child	*c = arg;
+	const struct sbx_spec	*sp = c->sp;
+	struct sbx_spec		 order;
+	char			*buf = NULL;
+	size_t			 len = 0;
+	pid_t			 cli, pid;
+	ssize_t			 n;
+	int			 i, status;
+
+	sbx_signals();
+	sbx_close_others(c);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
+		sbx_fail(c->err, "PR_SET_PDEATHSIG");
+	if (sbx_exec_gone())
+		_exit(127);
+	(void)setsid();
+	if (sbx_mode == SBX_USERNS && sbx_idmap() == -1)
+		sbx_fail(c->err, "uid_map");
+	if (!sp->network && sbx_loopback() == -1)
+		sbx_fail(c->err, "loopback");
+	if (sbx_mounts_make(c) == -1)
+		sbx_fail(c->err, "mount");
+	for (i = 0; i < 2; i++) {
+		if (c->cgfd[i] == -1)
+			continue;
+		while ((n = write(c->cgfd[i], "0", 1)) == -1 && errno == EINTR)
+			;
+		if (n != 1)
+			sbx_fail(c->err, "cgroup");
+	}
+	if (c->go != -1) {
+		/* Ready: the run is what exec sends (nothing: exec is gone). */
+		order.dir = sp->dir;
+		order.network = sp->network;
+		order.test = NULL;
+		if (sbx_order_recv(c->go, &order, &buf, &len) == -1)
+			_exit(127);
+		c->sp = &order;
+	}
+#ifdef TREGD_SANITIZE
+	if ((cli = fork()) == 0)
+		sbx_cli(c);
+#else
+	cli = clone(sbx_cli_entry, sbx_cli_stack + sizeof(sbx_cli_stack),
+	    CLONE_VM | CLONE_VFORK | SIGCHLD, c);
+#endif
+	if (cli == -1)
+		sbx_fail(c->err, "clone");
+	if (buf != NULL)
+		freezero(buf, len);
+	/*
+	 * The pipes are the CLI's now, but for the init's stderr copy: its
+	 * EOF tells exec the status is there.  Of privilege, only the kill
+	 * of the run's leftovers stays.
+	 */
+	if (c->err > 0)
+		close_range(0, c->err - 1, 0);
+	close_range(c->err + 1, ~0U, 0);
+	sbx_caps_clear();
+	for (;;) {
+		pid = waitpid(-1, &status, 0);
+		if (pid == cli)
+			break;
+		if (pid == -1 && errno != EINTR)
+			_exit(127);
+	}
+	__atomic_store_n(&sbx_status[c->sr->slot], SBX_STATUS_SET |
+	    (status & 0xffff), __ATOMIC_RELEASE);
+	(void)kill(-1, SIGKILL);
+	close(c->err);
+	_exit(0);
+}
+
+#ifndef TREGD_SANITIZE
+static int
+sbx_cli_entry(void *arg)
+{
+	sbx_cli(arg);
+	/* NOTREACHED */
+}
+#endif
+
+/*
+ * The CLI, between clone and execve: its own session, limits, /dev/null
+ * and the pipes as its only descriptors, the run directory, the run
+ * user, no way to gain privileges, death with its parent, the filter.
+ * Raw system calls for the ids: libc's wrappers would try to change
+ * every thread of the process whose memory this child shares.
+ */
+static __dead void
+sbx_cli(const struct sbx_child *c)
+{
+	const struct tregd_conf	*conf = c->conf;
+	const struct sbx_spec	*sp = c->sp;
+	const struct sbx_run	*sr = c->sr;
+	pid_t			 ppid = getppid();
+	int			 err = c->err;
+
+	sbx_signals();
+	if (dup2(c->err, STDERR_FILENO) == -1 ||
+	    dup2(c->out, STDOUT_FILENO) == -1 ||
+	    dup2(sbx_devnull, STDIN_FILENO) == -1)
+		_exit(127);
+	err = STDERR_FILENO;
+	if (close_range(3, ~0U, 0) == -1)
+		sbx_fail(err, "close_range");
+	if (setsid() == -1)
+		sbx_fail(err, "setsid");
+	sbx_limits(conf);
+	if (chdir(sp->dir) == -1)
+		sbx_fail(err, "chdir");
+	if (sr->change_uid) {
+		if (syscall(SYS_setgroups, 1, &sr->gid) == -1 ||
+		    syscall(SYS_setresgid, sr->gid, sr->gid, sr->gid) == -1 ||
+		    syscall(SYS_setresuid, sr->uid, sr->uid, sr->uid) == -1)
+			sbx_fail(err, "cannot become the run user");
+		if (syscall(SYS_setuid, 0) != -1)
+			_exit(127);
+	}
+	/*
+	 * TMPDIR must exist; the XDG directories are made by whoever
+	 * writes there first (as the XDG spec asks).  As the run user.
+	 */
+	if (mkdir("tmp", 0700) == -1 && errno != EEXIST)
+		sbx_fail(err, "mkdir");
+	/* After the uid change, which clears it. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
+		sbx_fail(err, "PR_SET_PDEATHSIG");
+	if (getppid() != ppid)
+		_exit(127);		/* the parent is already gone */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		sbx_fail(err, "PR_SET_NO_NEW_PRIVS");
+	if (sandbox_child_apply(&sbx_filter) == -1)
+		sbx_fail(err, "seccomp");
+	if (sp->test != NULL)
+		_exit(sp->test(conf, sr));
+	execve(sp->path, sp->argv, sp->env);
+	sbx_fail(err, sp->argv[0]);
+}
+
+/* The CLI's limits (its stderr is the run's by now). */
+static void
+sbx_limits(const struct tregd_conf *conf)
+{
+	struct rlimit	 rl;
+
+	if (conf->run_rlimits) {
+		rl.rlim_cur = rl.rlim_max = 0;
+		if (setrlimit(RLIMIT_CORE, &rl) == -1)
+			sbx_fail(STDERR_FILENO, "RLIMIT_CORE");
+		rl.rlim_cur = conf->run_cpu;
+		rl.rlim_max = conf->run_cpu + 1;
+		if (setrlimit(RLIMIT_CPU, &rl) == -1)
+			sbx_fail(STDERR_FILENO, "RLIMIT_CPU");
+		rl.rlim_cur = rl.rlim_max = conf->run_filesize;
+		if (setrlimit(RLIMIT_FSIZE, &rl) == -1)
+			sbx_fail(STDERR_FILENO, "RLIMIT_FSIZE");
+	}
+	/* Per uid: per run, unless the run shares the daemon's uid. */
+	if (sbx_mode != SBX_NONE) {
+		rl.rlim_cur = rl.rlim_max = conf->run_processes;
+		if (setrlimit(RLIMIT_NPROC, &rl) == -1)
+			sbx_fail(STDERR_FILENO, "RLIMIT_NPROC");
+	}
+	if (sbx_cg[0][0] == '\0' || !sbx_mounts()) {
+		rl.rlim_cur = rl.rlim_max = conf->run_memory;
+		if (setrlimit(RLIMIT_AS, &rl) == -1)
+			sbx_fail(STDERR_FILENO, "RLIMIT_AS");
+	}
+}
+
+/*
+ * userns: the daemon's uid and gid map to themselves, nothing else.  The
+ * files of a process that is not dumpable belong to root: dumpable for
+ * the moment it takes (no other run can see this process).
+ */
+static int
+sbx_idmap(void)
+{
+	char	 map[64];
+	int	 rc = -1;
+
+	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == -1)
+		return (-1);
+	if (sbx_write("/proc/self", "setgroups", "deny") == -1)
+		goto done;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned int)sbx_self_uid,
+	    (unsigned int)sbx_self_uid);
+	if (sbx_write("/proc/self", "uid_map", map) == -1)
+		goto done;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned int)sbx_self_gid,
+	    (unsigned int)sbx_self_gid);
+	rc = sbx_write("/proc/self", "gid_map", map);
+ done:
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+		_exit(127);
+	return (rc);
+}
+
+/* A new network namespace has a loopback that is down: up it goes. */
+static int
+sbx_loopback(void)
+{
+	struct ifreq	 ifr;
+	int		 s, rc = -1;
+
+	if ((s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
+		return (-1);
+	memset(&ifr, 0, sizeof(ifr));
+	strlcpy(ifr.ifr_name, "lo", sizeof(ifr.ifr_name));
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+		rc = ioctl(s, SIOCSIFFLAGS, &ifr);
+	}
+	close(s);
+	return (rc);
+}
+
+/*
+ * The run's view of the filesystem: everything read-only and private
+ * (nothing of it propagates back), the state directory hidden, its own
+ * /proc, empty /tmp, /var/tmp and /dev/shm, the run-directory base
+ * replaced by a read-only tmpfs holding only this run's directory, a
+ * tmpfs of "run tmpsize" owned by the run user.  Gone with the run.
+ */
+static int
+sbx_mounts_make(const struct sbx_child *c)
+{
+	const struct tregd_conf	*conf = c->conf;
+	const char *const	 tmps[] = { "/tmp", "/var/tmp", "/dev/shm" };
+	const unsigned long	 fl = MS_NOSUID | MS_NODEV;
+	struct mount_attr	 ma;
+	char			 opt[128];
+	size_t			 i;
+
+	memset(&ma, 0, sizeof(ma));
+	ma.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
+	ma.propagation = MS_PRIVATE;
+	if (syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &ma,
+	    sizeof(ma)) == -1)
+		return (-1);
+	if (mount("tmpfs", conf->state, "tmpfs", fl | MS_RDONLY | MS_NOEXEC,
+	    "size=4k,mode=0") == -1 && errno != ENOENT)
+		return (-1);
+	if (mount("proc", "/proc", "proc", fl | MS_NOEXEC, NULL) == -1)
+		return (-1);
+	snprintf(opt, sizeof(opt), "size=%lld,mode=1777", conf->run_tmpsize);
+	for (i = 0; i < sizeof(tmps) / sizeof(tmps[0]); i++)
+		if (mount("tmpfs", tmps[i], "tmpfs", fl, opt) == -1 &&
+		    errno != ENOENT)
+			return (-1);
+	if (sbx_mkdir_p(conf->run_dir) == -1 ||
+	    mount("tmpfs", conf->run_dir, "tmpfs", fl, "size=64k,mode=0755") ==
+	    -1 || mkdir(c->sp->dir, 0700) == -1)
+		return (-1);
+	snprintf(opt, sizeof(opt), "size=%lld,mode=0700,uid=%u,gid=%u",
+	    conf->run_tmpsize, (unsigned int)c->sr->uid,
+	    (unsigned int)c->sr->gid);
+	if (mount("tmpfs", c->sp->dir, "tmpfs", fl, opt) == -1)
+		return (-1);
+	return (mount(NULL, conf->run_dir, NULL, MS_REMOUNT | MS_RDONLY | fl,
+	    "size=64k,mode=0755"));
+}
+
+/* mkdir -p, 0755 (only in the run's own tmpfs, or existing already). */
+static int
+sbx_mkdir_p(const char *path)
+{
+	char	 buf[PATH_MAX], *p;
+
+	if (strlcpy(buf, path, sizeof(buf)) >= sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return (-1);
+	}
+	for (p = buf + 1; ; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) == -1 && errno != EEXIST)
+			return (-1);
+		if (p[0] == '\0' && path[p - buf] == '\0')
+			return (0);
+		*p = '/';
+	}
+}
+
+/*
+ * The init's copy of exec's descriptors (its channels, other runs'
+ * pipes, the life pipe's write end) goes: only what the run needs stays.
+ */
+static void
+sbx_close_others(const struct sbx_child *c)
+{
+	int		 keep[7], n = 0, i, j, t;
+	unsigned int	 from = 0;
+
+	keep[n++] = c->out;
+	keep[n++] = c->err;
+	keep[n++] = sbx_devnull;
+	keep[n++] = sbx_life[0];
+	if (c->go != -1)
+		keep[n++] = c->go;
+	for (i = 0; i < 2; i++)
+		if (c->cgfd[i] != -1)
+			keep[n++] = c->cgfd[i];
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	for (i = 0; i < n; i++) {
+		if ((unsigned int)keep[i] > from)
+			close_range(from, keep[i] - 1, 0);
+		from = keep[i] + 1;
+	}
+	close_range(from, ~0U, 0);
+}
+
+/* The init keeps CAP_KILL alone, for the run's leftovers at its end. */
+static void
+sbx_caps_clear(void)
+{
+	struct __user_cap_header_struct	 hdr;
+	struct __user_cap_data_struct	 data[2];
+
+	memset(&hdr, 0, sizeof(hdr));
+	memset(data, 0, sizeof(data));
+	hdr.version = _LINUX_CAPABILITY_VERSION_3;
+	data[0].effective = data[0].permitted = CAP_TO_MASK(CAP_KILL);
+	if (syscall(SYS_capset, &hdr, data) == -1)
+		_exit(127);
+}
+
+/*
+ * Not root: can this kernel give a run a user namespace, its maps, a
+ * read-only private tree, a /proc of its own and a tmpfs?
+ */
+static int
+sbx_probe(void)
+{
+	pid_t	 pid;
+	int	 status;
+
+	if ((pid = fork()) == -1)
+		return (-1);
+	if (pid == 0) {
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID |
+		    CLONE_NEWIPC | CLONE_NEWUTS) == -1)
+			_exit(1);
+		sbx_mode = SBX_USERNS;
+		if (sbx_idmap() == -1)
+			_exit(1);
+		if ((pid = fork()) == 0) {
+			struct mount_attr	 ma;
+
+			memset(&ma, 0, sizeof(ma));
+			ma.attr_set = MOUNT_ATTR_RDONLY;
+			ma.propagation = MS_PRIVATE;
+			if (syscall(SYS_mount_setattr, AT_FDCWD, "/",
+			    AT_RECURSIVE, &ma, sizeof(ma)) == -1 ||
+			    mount("proc", "/proc", "proc", MS_NOSUID |
+			    MS_NODEV | MS_NOEXEC, NULL) == -1 ||
+			    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID |
+			    MS_NODEV, "size=64k") == -1)
+				_exit(1);
+			_exit(0);
+		}
+		if (pid == -1 || waitpid(pid, &status, 0) == -1)
+			_exit(1);
+		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+	}
+	if (waitpid(pid, &status, 0) == -1)
+		return (-1);
+	return (WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1);
+}
+
+/* ------------------------------------------------------------------ */
+/* tregd -T child: the filter, the namespaces and the limits, proven.  */
+
+#define SBX_TEST_PROCESSES	16
+#define SBX_TEST_MEMORY		(32LL * 1024 * 1024)
+
+static int	sbx_test_run(const struct tregd_conf *, const struct sbx_run *);
+static int	sbx_test_procs(void);
+static int	sbx_test_memory(long long);
+static void	sbx_say(const char *, ...)
+		    __attribute__((__format__ (printf, 1, 2)));
+
+static void
+sbx_say(const char *fmt, ...)
+{
+	char	 buf[256];
+	va_list	 ap;
+	int	 n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n > 0 && write(STDOUT_FILENO, buf, (size_t)n < sizeof(buf) ?
+	    (size_t)n : sizeof(buf) - 1) == -1)
+		_exit(1);
+}
+
+/* Entries of /proc that are processes. */
+static int
+sbx_test_procs(void)
+{
+	DIR		*d;
+	struct dirent	*de;
+	int		 n = 0;
+
+	if ((d = opendir("/proc")) == NULL)
+		return (-1);
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
+			n++;
+	closedir(d);
+	return (n);
+}
+
+/* A child that touches twice the limit: killed, or refused memory. */
+static int
+sbx_test_memory(long long limit)
+{
+	pid_t		 pid;
+	char		*p;
+	long long	 i;
+	int		 status;
+
+	if ((pid = fork()) == -1)
+		return (-1);
+	if (pid == 0) {
+		for (i = 0; i < 2 * limit; i += 1024 * 1024) {
+			if ((p = mmap(NULL, 1024 * 1024, PROT_READ |
+			    PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			    0)) == MAP_FAILED)
+				_exit(3);
+			memset(p, 1, 1024 * 1024);
+		}
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) == -1)
+		return (-1);
+	return ((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
+	    (WIFEXITED(status) && WEXITSTATUS(status) == 3) ? 0 : -1);
+}
+
+/* In the CLI's place, fully sandboxed: what does the run see? */
+static int
+sbx_test_run(const struct tregd_conf *conf, const struct sbx_run *sr)
+{
+	pid_t	 pid;
+	int	 bad = 0, n, forks = 0, save;
+
+	n = sbx_test_procs();
+	sbx_say("selftest child: namespaces: pid %d, %d processes in /proc, "
+	    "uid %u\n", (int)getpid(), n, (unsigned int)getuid());
+	if (sbx_mounts() && (getpid() != 2 || n != 2))
+		bad++;
+	if (sr->change_uid && getuid() != sr->uid)
+		bad++;
+	if (mount("tmpfs", "/tmp", "tmpfs", 0, NULL) == 0 || errno != EPERM) {
+		sbx_say("selftest child: filter: mount was allowed\n");
+		bad++;
+	} else
+		sbx_say("selftest child: filter: mount: %s\n",
+		    strerror(errno));
+	if (sbx_test_memory(conf->run_memory) == -1) {
+		sbx_say("selftest child: limits: memory was not bounded\n");
+		bad++;
+	} else
+		sbx_say("selftest child: limits: memory bounded at %lld "
+		    "bytes by %s\n", conf->run_memory, sbx_cg_name);
+	/* The forks pause; they die with the run. */
+	while (forks < 4 * conf->run_processes) {
+		if ((pid = fork()) == 0) {
+			pause();
+			_exit(0);
+		}
+		if (pid == -1)
+			break;
+		forks++;
+	}
+	save = errno;
+	sbx_say("selftest child: limits: %d forks, then %s\n", forks,
+	    strerror(save));
+	if (sbx_mode != SBX_NONE && (forks >= conf->run_processes ||
+	    save != EAGAIN))
+		bad++;
+	return (bad ? 1 : 0);
+}
+
+int
+sbx_selftest(void)
+{
+	struct tregd_conf	 conf;
+	struct sbx_spec		 sp;
+	struct sbx_run		 sr;
+	char			 base[] = "/tmp/tregd-selftest.XXXXXX";
+	char			 dir[PATH_MAX], buf[512];
+	pid_t			 pid;
+	ssize_t			 n;
+	int			 po[2], status, rc;
+
+	/* The filter alone, in a process of its own (it stays). */
+	if ((pid = fork()) == -1)
+		err(1, "fork");
+	if (pid == 0)
+		_exit(sandbox_selftest("child"));
+	if (waitpid(pid, &status, 0) == -1)
+		err(1, "waitpid");
+	rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+	fflush(stdout);
+
+	conf_defaults(&conf);
+	conf.run_processes = SBX_TEST_PROCESSES;
+	conf.run_memory = SBX_TEST_MEMORY;
+	if (mkdtemp(base) == NULL)
+		err(1, "mkdtemp");
+	strlcpy(conf.run_dir, base, sizeof(conf.run_dir));
+	strlcpy(conf.state, "/nonexistent", sizeof(conf.state));
+	log_init(1, 0);
+	sbx_init(&conf);
+	if (sbx_alloc(&sr, -1) == -1)
+		errx(1, "no slot");
+	snprintf(dir, sizeof(dir), "%s/run.1", base);
+	if (!sbx_tmpfs() && (mkdir(dir, 0700) == -1 || (sr.change_uid &&
+	    chown(dir, sr.uid, sr.gid) == -1)))
+		err(1, "%s", dir);
+	memset(&sp, 0, sizeof(sp));
+	sp.dir = dir;
+	sp.network = 1;
+	sp.test = sbx_test_run;
+	if (sbx_spawn(&conf, &sp, &sr, po) == -1)
+		errx(1, "cannot start the sandbox");
+	while ((n = read(po[0], buf, sizeof(buf))) > 0)
+		fwrite(buf, 1, n, stdout);
+	while ((n = read(po[1], buf, sizeof(buf))) > 0)
+		fwrite(buf, 1, n, stdout);
+	if (waitpid(sr.pid, &status, 0) == -1)
+		err(1, "waitpid");
+	status = sbx_reaped(&sr, status);
+	sbx_cleanup();
+	if (!sbx_tmpfs())
+		rmdir(dir);
+	rmdir(base);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		printf("selftest child: the sandbox failed a check\n");
+		rc = 1;
+	}
+	fflush(stdout);
+	return (rc);
+}
