@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -43,6 +44,7 @@
 
 #define FRONT_CHUNK	(64 * 1024)	/* escaped output per write */
 #define TLS_PEM_MAX	(1024 * 1024)
+#define RUN_HEARTBEAT_S	15		/* a silent stream's heartbeat (SPEC 6) */
 
 /* A request waiting for the vault (and, for a run, for exec). */
 struct front_req {
@@ -69,6 +71,10 @@ struct front_req {
 	int			 phase;		/* 0 stdout, 1 stderr, 2 end */
 	size_t			 off, stop[2];
 	char			 tool[NAME_LEN_MAX + 1];
+	/* Streams: a heartbeat after RUN_HEARTBEAT_S without an event. */
+	struct event		 ev_beat;
+	int			 beat_armed;
+	struct timespec		 begun, last_event;
 };
 RB_HEAD(front_tree, front_req);
 TAILQ_HEAD(front_list, front_req);
@@ -160,6 +166,10 @@ static void	front_run_output(struct imsg *);
 static void	front_run_finish(struct front_req *);
 static void	front_run_drain(struct http_conn *, void *);
 static void	front_to_exec(struct front_req *, int);
+static void	front_stream_start(struct front_req *);
+static void	front_beat(int, short, void *);
+static void	front_beat_arm(struct front_req *);
+static double	ts_since(const struct timespec *);
 static void	front_pressure(struct front_req *);
 static void	front_release(void);
 static void	front_req_free(struct front_req *);
@@ -651,6 +661,8 @@ front_req_free(struct front_req *fr)
 	int	 i;
 
 	RB_REMOVE(front_tree, &pending, fr);
+	if (fr->beat_armed)
+		evtimer_del(&fr->ev_beat);
 	if (fr->paused)
 		TAILQ_REMOVE(&paused, fr, pentry);
 	for (i = 0; i < 2; i++)
@@ -688,6 +700,55 @@ front_response(struct blob *b)
 
 static const char *const stream_names[2] = { "stdout", "stderr" };
 
+static double
+ts_since(const struct timespec *t)
+{
+	struct timespec	 now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return ((now.tv_sec - t->tv_sec) + (now.tv_nsec - t->tv_nsec) / 1e9);
+}
+
+/* (Re)arm the heartbeat for RUN_HEARTBEAT_S after the last event. */
+static void
+front_beat_arm(struct front_req *fr)
+{
+	struct timeval	 tv;
+	double		 left;
+
+	left = RUN_HEARTBEAT_S - ts_since(&fr->last_event);
+	if (left < 0.001)
+		left = 0.001;
+	tv.tv_sec = (time_t)left;
+	tv.tv_usec = (suseconds_t)((left - tv.tv_sec) * 1e6);
+	evtimer_add(&fr->ev_beat, &tv);
+	fr->beat_armed = 1;
+}
+
+/*
+ * A stream silent for RUN_HEARTBEAT_S gets {"heartbeat": N}, N the
+ * seconds the run has been going, so proxies and clients keep it open.
+ */
+static void
+front_beat(int fd, short event, void *arg)
+{
+	struct front_req	*fr = arg;
+	char			 line[64];
+	int			 n;
+
+	fr->beat_armed = 0;
+	if (fr->conn == NULL || fr->answering)
+		return;
+	if (ts_since(&fr->last_event) >= RUN_HEARTBEAT_S) {
+		front_stream_start(fr);
+		n = snprintf(line, sizeof(line), "{\"heartbeat\":%lld}\n",
+		    (long long)ts_since(&fr->begun));
+		http_write(fr->conn, line, n);
+		clock_gettime(CLOCK_MONOTONIC, &fr->last_event);
+	}
+	front_beat_arm(fr);
+}
+
 static void
 front_to_exec(struct front_req *fr, int type)
 {
@@ -709,6 +770,12 @@ front_run_accepted(struct imsg *imsg)
 	fr->accepted = 1;
 	if (fr->conn != NULL)
 		http_set_log(fr->conn, NULL, who.org_id, who.user_id);
+	if (fr->stream) {
+		clock_gettime(CLOCK_MONOTONIC, &fr->begun);
+		fr->last_event = fr->begun;
+		evtimer_set(&fr->ev_beat, front_beat, fr);
+		front_beat_arm(fr);
+	}
 	if (fr->cancel)
 		front_to_exec(fr, IMSG_RUN_CANCEL);
 }
@@ -781,8 +848,10 @@ front_stream_event(struct front_req *fr, int s, const char *text, size_t len)
 	} else
 		fr->budget[s] -= n;
 	memcpy(line + pre + n, "\"}\n", 3);
-	if (n > 0)
+	if (n > 0) {
 		http_write(fr->conn, line, pre + n + 3);
+		clock_gettime(CLOCK_MONOTONIC, &fr->last_event);
+	}
 	free(line);
 }
 
