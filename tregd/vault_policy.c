@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store_sqlite.h"
 #include "vault.h"
 
 #define DENY_RULES_MAX		1000	/* per org */
@@ -50,7 +51,9 @@ static void	url_path(const char *, char *, size_t);
 static int	deny_body(struct vault_req *, struct vault_resp *, char *,
 		    size_t, const char **, char *, size_t, int64_t *,
 		    const char **);
-static json_t	*deny_view(sqlite3_stmt *, const void *);
+static json_t	*deny_view(const struct store_deny *);
+static int	deny_append(const struct store_deny *, void *);
+static int	deny_matches(const struct store_deny *, void *);
 static void	deny_create(struct vault_req *, struct vault_resp *);
 static void	deny_list(struct vault_req *, struct vault_resp *);
 static void	deny_delete(struct vault_req *, struct vault_resp *);
@@ -70,11 +73,17 @@ static void	tool_run_report(struct vault_req *, struct vault_resp *);
 static void	calls_list(struct vault_req *, struct vault_resp *);
 static void	health_list(struct vault_req *, struct vault_resp *);
 static json_t	*json_text_or_null(sqlite3_stmt *, int);
-static json_t	*json_int_or_null(sqlite3_stmt *, int);
 static char	*access_bind(sqlite3_stmt *, int, const struct auth *);
-static json_t	*call_view(sqlite3_stmt *, const void *);
+static json_t	*text_or_null(const char *);
+static json_t	*int_or_null(int, int64_t);
+static json_t	*call_view(const struct store_calls_row *);
+static int	 calls_row_visible(const struct auth *,
+		    const struct store_calls_row *);
+static int	 calls_row(const struct store_calls_row *, void *);
+static json_t	*calls_query(int64_t, const struct auth *, size_t, int64_t,
+		    json_t *(*)(const struct store_calls_row *));
 static json_t	*health_view(sqlite3_stmt *, const void *);
-static json_t	*audit_view(sqlite3_stmt *, const void *);
+static json_t	*audit_view(const struct store_calls_row *);
 
 const struct vault_route vault_policy_routes[] = {
 	{ ROUTE_DENY_CREATE,		ROLE_VIEWER,	deny_create },
@@ -166,16 +175,40 @@ url_path(const char *url, char *buf, size_t len)
  * (runs and grants) never matches a rule that names a method.  path may
  * also be a whole URL (its path is used) or NULL ("/").
  */
+/* A use checked against the rules, one at a time; the first match. */
+struct deny_use {
+	const char	*host, *path, *method;
+	int64_t		 id;
+	char		 note[DENY_NOTE_MAX + 1];
+};
+
+static int
+deny_matches(const struct store_deny *d, void *arg)
+{
+	struct deny_use	*u = arg;
+	const char	*rh = d->host ? d->host : "";
+	const char	*rp = d->path_prefix ? d->path_prefix : "";
+	const char	*rm = d->method ? d->method : "";
+
+	if (*rh == '\0' && *rp == '\0' && *rm == '\0')
+		return (0);	/* matches nothing, by definition */
+	if (*rh != '\0' && !host_match(rh, u->host))
+		return (0);
+	if (*rm != '\0' && (u->method == NULL || strcmp(rm, u->method) != 0))
+		return (0);
+	if (*rp != '\0' && !path_match(rp, u->path))
+		return (0);
+	u->id = d->id;
+	strlcpy(u->note, d->note ? d->note : "", sizeof(u->note));
+	return (1);
+}
+
 int
 deny_check(const struct auth *a, const char *host, const char *path,
     const char *method, struct vault_resp *resp)
 {
-	sqlite3_stmt	*st;
+	struct deny_use	 u;
 	char		 pbuf[DENY_PATH_MAX + 1];
-	const char	*rh, *rp, *rm;
-	int64_t		 id = 0;
-	char		 note[DENY_NOTE_MAX + 1];
-	int		 rc;
 
 	if (host == NULL)
 		host = "";
@@ -185,43 +218,22 @@ deny_check(const struct auth *a, const char *host, const char *path,
 		url_path(path, pbuf, sizeof(pbuf));
 		path = pbuf;
 	}
-	if ((st = db_prepare("SELECT id, host, path_prefix, method, note "
-	    "FROM deny_rules WHERE org_id = ? AND (user_id IS NULL OR "
-	    "user_id = ?) ORDER BY id")) == NULL) {
+	memset(&u, 0, sizeof(u));
+	u.host = host;
+	u.path = path;
+	u.method = method;
+	if (store_deny_rules(a->org_id, a->user_id, deny_matches, &u) == -1) {
 		db_fail(resp, "deny rules");
 		return (-1);
 	}
-	sqlite3_bind_int64(st, 1, a->org_id);
-	sqlite3_bind_int64(st, 2, a->user_id);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		rh = db_text(st, 1);
-		rp = db_text(st, 2);
-		rm = db_text(st, 3);
-		if (*rh == '\0' && *rp == '\0' && *rm == '\0')
-			continue;	/* matches nothing, by definition */
-		if (*rh != '\0' && !host_match(rh, host))
-			continue;
-		if (*rm != '\0' && (method == NULL || strcmp(rm, method) != 0))
-			continue;
-		if (*rp != '\0' && !path_match(rp, path))
-			continue;
-		id = sqlite3_column_int64(st, 0);
-		strlcpy(note, db_text(st, 4), sizeof(note));
-		break;
-	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		db_fail(resp, "deny rules");
-		return (-1);
-	}
-	if (id == 0)
+	if (u.id == 0)
 		return (0);
-	if (note[0] != '\0')
+	if (u.note[0] != '\0')
 		resp_error(resp, 403, "blocked by a policy rule (rule %lld: "
-		    "%s)", (long long)id, note);
+		    "%s)", (long long)u.id, u.note);
 	else
 		resp_error(resp, 403, "blocked by a policy rule (rule %lld)",
-		    (long long)id);
+		    (long long)u.id);
 	return (-1);
 }
 
@@ -306,38 +318,43 @@ deny_body(struct vault_req *req, struct vault_resp *resp, char *host,
 }
 
 static json_t *
-deny_view(sqlite3_stmt *st, const void *arg)
+deny_view(const struct store_deny *d)
 {
 	json_t	*o;
 
 	o = json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:s}",
-	    "id", (json_int_t)sqlite3_column_int64(st, 0),
-	    "org_id", (json_int_t)sqlite3_column_int64(st, 1),
-	    "host", json_text_or_null(st, 2),
-	    "path_prefix", json_text_or_null(st, 3),
-	    "method", json_text_or_null(st, 4),
-	    "user_id", json_int_or_null(st, 5),
-	    "note", json_text_or_null(st, 6),
-	    "created_by", json_int_or_null(st, 7),
-	    "created_at", db_text(st, 8));
+	    "id", (json_int_t)d->id,
+	    "org_id", (json_int_t)d->org_id,
+	    "host", text_or_null(d->host),
+	    "path_prefix", text_or_null(d->path_prefix),
+	    "method", text_or_null(d->method),
+	    "user_id", int_or_null(d->user_id != 0, d->user_id),
+	    "note", text_or_null(d->note),
+	    "created_by", int_or_null(d->created_by != 0, d->created_by),
+	    "created_at", d->created_at);
 	if (o == NULL)
 		fatalx("%s: json_pack", __func__);
 	return (o);
 }
 
-#define DENY_COLUMNS	"id, org_id, host, path_prefix, method, user_id, " \
-			"note, created_by, created_at"
+static int
+deny_append(const struct store_deny *d, void *arg)
+{
+	json_array_append_new(arg, deny_view(d));
+	return (0);
+}
 
 static void
 deny_create(struct vault_req *req, struct vault_resp *resp)
 {
-	struct org_ctx	 ctx;
-	sqlite3_stmt	*st;
-	char		 host[HOST_LEN_MAX], method[DENY_METHOD_MAX + 1];
-	char		 now[32];
-	const char	*path, *note;
-	int64_t		 user, id;
-	int		 rc, n = 0;
+	struct org_ctx		 ctx;
+	struct store_deny	 d;
+	char			 host[HOST_LEN_MAX];
+	char			 method[DENY_METHOD_MAX + 1], now[32];
+	const char		*path, *note;
+	json_t			*one;
+	int64_t			 user, id, n = 0;
+	int			 rc;
 
 	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1)
 		return;
@@ -349,88 +366,46 @@ deny_create(struct vault_req *req, struct vault_resp *resp)
 	if (deny_body(req, resp, host, sizeof(host), &path, method,
 	    sizeof(method), &user, &note) == -1)
 		return;
-	if (user != 0) {
-		if ((st = db_prepare("SELECT 1 FROM memberships WHERE "
-		    "user_id = ? AND org_id = ?")) == NULL) {
-			db_fail(resp, "deny rule");
-			return;
-		}
-		sqlite3_bind_int64(st, 1, user);
-		sqlite3_bind_int64(st, 2, req->id1);
-		rc = sqlite3_step(st);
-		sqlite3_reset(st);
-		if (rc == SQLITE_DONE) {
+	if (user != 0 && (rc = store_member_of(user, req->id1)) != 0) {
+		if (rc == 1)
 			resp_error(resp, 422, "user %lld is not a member of "
 			    "this org", (long long)user);
-			return;
-		}
-		if (rc != SQLITE_ROW) {
+		else
 			db_fail(resp, "deny rule");
-			return;
-		}
+		return;
 	}
 
-	if (db_begin() == -1) {
+	if (store_begin() == -1 || store_deny_count(req->id1, &n) == -1) {
 		db_fail(resp, "deny rule");
 		return;
 	}
-	if ((st = db_prepare("SELECT count(*) FROM deny_rules WHERE "
-	    "org_id = ?")) == NULL) {
-		db_fail(resp, "deny rule");
-		return;
-	}
-	sqlite3_bind_int64(st, 1, req->id1);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		n = sqlite3_column_int(st, 0);
-	sqlite3_reset(st);
 	if (n >= DENY_RULES_MAX) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 409, "this org already has %d deny rules, "
 		    "the most it may have", DENY_RULES_MAX);
 		return;
 	}
 	now_iso(now, sizeof(now));
-	if ((st = db_prepare("INSERT INTO deny_rules (org_id, host, "
-	    "path_prefix, method, user_id, note, created_by, created_at) "
-	    "VALUES (?, NULLIF(?, ''), NULLIF(?, ''), NULLIF(?, ''), ?, "
-	    "NULLIF(?, ''), ?, ?)")) == NULL) {
+	memset(&d, 0, sizeof(d));
+	d.org_id = req->id1;
+	d.host = host;
+	d.path_prefix = path;
+	d.method = method;
+	d.user_id = user;
+	d.note = note;
+	d.created_by = req->auth->user_id;
+	d.created_at = now;
+	if (store_deny_insert(&d, &id) == -1 || store_commit() == -1) {
 		db_fail(resp, "deny rule");
 		return;
 	}
-	sqlite3_bind_int64(st, 1, req->id1);
-	sqlite3_bind_text(st, 2, host, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, path, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, method, -1, SQLITE_STATIC);
-	if (user != 0)
-		sqlite3_bind_int64(st, 5, user);
-	else
-		sqlite3_bind_null(st, 5);
-	sqlite3_bind_text(st, 6, note, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 7, req->auth->user_id);
-	sqlite3_bind_text(st, 8, now, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		db_fail(resp, "deny rule");
-		return;
-	}
-	id = sqlite3_last_insert_rowid(vault_db);
-	if (db_commit() == -1) {
-		db_fail(resp, "deny rule");
-		return;
-	}
-
-	if ((st = db_prepare("SELECT " DENY_COLUMNS " FROM deny_rules "
-	    "WHERE id = ?")) == NULL) {
-		db_fail(resp, "deny rule");
-		return;
-	}
-	sqlite3_bind_int64(st, 1, id);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		resp_ok(resp, deny_view(st, NULL));
+	one = json_array();
+	if (store_deny_get(id, deny_append, one) == 0 &&
+	    json_array_size(one) == 1)
+		resp_ok(resp, json_incref(json_array_get(one, 0)));
 	else
 		db_fail(resp, "deny rule");
-	sqlite3_reset(st);
+	json_decref(one);
 	log_info("org %lld: deny rule %lld added by user %lld",
 	    (long long)req->id1, (long long)id,
 	    (long long)req->auth->user_id);
@@ -440,18 +415,13 @@ static void
 deny_list(struct vault_req *req, struct vault_resp *resp)
 {
 	struct org_ctx	 ctx;
-	sqlite3_stmt	*st;
 	json_t		*arr;
 
 	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1)
 		return;
-	if ((st = db_prepare("SELECT " DENY_COLUMNS " FROM deny_rules "
-	    "WHERE org_id = ? ORDER BY id")) == NULL) {
-		db_fail(resp, "deny rules");
-		return;
-	}
-	sqlite3_bind_int64(st, 1, req->id1);
-	if ((arr = db_rows(st, deny_view, NULL)) == NULL) {
+	arr = json_array();
+	if (store_deny_rules(req->id1, -1, deny_append, arr) == -1) {
+		json_decref(arr);
 		db_fail(resp, "deny rules");
 		return;
 	}
@@ -462,25 +432,15 @@ static void
 deny_delete(struct vault_req *req, struct vault_resp *resp)
 {
 	struct org_ctx	 ctx;
-	sqlite3_stmt	*st;
 	int		 rc;
 
 	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1)
 		return;
-	if ((st = db_prepare("DELETE FROM deny_rules WHERE id = ? AND "
-	    "org_id = ?")) == NULL) {
+	if ((rc = store_deny_delete(req->id1, req->id2)) == -1) {
 		db_fail(resp, "deny rule");
 		return;
 	}
-	sqlite3_bind_int64(st, 1, req->id2);
-	sqlite3_bind_int64(st, 2, req->id1);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		db_fail(resp, "deny rule");
-		return;
-	}
-	if (sqlite3_changes(vault_db) == 0) {
+	if (rc == 1) {
 		resp_error(resp, 404, "deny rule not found");
 		return;
 	}
@@ -549,7 +509,7 @@ audit_unwritable(struct vault_resp *resp, const char *what)
 {
 	log_warnx("audit row not written (%s): %s", what,
 	    sqlite3_errmsg(vault_db));
-	db_rollback();
+	store_rollback();
 	resp_error(resp, 503, "the audit log cannot be written — %s", what);
 }
 
@@ -610,21 +570,15 @@ inject_ids(const struct tool_row *t, json_t *inject, int64_t *ids,
 static int
 needs_proof(const struct auth *a, const int64_t *ids, size_t n)
 {
-	sqlite3_stmt	*st;
-	size_t		 i;
-	int		 rc, other = 0;
+	struct store_secret	 sc;
+	size_t			 i;
+	int			 other = 0;
 
 	for (i = 0; i < n && !other; i++) {
-		if ((st = db_prepare("SELECT owner_id FROM secrets WHERE "
-		    "id = ? AND org_id = ?")) == NULL)
-			return (1);
-		sqlite3_bind_int64(st, 1, ids[i]);
-		sqlite3_bind_int64(st, 2, a->org_id);
-		rc = sqlite3_step(st);
-		if (rc != SQLITE_ROW ||
-		    sqlite3_column_int64(st, 0) != a->user_id)
+		if (store_secret_get(a->org_id, ids[i], &sc) != 0 ||
+		    sc.owner_id != a->user_id)
 			other = 1;
-		sqlite3_reset(st);
+		store_secret_clear(&sc);
 	}
 	return (other);
 }
@@ -711,11 +665,12 @@ grant_render(int64_t org, const char *tool, json_t *inject,
 static int64_t
 audit_local(const struct auth *a, const struct local_audit *la)
 {
-	sqlite3_stmt	*st;
-	json_t		*masked = NULL;
-	char		*argv = NULL;
-	char		 now[32];
-	int		 rc;
+	struct store_call	 c;
+	json_t			*masked = NULL;
+	char			*argv = NULL;
+	char			 now[32];
+	int64_t			 id;
+	int			 rc;
 
 	if (la->argv != NULL) {
 		masked = argv_mask(a->org_id, la->argv);
@@ -725,41 +680,27 @@ audit_local(const struct auth *a, const struct local_audit *la)
 		json_decref(masked);
 	}
 	now_iso(now, sizeof(now));
-	if ((st = db_prepare("INSERT INTO calls (org_id, user_id, user_email, "
-	    "tool_name, method, status_code, kind, action, refused_by, argv, "
-	    "exit_code, verdict, grant_id, created_at) VALUES (?, ?, ?, ?, "
-	    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) == NULL) {
-		free(argv);
-		return (-1);
-	}
-	sqlite3_bind_int64(st, 1, a->org_id);
-	sqlite3_bind_int64(st, 2, a->user_id);
-	sqlite3_bind_text(st, 3, a->email, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, la->tool, -1, SQLITE_STATIC);
+	memset(&c, 0, sizeof(c));
+	c.org_id = a->org_id;
+	c.user_id = a->user_id;
+	c.user_email = a->email;
+	c.tool_name = la->tool;
 	/* treg's audit shows the action where a call shows its method. */
-	sqlite3_bind_text(st, 5, la->action, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 6, la->status);
-	sqlite3_bind_text(st, 7, la->kind != NULL ? la->kind : "local_run",
-	    -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 8, la->action, -1, SQLITE_STATIC);
-	if (la->refused_by != NULL)
-		sqlite3_bind_text(st, 9, la->refused_by, -1, SQLITE_STATIC);
-	if (argv != NULL)
-		sqlite3_bind_text(st, 10, argv, -1, SQLITE_STATIC);
-	if (la->has_exit)
-		sqlite3_bind_int64(st, 11, la->exit_code);
-	if (la->verdict != NULL)
-		sqlite3_bind_text(st, 12, la->verdict, -1, SQLITE_STATIC);
-	if (la->grant_id != 0)
-		sqlite3_bind_int64(st, 13, la->grant_id);
-	sqlite3_bind_text(st, 14, now, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
+	c.method = la->action;
+	c.has_status = 1;
+	c.status_code = la->status;
+	c.kind = la->kind != NULL ? la->kind : "local_run";
+	c.action = la->action;
+	c.refused_by = la->refused_by;
+	c.argv = argv;
+	c.has_exit = la->has_exit;
+	c.exit_code = la->exit_code;
+	c.verdict = la->verdict;
+	c.grant_id = la->grant_id;
+	c.created_at = now;
+	rc = store_call_insert(&c, &id);
 	free(argv);
-	if (rc != SQLITE_DONE)
-		return (-1);
-	return (sqlite3_last_insert_rowid(vault_db));
+	return (rc == 0 ? id : -1);
 }
 
 /*
@@ -951,7 +892,7 @@ tool_run_report(struct vault_req *req, struct vault_resp *resp)
 
 	if ((marked = json_array()) == NULL)
 		fatal("%s: json_array", __func__);
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		db_fail(resp, "run report");
 		goto out;
 	}
@@ -998,7 +939,7 @@ tool_run_report(struct vault_req *req, struct vault_resp *resp)
 	la.exit_code = exit_code;
 	la.verdict = verdict;
 	la.grant_id = grant;
-	if ((rid = audit_local(a, &la)) == -1 || db_commit() == -1) {
+	if ((rid = audit_local(a, &la)) == -1 || store_commit() == -1) {
 		db_fail(resp, "run report");
 		goto out;
 	}
@@ -1021,14 +962,6 @@ json_text_or_null(sqlite3_stmt *st, int col)
 	return (json_string(db_text(st, col)));
 }
 
-static json_t *
-json_int_or_null(sqlite3_stmt *st, int col)
-{
-	if (sqlite3_column_type(st, col) == SQLITE_NULL)
-		return (json_null());
-	return (json_integer(sqlite3_column_int64(st, col)));
-}
-
 /*
  * A gated caller's access list, bound as JSON to parameter col so that
  * the query can filter by it; left NULL (no filter) for owners and
@@ -1048,28 +981,41 @@ access_bind(sqlite3_stmt *st, int col, const struct auth *a)
 }
 
 static json_t *
-call_view(sqlite3_stmt *st, const void *arg)
+text_or_null(const char *s)
 {
-	json_t	*o, *argv = NULL;
+	return (s != NULL ? json_string(s) : json_null());
+}
 
-	if (sqlite3_column_type(st, 11) != SQLITE_NULL)
-		argv = json_loads(db_text(st, 11), 0, NULL);
+static json_t *
+int_or_null(int has, int64_t v)
+{
+	return (has ? json_integer(v) : json_null());
+}
+
+static json_t *
+call_view(const struct store_calls_row *r)
+{
+	const struct store_call	*c = &r->c;
+	json_t			*o, *argv = NULL;
+
+	if (c->argv != NULL)
+		argv = json_loads(c->argv, 0, NULL);
 	o = json_pack("{s:I, s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:o, "
 	    "s:s, s:o, s:o, s:o, s:o}",
-	    "id", (json_int_t)sqlite3_column_int64(st, 0),
-	    "user_email", db_text(st, 1),
-	    "tool_name", json_text_or_null(st, 2),
-	    "method", json_text_or_null(st, 3),
-	    "path", json_text_or_null(st, 4),
-	    "status_code", json_int_or_null(st, 5),
-	    "kind", db_text(st, 6),
-	    "refused_by", json_text_or_null(st, 7),
-	    "duration_ms", json_int_or_null(st, 8),
-	    "created_at", db_text(st, 9),
-	    "action", json_text_or_null(st, 10),
+	    "id", (json_int_t)r->id,
+	    "user_email", c->user_email,
+	    "tool_name", text_or_null(c->tool_name),
+	    "method", text_or_null(c->method),
+	    "path", text_or_null(c->path),
+	    "status_code", int_or_null(c->has_status, c->status_code),
+	    "kind", c->kind,
+	    "refused_by", text_or_null(c->refused_by),
+	    "duration_ms", int_or_null(c->has_duration, c->duration_ms),
+	    "created_at", c->created_at,
+	    "action", text_or_null(c->action),
 	    "argv", argv != NULL ? argv : json_null(),
-	    "exit_code", json_int_or_null(st, 12),
-	    "verdict", json_text_or_null(st, 13));
+	    "exit_code", int_or_null(c->has_exit, c->exit_code),
+	    "verdict", text_or_null(c->verdict));
 	if (o == NULL)
 		fatalx("%s: json_pack", __func__);
 	return (o);
@@ -1093,23 +1039,82 @@ health_view(sqlite3_stmt *st, const void *arg)
 }
 
 static json_t *
-audit_view(sqlite3_stmt *st, const void *arg)
+audit_view(const struct store_calls_row *r)
 {
-	json_t	*o;
+	const struct store_call	*c = &r->c;
+	json_t			*o;
 
 	o = json_pack("{s:I, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:s}",
-	    "id", (json_int_t)sqlite3_column_int64(st, 0),
-	    "org", db_text(st, 1),
-	    "user_email", db_text(st, 2),
-	    "tool_name", json_text_or_null(st, 3),
-	    "kind", db_text(st, 4),
-	    "action", json_text_or_null(st, 5),
-	    "refused_by", json_text_or_null(st, 6),
-	    "status_code", json_int_or_null(st, 7),
-	    "created_at", db_text(st, 8));
+	    "id", (json_int_t)r->id,
+	    "org", r->org_slug,
+	    "user_email", c->user_email,
+	    "tool_name", text_or_null(c->tool_name),
+	    "kind", c->kind,
+	    "action", text_or_null(c->action),
+	    "refused_by", text_or_null(c->refused_by),
+	    "status_code", int_or_null(c->has_status, c->status_code),
+	    "created_at", c->created_at);
 	if (o == NULL)
 		fatalx("%s: json_pack", __func__);
 	return (o);
+}
+
+/* A page of GET /calls or tregctl show audit being filled. */
+struct calls_page {
+	const struct auth	*auth;	/* NULL: every row */
+	json_t			*list;
+	size_t			 limit;
+	json_t			*(*view)(const struct store_calls_row *);
+};
+
+/*
+ * A gated member sees a row of no tool, of a tool on its list, or of a
+ * tool in a skill on its list.
+ */
+static int
+calls_row_visible(const struct auth *a, const struct store_calls_row *r)
+{
+	struct store_tool	 t;
+	int			 ok;
+
+	if (a == NULL || a->role == ROLE_OWNER ||
+	    !json_is_array(a->tool_access) || r->c.tool_name == NULL ||
+	    access_allows(a, r->c.tool_name))
+		return (1);
+	if (store_tool_by_name(a->org_id, r->c.tool_name, &t) != 0)
+		return (0);
+	ok = t.bundle[0] != '\0' && access_allows(a, t.bundle);
+	store_tool_clear(&t);
+	return (ok);
+}
+
+static int
+calls_row(const struct store_calls_row *r, void *arg)
+{
+	struct calls_page	*pg = arg;
+
+	if (!calls_row_visible(pg->auth, r))
+		return (0);
+	json_array_append_new(pg->list, pg->view(r));
+	return (json_array_size(pg->list) >= pg->limit);
+}
+
+static json_t *
+calls_query(int64_t org, const struct auth *a, size_t limit, int64_t before,
+    json_t *(*view)(const struct store_calls_row *))
+{
+	struct calls_page	 pg;
+
+	pg.auth = a;
+	pg.limit = limit;
+	pg.view = view;
+	if ((pg.list = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	if (store_calls_page(org, before, calls_row, &pg) != 0) {
+		json_decref(pg.list);
+		return (NULL);
+	}
+	return (pg.list);
 }
 
 /*
@@ -1123,9 +1128,7 @@ static void
 calls_list(struct vault_req *req, struct vault_resp *resp)
 {
 	const struct auth	*a = req->auth;
-	sqlite3_stmt		*st;
 	json_t			*arr;
-	char			*access;
 	const char		*err = NULL;
 	char			 buf[32];
 	long long		 limit = CALLS_LIMIT_DEF, before = 0;
@@ -1146,26 +1149,7 @@ calls_list(struct vault_req *req, struct vault_resp *resp)
 			return;
 		}
 	}
-	if ((st = db_prepare("SELECT id, user_email, tool_name, method, path, "
-	    "status_code, kind, refused_by, duration_ms, created_at, action, "
-	    "argv, exit_code, verdict FROM calls c WHERE org_id = ?1 AND "
-	    "(?2 IS NULL OR id < ?2) AND (?4 IS NULL OR tool_name IS NULL OR "
-	    "tool_name IN (SELECT value FROM json_each(?4)) OR EXISTS "
-	    "(SELECT 1 FROM tools t JOIN bundles b ON b.id = t.bundle_id "
-	    "WHERE t.org_id = c.org_id AND t.name = c.tool_name AND b.name IN "
-	    "(SELECT value FROM json_each(?4)))) ORDER BY id DESC "
-	    "LIMIT ?3")) == NULL) {
-		db_fail(resp, "calls");
-		return;
-	}
-	sqlite3_bind_int64(st, 1, a->org_id);
-	if (before > 0)
-		sqlite3_bind_int64(st, 2, before);
-	sqlite3_bind_int64(st, 3, limit);
-	access = access_bind(st, 4, a);
-	arr = db_rows(st, call_view, NULL);
-	sqlite3_clear_bindings(st);
-	free(access);
+	arr = calls_query(a->org_id, a, limit, before, call_view);
 	if (arr == NULL) {
 		db_fail(resp, "calls");
 		return;
@@ -1247,18 +1231,7 @@ ctl_show_audit(const struct ctl_request *cr, json_t **reply)
 			return (-1);
 		}
 	}
-	if ((st = db_prepare("SELECT c.id, o.slug, c.user_email, c.tool_name, "
-	    "c.kind, c.action, c.refused_by, c.status_code, c.created_at "
-	    "FROM calls c JOIN orgs o ON o.id = c.org_id WHERE "
-	    "(?1 IS NULL OR c.org_id = ?1) ORDER BY c.id DESC LIMIT ?2")) ==
-	    NULL) {
-		*reply = ctl_errorf("database error");
-		return (-1);
-	}
-	if (org != 0)
-		sqlite3_bind_int64(st, 1, org);
-	sqlite3_bind_int(st, 2, limit);
-	if ((*reply = db_rows(st, audit_view, NULL)) == NULL) {
+	if ((*reply = calls_query(org, NULL, limit, 0, audit_view)) == NULL) {
 		*reply = ctl_errorf("database error");
 		return (-1);
 	}

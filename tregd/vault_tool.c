@@ -23,6 +23,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "store_sqlite.h"
 #include "vault.h"
 
 #define RECIPE_LEN_MAX		(256 * 1024)
@@ -364,7 +365,7 @@ secret_store_value(struct vault_resp *resp, int64_t org, int64_t id,
 	if (secret_seal(org, id, pt, ptlen, &sealed, &slen) == -1) {
 		log_warnx("%s: cannot seal secret %lld", __func__,
 		    (long long)id);
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 500, "internal error: cannot seal the value");
 		return (-1);
 	}
@@ -548,7 +549,7 @@ secrets_create(struct vault_req *req, struct vault_resp *resp)
 	    &pt, &ptlen) == -1)
 		return;
 	tooshort = value_too_short(pt, ptlen);
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		value_free(pt, ptlen);
 		db_fail(resp, "begin");
 		return;
@@ -559,7 +560,7 @@ secrets_create(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	value_free(pt, ptlen);
-	if (db_commit() == -1) {
+	if (store_commit() == -1) {
 		db_fail(resp, "commit");
 		return;
 	}
@@ -672,7 +673,7 @@ secret_patch(struct vault_req *req, struct vault_resp *resp)
 		}
 	}
 
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		value_free(pt, ptlen);
 		db_fail(resp, "begin");
 		return;
@@ -701,7 +702,7 @@ secret_patch(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	value_free(pt, ptlen);
-	if (db_commit() == -1) {
+	if (store_commit() == -1) {
 		db_fail(resp, "commit");
 		return;
 	}
@@ -1119,7 +1120,7 @@ tool_insert(struct vault_req *req, struct vault_resp *resp,
 	free(cli);
 	free(hc);
 	if (rc == SQLITE_CONSTRAINT) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 409, "tool name '%s' already exists in this "
 		    "org", in->name);
 		return (-1);
@@ -1169,7 +1170,7 @@ tool_create(struct vault_req *req, struct vault_resp *resp, json_t *spec,
 	tool_in_clear(&in);
 	return (0);
  fail:
-	db_rollback();
+	store_rollback();
 	tool_in_clear(&in);
 	return (-1);
 }
@@ -1258,13 +1259,13 @@ tools_create(struct vault_req *req, struct vault_resp *resp)
 		resp_error(resp, 422, "field 'name' is required");
 		return;
 	}
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		db_fail(resp, "begin");
 		return;
 	}
 	if (tool_create(req, resp, req->body, "", 0, NULL, &id) == -1)
 		return;
-	if (db_commit() == -1) {
+	if (store_commit() == -1) {
 		db_fail(resp, "commit");
 		return;
 	}
@@ -1402,7 +1403,7 @@ tool_patch(struct vault_req *req, struct vault_resp *resp)
 	if (tool_resolve(req, resp, &in, NULL, own_b, own_c) == -1)
 		goto done;
 
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		db_fail(resp, "begin");
 		goto done;
 	}
@@ -1439,7 +1440,7 @@ tool_patch(struct vault_req *req, struct vault_resp *resp)
 	free(cli);
 	free(hc);
 	if (rc == SQLITE_CONSTRAINT) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 409, "tool name '%s' already exists in this "
 		    "org", in.name);
 		goto done;
@@ -1448,7 +1449,7 @@ tool_patch(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "tool");
 		goto done;
 	}
-	if (db_commit() == -1) {
+	if (store_commit() == -1) {
 		db_fail(resp, "commit");
 		goto done;
 	}
@@ -1503,43 +1504,34 @@ tool_delete(struct vault_req *req, struct vault_resp *resp)
 int
 tool_load(int64_t org, const char *name, struct tool_row *t)
 {
-	sqlite3_stmt	*st;
-	int		 rc;
+	struct store_tool	 st;
+	int			 rc;
 
 	memset(t, 0, sizeof(*t));
-	if ((st = db_prepare("SELECT t.id, t.name, t.owner_id, t.base_url, "
-	    "t.host, t.bindings, t.cli, t.bundle_id, b.name FROM tools t "
-	    "LEFT JOIN bundles b ON b.id = t.bundle_id WHERE t.org_id = ? "
-	    "AND t.name = ?")) == NULL)
-		return (-1);
-	sqlite3_bind_int64(st, 1, org);
-	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		t->id = sqlite3_column_int64(st, 0);
-		strlcpy(t->name, db_text(st, 1), sizeof(t->name));
-		t->owner_id = sqlite3_column_int64(st, 2);
-		strlcpy(t->base_url, db_text(st, 3), sizeof(t->base_url));
-		strlcpy(t->host, db_text(st, 4), sizeof(t->host));
-		t->bindings = json_loads(db_text(st, 5), 0, NULL);
-		if (!json_is_array(t->bindings)) {
-			json_decref(t->bindings);
-			t->bindings = json_array();
-		}
-		if (sqlite3_column_type(st, 6) != SQLITE_NULL) {
-			t->cli = json_loads(db_text(st, 6), 0, NULL);
-			if (!json_is_object(t->cli)) {
-				json_decref(t->cli);
-				t->cli = NULL;
-			}
-		}
-		t->bundle_id = sqlite3_column_int64(st, 7);
-		strlcpy(t->bundle, db_text(st, 8), sizeof(t->bundle));
+	if ((rc = store_tool_by_name(org, name, &st)) != 0)
+		return (rc);
+	t->id = st.id;
+	strlcpy(t->name, st.name, sizeof(t->name));
+	t->owner_id = st.owner_id;
+	strlcpy(t->base_url, st.base_url ? st.base_url : "",
+	    sizeof(t->base_url));
+	strlcpy(t->host, st.host ? st.host : "", sizeof(t->host));
+	t->bindings = st.bindings ? json_loads(st.bindings, 0, NULL) : NULL;
+	if (!json_is_array(t->bindings)) {
+		json_decref(t->bindings);
+		t->bindings = json_array();
 	}
-	sqlite3_reset(st);
-	if (rc == SQLITE_DONE)
-		return (1);
-	return (rc == SQLITE_ROW ? 0 : -1);
+	if (st.cli != NULL) {
+		t->cli = json_loads(st.cli, 0, NULL);
+		if (!json_is_object(t->cli)) {
+			json_decref(t->cli);
+			t->cli = NULL;
+		}
+	}
+	t->bundle_id = st.bundle_id;
+	strlcpy(t->bundle, st.bundle, sizeof(t->bundle));
+	store_tool_clear(&st);
+	return (0);
 }
 
 void
@@ -1672,7 +1664,7 @@ skills_create(struct vault_req *req, struct vault_resp *resp)
 	files_text = dumps(files);
 	locals = json_object();
 
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		db_fail(resp, "begin");
 		goto done;
 	}
@@ -1693,7 +1685,7 @@ skills_create(struct vault_req *req, struct vault_resp *resp)
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	if (rc == SQLITE_CONSTRAINT) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 409, "skill name '%s' already exists in this "
 		    "org", name);
 		goto done;
@@ -1714,7 +1706,7 @@ skills_create(struct vault_req *req, struct vault_resp *resp)
 			if (rc == -1)
 				db_fail(resp, "tool");
 			else {
-				db_rollback();
+				store_rollback();
 				resp_error(resp, 409, "tool name '%s' already "
 				    "exists in this org", json_string_value(
 				    json_object_get(e, "name")));
@@ -1727,31 +1719,31 @@ skills_create(struct vault_req *req, struct vault_resp *resp)
 		snprintf(ctx, sizeof(ctx), "secrets[%zu]", i);
 		kind = "env";
 		if (!json_is_object(e)) {
-			db_rollback();
+			store_rollback();
 			resp_error(resp, 422, "%s must be an object", ctx);
 			goto done;
 		}
 		if (spec_str(resp, e, ctx, "local_name", 1, NAME_LEN_MAX,
 		    &local) == -1 || spec_str(resp, e, ctx, "kind", 0, 32,
 		    &kind) == -1) {
-			db_rollback();
+			store_rollback();
 			goto done;
 		}
 		if (!valid_name(local) || !kind_valid(kind)) {
-			db_rollback();
+			store_rollback();
 			resp_error(resp, 422, "%s: bad 'local_name' or 'kind' "
 			    "(env, oauth, secret_file, param)", ctx);
 			goto done;
 		}
 		if (json_object_get(locals, local) != NULL) {
-			db_rollback();
+			store_rollback();
 			resp_error(resp, 422, "%s: duplicate local_name '%s'",
 			    ctx, local);
 			goto done;
 		}
 		if (secret_value(resp, json_object_get(e, "value"), kind, ctx,
 		    &pt, &ptlen) == -1) {
-			db_rollback();
+			store_rollback();
 			goto done;
 		}
 		tooshort |= value_too_short(pt, ptlen);
@@ -1768,7 +1760,7 @@ skills_create(struct vault_req *req, struct vault_resp *resp)
 		if (tool_create(req, resp, e, ctx, bundle, locals, &id) == -1)
 			goto done;
 	}
-	if (db_commit() == -1) {
+	if (store_commit() == -1) {
 		db_fail(resp, "commit");
 		goto done;
 	}
@@ -2033,7 +2025,7 @@ bundle_delete(struct vault_req *req, struct vault_resp *resp)
 	    sizeof(name));
 	if (row_editable(req, resp, rc, owner, "skill", "delete") == -1)
 		return;
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		db_fail(resp, "begin");
 		return;
 	}
@@ -2052,7 +2044,7 @@ bundle_delete(struct vault_req *req, struct vault_resp *resp)
 	}
 	sqlite3_reset(st);
 	if (rc == SQLITE_ROW) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 409, "the tool '%s', outside the skill, uses "
 		    "its secret '%s' — remove it from that tool first", tool,
 		    secret);
@@ -2076,7 +2068,7 @@ bundle_delete(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "delete skill");
 		return;
 	}
-	if (db_commit() == -1) {
+	if (store_commit() == -1) {
 		db_fail(resp, "commit");
 		return;
 	}
