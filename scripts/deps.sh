@@ -6,7 +6,8 @@
 PKGS="build-essential pkg-config byacc libevent-dev libjansson-dev
 libsqlite3-dev libsodium-dev libbsd-dev libseccomp-dev libatf-dev atf-sh
 kyua mandoc curl jq sqlite3 procps util-linux python3 xxd
-systemd python3-jsonschema libpcre2-dev"
+systemd python3-jsonschema libpcre2-dev
+libpq-dev postgresql-15"
 USERS="_tregd _tregvault _tregrun"
 
 need_pkgs() {

@@ -119,6 +119,7 @@ static char		 lexbuf[PARSE_WORD_MAX];
 static struct tregd_conf *conf;
 static int		 listen_explicit;
 static struct where	 at_slots, at_state, at_rundir;
+static struct where	 at_dbpass;
 
 int		 yyparse(void);
 static int	 yylex(void);
@@ -173,6 +174,7 @@ const char *const run_builtin_allow[] = {
 %token	ALLOW ALLOW_PRIVATE BODY_LIMIT CLOSED CPU DIRECTORY FILESIZE GROUP
 %token	HTTP INCLUDE LISTEN MAX_CONNECTIONS NO ON OPEN PATH PER_USER PORT
 %token	PROOF RELAY RLIMITS RUN SIGNUP SLOTS SOCKET STATE TIMEOUT YES
+%token	DATABASE PASSWORD_FILE POSTGRESQL SQLITE
 %token	ERROR
 %token	<v.string>	STRING
 %token	<v.number>	NUMBER
@@ -260,6 +262,34 @@ main		: LISTEN ON STRING PORT NUMBER {
 			conf->relay_allow_private = $3;
 		}
 		| HTTP httpopt
+		| DATABASE dbopt
+		;
+
+dbopt		: SQLITE		{ conf->db_engine = DB_SQLITE; }
+		| POSTGRESQL STRING {
+			char	 why[256];
+
+			if (strlen($2) >= sizeof(conf->db_conninfo)) {
+				yyerror("database postgresql: connection "
+				    "string too long (max %zu bytes)",
+				    sizeof(conf->db_conninfo) - 1);
+				YYERROR;
+			}
+			if (pg_conninfo_check($2, why, sizeof(why)) == -1) {
+				yyerror("database postgresql: %s", why);
+				YYERROR;
+			}
+			strlcpy(conf->db_conninfo, $2,
+			    sizeof(conf->db_conninfo));
+			conf->db_engine = DB_POSTGRESQL;
+		}
+		| PASSWORD_FILE STRING {
+			if (abspath_set(conf->db_password_file,
+			    sizeof(conf->db_password_file), $2,
+			    "database password-file") == -1)
+				YYERROR;
+			where_set(&at_dbpass);
+		}
 		;
 
 runopt		: ALLOW allowlist
@@ -420,6 +450,7 @@ static const struct keyword keywords[] = {
 	{ "body-limit",		BODY_LIMIT },
 	{ "closed",		CLOSED },
 	{ "cpu",		CPU },
+	{ "database",		DATABASE },
 	{ "directory",		DIRECTORY },
 	{ "filesize",		FILESIZE },
 	{ "group",		GROUP },
@@ -430,9 +461,11 @@ static const struct keyword keywords[] = {
 	{ "no",			NO },
 	{ "on",			ON },
 	{ "open",		OPEN },
+	{ "password-file",	PASSWORD_FILE },
 	{ "path",		PATH },
 	{ "per-user",		PER_USER },
 	{ "port",		PORT },
+	{ "postgresql",		POSTGRESQL },
 	{ "proof",		PROOF },
 	{ "relay",		RELAY },
 	{ "rlimits",		RLIMITS },
@@ -440,6 +473,7 @@ static const struct keyword keywords[] = {
 	{ "signup",		SIGNUP },
 	{ "slots",		SLOTS },
 	{ "socket",		SOCKET },
+	{ "sqlite",		SQLITE },
 	{ "state",		STATE },
 	{ "timeout",		TIMEOUT },
 	{ "yes",		YES },
@@ -1290,6 +1324,11 @@ conf_validate(const struct tregd_conf *c)
 		conf_err("%s: no listen address", topfile->name);
 		errors++;
 	}
+	if (c->db_password_file[0] != '\0' && c->db_engine != DB_POSTGRESQL) {
+		conf_err("%s:%d: database password-file needs database "
+		    "postgresql", at_dbpass.file, at_dbpass.line);
+		errors++;
+	}
 	return (errors);
 }
 
@@ -1308,6 +1347,7 @@ parse_config(const char *filename, struct tregd_conf *xconf)
 	memset(&at_slots, 0, sizeof(at_slots));
 	memset(&at_state, 0, sizeof(at_state));
 	memset(&at_rundir, 0, sizeof(at_rundir));
+	memset(&at_dbpass, 0, sizeof(at_dbpass));
 
 	if ((file = pushfile(filename, 0)) == NULL) {
 		conf_err("%s: %s", filename, strerror(errno));
@@ -1401,7 +1441,19 @@ print_config(const struct tregd_conf *c, FILE *fp)
 	}
 	fputs("state ", fp);
 	print_string(fp, c->state);
-	fputs("\nsocket ", fp);
+	fputc('\n', fp);
+	if (c->db_engine == DB_POSTGRESQL) {
+		fputs("database postgresql ", fp);
+		print_string(fp, c->db_conninfo);
+		fputc('\n', fp);
+	} else
+		fputs("database sqlite\n", fp);
+	if (c->db_password_file[0] != '\0') {
+		fputs("database password-file ", fp);
+		print_string(fp, c->db_password_file);
+		fputc('\n', fp);
+	}
+	fputs("socket ", fp);
 	print_string(fp, c->socket);
 	fputc('\n', fp);
 	if (c->socket_group[0] != '\0') {
