@@ -1,0 +1,242 @@
+/*
+ * The vault's storage: the one interface between the domain files
+ * (vault_org.c, vault_tool.c, vault_run.c, ...) and a database engine.
+ * C structs go in and out; no SQL and no engine type appear here.  An
+ * engine (store_sqlite.c, store_pg.c) fills a struct store_ops and owns
+ * every statement, its statement cache, the migrations and the
+ * transactions.  This interface only grows: a function is added, never
+ * changed or removed.
+ *
+ * Conventions, for every function returning int: 0 done (or found), 1 no
+ * such row, -1 the database failed (store_error() says why, without any
+ * value that was bound).  Text fields are NUL-terminated; a NULL column
+ * is "" (has_* flags tell the cases that matter).  JSON columns come out
+ * as malloc'd text (NULL for NULL); the *_clear function of the struct
+ * frees them.  Listings call a function per row, newest first, until it
+ * returns non-zero or the page ends; their cost is O(log N + rows).
+ */
+
+#ifndef STORE_H
+#define STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_NAME_MAX		128	/* NAME_LEN_MAX */
+#define STORE_EMAIL_MAX		255
+#define STORE_TIME_MAX		32	/* ISO 8601 UTC, "...Z" */
+#define STORE_HASH_LEN		32	/* TOKEN_HASH_LEN */
+#define STORE_ERROR_MAX		256
+
+enum store_engine {
+	STORE_SQLITE,
+	STORE_POSTGRESQL
+};
+
+struct store_params {
+	enum store_engine	 engine;
+	const char		*path;		/* sqlite: the database file */
+	const char		*conninfo;	/* postgresql: libpq string */
+	const char		*password;	/* postgresql: or NULL */
+};
+
+/* One membership (a token): user, org and role. */
+struct store_member {
+	int64_t		 id;
+	int64_t		 user_id;
+	int64_t		 org_id;
+	char		 role[16];		/* viewer ... owner */
+	char		*tool_access;		/* JSON array, NULL: all */
+	int		 local_run_enabled;
+	int		 is_agent;
+	char		 email[STORE_EMAIL_MAX + 1];
+	char		 org_slug[STORE_NAME_MAX + 1];
+	uint8_t		 token_hash[STORE_HASH_LEN];
+};
+
+/* A secret and its sealed value (see vault_crypto.c). */
+struct store_secret {
+	int64_t		 id;
+	int64_t		 org_id;
+	char		 name[STORE_NAME_MAX + 1];
+	char		 kind[16];		/* env oauth secret_file param */
+	int64_t		 owner_id;
+	int64_t		 bundle_id;		/* 0: none */
+	void		*sealed;		/* malloc'd */
+	size_t		 sealedlen;
+	char		 status[16];
+	char		 status_detail[STORE_ERROR_MAX];
+	char		 checked_at[STORE_TIME_MAX];
+	char		 created_at[STORE_TIME_MAX];
+};
+
+/* A tool as the run and grant paths need it. */
+struct store_tool {
+	int64_t		 id;
+	int64_t		 org_id;
+	char		 name[STORE_NAME_MAX + 1];
+	int64_t		 owner_id;
+	char		*base_url;
+	char		*host;
+	char		*bindings;		/* JSON array */
+	char		*cli;			/* JSON object or NULL */
+	int64_t		 bundle_id;		/* 0: none */
+	char		 bundle[STORE_NAME_MAX + 1];	/* "" when none */
+};
+
+/* A server run's first record, written before it starts. */
+struct store_run {
+	int64_t		 org_id;
+	int64_t		 user_id;
+	const char	*user_email;
+	const char	*tool;
+	const char	*argv;			/* JSON, masked */
+	const char	*created_at;
+};
+
+/* How a server run ended, appended (the run row never changes). */
+struct store_run_end {
+	int64_t		 run_id;
+	int64_t		 org_id;
+	const char	*outcome;	/* ok failed timed_out cancelled not_run */
+	int		 has_exit;	/* 0: exit_code, duration_ms NULL */
+	int64_t		 exit_code;
+	int64_t		 duration_ms;
+	int		 timed_out;
+	int64_t		 redacted;
+	int		 truncated;	/* 1 stdout, 2 stderr */
+	const char	*created_at;
+};
+
+/* A call, grant, denial or run report (table calls); NULL: no value. */
+struct store_call {
+	int64_t		 org_id;
+	int64_t		 user_id;
+	const char	*user_email;
+	const char	*tool_name;
+	const char	*method;
+	const char	*path;
+	int		 has_status;
+	int64_t		 status_code;
+	const char	*kind;		/* call, local_run */
+	const char	*action;	/* GRANT DENY REPORT or NULL */
+	const char	*refused_by;
+	const char	*argv;		/* JSON, masked */
+	int		 has_exit;
+	int64_t		 exit_code;
+	const char	*verdict;
+	int64_t		 grant_id;	/* 0: none */
+	int		 has_duration;
+	int64_t		 duration_ms;
+	const char	*created_at;
+};
+
+/*
+ * One row of GET /runs: a server run (src 's') or a local grant ('l').
+ * outcome "" is a server run without its end record (in flight or
+ * interrupted) or a grant without a report.
+ */
+struct store_runs_row {
+	char		 src;
+	int64_t		 id;
+	const char	*user_email;
+	const char	*tool;
+	const char	*argv;
+	int		 has_exit;
+	int64_t		 exit_code;
+	int		 has_duration;
+	int64_t		 duration_ms;
+	const char	*outcome;
+	const char	*created_at;
+	const char	*org_slug;
+};
+typedef int	(*store_runs_fn)(const struct store_runs_row *, void *);
+
+/* One row of GET /calls. */
+struct store_calls_row {
+	int64_t		 id;
+	struct store_call c;		/* its fields, "" never NULL */
+	int		 has_grant;
+	const char	*org_slug;
+};
+typedef int	(*store_calls_fn)(const struct store_calls_row *, void *);
+
+/* A sealed value, for re-sealing every secret under a new key. */
+typedef int	(*store_sealed_fn)(int64_t id, int64_t org, const void *,
+		    size_t, void *);
+
+struct store_ops {
+	const char	*name;
+	int	(*open)(const struct store_params *, char *, size_t);
+	void	(*close)(void);
+	int	(*check)(char *, size_t);
+	int	(*backup)(const char *);
+	int64_t	(*version)(void);
+	const char *(*error)(void);
+	int	(*begin)(void);
+	int	(*commit)(void);
+	void	(*rollback)(void);
+	int	(*member_by_token)(const uint8_t [STORE_HASH_LEN],
+		    struct store_member *);
+	int	(*secret_get)(int64_t, int64_t, struct store_secret *);
+	int	(*secret_set_sealed)(int64_t, const void *, size_t);
+	int	(*secrets_each_sealed)(store_sealed_fn, void *);
+	int	(*tool_by_name)(int64_t, const char *, struct store_tool *);
+	int	(*tool_secret_ids)(int64_t, int64_t *, size_t, size_t *);
+	int	(*run_insert)(const struct store_run *, int64_t *);
+	int	(*run_end_insert)(const struct store_run_end *);
+	int	(*call_insert)(const struct store_call *, int64_t *);
+	int	(*runs_page)(int64_t, char, int64_t, store_runs_fn, void *);
+	int	(*calls_page)(int64_t, int64_t, store_calls_fn, void *);
+};
+extern const struct store_ops	store_sqlite_ops;	/* store_sqlite.c */
+extern const struct store_ops	store_pg_ops;		/* store_pg.c */
+
+/* store.c: the engine chosen at open. */
+/*
+ * Open, check (PRAGMA quick_check or the engine's equivalent, a missing
+ * WAL) and migrate; refuse a damaged database with why in err.
+ */
+int		 store_open(const struct store_params *, char *, size_t);
+void		 store_close(void);
+int		 store_check(char *, size_t);	/* 0 ok, -1 why in buf */
+/* A consistent copy of the database into path, while serving. */
+int		 store_backup(const char *);
+/*
+ * A number that changes whenever anything was written by anyone (any
+ * connection, any worker, any host): caches keyed by it stay correct.
+ */
+int64_t		 store_version(void);
+const char	*store_error(void);
+int		 store_begin(void);	/* a write transaction */
+int		 store_commit(void);	/* rolls back when it fails */
+void		 store_rollback(void);	/* no-op outside a transaction */
+
+int		 store_member_by_token(const uint8_t [STORE_HASH_LEN],
+		    struct store_member *);
+void		 store_member_clear(struct store_member *);
+/* Secret id of org. */
+int		 store_secret_get(int64_t, int64_t, struct store_secret *);
+void		 store_secret_clear(struct store_secret *);
+int		 store_secret_set_sealed(int64_t, const void *, size_t);
+int		 store_secrets_each_sealed(store_sealed_fn, void *);
+/* Tool name of org (with its bundle's name). */
+int		 store_tool_by_name(int64_t, const char *, struct store_tool *);
+void		 store_tool_clear(struct store_tool *);
+/* Up to max secret ids a tool uses, ascending; *n how many. */
+int		 store_tool_secret_ids(int64_t, int64_t *, size_t, size_t *);
+int		 store_run_insert(const struct store_run *, int64_t *);
+int		 store_run_end_insert(const struct store_run_end *);
+int		 store_call_insert(const struct store_call *, int64_t *);
+/*
+ * GET /runs of org (0: every org): server runs (without the not_run
+ * ones) and local grants merged, newest first (created_at, then 's'
+ * before 'l', then id), strictly older than the row (before_src,
+ * before_id) when before_id > 0.
+ */
+int		 store_runs_page(int64_t, char, int64_t, store_runs_fn,
+		    void *);
+/* GET /calls of org (0: every org), ids below before_id (0: all). */
+int		 store_calls_page(int64_t, int64_t, store_calls_fn, void *);
+
+#endif /* STORE_H */
