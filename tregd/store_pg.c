@@ -29,6 +29,7 @@ PGconn			*pg_conn;
 static char		 pg_errbuf[STORE_ERROR_MAX];
 static struct event	 pg_lost_ev;
 static int		 pg_lost;
+static int		 pg_generation;	/* of the connection */
 
 static int		 pg_open(const struct store_params *, char *, size_t);
 static void		 pg_close(void);
@@ -110,6 +111,8 @@ pg_open(const struct store_params *sp, char *err, size_t errlen)
 		vals[1] = "tregd";
 		keys[2] = vals[2] = NULL;
 	}
+	/* Statements prepared on an earlier connection are gone. */
+	pg_generation++;
 	/* expand_dbname: the first value is the whole connection string. */
 	pg_conn = PQconnectdbParams(keys, vals, 1);
 	if (pg_conn == NULL || PQstatus(pg_conn) != CONNECTION_OK) {
@@ -277,14 +280,14 @@ pg_run(struct pg_stmt *st, const struct pgq *q)
 	}
 	/* The statement's address names it: one per call site. */
 	snprintf(name, sizeof(name), "s%lx", (unsigned long)(uintptr_t)st);
-	if (!st->prepared) {
+	if (st->prepared != pg_generation) {
 		res = PQprepare(pg_conn, name, st->sql, 0, NULL);
 		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 			pg_fail(res, "prepare");
 			return (NULL);
 		}
 		PQclear(res);
-		st->prepared = 1;
+		st->prepared = pg_generation;
 	}
 	res = PQexecPrepared(pg_conn, name, q != NULL ? q->n : 0,
 	    q != NULL ? q->vals : NULL, q != NULL ? q->lens : NULL,

@@ -26,7 +26,7 @@ struct pgq {
 /* A statement, prepared on first use under its index. */
 struct pg_stmt {
 	const char	*sql;
-	int		 prepared;
+	int		 prepared;	/* the connection it was prepared on */
 };
 
 extern PGconn	*pg_conn;
