@@ -188,6 +188,9 @@ struct store_ops {
 	int	(*call_insert)(const struct store_call *, int64_t *);
 	int	(*runs_page)(int64_t, char, int64_t, store_runs_fn, void *);
 	int	(*calls_page)(int64_t, int64_t, store_calls_fn, void *);
+	int	(*org_by_slug)(const char *, int64_t *);
+	int	(*org_secrets_sealed)(int64_t, store_sealed_fn, void *);
+	int	(*sealed_count)(const void *, size_t, int64_t *);
 };
 extern const struct store_ops	store_sqlite_ops;	/* store_sqlite.c */
 extern const struct store_ops	store_pg_ops;		/* store_pg.c */
@@ -238,5 +241,10 @@ int		 store_runs_page(int64_t, char, int64_t, store_runs_fn,
 		    void *);
 /* GET /calls of org (0: every org), ids below before_id (0: all). */
 int		 store_calls_page(int64_t, int64_t, store_calls_fn, void *);
+int		 store_org_by_slug(const char *, int64_t *);
+/* The sealed values of an org's secrets other than params. */
+int		 store_org_secrets_sealed(int64_t, store_sealed_fn, void *);
+/* How many secrets' sealed values start with these bytes (a key id). */
+int		 store_sealed_count(const void *, size_t, int64_t *);
 
 #endif /* STORE_H */

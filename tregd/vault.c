@@ -1,7 +1,7 @@
 /*
  * The vault (_tregvault, chroot into the state directory).
  *
- * It owns every row (sqlite3), the master key (libsodium) and every
+ * It owns every row (through store.h), the master key (libsodium) and every
  * authorisation decision.  It may read and write the state directory and
  * talk to its peers over imsg; it has no network, starts no program and
  * never dumps core.  It unseals a secret only to hand it to exec for a
@@ -31,7 +31,6 @@
 #include "sandbox.h"
 #include "vault.h"
 
-sqlite3			*vault_db;
 struct tregd_conf	 vault_conf;
 struct procinfo		 vault_procs[PROC_MAX];
 struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
@@ -96,7 +95,6 @@ vault_main(int debug, int verbose)
 	    (int)sizeof(dbpath) || snprintf(keypath, sizeof(keypath), "%s/%s",
 	    root, TREGD_KEY) >= (int)sizeof(keypath))
 		fatalx("state directory path too long");
-	sqlite3_initialize();
 	if (vault_conf.socket_group[0] != '\0') {
 		if ((gr = getgrnam(vault_conf.socket_group)) == NULL)
 			fatalx("unknown group %s", vault_conf.socket_group);
@@ -123,30 +121,23 @@ vault_main(int debug, int verbose)
 static void
 vault_sig(int sig, short event, void *arg)
 {
-	sqlite3_close_v2(vault_db);
+	store_close();
 	exit(0);
 }
 
+/* A damaged or incomplete database stops the vault: never serve it. */
 static void
 vault_open_db(const char *path)
 {
-	if (sqlite3_open_v2(path, &vault_db, SQLITE_OPEN_READWRITE |
-	    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
-		fatalx("sqlite3_open %s: %s", path, vault_db ?
-		    sqlite3_errmsg(vault_db) : "out of memory");
-	sqlite3_busy_timeout(vault_db, 5000);
-	/*
-	 * WAL with synchronous NORMAL: a committed row survives the vault
-	 * being killed (only an OS crash can lose the last transactions).
-	 */
-	if (db_exec("PRAGMA journal_mode = WAL") == -1 ||
-	    db_exec("PRAGMA synchronous = NORMAL") == -1 ||
-	    db_exec("PRAGMA foreign_keys = ON") == -1 ||
-	    db_exec("PRAGMA temp_store = MEMORY") == -1 ||
-	    db_exec("PRAGMA secure_delete = ON") == -1)
-		fatalx("cannot configure the database");
-	if (schema_migrate() == -1)
-		fatalx("cannot migrate the database schema");
+	struct store_params	 sp;
+	char			 err[512];
+
+	memset(&sp, 0, sizeof(sp));
+	sp.engine = STORE_SQLITE;
+	sp.path = path;
+	err[0] = '\0';
+	if (store_open(&sp, err, sizeof(err)) == -1)
+		fatalx("database refused: %s", err);
 	if (crypto_settle() == -1)
 		fatalx("cannot finish the interrupted key rotation");
 }
@@ -284,9 +275,9 @@ vault_closed(struct imsgev *iev)
  * Agents poll listings such as GET /tools far more often than anything
  * changes, and building them (rows, stored JSON, the view) is most of the
  * vault's work.  An answer is kept per membership and request; it is good
- * while nothing was written through this connection
- * (sqlite3_total_changes64), by another one (PRAGMA data_version), and the
- * configuration was not reloaded.  Only routes whose answer depends on
+ * while the store's version (which moves with every write by anyone: this
+ * process, another worker, another host) and the configuration stay the
+ * same.  Only routes whose answer depends on
  * nothing else (not on the clock) are listed, and the token is checked
  * before every use.  Listings never carry a secret.
  */
@@ -299,7 +290,7 @@ struct rcache {
 	int64_t		 membership;
 	int64_t		 id1, id2;
 	char		*name, *query;
-	int64_t		 changes, dataver;
+	int64_t		 dataver;
 	uint64_t	 confgen;
 	uint64_t	 used;
 	char		*body;
@@ -327,20 +318,6 @@ rcache_route(enum api_route r)
 	}
 }
 
-static int64_t
-db_data_version(void)
-{
-	sqlite3_stmt	*st;
-	int64_t		 v = -1;
-
-	if ((st = db_prepare("PRAGMA data_version")) == NULL)
-		return (-1);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	return (v);
-}
-
 static void
 rcache_drop(struct rcache *c)
 {
@@ -365,8 +342,7 @@ rcache_find(struct vault_req *req, int64_t dataver)
 		    strcmp(c->name, req->name) != 0 ||
 		    strcmp(c->query, req->query) != 0)
 			continue;
-		if (c->changes != sqlite3_total_changes64(vault_db) ||
-		    c->dataver != dataver || c->confgen != conf_generation) {
+		if (c->dataver != dataver || c->confgen != conf_generation) {
 			rcache_drop(c);
 			return (NULL);
 		}
@@ -406,7 +382,6 @@ rcache_store(struct vault_req *req, int64_t dataver, const char *body,
 	c->membership = req->auth->membership_id;
 	c->id1 = req->id1;
 	c->id2 = req->id2;
-	c->changes = sqlite3_total_changes64(vault_db);
 	c->dataver = dataver;
 	c->confgen = conf_generation;
 	c->used = ++rcache_tick;
@@ -519,7 +494,7 @@ vault_request(struct blob *b)
 	}
 	cacheable = req.auth != NULL && rcache_route(req.route);
 	if (cacheable) {
-		dataver = db_data_version();
+		dataver = store_version();
 		if ((c = rcache_find(&req, dataver)) != NULL) {
 			vault_send(req.reqid, 200, c->body, c->len);
 			goto done;
@@ -586,38 +561,27 @@ resp_ok(struct vault_resp *resp, json_t *body)
 int
 auth_lookup(const uint8_t hash[TOKEN_HASH_LEN], struct auth *a)
 {
-	sqlite3_stmt	*st;
-	const void	*stored;
-	const char	*access;
-	int		 rc = -1;
+	struct store_member	 m;
+	int			 rc = -1;
 
-	st = db_prepare("SELECT m.id, m.user_id, m.org_id, m.role, "
-	    "m.tool_access, m.local_run_enabled, u.email, u.is_agent, o.slug, "
-	    "m.token_hash FROM memberships m JOIN users u ON u.id = m.user_id "
-	    "JOIN orgs o ON o.id = m.org_id WHERE m.token_hash = ?");
-	if (st == NULL)
-		return (-1);
-	sqlite3_bind_blob(st, 1, hash, TOKEN_HASH_LEN, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_ROW)
+	if (store_member_by_token(hash, &m) != 0)
 		goto out;
-	stored = sqlite3_column_blob(st, 9);
-	if (stored == NULL || sqlite3_column_bytes(st, 9) != TOKEN_HASH_LEN ||
-	    sodium_memcmp(stored, hash, TOKEN_HASH_LEN) != 0)
+	if (sodium_memcmp(m.token_hash, hash, TOKEN_HASH_LEN) != 0)
 		goto out;
-	a->membership_id = sqlite3_column_int64(st, 0);
-	a->user_id = sqlite3_column_int64(st, 1);
-	a->org_id = sqlite3_column_int64(st, 2);
-	a->role = role_from_name(db_text(st, 3));
-	access = (const char *)sqlite3_column_text(st, 4);
-	a->tool_access = access ? json_loads(access, 0, NULL) : NULL;
-	a->local_run_enabled = sqlite3_column_int(st, 5);
-	strlcpy(a->email, db_text(st, 6), sizeof(a->email));
-	a->is_agent = sqlite3_column_int(st, 7);
-	strlcpy(a->org_slug, db_text(st, 8), sizeof(a->org_slug));
+	a->membership_id = m.id;
+	a->user_id = m.user_id;
+	a->org_id = m.org_id;
+	a->role = role_from_name(m.role);
+	a->tool_access = m.tool_access ? json_loads(m.tool_access, 0, NULL) :
+	    NULL;
+	a->local_run_enabled = m.local_run_enabled;
+	strlcpy(a->email, m.email, sizeof(a->email));
+	a->is_agent = m.is_agent;
+	strlcpy(a->org_slug, m.org_slug, sizeof(a->org_slug));
 	if (a->role != ROLE_NONE)
 		rc = 0;
  out:
-	sqlite3_reset(st);
+	store_member_clear(&m);
 	return (rc);
 }
 
@@ -668,120 +632,15 @@ role_name(enum role r)
 }
 
 /* ------------------------------------------------------------------ */
-/* Database helpers.                                                   */
-
-struct stmt_cache {
-	const char	*sql;		/* the caller's string constant */
-	sqlite3_stmt	*st;
-};
-#define STMT_CACHE_MAX	256
-static struct stmt_cache	 stmt_cache[STMT_CACHE_MAX];
-static int			 nstmt_cache;
-
-/*
- * Prepared statements are cached by the address of their SQL text (a
- * string constant at every call site) and come back reset and unbound.
- */
-sqlite3_stmt *
-db_prepare(const char *sql)
-{
-	sqlite3_stmt	*st;
-	int		 i;
-
-	for (i = 0; i < nstmt_cache; i++)
-		if (stmt_cache[i].sql == sql) {
-			st = stmt_cache[i].st;
-			sqlite3_reset(st);
-			sqlite3_clear_bindings(st);
-			return (st);
-		}
-	if (sqlite3_prepare_v3(vault_db, sql, -1, SQLITE_PREPARE_PERSISTENT,
-	    &st, NULL) != SQLITE_OK) {
-		log_warnx("prepare: %s", sqlite3_errmsg(vault_db));
-		return (NULL);
-	}
-	if (nstmt_cache < STMT_CACHE_MAX) {
-		stmt_cache[nstmt_cache].sql = sql;
-		stmt_cache[nstmt_cache++].st = st;
-	} else
-		fatalx("%s: statement cache full", __func__);
-	return (st);
-}
-
-int
-db_exec(const char *sql)
-{
-	char	*err = NULL;
-
-	if (sqlite3_exec(vault_db, sql, NULL, NULL, &err) != SQLITE_OK) {
-		log_warnx("sqlite: %s", err ? err : "error");
-		sqlite3_free(err);
-		return (-1);
-	}
-	return (0);
-}
-
-int
-db_begin(void)
-{
-	return (db_exec("BEGIN IMMEDIATE"));
-}
-
-int
-db_commit(void)
-{
-	if (db_exec("COMMIT") == -1) {
-		db_rollback();
-		return (-1);
-	}
-	return (0);
-}
-
-void
-db_rollback(void)
-{
-	if (!sqlite3_get_autocommit(vault_db))
-		sqlite3_exec(vault_db, "ROLLBACK", NULL, NULL, NULL);
-}
+/* Answers.                                                            */
 
 void
 db_fail(struct vault_resp *resp, const char *what)
 {
-	log_warnx("database error (%s): %s", what, sqlite3_errmsg(vault_db));
-	db_rollback();
+	log_warnx("database error (%s): %s", what, store_error());
+	store_rollback();
 	resp_error(resp, 500, "internal error: the database failed (%s)",
 	    what);
-}
-
-const char *
-db_text(sqlite3_stmt *st, int col)
-{
-	const unsigned char	*s = sqlite3_column_text(st, col);
-
-	return (s != NULL ? (const char *)s : "");
-}
-
-/*
- * The rows of a prepared and bound statement as a JSON array, view(st,
- * arg) each.  NULL when a step fails; st is reset either way (its
- * bindings are the caller's to clear).
- */
-json_t *
-db_rows(sqlite3_stmt *st, db_row_view view, const void *arg)
-{
-	json_t	*list;
-	int	 rc;
-
-	if ((list = json_array()) == NULL)
-		fatal("%s: json_array", __func__);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		json_array_append_new(list, view(st, arg));
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		json_decref(list);
-		return (NULL);
-	}
-	return (list);
 }
 
 void

@@ -1,19 +1,19 @@
 /*
  * The vault's internal interface, shared by its files: vault.c (process,
- * dispatch, authentication, database helpers), vault_schema.c (the
- * schema and its migrations), vault_crypto.c (master key, sealing),
+ * dispatch, authentication), vault_crypto.c (master key, sealing),
  * vault_org.c (users, orgs, invites, members, agents), vault_tool.c
  * (secrets, tools, skills and bundles), vault_run.c (server runs, grants,
- * audit reads, deny rules), vault_ctl.c (the tregctl commands).
+ * audit reads, deny rules), vault_ctl.c (the tregctl commands).  They
+ * reach the database only through store.h.
  */
 
 #ifndef VAULT_H
 #define VAULT_H
 
 #include <jansson.h>
-#include <sqlite3.h>
 
 #include "proc.h"
+#include "store.h"
 #include "tregd.h"
 #include "util.h"
 
@@ -77,20 +77,11 @@ extern const struct vault_route vault_tool_routes[];	/* vault_tool.c */
 extern const struct vault_route vault_run_routes[];	/* vault_run.c */
 
 /* vault.c */
-extern sqlite3			*vault_db;
 extern struct tregd_conf	 vault_conf;
 extern struct procinfo		 vault_procs[PROC_MAX];
 extern struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
 void		 vault_respond(uint32_t, struct vault_resp *);
-sqlite3_stmt	*db_prepare(const char *);	/* cached; reset on return */
-int		 db_exec(const char *);
-int		 db_begin(void);
-int		 db_commit(void);
-void		 db_rollback(void);
 void		 db_fail(struct vault_resp *, const char *);	/* 500 + log */
-const char	*db_text(sqlite3_stmt *, int);	/* "" for NULL */
-typedef json_t	*(*db_row_view)(sqlite3_stmt *, const void *);
-json_t		*db_rows(sqlite3_stmt *, db_row_view, const void *);
 void		 resp_error(struct vault_resp *, int, const char *, ...)
 		    __attribute__((__format__ (printf, 3, 4)));
 void		 resp_ok(struct vault_resp *, json_t *);	/* steals */
@@ -261,9 +252,6 @@ int		 deny_pattern_check(const char *, size_t, char *, size_t);
 /* 1: a pattern (copied out) matched, or a limit decided (why); 0: none. */
 int		 deny_match(int64_t, json_t *, json_t *, char *, size_t,
 		    const char **);
-
-/* vault_schema.c */
-int		 schema_migrate(void);
 
 /* vault_crypto.c */
 int		 crypto_init(const char *);	/* key file path */

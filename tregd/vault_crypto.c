@@ -24,6 +24,7 @@
 
 #include <sodium.h>
 
+#include "store_sqlite.h"
 #include "vault.h"
 
 #define KEY_ID_LEN	8
@@ -345,10 +346,10 @@ crypto_rotate(const char *why)
 	unlink(npath);
 	if (key_create(npath, &next) == -1)
 		return (-1);
-	if (db_begin() == -1)
+	if (store_begin() == -1)
 		goto fail;
-	if (key_reseal_all(&cur, &next) == -1 || db_commit() == -1) {
-		db_rollback();
+	if (key_reseal_all(&cur, &next) == -1 || store_commit() == -1) {
+		store_rollback();
 		goto fail;
 	}
 	key_wipe_file(key_path);

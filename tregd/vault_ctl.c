@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "store_sqlite.h"
 #include "vault.h"
 
 struct ctl_conn {
@@ -669,11 +670,11 @@ ctl_user_delete(const struct ctl_request *cr, json_t **reply)
 		*reply = ctl_errorf("invalid email address");
 		return (-1);
 	}
-	if (db_begin() == -1 ||
+	if (store_begin() == -1 ||
 	    (rc = ctl_user_find(email, &uid, &is_agent)) == -1)
 		goto fail;
 	if (rc == 0 || is_agent) {
-		db_rollback();
+		store_rollback();
 		*reply = rc == 0 ? ctl_errorf("no user %s", email) :
 		    ctl_errorf("%s is an agent: revoke it through its org's "
 		    "agents", email);
@@ -682,7 +683,7 @@ ctl_user_delete(const struct ctl_request *cr, json_t **reply)
 	if (ctl_sole_owned(uid, &orgs) == -1)
 		goto fail;
 	if (json_array_size(orgs) > 0 && !cr->force) {
-		db_rollback();
+		store_rollback();
 		ctl_slugs(orgs, slugs, sizeof(slugs));
 		*reply = ctl_errorf("%s is the only owner of %s: add another "
 		    "owner first, or \"user delete %s force\" deletes %s too",
@@ -691,7 +692,7 @@ ctl_user_delete(const struct ctl_request *cr, json_t **reply)
 		json_decref(orgs);
 		return (-1);
 	}
-	if (ctl_user_remove(uid, orgs) == -1 || db_commit() == -1)
+	if (ctl_user_remove(uid, orgs) == -1 || store_commit() == -1)
 		goto fail;
 	log_info("tregctl: user %lld deleted with %zu org(s)",
 	    (long long)uid, json_array_size(orgs));
@@ -701,7 +702,7 @@ ctl_user_delete(const struct ctl_request *cr, json_t **reply)
  fail:
 	log_warnx("%s: database error: %s", __func__,
 	    sqlite3_errmsg(vault_db));
-	db_rollback();
+	store_rollback();
 	json_decref(orgs);
 	*reply = ctl_errorf("database error");
 	return (-1);

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "redact.h"
+#include "store_sqlite.h"
 #include "vault.h"
 
 static const char *const oauth_leaves[] = {

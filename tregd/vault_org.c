@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "store_sqlite.h"
 #include "vault.h"
 
 #define EMAIL_LEN_MAX	254
@@ -654,19 +655,19 @@ users_create(struct vault_req *req, struct vault_resp *resp)
 	}
 	if (body_email(req, resp, email, sizeof(email)) == -1)
 		return;
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		db_fail(resp, "begin");
 		return;
 	}
 	if ((rc = user_find(email, &uid, NULL)) == 1) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 409, "email already registered");
 		return;
 	}
 	if (rc == -1 || user_insert(email, 0, &uid) == -1 ||
 	    org_insert(email, &oid, slug, sizeof(slug)) == -1 ||
 	    membership_insert(uid, oid, ROLE_OWNER, NULL, 1, NULL, token,
-	    NULL) == -1 || db_commit() == -1) {
+	    NULL) == -1 || store_commit() == -1) {
 		explicit_bzero(token, sizeof(token));
 		db_fail(resp, "signup");
 		return;
@@ -707,13 +708,13 @@ orgs_create(struct vault_req *req, struct vault_resp *resp)
 		    "without control characters", NAME_LEN_MAX);
 		return;
 	}
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		db_fail(resp, "begin");
 		return;
 	}
 	if (org_insert(name, &oid, slug, sizeof(slug)) == -1 ||
 	    membership_insert(req->auth->user_id, oid, ROLE_OWNER, NULL, 1,
-	    NULL, token, NULL) == -1 || db_commit() == -1) {
+	    NULL, token, NULL) == -1 || store_commit() == -1) {
 		explicit_bzero(token, sizeof(token));
 		db_fail(resp, "create org");
 		return;
@@ -775,8 +776,8 @@ org_delete(struct vault_req *req, struct vault_resp *resp)
 		    "of it: confirm with ?confirm=%s", ctx.slug);
 		return;
 	}
-	if (db_begin() == -1 || org_remove(ctx.org_id) == -1 ||
-	    db_commit() == -1) {
+	if (store_begin() == -1 || org_remove(ctx.org_id) == -1 ||
+	    store_commit() == -1) {
 		db_fail(resp, "delete org");
 		return;
 	}
@@ -949,7 +950,7 @@ invite_accept(struct vault_req *req, struct vault_resp *resp)
 	    body_email(req, resp, email, sizeof(email)) == -1)
 		return;
 	token_hash(code, strlen(code), hash);
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		db_fail(resp, "begin");
 		return;
 	}
@@ -985,18 +986,18 @@ invite_accept(struct vault_req *req, struct vault_resp *resp)
 	}
 	if (rc == SQLITE_DONE || used || role == ROLE_NONE ||
 	    role == ROLE_OWNER) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 404, "invite not found or already used");
 		goto out;
 	}
 	if (expires <= (int64_t)time(NULL)) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 410, "this invite has expired: ask for a new "
 		    "one");
 		goto out;
 	}
 	if (strcmp(invited, email) != 0) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 403, "this invite is for a different email");
 		goto out;
 	}
@@ -1005,7 +1006,7 @@ invite_accept(struct vault_req *req, struct vault_resp *resp)
 		goto out;
 	}
 	if (rc == 1 && is_agent) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 403, "an agent joins an org only as its "
 		    "agent (POST /orgs/{id}/agents)");
 		goto out;
@@ -1014,7 +1015,7 @@ invite_accept(struct vault_req *req, struct vault_resp *resp)
 		if (rc == -1)
 			db_fail(resp, "accept invite");
 		else {
-			db_rollback();
+			store_rollback();
 			resp_error(resp, 409, "you are already a member of "
 			    "this org");
 		}
@@ -1032,7 +1033,7 @@ invite_accept(struct vault_req *req, struct vault_resp *resp)
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE || membership_insert(uid, oid, role, access,
-	    local_run, NULL, token, NULL) == -1 || db_commit() == -1) {
+	    local_run, NULL, token, NULL) == -1 || store_commit() == -1) {
 		explicit_bzero(token, sizeof(token));
 		db_fail(resp, "accept invite");
 		goto out;
@@ -1114,7 +1115,7 @@ member_role(struct vault_req *req, struct vault_resp *resp)
 		resp_error(resp, 422, "field 'role' is required");
 		return;
 	}
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		db_fail(resp, "begin");
 		return;
 	}
@@ -1124,17 +1125,17 @@ member_role(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	if (rc == 0) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 404, "member not found");
 		return;
 	}
 	if (is_agent && role == ROLE_OWNER) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 422, "an agent can never be owner");
 		return;
 	}
 	if (old == ROLE_OWNER && role != ROLE_OWNER && owners <= 1) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 409, "the last owner cannot be demoted: make "
 		    "another member owner first");
 		return;
@@ -1149,7 +1150,7 @@ member_role(struct vault_req *req, struct vault_resp *resp)
 	sqlite3_bind_int64(st, 3, ctx.org_id);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
-	if (rc != SQLITE_DONE || db_commit() == -1) {
+	if (rc != SQLITE_DONE || store_commit() == -1) {
 		db_fail(resp, "change role");
 		return;
 	}
@@ -1175,7 +1176,7 @@ member_access(struct vault_req *req, struct vault_resp *resp)
 	    body_bool(req, resp, "local_run_enabled", 0, &local_run) == -1 ||
 	    body_access(req, resp, ctx.org_id, &sent, &access) == -1)
 		return;
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		free(access);
 		db_fail(resp, "begin");
 		return;
@@ -1187,13 +1188,13 @@ member_access(struct vault_req *req, struct vault_resp *resp)
 	}
 	if (rc == 0) {
 		free(access);
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 404, "member not found");
 		return;
 	}
 	if (role == ROLE_OWNER && (access != NULL || local_run == 0)) {
 		free(access);
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 422, "owners cannot be restricted: they "
 		    "always have every tool and local runs");
 		return;
@@ -1219,7 +1220,7 @@ member_access(struct vault_req *req, struct vault_resp *resp)
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	free(access);
-	if (rc != SQLITE_DONE || db_commit() == -1) {
+	if (rc != SQLITE_DONE || store_commit() == -1) {
 		db_fail(resp, "access");
 		return;
 	}
@@ -1251,7 +1252,7 @@ member_delete(struct vault_req *req, struct vault_resp *resp)
 
 	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1)
 		return;
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		db_fail(resp, "begin");
 		return;
 	}
@@ -1261,23 +1262,23 @@ member_delete(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	if (rc == 0) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 404, "member not found");
 		return;
 	}
 	if (role == ROLE_OWNER && ctx.role != ROLE_OWNER) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 403, "admins cannot remove owners");
 		return;
 	}
 	if (role == ROLE_OWNER && owners <= 1) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 409, "the last owner cannot be removed: make "
 		    "another member owner first, or delete the org");
 		return;
 	}
 	if (membership_remove(req->id2, ctx.org_id) == -1 ||
-	    db_commit() == -1) {
+	    store_commit() == -1) {
 		db_fail(resp, "remove member");
 		return;
 	}
@@ -1292,7 +1293,7 @@ org_leave(struct vault_req *req, struct vault_resp *resp)
 
 	if (org_enter(req, resp, ROLE_VIEWER, &ctx) == -1)
 		return;
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		db_fail(resp, "begin");
 		return;
 	}
@@ -1301,13 +1302,13 @@ org_leave(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	if (ctx.role == ROLE_OWNER && owners <= 1) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 409, "the last owner cannot leave the org: "
 		    "make another member owner first, or delete the org");
 		return;
 	}
 	if (membership_remove(req->auth->user_id, ctx.org_id) == -1 ||
-	    db_commit() == -1) {
+	    store_commit() == -1) {
 		db_fail(resp, "leave");
 		return;
 	}
@@ -1365,7 +1366,7 @@ agents_create(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		free(access);
 		db_fail(resp, "begin");
 		return;
@@ -1379,7 +1380,7 @@ agents_create(struct vault_req *req, struct vault_resp *resp)
 	}
 	if (rc == 1 && !is_agent) {
 		free(access);
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 409, "%s is registered as a person", email);
 		return;
 	}
@@ -1434,7 +1435,7 @@ agents_create(struct vault_req *req, struct vault_resp *resp)
 	    (json_int_t)ctx.org_id, "rotated", rotated));
 	sqlite3_reset(st);
 	explicit_bzero(token, sizeof(token));
-	if (db_commit() == -1) {
+	if (store_commit() == -1) {
 		db_fail(resp, "agent");
 		return;
 	}
@@ -1476,7 +1477,7 @@ agent_delete(struct vault_req *req, struct vault_resp *resp)
 
 	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1)
 		return;
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		db_fail(resp, "begin");
 		return;
 	}
@@ -1486,12 +1487,12 @@ agent_delete(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	if (rc == 0 || !is_agent) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 404, "agent not found");
 		return;
 	}
 	if (membership_remove(req->id2, ctx.org_id) == -1 ||
-	    db_commit() == -1) {
+	    store_commit() == -1) {
 		db_fail(resp, "revoke agent");
 		return;
 	}
@@ -1639,12 +1640,12 @@ ctl_user_add(const struct ctl_request *cr, json_t **reply)
 		*reply = ctl_errorf("invalid org name");
 		return (-1);
 	}
-	if (db_begin() == -1)
+	if (store_begin() == -1)
 		goto fail;
 	if ((rc = user_find(email, &uid, &is_agent)) == -1)
 		goto fail;
 	if (rc == 1 && is_agent) {
-		db_rollback();
+		store_rollback();
 		*reply = ctl_errorf("%s is an agent: manage it through its "
 		    "org's agents", email);
 		return (-1);
@@ -1655,7 +1656,7 @@ ctl_user_add(const struct ctl_request *cr, json_t **reply)
 	    sizeof(slug))) == -1)
 		goto fail;
 	if (found == 2) {
-		db_rollback();
+		store_rollback();
 		*reply = ctl_errorf("several orgs are named '%s': give the "
 		    "slug", cr->org);
 		return (-1);
@@ -1664,7 +1665,7 @@ ctl_user_add(const struct ctl_request *cr, json_t **reply)
 		if ((rc = membership_role(uid, oid, &have, NULL)) == -1)
 			goto fail;
 		if (rc == 1) {
-			db_rollback();
+			store_rollback();
 			*reply = ctl_errorf("%s is already a member of %s "
 			    "(tregctl token revoke first to get a new token)",
 			    email, slug);
@@ -1681,7 +1682,7 @@ ctl_user_add(const struct ctl_request *cr, json_t **reply)
 	if (membership_insert(uid, oid, role, NULL, 1, NULL, token,
 	    NULL) == -1)
 		goto fail;
-	if (db_commit() == -1) {
+	if (store_commit() == -1) {
 		explicit_bzero(token, sizeof(token));
 		goto fail;
 	}
@@ -1695,7 +1696,7 @@ ctl_user_add(const struct ctl_request *cr, json_t **reply)
  fail:
 	log_warnx("%s: database error: %s", __func__,
 	    sqlite3_errmsg(vault_db));
-	db_rollback();
+	store_rollback();
 	*reply = ctl_errorf("database error");
 	return (-1);
 }
@@ -1714,12 +1715,12 @@ ctl_token_revoke(const struct ctl_request *cr, json_t **reply)
 		*reply = ctl_errorf("invalid email address");
 		return (-1);
 	}
-	if (db_begin() == -1)
+	if (store_begin() == -1)
 		goto fail;
 	if ((rc = user_find(email, &uid, NULL)) == -1)
 		goto fail;
 	if (rc == 0) {
-		db_rollback();
+		store_rollback();
 		*reply = ctl_errorf("no user %s", email);
 		return (-1);
 	}
@@ -1740,12 +1741,12 @@ ctl_token_revoke(const struct ctl_request *cr, json_t **reply)
 		if (membership_remove(uid, oids[i]) == -1)
 			goto fail;
 	if (n == 0) {
-		db_rollback();
+		store_rollback();
 		*reply = ctl_errorf("%s has no token%s%s", email,
 		    cr->org[0] ? " in org " : "", cr->org);
 		return (-1);
 	}
-	if (db_commit() == -1)
+	if (store_commit() == -1)
 		goto fail;
 	*reply = json_pack("{s:i}", "revoked", n);
 	log_info("tregctl: %d token(s) of user %lld revoked", n,
@@ -1754,7 +1755,7 @@ ctl_token_revoke(const struct ctl_request *cr, json_t **reply)
  fail:
 	log_warnx("%s: database error: %s", __func__,
 	    sqlite3_errmsg(vault_db));
-	db_rollback();
+	store_rollback();
 	*reply = ctl_errorf("database error");
 	return (-1);
 }
@@ -1770,7 +1771,7 @@ ctl_org_delete(const struct ctl_request *cr, json_t **reply)
 		*reply = ctl_errorf("malformed request");
 		return (-1);
 	}
-	if (db_begin() == -1 ||
+	if (store_begin() == -1 ||
 	    (st = db_prepare("SELECT id FROM orgs WHERE slug = ?")) == NULL)
 		goto fail;
 	sqlite3_bind_text(st, 1, cr->org, -1, SQLITE_STATIC);
@@ -1780,11 +1781,11 @@ ctl_org_delete(const struct ctl_request *cr, json_t **reply)
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	if (rc == SQLITE_DONE) {
-		db_rollback();
+		store_rollback();
 		*reply = ctl_errorf("no org with the slug '%s'", cr->org);
 		return (-1);
 	}
-	if (rc != SQLITE_ROW || org_remove(oid) == -1 || db_commit() == -1)
+	if (rc != SQLITE_ROW || org_remove(oid) == -1 || store_commit() == -1)
 		goto fail;
 	*reply = json_pack("{s:I}", "deleted_org", (json_int_t)oid);
 	log_info("tregctl: org %lld deleted", (long long)oid);
@@ -1792,7 +1793,7 @@ ctl_org_delete(const struct ctl_request *cr, json_t **reply)
  fail:
 	log_warnx("%s: database error: %s", __func__,
 	    sqlite3_errmsg(vault_db));
-	db_rollback();
+	store_rollback();
 	*reply = ctl_errorf("database error");
 	return (-1);
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store_sqlite.h"
 #include "vault.h"
 
 #define DENY_RULES_MAX		1000	/* per org */
@@ -370,7 +371,7 @@ deny_create(struct vault_req *req, struct vault_resp *resp)
 		}
 	}
 
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		db_fail(resp, "deny rule");
 		return;
 	}
@@ -384,7 +385,7 @@ deny_create(struct vault_req *req, struct vault_resp *resp)
 		n = sqlite3_column_int(st, 0);
 	sqlite3_reset(st);
 	if (n >= DENY_RULES_MAX) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 409, "this org already has %d deny rules, "
 		    "the most it may have", DENY_RULES_MAX);
 		return;
@@ -415,7 +416,7 @@ deny_create(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	id = sqlite3_last_insert_rowid(vault_db);
-	if (db_commit() == -1) {
+	if (store_commit() == -1) {
 		db_fail(resp, "deny rule");
 		return;
 	}
@@ -549,7 +550,7 @@ audit_unwritable(struct vault_resp *resp, const char *what)
 {
 	log_warnx("audit row not written (%s): %s", what,
 	    sqlite3_errmsg(vault_db));
-	db_rollback();
+	store_rollback();
 	resp_error(resp, 503, "the audit log cannot be written — %s", what);
 }
 
@@ -951,7 +952,7 @@ tool_run_report(struct vault_req *req, struct vault_resp *resp)
 
 	if ((marked = json_array()) == NULL)
 		fatal("%s: json_array", __func__);
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		db_fail(resp, "run report");
 		goto out;
 	}
@@ -998,7 +999,7 @@ tool_run_report(struct vault_req *req, struct vault_resp *resp)
 	la.exit_code = exit_code;
 	la.verdict = verdict;
 	la.grant_id = grant;
-	if ((rid = audit_local(a, &la)) == -1 || db_commit() == -1) {
+	if ((rid = audit_local(a, &la)) == -1 || store_commit() == -1) {
 		db_fail(resp, "run report");
 		goto out;
 	}

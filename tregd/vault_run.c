@@ -20,6 +20,7 @@
 #include <strings.h>
 
 #include "pack.h"
+#include "store_sqlite.h"
 #include "vault.h"
 
 #define RUNS_LIMIT_DEF		50

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "store_sqlite.h"
 #include "vault.h"
 
 #define RECIPE_LEN_MAX		(256 * 1024)
@@ -363,7 +364,7 @@ secret_store_value(struct vault_resp *resp, int64_t org, int64_t id,
 	if (secret_seal(org, id, pt, ptlen, &sealed, &slen) == -1) {
 		log_warnx("%s: cannot seal secret %lld", __func__,
 		    (long long)id);
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 500, "internal error: cannot seal the value");
 		return (-1);
 	}
@@ -547,7 +548,7 @@ secrets_create(struct vault_req *req, struct vault_resp *resp)
 	    &pt, &ptlen) == -1)
 		return;
 	tooshort = value_too_short(pt, ptlen);
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		value_free(pt, ptlen);
 		db_fail(resp, "begin");
 		return;
@@ -558,7 +559,7 @@ secrets_create(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	value_free(pt, ptlen);
-	if (db_commit() == -1) {
+	if (store_commit() == -1) {
 		db_fail(resp, "commit");
 		return;
 	}
@@ -671,7 +672,7 @@ secret_patch(struct vault_req *req, struct vault_resp *resp)
 		}
 	}
 
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		value_free(pt, ptlen);
 		db_fail(resp, "begin");
 		return;
@@ -700,7 +701,7 @@ secret_patch(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	value_free(pt, ptlen);
-	if (db_commit() == -1) {
+	if (store_commit() == -1) {
 		db_fail(resp, "commit");
 		return;
 	}
@@ -1118,7 +1119,7 @@ tool_insert(struct vault_req *req, struct vault_resp *resp,
 	free(cli);
 	free(hc);
 	if (rc == SQLITE_CONSTRAINT) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 409, "tool name '%s' already exists in this "
 		    "org", in->name);
 		return (-1);
@@ -1168,7 +1169,7 @@ tool_create(struct vault_req *req, struct vault_resp *resp, json_t *spec,
 	tool_in_clear(&in);
 	return (0);
  fail:
-	db_rollback();
+	store_rollback();
 	tool_in_clear(&in);
 	return (-1);
 }
@@ -1257,13 +1258,13 @@ tools_create(struct vault_req *req, struct vault_resp *resp)
 		resp_error(resp, 422, "field 'name' is required");
 		return;
 	}
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		db_fail(resp, "begin");
 		return;
 	}
 	if (tool_create(req, resp, req->body, "", 0, NULL, &id) == -1)
 		return;
-	if (db_commit() == -1) {
+	if (store_commit() == -1) {
 		db_fail(resp, "commit");
 		return;
 	}
@@ -1400,7 +1401,7 @@ tool_patch(struct vault_req *req, struct vault_resp *resp)
 	if (tool_resolve(req, resp, &in, NULL, own_b, own_c) == -1)
 		goto done;
 
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		db_fail(resp, "begin");
 		goto done;
 	}
@@ -1437,7 +1438,7 @@ tool_patch(struct vault_req *req, struct vault_resp *resp)
 	free(cli);
 	free(hc);
 	if (rc == SQLITE_CONSTRAINT) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 409, "tool name '%s' already exists in this "
 		    "org", in.name);
 		goto done;
@@ -1446,7 +1447,7 @@ tool_patch(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "tool");
 		goto done;
 	}
-	if (db_commit() == -1) {
+	if (store_commit() == -1) {
 		db_fail(resp, "commit");
 		goto done;
 	}
@@ -1669,7 +1670,7 @@ skills_create(struct vault_req *req, struct vault_resp *resp)
 	files_text = dumps(files);
 	locals = json_object();
 
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		db_fail(resp, "begin");
 		goto done;
 	}
@@ -1690,7 +1691,7 @@ skills_create(struct vault_req *req, struct vault_resp *resp)
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	if (rc == SQLITE_CONSTRAINT) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 409, "skill name '%s' already exists in this "
 		    "org", name);
 		goto done;
@@ -1711,7 +1712,7 @@ skills_create(struct vault_req *req, struct vault_resp *resp)
 			if (rc == -1)
 				db_fail(resp, "tool");
 			else {
-				db_rollback();
+				store_rollback();
 				resp_error(resp, 409, "tool name '%s' already "
 				    "exists in this org", json_string_value(
 				    json_object_get(e, "name")));
@@ -1724,31 +1725,31 @@ skills_create(struct vault_req *req, struct vault_resp *resp)
 		snprintf(ctx, sizeof(ctx), "secrets[%zu]", i);
 		kind = "env";
 		if (!json_is_object(e)) {
-			db_rollback();
+			store_rollback();
 			resp_error(resp, 422, "%s must be an object", ctx);
 			goto done;
 		}
 		if (spec_str(resp, e, ctx, "local_name", 1, NAME_LEN_MAX,
 		    &local) == -1 || spec_str(resp, e, ctx, "kind", 0, 32,
 		    &kind) == -1) {
-			db_rollback();
+			store_rollback();
 			goto done;
 		}
 		if (!valid_name(local) || !kind_valid(kind)) {
-			db_rollback();
+			store_rollback();
 			resp_error(resp, 422, "%s: bad 'local_name' or 'kind' "
 			    "(env, oauth, secret_file, param)", ctx);
 			goto done;
 		}
 		if (json_object_get(locals, local) != NULL) {
-			db_rollback();
+			store_rollback();
 			resp_error(resp, 422, "%s: duplicate local_name '%s'",
 			    ctx, local);
 			goto done;
 		}
 		if (secret_value(resp, json_object_get(e, "value"), kind, ctx,
 		    &pt, &ptlen) == -1) {
-			db_rollback();
+			store_rollback();
 			goto done;
 		}
 		tooshort |= value_too_short(pt, ptlen);
@@ -1765,7 +1766,7 @@ skills_create(struct vault_req *req, struct vault_resp *resp)
 		if (tool_create(req, resp, e, ctx, bundle, locals, &id) == -1)
 			goto done;
 	}
-	if (db_commit() == -1) {
+	if (store_commit() == -1) {
 		db_fail(resp, "commit");
 		goto done;
 	}
@@ -2028,7 +2029,7 @@ bundle_delete(struct vault_req *req, struct vault_resp *resp)
 	    sizeof(name));
 	if (row_editable(req, resp, rc, owner, "skill", "delete") == -1)
 		return;
-	if (db_begin() == -1) {
+	if (store_begin() == -1) {
 		db_fail(resp, "begin");
 		return;
 	}
@@ -2047,7 +2048,7 @@ bundle_delete(struct vault_req *req, struct vault_resp *resp)
 	}
 	sqlite3_reset(st);
 	if (rc == SQLITE_ROW) {
-		db_rollback();
+		store_rollback();
 		resp_error(resp, 409, "the tool '%s', outside the skill, uses "
 		    "its secret '%s' — remove it from that tool first", tool,
 		    secret);
@@ -2071,7 +2072,7 @@ bundle_delete(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "delete skill");
 		return;
 	}
-	if (db_commit() == -1) {
+	if (store_commit() == -1) {
 		db_fail(resp, "commit");
 		return;
 	}

@@ -1,0 +1,189 @@
+/*
+ * The storage interface of store.h, dispatched to the engine chosen when
+ * the database is opened.  Nothing here knows an engine's types.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "store.h"
+
+static const struct store_ops	*ops;
+
+int
+store_open(const struct store_params *p, char *err, size_t len)
+{
+	switch (p->engine) {
+	case STORE_SQLITE:
+		ops = &store_sqlite_ops;
+		break;
+	default:
+		strlcpy(err, "this tregd has no such database engine", len);
+		return (-1);
+	}
+	return (ops->open(p, err, len));
+}
+
+void
+store_close(void)
+{
+	if (ops != NULL)
+		ops->close();
+}
+
+int
+store_check(char *buf, size_t len)
+{
+	return (ops->check(buf, len));
+}
+
+int
+store_backup(const char *path)
+{
+	return (ops->backup(path));
+}
+
+int64_t
+store_version(void)
+{
+	return (ops->version());
+}
+
+const char *
+store_error(void)
+{
+	return (ops != NULL ? ops->error() : "no database");
+}
+
+int
+store_begin(void)
+{
+	return (ops->begin());
+}
+
+int
+store_commit(void)
+{
+	return (ops->commit());
+}
+
+void
+store_rollback(void)
+{
+	ops->rollback();
+}
+
+int
+store_member_by_token(const uint8_t hash[STORE_HASH_LEN],
+    struct store_member *m)
+{
+	memset(m, 0, sizeof(*m));
+	return (ops->member_by_token(hash, m));
+}
+
+void
+store_member_clear(struct store_member *m)
+{
+	free(m->tool_access);
+	memset(m, 0, sizeof(*m));
+}
+
+int
+store_secret_get(int64_t org, int64_t id, struct store_secret *s)
+{
+	memset(s, 0, sizeof(*s));
+	return (ops->secret_get(org, id, s));
+}
+
+void
+store_secret_clear(struct store_secret *s)
+{
+	free(s->sealed);
+	memset(s, 0, sizeof(*s));
+}
+
+int
+store_secret_set_sealed(int64_t id, const void *sealed, size_t len)
+{
+	return (ops->secret_set_sealed(id, sealed, len));
+}
+
+int
+store_secrets_each_sealed(store_sealed_fn fn, void *arg)
+{
+	return (ops->secrets_each_sealed(fn, arg));
+}
+
+int
+store_tool_by_name(int64_t org, const char *name, struct store_tool *t)
+{
+	memset(t, 0, sizeof(*t));
+	return (ops->tool_by_name(org, name, t));
+}
+
+void
+store_tool_clear(struct store_tool *t)
+{
+	free(t->base_url);
+	free(t->host);
+	free(t->bindings);
+	free(t->cli);
+	memset(t, 0, sizeof(*t));
+}
+
+int
+store_tool_secret_ids(int64_t tool, int64_t *ids, size_t max, size_t *n)
+{
+	*n = 0;
+	return (ops->tool_secret_ids(tool, ids, max, n));
+}
+
+int
+store_run_insert(const struct store_run *r, int64_t *id)
+{
+	return (ops->run_insert(r, id));
+}
+
+int
+store_run_end_insert(const struct store_run_end *e)
+{
+	return (ops->run_end_insert(e));
+}
+
+int
+store_call_insert(const struct store_call *c, int64_t *id)
+{
+	return (ops->call_insert(c, id));
+}
+
+int
+store_runs_page(int64_t org, char before_src, int64_t before_id,
+    store_runs_fn fn, void *arg)
+{
+	return (ops->runs_page(org, before_src, before_id, fn, arg));
+}
+
+int
+store_calls_page(int64_t org, int64_t before_id, store_calls_fn fn,
+    void *arg)
+{
+	return (ops->calls_page(org, before_id, fn, arg));
+}
+
+int
+store_org_by_slug(const char *slug, int64_t *id)
+{
+	return (ops->org_by_slug(slug, id));
+}
+
+int
+store_org_secrets_sealed(int64_t org, store_sealed_fn fn, void *arg)
+{
+	return (ops->org_secrets_sealed(org, fn, arg));
+}
+
+int
+store_sealed_count(const void *prefix, size_t len, int64_t *n)
+{
+	return (ops->sealed_count(prefix, len, n));
+}

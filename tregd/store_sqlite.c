@@ -1,0 +1,687 @@
+/*
+ * The sqlite engine of store.h: one connection per vault process (a
+ * file in the state directory, WAL: readers never wait for the writer),
+ * its statement cache, transactions, the checks at start and the online
+ * backup.  Every statement of the engine lives in a store_sqlite*.c file
+ * and binds its values by parameter name.
+ */
+
+#include <sys/types.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "store_sqlite.h"
+
+sqlite3			*vault_db;
+
+struct stmt_cache {
+	const char	*sql;		/* the caller's string constant */
+	sqlite3_stmt	*st;
+};
+#define STMT_CACHE_MAX	256
+static struct stmt_cache	 stmt_cache[STMT_CACHE_MAX];
+static int			 nstmt_cache;
+static int64_t			 seen_dataver = -1, seen_changes = -1;
+static int64_t			 version;
+
+static int	sq_open(const struct store_params *, char *, size_t);
+static void	sq_close(void);
+static int	sq_check(char *, size_t);
+static int	sq_wal_present(const char *, char *, size_t);
+static int	sq_backup(const char *);
+static int64_t	sq_version(void);
+static const char *sq_error(void);
+static int	sq_begin(void);
+static int	sq_commit(void);
+static void	sq_rollback(void);
+static int	sq_member_by_token(const uint8_t [STORE_HASH_LEN],
+		    struct store_member *);
+static int	sq_secret_get(int64_t, int64_t, struct store_secret *);
+static int	sq_secret_set_sealed(int64_t, const void *, size_t);
+static int	sq_sealed_rows(sqlite3_stmt *, store_sealed_fn, void *);
+static int	sq_secrets_each_sealed(store_sealed_fn, void *);
+static int	sq_org_secrets_sealed(int64_t, store_sealed_fn, void *);
+static int	sq_sealed_count(const void *, size_t, int64_t *);
+static int	sq_tool_by_name(int64_t, const char *, struct store_tool *);
+static int	sq_tool_secret_ids(int64_t, int64_t *, size_t, size_t *);
+static int	sq_org_by_slug(const char *, int64_t *);
+
+const struct store_ops store_sqlite_ops = {
+	.name = "sqlite",
+	.open = sq_open,
+	.close = sq_close,
+	.check = sq_check,
+	.backup = sq_backup,
+	.version = sq_version,
+	.error = sq_error,
+	.begin = sq_begin,
+	.commit = sq_commit,
+	.rollback = sq_rollback,
+	.member_by_token = sq_member_by_token,
+	.secret_get = sq_secret_get,
+	.secret_set_sealed = sq_secret_set_sealed,
+	.secrets_each_sealed = sq_secrets_each_sealed,
+	.tool_by_name = sq_tool_by_name,
+	.tool_secret_ids = sq_tool_secret_ids,
+	.run_insert = sq_run_insert,
+	.run_end_insert = sq_run_end_insert,
+	.call_insert = sq_call_insert,
+	.runs_page = sq_runs_page,
+	.calls_page = sq_calls_page,
+	.org_by_slug = sq_org_by_slug,
+	.org_secrets_sealed = sq_org_secrets_sealed,
+	.sealed_count = sq_sealed_count,
+};
+
+/* ------------------------------------------------------------------ */
+/* Opening and checking.                                               */
+
+/*
+ * The WAL is kept (SQLITE_FCNTL_PERSIST_WAL), so a database in WAL mode
+ * without its -wal file lost committed rows: copied alone, or the file
+ * was removed.  Refuse it rather than serve an older state.
+ */
+static int
+sq_wal_present(const char *path, char *err, size_t len)
+{
+	unsigned char	 hdr[20];
+	char		 wal[1024];
+	struct stat	 sb;
+	int		 fd;
+	ssize_t		 n;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return (errno == ENOENT ? 0 : -1);
+	n = read(fd, hdr, sizeof(hdr));
+	close(fd);
+	if (n == 0)
+		return (0);
+	/* Bytes 18 and 19 of the header are 2 in WAL mode. */
+	if (n != sizeof(hdr) || memcmp(hdr, "SQLite format 3", 16) != 0) {
+		snprintf(err, len, "%s is not a tregd database", path);
+		return (-1);
+	}
+	if (hdr[18] != 2 || hdr[19] != 2)
+		return (0);
+	if (snprintf(wal, sizeof(wal), "%s-wal", path) >= (int)sizeof(wal))
+		return (-1);
+	if (stat(wal, &sb) == -1) {
+		snprintf(err, len, "%s: its write-ahead log %s is missing, "
+		    "committed rows may be lost; restore a backup (see "
+		    "tregctl backup)", path, wal);
+		return (-1);
+	}
+	return (0);
+}
+
+static int
+sq_open(const struct store_params *p, char *err, size_t len)
+{
+	int	 one = 1;
+
+	if (sq_wal_present(p->path, err, len) == -1) {
+		if (*err == '\0')
+			snprintf(err, len, "%s: %s", p->path, strerror(errno));
+		return (-1);
+	}
+	sqlite3_initialize();
+	if (sqlite3_open_v2(p->path, &vault_db, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		snprintf(err, len, "sqlite3_open %s: %s", p->path, vault_db ?
+		    sqlite3_errmsg(vault_db) : "out of memory");
+		return (-1);
+	}
+	sqlite3_busy_timeout(vault_db, 5000);
+	sqlite3_file_control(vault_db, "main", SQLITE_FCNTL_PERSIST_WAL, &one);
+	if (sq_check(err, len) == -1)
+		return (-1);
+	/*
+	 * WAL with synchronous NORMAL: a committed row survives the vault
+	 * being killed (only an OS crash can lose the last transactions).
+	 */
+	if (db_exec("PRAGMA journal_mode = WAL") == -1 ||
+	    db_exec("PRAGMA synchronous = NORMAL") == -1 ||
+	    db_exec("PRAGMA foreign_keys = ON") == -1 ||
+	    db_exec("PRAGMA temp_store = MEMORY") == -1 ||
+	    db_exec("PRAGMA secure_delete = ON") == -1) {
+		snprintf(err, len, "cannot configure the database: %s",
+		    sqlite3_errmsg(vault_db));
+		return (-1);
+	}
+	if (sq_migrate() == -1) {
+		snprintf(err, len, "cannot migrate the database schema");
+		return (-1);
+	}
+	return (0);
+}
+
+static void
+sq_close(void)
+{
+	int	 i;
+
+	for (i = 0; i < nstmt_cache; i++)
+		sqlite3_finalize(stmt_cache[i].st);
+	nstmt_cache = 0;
+	sqlite3_close_v2(vault_db);
+	vault_db = NULL;
+}
+
+/* PRAGMA quick_check: every page readable, every index consistent. */
+static int
+sq_check(char *buf, size_t len)
+{
+	sqlite3_stmt	*st;
+	const char	*r;
+	int		 rc;
+
+	if (sqlite3_prepare_v2(vault_db, "PRAGMA quick_check(1)", -1, &st,
+	    NULL) != SQLITE_OK) {
+		snprintf(buf, len, "the database is damaged: %s",
+		    sqlite3_errmsg(vault_db));
+		return (-1);
+	}
+	rc = sqlite3_step(st);
+	r = (const char *)sqlite3_column_text(st, 0);
+	if (rc != SQLITE_ROW || r == NULL || strcmp(r, "ok") != 0) {
+		snprintf(buf, len, "the database is damaged (quick_check: "
+		    "%s); restore a backup", rc == SQLITE_ROW && r != NULL ?
+		    r : sqlite3_errmsg(vault_db));
+		sqlite3_finalize(st);
+		return (-1);
+	}
+	sqlite3_finalize(st);
+	return (0);
+}
+
+/* The online backup API: a consistent copy while others write. */
+static int
+sq_backup(const char *path)
+{
+	sqlite3		*dst;
+	sqlite3_backup	*b;
+	int		 rc;
+
+	if (sqlite3_open_v2(path, &dst, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		log_warnx("backup %s: %s", path, dst ? sqlite3_errmsg(dst) :
+		    "out of memory");
+		sqlite3_close(dst);
+		return (-1);
+	}
+	if ((b = sqlite3_backup_init(dst, "main", vault_db, "main")) == NULL) {
+		log_warnx("backup %s: %s", path, sqlite3_errmsg(dst));
+		sqlite3_close(dst);
+		return (-1);
+	}
+	while ((rc = sqlite3_backup_step(b, 256)) == SQLITE_OK ||
+	    rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+		;
+	sqlite3_backup_finish(b);
+	/* The copy is one file: rollback journal mode, no WAL. */
+	if (rc == SQLITE_DONE && sqlite3_exec(dst, "PRAGMA journal_mode = "
+	    "DELETE", NULL, NULL, NULL) != SQLITE_OK)
+		rc = SQLITE_ERROR;
+	if (rc != SQLITE_DONE)
+		log_warnx("backup %s: %s", path, sqlite3_errmsg(dst));
+	sqlite3_close(dst);
+	return (rc == SQLITE_DONE ? 0 : -1);
+}
+
+/*
+ * data_version changes with every commit by another connection (another
+ * worker); total_changes with every row written through this one.
+ */
+static int64_t
+sq_version(void)
+{
+	sqlite3_stmt	*st;
+	int64_t		 dv = -1, ch;
+
+	if ((st = db_prepare("PRAGMA data_version")) == NULL)
+		return (-1);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		dv = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	if (dv == -1)
+		return (-1);
+	ch = sqlite3_total_changes64(vault_db);
+	if (dv != seen_dataver || ch != seen_changes) {
+		seen_dataver = dv;
+		seen_changes = ch;
+		version++;
+	}
+	return (version);
+}
+
+static const char *
+sq_error(void)
+{
+	return (vault_db != NULL ? sqlite3_errmsg(vault_db) : "not open");
+}
+
+static int
+sq_begin(void)
+{
+	return (db_exec("BEGIN IMMEDIATE"));
+}
+
+static int
+sq_commit(void)
+{
+	if (db_exec("COMMIT") == -1) {
+		sq_rollback();
+		return (-1);
+	}
+	return (0);
+}
+
+static void
+sq_rollback(void)
+{
+	if (!sqlite3_get_autocommit(vault_db))
+		sqlite3_exec(vault_db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Statements and binding by name.                                     */
+
+/*
+ * Prepared statements are cached by the address of their SQL text (a
+ * string constant at every call site) and come back reset and unbound.
+ */
+sqlite3_stmt *
+db_prepare(const char *sql)
+{
+	sqlite3_stmt	*st;
+	int		 i;
+
+	for (i = 0; i < nstmt_cache; i++)
+		if (stmt_cache[i].sql == sql) {
+			st = stmt_cache[i].st;
+			sqlite3_reset(st);
+			sqlite3_clear_bindings(st);
+			return (st);
+		}
+	if (sqlite3_prepare_v3(vault_db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+	    &st, NULL) != SQLITE_OK) {
+		log_warnx("prepare: %s", sqlite3_errmsg(vault_db));
+		return (NULL);
+	}
+	if (nstmt_cache < STMT_CACHE_MAX) {
+		stmt_cache[nstmt_cache].sql = sql;
+		stmt_cache[nstmt_cache++].st = st;
+	} else
+		fatalx("%s: statement cache full", __func__);
+	return (st);
+}
+
+int
+db_exec(const char *sql)
+{
+	char	*err = NULL;
+
+	if (sqlite3_exec(vault_db, sql, NULL, NULL, &err) != SQLITE_OK) {
+		log_warnx("sqlite: %s", err ? err : "error");
+		sqlite3_free(err);
+		return (-1);
+	}
+	return (0);
+}
+
+const char *
+db_text(sqlite3_stmt *st, int col)
+{
+	const unsigned char	*s = sqlite3_column_text(st, col);
+
+	return (s != NULL ? (const char *)s : "");
+}
+
+json_t *
+db_rows(sqlite3_stmt *st, db_row_view view, const void *arg)
+{
+	json_t	*list;
+	int	 rc;
+
+	if ((list = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		json_array_append_new(list, view(st, arg));
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		json_decref(list);
+		return (NULL);
+	}
+	return (list);
+}
+
+static int
+sq_param(sqlite3_stmt *st, const char *name)
+{
+	int	 i;
+
+	if ((i = sqlite3_bind_parameter_index(st, name)) == 0)
+		fatalx("%s: no parameter %s", __func__, name);
+	return (i);
+}
+
+int
+sq_int(sqlite3_stmt *st, const char *name, int64_t v)
+{
+	return (sqlite3_bind_int64(st, sq_param(st, name), v) == SQLITE_OK ?
+	    0 : -1);
+}
+
+int
+sq_text(sqlite3_stmt *st, const char *name, const char *v)
+{
+	int	 i = sq_param(st, name);
+
+	if (v == NULL)
+		return (sqlite3_bind_null(st, i) == SQLITE_OK ? 0 : -1);
+	return (sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT) ==
+	    SQLITE_OK ? 0 : -1);
+}
+
+int
+sq_blob(sqlite3_stmt *st, const char *name, const void *v, size_t len)
+{
+	return (sqlite3_bind_blob(st, sq_param(st, name), v, len,
+	    SQLITE_TRANSIENT) == SQLITE_OK ? 0 : -1);
+}
+
+int
+sq_null(sqlite3_stmt *st, const char *name)
+{
+	return (sqlite3_bind_null(st, sq_param(st, name)) == SQLITE_OK ?
+	    0 : -1);
+}
+
+int
+sq_col(sqlite3_stmt *st, const char *name)
+{
+	int	 i, n = sqlite3_column_count(st);
+
+	for (i = 0; i < n; i++)
+		if (strcmp(sqlite3_column_name(st, i), name) == 0)
+			return (i);
+	fatalx("%s: no column %s", __func__, name);
+}
+
+const char *
+sq_ctext(sqlite3_stmt *st, const char *name)
+{
+	return (db_text(st, sq_col(st, name)));
+}
+
+int64_t
+sq_cint(sqlite3_stmt *st, const char *name)
+{
+	return (sqlite3_column_int64(st, sq_col(st, name)));
+}
+
+int
+sq_cnull(sqlite3_stmt *st, const char *name)
+{
+	return (sqlite3_column_type(st, sq_col(st, name)) == SQLITE_NULL);
+}
+
+char *
+sq_cdup(sqlite3_stmt *st, const char *name)
+{
+	const unsigned char	*s;
+	char			*d;
+
+	if ((s = sqlite3_column_text(st, sq_col(st, name))) == NULL)
+		return (NULL);
+	if ((d = strdup((const char *)s)) == NULL)
+		fatal("%s: strdup", __func__);
+	return (d);
+}
+
+void
+sq_ccopy(sqlite3_stmt *st, const char *name, char *buf, size_t len)
+{
+	strlcpy(buf, sq_ctext(st, name), len);
+}
+
+int
+sq_done(sqlite3_stmt *st)
+{
+	int	 rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return (rc == SQLITE_DONE ? 0 : -1);
+}
+
+/* ------------------------------------------------------------------ */
+/* Identity, secrets, tools.                                           */
+
+static int
+sq_member_by_token(const uint8_t hash[STORE_HASH_LEN], struct store_member *m)
+{
+	sqlite3_stmt	*st;
+	const void	*stored;
+	int		 rc;
+
+	if ((st = db_prepare("SELECT m.id AS id, m.user_id AS user_id, "
+	    "m.org_id AS org_id, m.role AS role, m.tool_access AS access, "
+	    "m.local_run_enabled AS local_run, u.email AS email, "
+	    "u.is_agent AS is_agent, o.slug AS slug, m.token_hash AS hash "
+	    "FROM memberships m JOIN users u ON u.id = m.user_id "
+	    "JOIN orgs o ON o.id = m.org_id WHERE m.token_hash = :hash")) ==
+	    NULL)
+		return (-1);
+	sq_blob(st, ":hash", hash, STORE_HASH_LEN);
+	if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
+		sqlite3_reset(st);
+		return (rc == SQLITE_DONE ? 1 : -1);
+	}
+	stored = sqlite3_column_blob(st, sq_col(st, "hash"));
+	if (stored == NULL || sqlite3_column_bytes(st, sq_col(st, "hash")) !=
+	    STORE_HASH_LEN) {
+		sqlite3_reset(st);
+		return (1);
+	}
+	memcpy(m->token_hash, stored, STORE_HASH_LEN);
+	m->id = sq_cint(st, "id");
+	m->user_id = sq_cint(st, "user_id");
+	m->org_id = sq_cint(st, "org_id");
+	sq_ccopy(st, "role", m->role, sizeof(m->role));
+	m->tool_access = sq_cdup(st, "access");
+	m->local_run_enabled = sq_cint(st, "local_run") != 0;
+	sq_ccopy(st, "email", m->email, sizeof(m->email));
+	m->is_agent = sq_cint(st, "is_agent") != 0;
+	sq_ccopy(st, "slug", m->org_slug, sizeof(m->org_slug));
+	sqlite3_reset(st);
+	return (0);
+}
+
+static int
+sq_secret_get(int64_t org, int64_t id, struct store_secret *s)
+{
+	sqlite3_stmt	*st;
+	const void	*b;
+	int		 rc;
+
+	if ((st = db_prepare("SELECT id, org_id, name, kind, owner_id, "
+	    "bundle_id, sealed, status, status_detail, checked_at, created_at "
+	    "FROM secrets WHERE id = :id AND org_id = :org")) == NULL)
+		return (-1);
+	sq_int(st, ":id", id);
+	sq_int(st, ":org", org);
+	if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
+		sqlite3_reset(st);
+		return (rc == SQLITE_DONE ? 1 : -1);
+	}
+	s->id = sq_cint(st, "id");
+	s->org_id = sq_cint(st, "org_id");
+	sq_ccopy(st, "name", s->name, sizeof(s->name));
+	sq_ccopy(st, "kind", s->kind, sizeof(s->kind));
+	s->owner_id = sq_cint(st, "owner_id");
+	s->bundle_id = sq_cint(st, "bundle_id");
+	sq_ccopy(st, "status", s->status, sizeof(s->status));
+	sq_ccopy(st, "status_detail", s->status_detail,
+	    sizeof(s->status_detail));
+	sq_ccopy(st, "checked_at", s->checked_at, sizeof(s->checked_at));
+	sq_ccopy(st, "created_at", s->created_at, sizeof(s->created_at));
+	b = sqlite3_column_blob(st, sq_col(st, "sealed"));
+	s->sealedlen = sqlite3_column_bytes(st, sq_col(st, "sealed"));
+	if ((s->sealed = malloc(s->sealedlen + 1)) == NULL)
+		fatal("%s: malloc", __func__);
+	if (s->sealedlen > 0)
+		memcpy(s->sealed, b, s->sealedlen);
+	sqlite3_reset(st);
+	return (0);
+}
+
+static int
+sq_secret_set_sealed(int64_t id, const void *sealed, size_t len)
+{
+	sqlite3_stmt	*st;
+
+	if ((st = db_prepare("UPDATE secrets SET sealed = :sealed "
+	    "WHERE id = :id")) == NULL)
+		return (-1);
+	sq_blob(st, ":sealed", sealed, len);
+	sq_int(st, ":id", id);
+	return (sq_done(st));
+}
+
+/* fn per row (id, org_id, sealed) until it returns non-zero. */
+static int
+sq_sealed_rows(sqlite3_stmt *st, store_sealed_fn fn, void *arg)
+{
+	int	 rc, stop = 0;
+
+	while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		stop = fn(sq_cint(st, "id"), sq_cint(st, "org_id"),
+		    sqlite3_column_blob(st, sq_col(st, "sealed")),
+		    sqlite3_column_bytes(st, sq_col(st, "sealed")), arg);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (stop)
+		return (stop < 0 ? -1 : 0);
+	return (rc == SQLITE_DONE ? 0 : -1);
+}
+
+static int
+sq_secrets_each_sealed(store_sealed_fn fn, void *arg)
+{
+	sqlite3_stmt	*st;
+
+	if ((st = db_prepare("SELECT id, org_id, sealed FROM secrets "
+	    "ORDER BY id")) == NULL)
+		return (-1);
+	return (sq_sealed_rows(st, fn, arg));
+}
+
+static int
+sq_org_secrets_sealed(int64_t org, store_sealed_fn fn, void *arg)
+{
+	sqlite3_stmt	*st;
+
+	if ((st = db_prepare("SELECT id, org_id, sealed FROM secrets "
+	    "WHERE org_id = :org AND kind != 'param' ORDER BY id")) == NULL)
+		return (-1);
+	sq_int(st, ":org", org);
+	return (sq_sealed_rows(st, fn, arg));
+}
+
+static int
+sq_sealed_count(const void *prefix, size_t len, int64_t *n)
+{
+	sqlite3_stmt	*st;
+	int		 rc;
+
+	if ((st = db_prepare("SELECT count(*) AS n FROM secrets "
+	    "WHERE substr(sealed, 1, :len) = :prefix")) == NULL)
+		return (-1);
+	sq_int(st, ":len", len);
+	sq_blob(st, ":prefix", prefix, len);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		*n = sq_cint(st, "n");
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return (rc == SQLITE_ROW ? 0 : -1);
+}
+
+static int
+sq_tool_by_name(int64_t org, const char *name, struct store_tool *t)
+{
+	sqlite3_stmt	*st;
+	int		 rc;
+
+	if ((st = db_prepare("SELECT t.id AS id, t.org_id AS org_id, "
+	    "t.name AS name, t.owner_id AS owner_id, t.base_url AS base_url, "
+	    "t.host AS host, t.bindings AS bindings, t.cli AS cli, "
+	    "t.bundle_id AS bundle_id, b.name AS bundle FROM tools t "
+	    "LEFT JOIN bundles b ON b.id = t.bundle_id "
+	    "WHERE t.org_id = :org AND t.name = :name")) == NULL)
+		return (-1);
+	sq_int(st, ":org", org);
+	sq_text(st, ":name", name);
+	if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+		return (rc == SQLITE_DONE ? 1 : -1);
+	}
+	t->id = sq_cint(st, "id");
+	t->org_id = sq_cint(st, "org_id");
+	sq_ccopy(st, "name", t->name, sizeof(t->name));
+	t->owner_id = sq_cint(st, "owner_id");
+	t->base_url = sq_cdup(st, "base_url");
+	t->host = sq_cdup(st, "host");
+	t->bindings = sq_cdup(st, "bindings");
+	t->cli = sq_cdup(st, "cli");
+	t->bundle_id = sq_cint(st, "bundle_id");
+	sq_ccopy(st, "bundle", t->bundle, sizeof(t->bundle));
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return (0);
+}
+
+static int
+sq_tool_secret_ids(int64_t tool, int64_t *ids, size_t max, size_t *n)
+{
+	sqlite3_stmt	*st;
+	int		 rc;
+
+	if ((st = db_prepare("SELECT secret_id FROM tool_secrets "
+	    "WHERE tool_id = :tool ORDER BY secret_id")) == NULL)
+		return (-1);
+	sq_int(st, ":tool", tool);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (*n < max)
+			ids[(*n)++] = sq_cint(st, "secret_id");
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return (rc == SQLITE_DONE ? 0 : -1);
+}
+
+static int
+sq_org_by_slug(const char *slug, int64_t *id)
+{
+	sqlite3_stmt	*st;
+	int		 rc;
+
+	if ((st = db_prepare("SELECT id FROM orgs WHERE slug = :slug")) ==
+	    NULL)
+		return (-1);
+	sq_text(st, ":slug", slug);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		*id = sq_cint(st, "id");
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc == SQLITE_ROW)
+		return (0);
+	return (rc == SQLITE_DONE ? 1 : -1);
+}

@@ -1,0 +1,284 @@
+/*
+ * The sqlite engine's audit records: server runs and their ends, calls,
+ * grants, denials and reports, and the keyset pages that list them.
+ * Pages walk an index newest first and stop when the caller has enough,
+ * so a page costs O(log N + rows) however long the history.
+ */
+
+#include <stdint.h>
+#include <string.h>
+
+#include "log.h"
+#include "store_sqlite.h"
+
+#define KEY_TIME_MAX	"~"	/* sorts after every ISO 8601 time */
+
+static int	sq_row_time(const char *, int64_t, char *, size_t);
+static int	sq_runs_rows(sqlite3_stmt *, store_runs_fn, void *);
+
+int
+sq_run_insert(const struct store_run *r, int64_t *id)
+{
+	sqlite3_stmt	*st;
+
+	if ((st = db_prepare("INSERT INTO runs (org_id, user_id, user_email, "
+	    "tool, argv, created_at) VALUES (:org, :user, :email, :tool, "
+	    ":argv, :at)")) == NULL)
+		return (-1);
+	sq_int(st, ":org", r->org_id);
+	sq_int(st, ":user", r->user_id);
+	sq_text(st, ":email", r->user_email);
+	sq_text(st, ":tool", r->tool);
+	sq_text(st, ":argv", r->argv);
+	sq_text(st, ":at", r->created_at);
+	if (sq_done(st) == -1)
+		return (-1);
+	*id = sqlite3_last_insert_rowid(vault_db);
+	return (0);
+}
+
+int
+sq_run_end_insert(const struct store_run_end *e)
+{
+	sqlite3_stmt	*st;
+
+	if ((st = db_prepare("INSERT INTO run_ends (run_id, org_id, outcome, "
+	    "exit_code, duration_ms, timed_out, redacted, truncated, "
+	    "created_at) VALUES (:run, :org, :outcome, :exit, :ms, :timed_out, "
+	    ":redacted, :truncated, :at)")) == NULL)
+		return (-1);
+	sq_int(st, ":run", e->run_id);
+	sq_int(st, ":org", e->org_id);
+	sq_text(st, ":outcome", e->outcome);
+	if (e->has_exit) {
+		sq_int(st, ":exit", e->exit_code);
+		sq_int(st, ":ms", e->duration_ms);
+	}
+	sq_int(st, ":timed_out", e->timed_out != 0);
+	sq_int(st, ":redacted", e->redacted);
+	sq_int(st, ":truncated", e->truncated);
+	sq_text(st, ":at", e->created_at);
+	return (sq_done(st));
+}
+
+int
+sq_call_insert(const struct store_call *c, int64_t *id)
+{
+	sqlite3_stmt	*st;
+
+	if ((st = db_prepare("INSERT INTO calls (org_id, user_id, user_email, "
+	    "tool_name, method, path, status_code, kind, action, refused_by, "
+	    "argv, exit_code, verdict, grant_id, duration_ms, created_at) "
+	    "VALUES (:org, :user, :email, :tool, :method, :path, :status, "
+	    ":kind, :action, :refused_by, :argv, :exit, :verdict, :grant, "
+	    ":ms, :at)")) == NULL)
+		return (-1);
+	sq_int(st, ":org", c->org_id);
+	sq_int(st, ":user", c->user_id);
+	sq_text(st, ":email", c->user_email);
+	sq_text(st, ":tool", c->tool_name);
+	sq_text(st, ":method", c->method);
+	sq_text(st, ":path", c->path);
+	if (c->has_status)
+		sq_int(st, ":status", c->status_code);
+	sq_text(st, ":kind", c->kind);
+	sq_text(st, ":action", c->action);
+	sq_text(st, ":refused_by", c->refused_by);
+	sq_text(st, ":argv", c->argv);
+	if (c->has_exit)
+		sq_int(st, ":exit", c->exit_code);
+	sq_text(st, ":verdict", c->verdict);
+	if (c->grant_id != 0)
+		sq_int(st, ":grant", c->grant_id);
+	if (c->has_duration)
+		sq_int(st, ":ms", c->duration_ms);
+	sq_text(st, ":at", c->created_at);
+	if (sq_done(st) == -1)
+		return (-1);
+	if (id != NULL)
+		*id = sqlite3_last_insert_rowid(vault_db);
+	return (0);
+}
+
+/* The time of the row a page starts below: 0, 1 no such row, -1. */
+static int
+sq_row_time(const char *sql, int64_t id, char *buf, size_t len)
+{
+	sqlite3_stmt	*st;
+	int		 rc;
+
+	if ((st = db_prepare(sql)) == NULL)
+		return (-1);
+	sq_int(st, ":id", id);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		sq_ccopy(st, "created_at", buf, len);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc == SQLITE_ROW)
+		return (0);
+	return (rc == SQLITE_DONE ? 1 : -1);
+}
+
+static int
+sq_runs_rows(sqlite3_stmt *st, store_runs_fn fn, void *arg)
+{
+	struct store_runs_row	 r;
+	int			 rc, stop = 0;
+
+	while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		memset(&r, 0, sizeof(r));
+		r.src = *sq_ctext(st, "src");
+		r.id = sq_cint(st, "id");
+		r.user_email = sq_ctext(st, "user_email");
+		r.tool = sq_ctext(st, "tool");
+		r.argv = sq_ctext(st, "argv");
+		r.has_exit = !sq_cnull(st, "exit_code");
+		r.exit_code = sq_cint(st, "exit_code");
+		r.has_duration = !sq_cnull(st, "duration_ms");
+		r.duration_ms = sq_cint(st, "duration_ms");
+		r.outcome = sq_ctext(st, "outcome");
+		r.created_at = sq_ctext(st, "created_at");
+		r.org_slug = sq_ctext(st, "slug");
+		stop = fn(&r, arg);
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (stop)
+		return (stop < 0 ? -1 : 0);
+	return (rc == SQLITE_DONE ? 0 : -1);
+}
+
+/*
+ * Each arm walks its own index newest first; sqlite merges the two
+ * ordered arms of the compound SELECT without sorting either.  A server
+ * run's end is its run_ends record (rows of schema 1 carry it
+ * themselves); runs that never ran (not_run) are not listed.  A grant's
+ * outcome is its run report's, if one came.
+ */
+#define RUNS_ARM_SERVER							\
+	"SELECT 's' AS src, r.id AS id, r.user_email AS user_email, "	\
+	"r.tool AS tool, r.argv AS argv, "				\
+	"coalesce(e.exit_code, r.exit_code) AS exit_code, "		\
+	"coalesce(e.duration_ms, r.duration_ms) AS duration_ms, "	\
+	"r.created_at AS created_at, o.slug AS slug, "			\
+	"CASE WHEN e.outcome IS NOT NULL THEN e.outcome "		\
+	"WHEN r.exit_code IS NULL THEN NULL "				\
+	"WHEN r.timed_out THEN 'timed_out' "				\
+	"WHEN r.exit_code = 0 THEN 'ok' ELSE 'failed' END AS outcome "	\
+	"FROM runs r JOIN orgs o ON o.id = r.org_id "			\
+	"LEFT JOIN run_ends e ON e.run_id = r.id "			\
+	"WHERE (e.outcome IS NULL OR e.outcome != 'not_run') "		\
+	"AND (r.created_at, r.id) < (:rt, :rid) "
+#define RUNS_ARM_LOCAL							\
+	"SELECT 'l', c.id, c.user_email, c.tool_name, c.argv, NULL, "	\
+	"NULL, c.created_at, o.slug, (SELECT CASE WHEN p.exit_code = 0 "	\
+	"THEN 'ok' ELSE 'failed' END FROM calls p WHERE "		\
+	"p.grant_id = c.id AND p.action = 'REPORT' ORDER BY p.id "	\
+	"LIMIT 1) FROM calls c JOIN orgs o ON o.id = c.org_id "		\
+	"WHERE c.kind = 'local_run' AND c.action = 'GRANT' "		\
+	"AND (c.created_at, c.id) < (:lt, :lid) "
+#define RUNS_ORDER	"ORDER BY created_at DESC, src DESC, id DESC"
+
+int
+sq_runs_page(int64_t org, char bsrc, int64_t bid, store_runs_fn fn,
+    void *arg)
+{
+	sqlite3_stmt	*st;
+	char		 t[STORE_TIME_MAX];
+	int		 rc;
+
+	if (org != 0)
+		st = db_prepare(RUNS_ARM_SERVER "AND r.org_id = :org "
+		    "UNION ALL " RUNS_ARM_LOCAL "AND c.org_id = :org "
+		    RUNS_ORDER);
+	else
+		st = db_prepare(RUNS_ARM_SERVER "UNION ALL " RUNS_ARM_LOCAL
+		    RUNS_ORDER);
+	if (st == NULL)
+		return (-1);
+	if (org != 0)
+		sq_int(st, ":org", org);
+	/* The row (time, src, id) itself and everything newer is out. */
+	if (bid <= 0) {
+		sq_text(st, ":rt", KEY_TIME_MAX);
+		sq_int(st, ":rid", INT64_MAX);
+		sq_text(st, ":lt", KEY_TIME_MAX);
+		sq_int(st, ":lid", INT64_MAX);
+		return (sq_runs_rows(st, fn, arg));
+	}
+	rc = sq_row_time(bsrc == 's' ? "SELECT created_at FROM runs WHERE "
+	    "id = :id" : "SELECT created_at FROM calls WHERE id = :id", bid,
+	    t, sizeof(t));
+	if (rc != 0) {
+		sqlite3_clear_bindings(st);
+		return (rc);
+	}
+	sq_text(st, ":rt", t);
+	sq_text(st, ":lt", t);
+	/* 's' sorts before 'l' at one time. */
+	sq_int(st, ":rid", bsrc == 's' ? bid : 0);
+	sq_int(st, ":lid", bsrc == 's' ? INT64_MAX : bid);
+	return (sq_runs_rows(st, fn, arg));
+}
+
+#define CALLS_SELECT							\
+	"SELECT c.id AS id, c.org_id AS org_id, c.user_id AS user_id, "	\
+	"c.user_email AS user_email, c.tool_name AS tool_name, "	\
+	"c.method AS method, c.path AS path, "				\
+	"c.status_code AS status_code, c.kind AS kind, "		\
+	"c.action AS action, c.refused_by AS refused_by, "		\
+	"c.argv AS argv, c.exit_code AS exit_code, "			\
+	"c.verdict AS verdict, c.grant_id AS grant_id, "		\
+	"c.duration_ms AS duration_ms, c.created_at AS created_at, "	\
+	"o.slug AS slug FROM calls c JOIN orgs o ON o.id = c.org_id "
+
+int
+sq_calls_page(int64_t org, int64_t bid, store_calls_fn fn, void *arg)
+{
+	struct store_calls_row	 r;
+	sqlite3_stmt		*st;
+	int			 rc, stop = 0;
+
+	if (org != 0)
+		st = db_prepare(CALLS_SELECT "WHERE c.org_id = :org AND "
+		    "c.id < :before ORDER BY c.id DESC");
+	else
+		st = db_prepare(CALLS_SELECT "WHERE c.id < :before "
+		    "ORDER BY c.id DESC");
+	if (st == NULL)
+		return (-1);
+	if (org != 0)
+		sq_int(st, ":org", org);
+	sq_int(st, ":before", bid > 0 ? bid : INT64_MAX);
+	while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		memset(&r, 0, sizeof(r));
+		r.id = sq_cint(st, "id");
+		r.c.org_id = sq_cint(st, "org_id");
+		r.c.user_id = sq_cint(st, "user_id");
+		r.c.user_email = sq_ctext(st, "user_email");
+		r.c.tool_name = sq_ctext(st, "tool_name");
+		r.c.method = sq_ctext(st, "method");
+		r.c.path = sq_ctext(st, "path");
+		r.c.has_status = !sq_cnull(st, "status_code");
+		r.c.status_code = sq_cint(st, "status_code");
+		r.c.kind = sq_ctext(st, "kind");
+		r.c.action = sq_ctext(st, "action");
+		r.c.refused_by = sq_ctext(st, "refused_by");
+		r.c.argv = sq_ctext(st, "argv");
+		r.c.has_exit = !sq_cnull(st, "exit_code");
+		r.c.exit_code = sq_cint(st, "exit_code");
+		r.c.verdict = sq_ctext(st, "verdict");
+		r.has_grant = !sq_cnull(st, "grant_id");
+		r.c.grant_id = sq_cint(st, "grant_id");
+		r.c.has_duration = !sq_cnull(st, "duration_ms");
+		r.c.duration_ms = sq_cint(st, "duration_ms");
+		r.c.created_at = sq_ctext(st, "created_at");
+		r.org_slug = sq_ctext(st, "slug");
+		stop = fn(&r, arg);
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (stop)
+		return (stop < 0 ? -1 : 0);
+	return (rc == SQLITE_DONE ? 0 : -1);
+}
