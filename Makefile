@@ -3,6 +3,8 @@
 #   make                 build tregd/tregd and tregctl/tregctl
 #   make check           install missing dependencies (as root), build, run
 #                        every test under kyua; SANITIZE=1 for ASan+UBSan
+#   make check-pg        the integration suite again on a throwaway
+#                        PostgreSQL (scripts/pg.sh); make check runs it too
 #   make run             a development daemon on 127.0.0.1:8790, state in ./run
 #                        (PORT=8791 another port, RUNDIR= another directory)
 #   make install         PREFIX=/usr/local DESTDIR=
@@ -62,7 +64,7 @@ $(shell rm -f common/*.o tregd/*.o tregctl/*.o regress/*/*.o $(UNIT_PROGS) \
     tregd/tregd tregctl/tregctl; echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
 endif
 
-.PHONY: all check check-build deps run install lint bench fuzz clean
+.PHONY: all check check-build check-pg deps run install lint bench fuzz clean
 
 all: tregd/tregd tregctl/tregctl
 
@@ -120,6 +122,17 @@ check:
 	cd regress && { $(SANENV) kyua test -k Kyuafile; rc=$$?; \
 	    [ $$rc -eq 0 ] || kyua report --verbose --results-filter broken,failed; \
 	    exit $$rc; }
+	$(MAKE) check-pg
+
+# The second pass: the integration suite (and the engine's unit test) on
+# a throwaway PostgreSQL server, started and stopped here.
+check-pg: check-build
+	@pg=$$(sh scripts/pg.sh start) || exit 1; \
+	    trap 'sh scripts/pg.sh stop "$$pg"' EXIT INT TERM; \
+	    cd regress && { $(SANENV) kyua -v test_suites.tregd.engine=pg \
+	    -v test_suites.tregd.pg_host="$$pg" test -k Kyuafile integration \
+	    unit/store_pg_test; rc=$$?; [ $$rc -eq 0 ] || kyua report \
+	    --verbose --results-filter broken,failed; cd ..; exit $$rc; }
 
 deps:
 	@sh scripts/deps.sh

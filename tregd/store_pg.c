@@ -14,12 +14,16 @@
  */
 
 #include <sys/types.h>
+#include <sys/stat.h>
 
 #include <endian.h>
+#include <errno.h>
 #include <event.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tregd.h"
 #include "log.h"
@@ -66,6 +70,9 @@ const struct store_ops store_pg_ops = {
 	.call_insert = pg_call_insert,
 	.runs_page = pg_runs_page,
 	.calls_page = pg_calls_page,
+	.org_by_slug = pg_org_by_slug,
+	.org_secrets_sealed = pg_org_secrets_sealed,
+	.sealed_count = pg_sealed_count,
 };
 
 /*
@@ -95,6 +102,47 @@ pg_conninfo_check(const char *conninfo, char *why, size_t whylen)
 		}
 	PQconninfoFree(opts);
 	return (rc);
+}
+
+/*
+ * The first line of "database password-file", read as root before the
+ * vault gives that up.  The file must be a regular file no one but its
+ * owner can read.  The caller frees the answer with freezero().
+ */
+char *
+pg_password_read(const char *path, char *err, size_t errlen)
+{
+	struct stat	 st;
+	char		*pw;
+	ssize_t		 n;
+	int		 fd;
+
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "database password-file %s: %s", path,
+		    strerror(errno));
+		return (NULL);
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+		snprintf(err, errlen, "database password-file %s: not a "
+		    "regular file of mode 0600 or 0400", path);
+		close(fd);
+		return (NULL);
+	}
+	if ((pw = calloc(1, PG_PASSWORD_MAX + 1)) == NULL)
+		fatal("%s: calloc", __func__);
+	n = read(fd, pw, PG_PASSWORD_MAX + 1);
+	close(fd);
+	if (n > 0)
+		pw[strcspn(pw, "\r\n")] = '\0';
+	if (n <= 0 || n > PG_PASSWORD_MAX || pw[0] == '\0') {
+		snprintf(err, errlen, "database password-file %s: %s", path,
+		    n > PG_PASSWORD_MAX ? "longer than 1024 bytes" :
+		    "empty or unreadable");
+		freezero(pw, PG_PASSWORD_MAX + 1);
+		return (NULL);
+	}
+	return (pw);
 }
 
 static int

@@ -197,7 +197,7 @@ pg_runs_page(int64_t org, char before_src, int64_t before_id,
 	if (before_id > 0) {
 		if ((rc = runs_cursor(before_src, before_id, at,
 		    sizeof(at))) != 0)
-			return (rc == 1 ? 0 : -1);
+			return (rc);
 		src[0] = before_src;
 		have = 1;
 	}
@@ -228,7 +228,7 @@ pg_runs_page(int64_t org, char before_src, int64_t before_id,
 		}
 		PQclear(res);
 	} while (n == PG_PAGE && rc == 0);
-	return (0);
+	return (rc < 0 ? -1 : 0);
 }
 
 static int
@@ -274,7 +274,7 @@ pg_calls_page(int64_t org, int64_t before_id, store_calls_fn fn, void *arg)
 			id = pg_int(res, n - 1, 0);
 		PQclear(res);
 	} while (n == 64 && rc == 0);
-	return (0);
+	return (rc < 0 ? -1 : 0);
 }
 
 static int

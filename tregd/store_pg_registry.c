@@ -106,30 +106,95 @@ pg_secret_set_sealed(int64_t id, const void *sealed, size_t len)
 	return (n == 1 ? 0 : 1);
 }
 
+/*
+ * Sealed values by id, PG_PAGE at a time, so the callback may re-seal
+ * the rows it was given.  A callback's non-zero stops: < 0 is a failure.
+ */
+static int
+pg_sealed_walk(struct pg_stmt *st, int64_t org, store_sealed_fn fn,
+    void *arg)
+{
+	struct pgq	 q;
+	PGresult	*res;
+	int64_t		 last = 0;
+	int		 i, n, stop = 0;
+
+	do {
+		pgq_init(&q);
+		pgq_int(&q, last);
+		pgq_int(&q, org);
+		pgq_int(&q, PG_PAGE);
+		if ((res = pg_run(st, &q)) == NULL)
+			return (-1);
+		n = PQntuples(res);
+		for (i = 0; i < n && stop == 0; i++) {
+			last = pg_int(res, i, 0);
+			stop = fn(last, pg_int(res, i, 1),
+			    PQgetvalue(res, i, 2), PQgetlength(res, i, 2),
+			    arg);
+		}
+		PQclear(res);
+	} while (n == PG_PAGE && stop == 0);
+	return (stop < 0 ? -1 : 0);
+}
+
 /* Every sealed value, by id: the key rotation re-seals them all. */
 int
 pg_secrets_each_sealed(store_sealed_fn fn, void *arg)
 {
 	static struct pg_stmt	 st = { "SELECT id, org_id, sealed FROM "
-	    "secrets WHERE id > $1 ORDER BY id LIMIT 64", 0 };
+	    "secrets WHERE id > $1 AND $2::bigint = 0 ORDER BY id LIMIT $3",
+	    0 };
+
+	return (pg_sealed_walk(&st, 0, fn, arg));
+}
+
+int
+pg_org_secrets_sealed(int64_t org, store_sealed_fn fn, void *arg)
+{
+	static struct pg_stmt	 st = { "SELECT id, org_id, sealed FROM "
+	    "secrets WHERE id > $1 AND org_id = $2 AND kind <> 'param' "
+	    "ORDER BY id LIMIT $3", 0 };
+
+	return (pg_sealed_walk(&st, org, fn, arg));
+}
+
+int
+pg_sealed_count(const void *prefix, size_t len, int64_t *n)
+{
+	static struct pg_stmt	 st = { "SELECT count(*) FROM secrets "
+	    "WHERE substr(sealed, 1, $1) = $2", 0 };
 	struct pgq		 q;
 	PGresult		*res;
-	int64_t			 last = 0;
-	int			 i, n, rc = 0;
 
-	do {
-		pgq_init(&q);
-		pgq_int(&q, last);
-		if ((res = pg_run(&st, &q)) == NULL)
-			return (-1);
-		n = PQntuples(res);
-		for (i = 0; i < n && rc == 0; i++) {
-			last = pg_int(res, i, 0);
-			rc = fn(last, pg_int(res, i, 1), PQgetvalue(res, i, 2),
-			    PQgetlength(res, i, 2), arg);
-		}
-		PQclear(res);
-	} while (n == 64 && rc == 0);
+	pgq_init(&q);
+	pgq_int(&q, len);
+	pgq_blob(&q, prefix, len);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	*n = PQntuples(res) == 1 ? pg_int(res, 0, 0) : 0;
+	PQclear(res);
+	return (0);
+}
+
+int
+pg_org_by_slug(const char *slug, int64_t *id)
+{
+	static struct pg_stmt	 st = { "SELECT id FROM orgs WHERE slug = $1",
+	    0 };
+	struct pgq		 q;
+	PGresult		*res;
+	int			 rc = 1;
+
+	pgq_init(&q);
+	pgq_text(&q, slug);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	if (PQntuples(res) == 1) {
+		*id = pg_int(res, 0, 0);
+		rc = 0;
+	}
+	PQclear(res);
 	return (rc);
 }
 

@@ -187,6 +187,19 @@ static const char *const migrations[] = {
 	"  WHERE grant_id IS NOT NULL;"
 	PG_APPEND_ONLY("run_ends")
 	PG_BUMP("run_ends"),
+
+	/*
+	 * 3: listings cost O(log N + page): GET /runs walks server runs and
+	 * grants newest first, each on its own index, and merges them.
+	 */
+	"CREATE INDEX runs_org_time ON runs(org_id, created_at, id);"
+	"CREATE INDEX runs_time ON runs(created_at, id);"
+	"CREATE INDEX calls_grants_org_time ON calls(org_id, created_at, id)"
+	"  WHERE kind = 'local_run' AND action = 'GRANT';"
+	"CREATE INDEX calls_grants_time ON calls(created_at, id)"
+	"  WHERE kind = 'local_run' AND action = 'GRANT';"
+	"CREATE INDEX tools_org_bundle ON tools(bundle_id);"
+	"CREATE INDEX secrets_bundle ON secrets(bundle_id);",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -393,6 +393,8 @@ const char *run_outcome_name(uint32_t);	/* enum run_outcome: "ok" ... */
 
 /* store_pg.c */
 int	 pg_conninfo_check(const char *, char *, size_t);
+char	*pg_password_read(const char *, char *, size_t);
+#define PG_PASSWORD_MAX	1024	/* freezero(pw, PG_PASSWORD_MAX + 1) */
 
 /* exec.c */
 __dead void exec_main(int, int);
