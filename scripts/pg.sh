@@ -7,6 +7,7 @@
 #                          directory, the "host=" of every conninfo
 #   pg.sh createdb DIR N   a new, empty database N (owner tregd)
 #   pg.sh dropdb DIR N     drop it (connections are ended first)
+#   pg.sh sql DIR SQL      run SQL in the database postgres
 #   pg.sh stop DIR         stop the server and remove DIR
 #
 # The server trades durability for speed (fsync off): it lives as long
@@ -64,12 +65,16 @@ dropdb)
 	pg_sql "$2" "DROP DATABASE IF EXISTS \"$3\" WITH (FORCE)" ||
 	    die "dropdb $3"
 	;;
+sql)
+	[ $# -eq 3 ] || die "usage: pg.sh sql DIR SQL"
+	pg_sql "$2" "$3"
+	;;
 stop)
 	[ $# -eq 2 ] && [ -d "$2/data" ] || die "usage: pg.sh stop DIR"
 	as_pg "$PGBIN/pg_ctl" -D "$2/data" -m fast -w -s stop
 	rm -rf "$2"
 	;;
 *)
-	die "usage: pg.sh start | createdb DIR NAME | dropdb DIR NAME | stop DIR"
+	die "usage: pg.sh start | createdb|dropdb DIR NAME | sql DIR SQL | stop DIR"
 	;;
 esac
