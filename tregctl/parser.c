@@ -26,7 +26,8 @@ enum token_type {
 	ORGNAME,	/* an org's slug or, for user add, its name */
 	ROLE,		/* a role keyword, copied into the request */
 	LIMIT,		/* a number of rows, 1..PARSE_RUNS_LIMIT_MAX */
-	FORCE		/* the keyword "force": res->force */
+	FORCE,		/* the keyword "force": res->force */
+	DIRECTORY	/* a directory: res->dir */
 };
 
 struct token {
@@ -37,6 +38,7 @@ struct token {
 };
 
 static const struct token t_main[];
+static const struct token t_backup[];
 static const struct token t_show[];
 static const struct token t_show_org[];
 static const struct token t_org_required[];
@@ -64,6 +66,7 @@ static const struct token t_end[];
 #define TABLE_END	{ KEYWORD, NULL, CTL_NONE, NULL }
 
 static const struct token t_main[] = {
+	{ KEYWORD,	"backup",	CTL_BACKUP,	t_backup },
 	{ KEYWORD,	"key",		CTL_NONE,	t_key },
 	{ KEYWORD,	"log",		CTL_NONE,	t_log },
 	{ KEYWORD,	"org",		CTL_NONE,	t_org },
@@ -71,6 +74,11 @@ static const struct token t_main[] = {
 	{ KEYWORD,	"show",		CTL_NONE,	t_show },
 	{ KEYWORD,	"token",	CTL_NONE,	t_token },
 	{ KEYWORD,	"user",		CTL_NONE,	t_user },
+	TABLE_END
+};
+
+static const struct token t_backup[] = {
+	{ DIRECTORY,	"",		CTL_NONE,	t_end },
 	TABLE_END
 };
 
@@ -306,7 +314,7 @@ match_value(const struct token *table, const char *word,
 
 	for (t = table; t->keyword != NULL; t++)
 		if (t->type == EMAIL || t->type == ORGNAME ||
-		    t->type == LIMIT)
+		    t->type == LIMIT || t->type == DIRECTORY)
 			return (t);
 	fail(res, table, NULL, "unknown argument: %s", word);
 	return (NULL);
@@ -342,6 +350,11 @@ apply_token(const struct token *t, const char *word,
 		if (check_text(word, sizeof(res->org), "org", res) == -1)
 			return (-1);
 		strlcpy(res->org, word, sizeof(res->org));
+		return (0);
+	case DIRECTORY:
+		if (strlen(word) == 0 || strlcpy(res->dir, word,
+		    sizeof(res->dir)) >= sizeof(res->dir))
+			return (fail(res, NULL, NULL, "directory: bad path"));
 		return (0);
 	case LIMIT:
 		res->limit = strtonum(word, 1, PARSE_RUNS_LIMIT_MAX, &errstr);
@@ -422,6 +435,8 @@ token_name(const struct token *t)
 		return ("ORG");
 	case LIMIT:
 		return ("N");
+	case DIRECTORY:
+		return ("DIR");
 	case KEYWORD:
 	case ROLE:
 	case FORCE:

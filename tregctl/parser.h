@@ -21,6 +21,7 @@ struct parse_result {
 	char		 email[PARSE_EMAIL_LEN];
 	char		 org[PARSE_ORG_LEN];
 	char		 role[PARSE_ROLE_LEN];
+	char		 dir[PATH_MAX];	/* backup DIR */
 	/* On failure: why, and the words that would have been accepted. */
 	char		 error[256];
 	char		 valid[512];

@@ -125,6 +125,8 @@ main(int argc, char *argv[])
 	/* The answer to user add carries a token: zero what jansson frees. */
 	json_zero_alloc();
 
+	if (res.action == CTL_BACKUP)
+		backup_prepare(res.dir);
 	fd = ctl_connect(sockpath);
 	if (imsgbuf_init(&ibuf, fd) == -1)
 		die(1, "imsgbuf_init");
@@ -140,6 +142,8 @@ main(int argc, char *argv[])
 		json_decref(doc);
 		exit(1);
 	}
+	if (res.action == CTL_BACKUP)
+		doc = backup_finish(res.dir, doc);
 	out->result(res.action, doc);
 	json_decref(doc);
 	if (fflush(stdout) == EOF || ferror(stdout))

@@ -24,4 +24,8 @@ struct output {
 extern const struct output	text_output;
 extern const struct output	json_output;
 
+/* backup.c */
+void		 backup_prepare(const char *);
+json_t		*backup_finish(const char *, json_t *);
+
 #endif /* TREGCTL_H */

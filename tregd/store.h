@@ -155,7 +155,7 @@ typedef int	(*store_runs_fn)(const struct store_runs_row *, void *);
 /* One row of GET /calls. */
 struct store_calls_row {
 	int64_t		 id;
-	struct store_call c;		/* its fields, "" never NULL */
+	struct store_call c;		/* its fields; NULL: a NULL column */
 	int		 has_grant;
 	const char	*org_slug;
 };

@@ -26,6 +26,7 @@ struct stmt_cache {
 	sqlite3_stmt	*st;
 };
 #define STMT_CACHE_MAX	256
+#define SQ_SCHEMA_PERSIST_WAL	3	/* the first to keep its WAL */
 static struct stmt_cache	 stmt_cache[STMT_CACHE_MAX];
 static int			 nstmt_cache;
 static int64_t			 seen_dataver = -1, seen_changes = -1;
@@ -84,14 +85,18 @@ const struct store_ops store_sqlite_ops = {
 /* Opening and checking.                                               */
 
 /*
- * The WAL is kept (SQLITE_FCNTL_PERSIST_WAL), so a database in WAL mode
- * without its -wal file lost committed rows: copied alone, or the file
- * was removed.  Refuse it rather than serve an older state.
+ * From schema 3 on the WAL is kept (SQLITE_FCNTL_PERSIST_WAL), so such a
+ * database in WAL mode without its -wal file lost committed rows: copied
+ * alone, or the file was removed.  So did one still at version 0 (its
+ * schema was only ever in the WAL).  Refuse both rather than serve an
+ * older state.  Older tregds removed the WAL at a clean stop, as does
+ * any other program that opens the database.
  */
 static int
 sq_wal_present(const char *path, char *err, size_t len)
 {
-	unsigned char	 hdr[20];
+	unsigned char	 hdr[64];
+	uint32_t	 uv;
 	char		 wal[1024];
 	struct stat	 sb;
 	int		 fd;
@@ -108,14 +113,18 @@ sq_wal_present(const char *path, char *err, size_t len)
 		snprintf(err, len, "%s is not a tregd database", path);
 		return (-1);
 	}
-	if (hdr[18] != 2 || hdr[19] != 2)
+	/* Bytes 60..63: user_version, big-endian. */
+	uv = (uint32_t)hdr[60] << 24 | (uint32_t)hdr[61] << 16 |
+	    (uint32_t)hdr[62] << 8 | hdr[63];
+	if (hdr[18] != 2 || hdr[19] != 2 ||
+	    (uv != 0 && uv < SQ_SCHEMA_PERSIST_WAL))
 		return (0);
 	if (snprintf(wal, sizeof(wal), "%s-wal", path) >= (int)sizeof(wal))
 		return (-1);
 	if (stat(wal, &sb) == -1) {
 		snprintf(err, len, "%s: its write-ahead log %s is missing, "
 		    "committed rows may be lost; restore a backup (see "
-		    "tregctl backup)", path, wal);
+		    "tregd(8))", path, wal);
 		return (-1);
 	}
 	return (0);
@@ -419,6 +428,12 @@ const char *
 sq_ctext(sqlite3_stmt *st, const char *name)
 {
 	return (db_text(st, sq_col(st, name)));
+}
+
+const char *
+sq_cntext(sqlite3_stmt *st, const char *name)
+{
+	return ((const char *)sqlite3_column_text(st, sq_col(st, name)));
 }
 
 int64_t

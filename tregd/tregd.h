@@ -33,6 +33,7 @@
 #define TREGD_RUN_USER		"_tregrun"	/* run children */
 #define TREGD_DB		"tregd.db"	/* in the state directory */
 #define TREGD_KEY		"master.key"	/* in the state directory */
+#define TREGD_BACKUP		"tregd-backup.db"	/* tregctl backup's copy */
 
 /* Descriptor a re-executed child finds its parent channel on. */
 #define PROC_PARENT_FD		3
@@ -307,6 +308,7 @@ enum ctl_cmd {
 	CTL_SHOW_SECRETS,
 	CTL_SHOW_CONFIG,
 	CTL_USER_DELETE,
+	CTL_BACKUP,		/* tregctl copies the files named in the answer */
 	CTL_MAX
 };
 

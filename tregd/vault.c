@@ -32,6 +32,7 @@
 #include "vault.h"
 
 struct tregd_conf	 vault_conf;
+const char		*vault_root;	/* the state directory, seen from here */
 struct procinfo		 vault_procs[PROC_MAX];
 struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
 
@@ -91,6 +92,7 @@ vault_main(int debug, int verbose)
 
 	/* After the chroot the state directory is "/". */
 	root = pw != NULL ? "" : vault_conf.state;
+	vault_root = root;
 	if (snprintf(dbpath, sizeof(dbpath), "%s/%s", root, TREGD_DB) >=
 	    (int)sizeof(dbpath) || snprintf(keypath, sizeof(keypath), "%s/%s",
 	    root, TREGD_KEY) >= (int)sizeof(keypath))

@@ -78,6 +78,7 @@ extern const struct vault_route vault_run_routes[];	/* vault_run.c */
 
 /* vault.c */
 extern struct tregd_conf	 vault_conf;
+extern const char		*vault_root;	/* "" after the chroot */
 extern struct procinfo		 vault_procs[PROC_MAX];
 extern struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
 void		 vault_respond(uint32_t, struct vault_resp *);
@@ -263,5 +264,6 @@ void		 secret_free(unsigned char *, size_t);
 int		 crypto_rotate(const char *);
 int		 crypto_settle(void);
 const char	*crypto_key_id(void);
+const char	*crypto_key_file(void);	/* the keyring's file name */
 
 #endif /* VAULT_H */

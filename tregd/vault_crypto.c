@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,6 @@
 
 #include <sodium.h>
 
-#include "store_sqlite.h"
 #include "vault.h"
 
 #define KEY_ID_LEN	8
@@ -48,6 +48,7 @@ static int	key_create(const char *, struct mkey *);
 static void	key_unload(struct mkey *);
 static int	key_reseal_all(const struct mkey *, const struct mkey *);
 static int	key_count(const struct mkey *);
+static int	key_reseal_one(int64_t, int64_t, const void *, size_t, void *);
 static int	key_finish_rotation(void);
 
 static void
@@ -259,67 +260,62 @@ secret_free(unsigned char *pt, size_t len)
 static int
 key_count(const struct mkey *k)
 {
-	sqlite3_stmt	*st;
-	int		 n = -1;
+	int64_t		 n;
 
-	st = db_prepare("SELECT count(*) FROM secrets "
-	    "WHERE substr(sealed, 1, 8) = ?");
-	if (st == NULL)
+	if (store_sealed_count(k->buf, KEY_ID_LEN, &n) == -1)
 		return (-1);
-	sqlite3_bind_blob(st, 1, k->buf, KEY_ID_LEN, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		n = sqlite3_column_int(st, 0);
-	sqlite3_reset(st);
-	return (n);
+	return (n > INT_MAX ? INT_MAX : (int)n);
+}
+
+struct reseal {
+	const struct mkey	*to;
+	int			 failed;
+};
+
+static int
+key_reseal_one(int64_t id, int64_t org, const void *old, size_t oldlen,
+    void *arg)
+{
+	struct reseal	*rs = arg;
+	unsigned char	*pt;
+	void		*sealed;
+	size_t		 ptlen, slen;
+	int		 r;
+
+	if (secret_unseal(org, id, old, oldlen, &pt, &ptlen) == -1) {
+		log_warnx("key rotate: secret %lld does not open",
+		    (long long)id);
+		rs->failed = 1;
+		return (-1);
+	}
+	r = seal_with(rs->to, org, id, pt, ptlen, &sealed, &slen);
+	secret_free(pt, ptlen);
+	if (r == -1) {
+		rs->failed = 1;
+		return (-1);
+	}
+	r = store_secret_set_sealed(id, sealed, slen);
+	free(sealed);
+	if (r == -1) {
+		rs->failed = 1;
+		return (-1);
+	}
+	return (0);
 }
 
 /* Re-seal every secret sealed under from with to; inside a transaction. */
 static int
 key_reseal_all(const struct mkey *from, const struct mkey *to)
 {
-	sqlite3_stmt	*sel, *upd;
-	unsigned char	*pt;
-	void		*sealed;
-	size_t		 ptlen, slen;
-	int64_t		 id, org;
-	int		 rc = 0, r;
+	struct reseal	 rs;
 
-	sel = db_prepare("SELECT id, org_id, sealed FROM secrets");
-	upd = db_prepare("UPDATE secrets SET sealed = ? WHERE id = ?");
-	if (sel == NULL || upd == NULL)
-		return (-1);
-	while ((r = sqlite3_step(sel)) == SQLITE_ROW) {
-		id = sqlite3_column_int64(sel, 0);
-		org = sqlite3_column_int64(sel, 1);
-		if (secret_unseal(org, id, sqlite3_column_blob(sel, 2),
-		    sqlite3_column_bytes(sel, 2), &pt, &ptlen) == -1) {
-			log_warnx("key rotate: secret %lld does not open",
-			    (long long)id);
-			rc = -1;
-			break;
-		}
-		r = seal_with(to, org, id, pt, ptlen, &sealed, &slen);
-		secret_free(pt, ptlen);
-		if (r == -1) {
-			rc = -1;
-			break;
-		}
-		sqlite3_reset(upd);
-		sqlite3_bind_blob(upd, 1, sealed, slen, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(upd, 2, id);
-		r = sqlite3_step(upd);
-		free(sealed);
-		if (r != SQLITE_DONE) {
-			rc = -1;
-			break;
-		}
-	}
-	if (r != SQLITE_DONE && r != SQLITE_ROW)
-		rc = -1;
-	sqlite3_reset(sel);
-	sqlite3_reset(upd);
+	rs.to = to;
+	rs.failed = 0;
 	(void)from;
-	return (rc);
+	if (store_secrets_each_sealed(key_reseal_one, &rs) == -1 ||
+	    rs.failed)
+		return (-1);
+	return (0);
 }
 
 /* Overwrite the old key file's bytes before it is replaced. */
@@ -374,4 +370,10 @@ int
 crypto_settle(void)
 {
 	return (key_finish_rotation());
+}
+
+const char *
+crypto_key_file(void)
+{
+	return (TREGD_KEY);
 }

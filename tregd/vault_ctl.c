@@ -59,6 +59,7 @@ static int	ctl_show_agents(const struct ctl_request *, json_t **);
 static int	ctl_show_secrets(const struct ctl_request *, json_t **);
 static int	ctl_show_config(const struct ctl_request *, json_t **);
 static int	ctl_user_delete(const struct ctl_request *, json_t **);
+static int	ctl_backup(const struct ctl_request *, json_t **);
 static int	ctl_sole_owned(int64_t, json_t **);
 static int	ctl_user_find(const char *, int64_t *, int *);
 static void	ctl_slugs(const json_t *, char *, size_t);
@@ -252,6 +253,9 @@ ctl_dispatch(struct imsgev *iev, struct imsg *imsg)
 		break;
 	case CTL_USER_DELETE:
 		rc = ctl_user_delete(&cr, &reply);
+		break;
+	case CTL_BACKUP:
+		rc = ctl_backup(&cr, &reply);
 		break;
 	case CTL_RELOAD:
 		/* The parent answers; the reply goes out in ctl_reload_done. */
@@ -706,4 +710,33 @@ ctl_user_delete(const struct ctl_request *cr, json_t **reply)
 	json_decref(orgs);
 	*reply = ctl_errorf("database error");
 	return (-1);
+}
+
+/*
+ * tregctl backup: a consistent copy of the database, written while the
+ * vault serves, into the state directory; tregctl moves it out with the
+ * keyring named here.
+ */
+static int
+ctl_backup(const struct ctl_request *cr, json_t **reply)
+{
+	char	 path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s/%s", vault_root, TREGD_BACKUP) >=
+	    (int)sizeof(path)) {
+		*reply = ctl_errorf("state directory path too long");
+		return (-1);
+	}
+	unlink(path);
+	if (store_backup(path) == -1) {
+		unlink(path);
+		*reply = ctl_errorf("backup failed (see the daemon's log)");
+		return (-1);
+	}
+	log_info("database backed up for tregctl");
+	*reply = json_pack("{s:s, s:s, s:[s]}", "state", vault_conf.state,
+	    "database", TREGD_BACKUP, "keyring", crypto_key_file());
+	if (*reply == NULL)
+		fatalx("%s: json_pack", __func__);
+	return (0);
 }

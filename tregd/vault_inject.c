@@ -22,7 +22,6 @@
 #include <string.h>
 
 #include "redact.h"
-#include "store_sqlite.h"
 #include "vault.h"
 
 static const char *const oauth_leaves[] = {
@@ -65,27 +64,20 @@ int
 isecret_open(int64_t org, int64_t id, struct isecret *sc,
     struct vault_resp *resp, int gone)
 {
-	sqlite3_stmt	*st;
-	int		 rc;
+	struct store_secret	 ss;
+	int			 rc;
 
 	memset(sc, 0, sizeof(*sc));
-	if ((st = db_prepare("SELECT sealed, kind, name FROM secrets "
-	    "WHERE id = ? AND org_id = ?")) == NULL) {
-		db_fail(resp, "secret lookup");
-		return (-1);
-	}
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int64(st, 2, org);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	if ((rc = store_secret_get(org, id, &ss)) == 0) {
 		sc->id = id;
-		strlcpy(sc->kind, db_text(st, 1), sizeof(sc->kind));
+		strlcpy(sc->kind, ss.kind, sizeof(sc->kind));
 		sc->param = strcmp(sc->kind, "param") == 0;
-		strlcpy(sc->name, db_text(st, 2), sizeof(sc->name));
-		rc = secret_unseal(org, id, sqlite3_column_blob(st, 0),
-		    sqlite3_column_bytes(st, 0), &sc->val, &sc->len);
-	} else
-		rc = rc == SQLITE_DONE ? 1 : -2;
-	sqlite3_reset(st);
+		strlcpy(sc->name, ss.name, sizeof(sc->name));
+		rc = secret_unseal(org, id, ss.sealed, ss.sealedlen, &sc->val,
+		    &sc->len);
+	} else if (rc == -1)
+		rc = -2;
+	store_secret_clear(&ss);
 	if (rc == 1) {
 		resp_error(resp, gone, "a secret the tool uses (id %lld) no "
 		    "longer exists", (long long)id);

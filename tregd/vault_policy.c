@@ -73,9 +73,16 @@ static void	health_list(struct vault_req *, struct vault_resp *);
 static json_t	*json_text_or_null(sqlite3_stmt *, int);
 static json_t	*json_int_or_null(sqlite3_stmt *, int);
 static char	*access_bind(sqlite3_stmt *, int, const struct auth *);
-static json_t	*call_view(sqlite3_stmt *, const void *);
+static json_t	*text_or_null(const char *);
+static json_t	*int_or_null(int, int64_t);
+static json_t	*call_view(const struct store_calls_row *);
+static int	 calls_row_visible(const struct auth *,
+		    const struct store_calls_row *);
+static int	 calls_row(const struct store_calls_row *, void *);
+static json_t	*calls_query(int64_t, const struct auth *, size_t, int64_t,
+		    json_t *(*)(const struct store_calls_row *));
 static json_t	*health_view(sqlite3_stmt *, const void *);
-static json_t	*audit_view(sqlite3_stmt *, const void *);
+static json_t	*audit_view(const struct store_calls_row *);
 
 const struct vault_route vault_policy_routes[] = {
 	{ ROUTE_DENY_CREATE,		ROLE_VIEWER,	deny_create },
@@ -712,11 +719,12 @@ grant_render(int64_t org, const char *tool, json_t *inject,
 static int64_t
 audit_local(const struct auth *a, const struct local_audit *la)
 {
-	sqlite3_stmt	*st;
-	json_t		*masked = NULL;
-	char		*argv = NULL;
-	char		 now[32];
-	int		 rc;
+	struct store_call	 c;
+	json_t			*masked = NULL;
+	char			*argv = NULL;
+	char			 now[32];
+	int64_t			 id;
+	int			 rc;
 
 	if (la->argv != NULL) {
 		masked = argv_mask(a->org_id, la->argv);
@@ -726,41 +734,27 @@ audit_local(const struct auth *a, const struct local_audit *la)
 		json_decref(masked);
 	}
 	now_iso(now, sizeof(now));
-	if ((st = db_prepare("INSERT INTO calls (org_id, user_id, user_email, "
-	    "tool_name, method, status_code, kind, action, refused_by, argv, "
-	    "exit_code, verdict, grant_id, created_at) VALUES (?, ?, ?, ?, "
-	    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) == NULL) {
-		free(argv);
-		return (-1);
-	}
-	sqlite3_bind_int64(st, 1, a->org_id);
-	sqlite3_bind_int64(st, 2, a->user_id);
-	sqlite3_bind_text(st, 3, a->email, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, la->tool, -1, SQLITE_STATIC);
+	memset(&c, 0, sizeof(c));
+	c.org_id = a->org_id;
+	c.user_id = a->user_id;
+	c.user_email = a->email;
+	c.tool_name = la->tool;
 	/* treg's audit shows the action where a call shows its method. */
-	sqlite3_bind_text(st, 5, la->action, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 6, la->status);
-	sqlite3_bind_text(st, 7, la->kind != NULL ? la->kind : "local_run",
-	    -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 8, la->action, -1, SQLITE_STATIC);
-	if (la->refused_by != NULL)
-		sqlite3_bind_text(st, 9, la->refused_by, -1, SQLITE_STATIC);
-	if (argv != NULL)
-		sqlite3_bind_text(st, 10, argv, -1, SQLITE_STATIC);
-	if (la->has_exit)
-		sqlite3_bind_int64(st, 11, la->exit_code);
-	if (la->verdict != NULL)
-		sqlite3_bind_text(st, 12, la->verdict, -1, SQLITE_STATIC);
-	if (la->grant_id != 0)
-		sqlite3_bind_int64(st, 13, la->grant_id);
-	sqlite3_bind_text(st, 14, now, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
+	c.method = la->action;
+	c.has_status = 1;
+	c.status_code = la->status;
+	c.kind = la->kind != NULL ? la->kind : "local_run";
+	c.action = la->action;
+	c.refused_by = la->refused_by;
+	c.argv = argv;
+	c.has_exit = la->has_exit;
+	c.exit_code = la->exit_code;
+	c.verdict = la->verdict;
+	c.grant_id = la->grant_id;
+	c.created_at = now;
+	rc = store_call_insert(&c, &id);
 	free(argv);
-	if (rc != SQLITE_DONE)
-		return (-1);
-	return (sqlite3_last_insert_rowid(vault_db));
+	return (rc == 0 ? id : -1);
 }
 
 /*
@@ -1049,28 +1043,41 @@ access_bind(sqlite3_stmt *st, int col, const struct auth *a)
 }
 
 static json_t *
-call_view(sqlite3_stmt *st, const void *arg)
+text_or_null(const char *s)
 {
-	json_t	*o, *argv = NULL;
+	return (s != NULL ? json_string(s) : json_null());
+}
 
-	if (sqlite3_column_type(st, 11) != SQLITE_NULL)
-		argv = json_loads(db_text(st, 11), 0, NULL);
+static json_t *
+int_or_null(int has, int64_t v)
+{
+	return (has ? json_integer(v) : json_null());
+}
+
+static json_t *
+call_view(const struct store_calls_row *r)
+{
+	const struct store_call	*c = &r->c;
+	json_t			*o, *argv = NULL;
+
+	if (c->argv != NULL)
+		argv = json_loads(c->argv, 0, NULL);
 	o = json_pack("{s:I, s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:o, "
 	    "s:s, s:o, s:o, s:o, s:o}",
-	    "id", (json_int_t)sqlite3_column_int64(st, 0),
-	    "user_email", db_text(st, 1),
-	    "tool_name", json_text_or_null(st, 2),
-	    "method", json_text_or_null(st, 3),
-	    "path", json_text_or_null(st, 4),
-	    "status_code", json_int_or_null(st, 5),
-	    "kind", db_text(st, 6),
-	    "refused_by", json_text_or_null(st, 7),
-	    "duration_ms", json_int_or_null(st, 8),
-	    "created_at", db_text(st, 9),
-	    "action", json_text_or_null(st, 10),
+	    "id", (json_int_t)r->id,
+	    "user_email", c->user_email,
+	    "tool_name", text_or_null(c->tool_name),
+	    "method", text_or_null(c->method),
+	    "path", text_or_null(c->path),
+	    "status_code", int_or_null(c->has_status, c->status_code),
+	    "kind", c->kind,
+	    "refused_by", text_or_null(c->refused_by),
+	    "duration_ms", int_or_null(c->has_duration, c->duration_ms),
+	    "created_at", c->created_at,
+	    "action", text_or_null(c->action),
 	    "argv", argv != NULL ? argv : json_null(),
-	    "exit_code", json_int_or_null(st, 12),
-	    "verdict", json_text_or_null(st, 13));
+	    "exit_code", int_or_null(c->has_exit, c->exit_code),
+	    "verdict", text_or_null(c->verdict));
 	if (o == NULL)
 		fatalx("%s: json_pack", __func__);
 	return (o);
@@ -1094,23 +1101,82 @@ health_view(sqlite3_stmt *st, const void *arg)
 }
 
 static json_t *
-audit_view(sqlite3_stmt *st, const void *arg)
+audit_view(const struct store_calls_row *r)
 {
-	json_t	*o;
+	const struct store_call	*c = &r->c;
+	json_t			*o;
 
 	o = json_pack("{s:I, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:s}",
-	    "id", (json_int_t)sqlite3_column_int64(st, 0),
-	    "org", db_text(st, 1),
-	    "user_email", db_text(st, 2),
-	    "tool_name", json_text_or_null(st, 3),
-	    "kind", db_text(st, 4),
-	    "action", json_text_or_null(st, 5),
-	    "refused_by", json_text_or_null(st, 6),
-	    "status_code", json_int_or_null(st, 7),
-	    "created_at", db_text(st, 8));
+	    "id", (json_int_t)r->id,
+	    "org", r->org_slug,
+	    "user_email", c->user_email,
+	    "tool_name", text_or_null(c->tool_name),
+	    "kind", c->kind,
+	    "action", text_or_null(c->action),
+	    "refused_by", text_or_null(c->refused_by),
+	    "status_code", int_or_null(c->has_status, c->status_code),
+	    "created_at", c->created_at);
 	if (o == NULL)
 		fatalx("%s: json_pack", __func__);
 	return (o);
+}
+
+/* A page of GET /calls or tregctl show audit being filled. */
+struct calls_page {
+	const struct auth	*auth;	/* NULL: every row */
+	json_t			*list;
+	size_t			 limit;
+	json_t			*(*view)(const struct store_calls_row *);
+};
+
+/*
+ * A gated member sees a row of no tool, of a tool on its list, or of a
+ * tool in a skill on its list.
+ */
+static int
+calls_row_visible(const struct auth *a, const struct store_calls_row *r)
+{
+	struct store_tool	 t;
+	int			 ok;
+
+	if (a == NULL || a->role == ROLE_OWNER ||
+	    !json_is_array(a->tool_access) || r->c.tool_name == NULL ||
+	    access_allows(a, r->c.tool_name))
+		return (1);
+	if (store_tool_by_name(a->org_id, r->c.tool_name, &t) != 0)
+		return (0);
+	ok = t.bundle[0] != '\0' && access_allows(a, t.bundle);
+	store_tool_clear(&t);
+	return (ok);
+}
+
+static int
+calls_row(const struct store_calls_row *r, void *arg)
+{
+	struct calls_page	*pg = arg;
+
+	if (!calls_row_visible(pg->auth, r))
+		return (0);
+	json_array_append_new(pg->list, pg->view(r));
+	return (json_array_size(pg->list) >= pg->limit);
+}
+
+static json_t *
+calls_query(int64_t org, const struct auth *a, size_t limit, int64_t before,
+    json_t *(*view)(const struct store_calls_row *))
+{
+	struct calls_page	 pg;
+
+	pg.auth = a;
+	pg.limit = limit;
+	pg.view = view;
+	if ((pg.list = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	if (store_calls_page(org, before, calls_row, &pg) != 0) {
+		json_decref(pg.list);
+		return (NULL);
+	}
+	return (pg.list);
 }
 
 /*
@@ -1124,9 +1190,7 @@ static void
 calls_list(struct vault_req *req, struct vault_resp *resp)
 {
 	const struct auth	*a = req->auth;
-	sqlite3_stmt		*st;
 	json_t			*arr;
-	char			*access;
 	const char		*err = NULL;
 	char			 buf[32];
 	long long		 limit = CALLS_LIMIT_DEF, before = 0;
@@ -1147,26 +1211,7 @@ calls_list(struct vault_req *req, struct vault_resp *resp)
 			return;
 		}
 	}
-	if ((st = db_prepare("SELECT id, user_email, tool_name, method, path, "
-	    "status_code, kind, refused_by, duration_ms, created_at, action, "
-	    "argv, exit_code, verdict FROM calls c WHERE org_id = ?1 AND "
-	    "(?2 IS NULL OR id < ?2) AND (?4 IS NULL OR tool_name IS NULL OR "
-	    "tool_name IN (SELECT value FROM json_each(?4)) OR EXISTS "
-	    "(SELECT 1 FROM tools t JOIN bundles b ON b.id = t.bundle_id "
-	    "WHERE t.org_id = c.org_id AND t.name = c.tool_name AND b.name IN "
-	    "(SELECT value FROM json_each(?4)))) ORDER BY id DESC "
-	    "LIMIT ?3")) == NULL) {
-		db_fail(resp, "calls");
-		return;
-	}
-	sqlite3_bind_int64(st, 1, a->org_id);
-	if (before > 0)
-		sqlite3_bind_int64(st, 2, before);
-	sqlite3_bind_int64(st, 3, limit);
-	access = access_bind(st, 4, a);
-	arr = db_rows(st, call_view, NULL);
-	sqlite3_clear_bindings(st);
-	free(access);
+	arr = calls_query(a->org_id, a, limit, before, call_view);
 	if (arr == NULL) {
 		db_fail(resp, "calls");
 		return;
@@ -1248,18 +1293,7 @@ ctl_show_audit(const struct ctl_request *cr, json_t **reply)
 			return (-1);
 		}
 	}
-	if ((st = db_prepare("SELECT c.id, o.slug, c.user_email, c.tool_name, "
-	    "c.kind, c.action, c.refused_by, c.status_code, c.created_at "
-	    "FROM calls c JOIN orgs o ON o.id = c.org_id WHERE "
-	    "(?1 IS NULL OR c.org_id = ?1) ORDER BY c.id DESC LIMIT ?2")) ==
-	    NULL) {
-		*reply = ctl_errorf("database error");
-		return (-1);
-	}
-	if (org != 0)
-		sqlite3_bind_int64(st, 1, org);
-	sqlite3_bind_int(st, 2, limit);
-	if ((*reply = db_rows(st, audit_view, NULL)) == NULL) {
+	if ((*reply = calls_query(org, NULL, limit, 0, audit_view)) == NULL) {
 		*reply = ctl_errorf("database error");
 		return (-1);
 	}

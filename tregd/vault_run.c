@@ -20,7 +20,6 @@
 #include <strings.h>
 
 #include "pack.h"
-#include "store_sqlite.h"
 #include "vault.h"
 
 #define RUNS_LIMIT_DEF		50
@@ -81,7 +80,11 @@ static void	run_audit_end(const struct vrun *, const struct run_exit *,
 		    const char *);
 static enum run_outcome run_outcome_of(const struct run_exit *);
 static int	run_in_flight(int64_t);
-static json_t	*runs_query(int64_t, const struct auth *, int);
+static int	runs_row(const struct store_runs_row *, void *);
+static json_t	*runs_query(int64_t, const struct auth *, int, char,
+		    int64_t, int *);
+static int	mask_secret_open(int64_t, int64_t, const void *, size_t,
+		    void *);
 static void	mask_append(char **, size_t *, size_t *, const char *,
 		    size_t);
 static char	*mask_secrets(const char *, struct secs *);
@@ -416,29 +419,24 @@ base_url_path(const char *url, char *path, size_t len)
 static int64_t
 run_audit_start(const struct auth *a, const char *tool, const char *argv)
 {
-	sqlite3_stmt	*st;
-	char		 now[32];
-	int		 rc;
+	struct store_run	 r;
+	char			 now[32];
+	int64_t			 id;
 
 	now_iso(now, sizeof(now));
-	if ((st = db_prepare("INSERT INTO runs (org_id, user_id, user_email, "
-	    "tool, argv, created_at) VALUES (?, ?, ?, ?, ?, ?)")) == NULL)
-		return (-1);
-	sqlite3_bind_int64(st, 1, a->org_id);
-	sqlite3_bind_int64(st, 2, a->user_id);
-	sqlite3_bind_text(st, 3, a->email, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, tool, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 5, argv, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc != SQLITE_DONE) {
+	memset(&r, 0, sizeof(r));
+	r.org_id = a->org_id;
+	r.user_id = a->user_id;
+	r.user_email = a->email;
+	r.tool = tool;
+	r.argv = argv;
+	r.created_at = now;
+	if (store_run_insert(&r, &id) == -1) {
 		log_warnx("run of '%s': audit row not written, nothing run: %s",
-		    tool, sqlite3_errmsg(vault_db));
+		    tool, store_error());
 		return (-1);
 	}
-	return (sqlite3_last_insert_rowid(vault_db));
+	return (id);
 }
 
 /* How it ended, appended: the runs row itself is never changed. */
@@ -446,35 +444,25 @@ static void
 run_audit_end(const struct vrun *vr, const struct run_exit *rx,
     const char *outcome)
 {
-	sqlite3_stmt	*st;
-	char		 now[32];
-	int		 rc = SQLITE_ERROR;
+	struct store_run_end	 e;
+	char			 now[32];
 
 	now_iso(now, sizeof(now));
-	if ((st = db_prepare("INSERT INTO run_ends (run_id, org_id, outcome, "
-	    "exit_code, duration_ms, timed_out, redacted, truncated, "
-	    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")) != NULL) {
-		sqlite3_bind_int64(st, 1, vr->audit_id);
-		sqlite3_bind_int64(st, 2, vr->org_id);
-		sqlite3_bind_text(st, 3, outcome, -1, SQLITE_STATIC);
-		if (strcmp(outcome, "not_run") != 0) {
-			sqlite3_bind_int(st, 4, rx->exit_code);
-			sqlite3_bind_int64(st, 5, rx->duration_ms);
-		}
-		sqlite3_bind_int(st, 6, rx->timed_out != 0);
-		sqlite3_bind_int64(st, 7, rx->redacted);
-		sqlite3_bind_int(st, 8, rx->truncated &
-		    (RUN_TRUNC_STDOUT | RUN_TRUNC_STDERR));
-		sqlite3_bind_text(st, 9, now, -1, SQLITE_STATIC);
-		rc = sqlite3_step(st);
-		sqlite3_reset(st);
-		sqlite3_clear_bindings(st);
-	}
+	memset(&e, 0, sizeof(e));
+	e.run_id = vr->audit_id;
+	e.org_id = vr->org_id;
+	e.outcome = outcome;
+	e.has_exit = strcmp(outcome, "not_run") != 0;
+	e.exit_code = rx->exit_code;
+	e.duration_ms = rx->duration_ms;
+	e.timed_out = rx->timed_out != 0;
+	e.redacted = rx->redacted;
+	e.truncated = rx->truncated & (RUN_TRUNC_STDOUT | RUN_TRUNC_STDERR);
+	e.created_at = now;
 	/* The run is on record as started; GET /runs says "interrupted". */
-	if (rc != SQLITE_DONE)
+	if (store_run_end_insert(&e) == -1)
 		log_warnx("run %lld of '%s': its end was not recorded: %s",
-		    (long long)vr->audit_id, vr->tool,
-		    sqlite3_errmsg(vault_db));
+		    (long long)vr->audit_id, vr->tool, store_error());
 }
 
 static enum run_outcome
@@ -600,31 +588,21 @@ static int
 secs_tool(struct secs *ss, int64_t org, const struct tool_row *t,
     struct vault_resp *resp)
 {
-	sqlite3_stmt	*st;
 	json_t		*b;
 	int64_t		 ids[RUN_SECRETS_MAX], id;
-	size_t		 i, n = 0;
-	int		 rc;
+	size_t		 i, n = 0, m;
 
 	json_array_foreach(t->bindings, i, b) {
 		id = json_integer_value(json_object_get(b, "secret_id"));
 		if (id > 0 && n < RUN_SECRETS_MAX)
 			ids[n++] = id;
 	}
-	if ((st = db_prepare("SELECT secret_id FROM tool_secrets WHERE "
-	    "tool_id = ?")) == NULL) {
+	if (store_tool_secret_ids(t->id, ids + n, RUN_SECRETS_MAX - n,
+	    &m) == -1) {
 		db_fail(resp, "tool secrets");
 		return (-1);
 	}
-	sqlite3_bind_int64(st, 1, t->id);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		if (n < RUN_SECRETS_MAX)
-			ids[n++] = sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		db_fail(resp, "tool secrets");
-		return (-1);
-	}
+	n += m;
 	for (i = 0; i < n; i++)
 		if (secs_get(ss, org, ids[i], resp) == NULL)
 			return (-1);
@@ -654,93 +632,77 @@ strv_clear(struct strv *sv)
 /* ------------------------------------------------------------------ */
 /* The run log.                                                        */
 
+/* A page of GET /runs being filled. */
+struct runs_page {
+	const struct auth	*auth;	/* NULL: tregctl, every tool */
+	json_t			*list;
+	size_t			 limit;
+};
+
+static int
+runs_row(const struct store_runs_row *r, void *arg)
+{
+	struct runs_page	*pg = arg;
+	json_t			*o, *argv, *outcome;
+	char			 id[32];
+
+	if (pg->auth != NULL && !access_allows(pg->auth, r->tool))
+		return (0);
+	snprintf(id, sizeof(id), "%c%lld", r->src, (long long)r->id);
+	argv = json_loads(r->argv, 0, NULL);
+	if (!json_is_array(argv)) {
+		json_decref(argv);
+		argv = json_array();
+	}
+	if (*r->outcome != '\0')
+		outcome = json_string(r->outcome);
+	else if (r->src == 's')
+		outcome = json_string(run_in_flight(r->id) ? "running" :
+		    run_outcome_name(RUN_INTERRUPTED));
+	else
+		outcome = json_null();
+	o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:s,s:s}",
+	    "id", id, "user_email", r->user_email, "tool", r->tool,
+	    "argv", argv,
+	    "exit_code", r->has_exit ? json_integer(r->exit_code) :
+	    json_null(),
+	    "duration_ms", r->has_duration ? json_integer(r->duration_ms) :
+	    json_null(),
+	    "outcome", outcome,
+	    "where", r->src == 's' ? "server" : "local",
+	    "created_at", r->created_at);
+	if (o == NULL)
+		fatalx("%s: json", __func__);
+	if (pg->auth == NULL)	/* tregctl names the org of each row */
+		json_object_set_new(o, "org", json_string(r->org_slug));
+	json_array_append_new(pg->list, o);
+	return (json_array_size(pg->list) >= pg->limit);
+}
+
 /*
- * Server runs and local grants, newest first, of one org (0: all); auth
- * non-NULL hides the runs of tools it may not use.
+ * Server runs and local grants, newest first, of one org (0: all), older
+ * than the row before ('s' or 'l' and its id; 0: none); auth non-NULL
+ * hides the runs of tools it may not use.  NULL: the database failed;
+ * *gone when the before row does not exist.
  */
 static json_t *
-runs_query(int64_t org, const struct auth *a, int limit)
+runs_query(int64_t org, const struct auth *a, int limit, char bsrc,
+    int64_t bid, int *gone)
 {
-	sqlite3_stmt	*st;
-	json_t		*list, *o, *argv, *outcome;
-	const char	*src, *tool;
-	char		 id[32];
-	int		 rc;
+	struct runs_page	 pg;
+	int			 rc;
 
-	/*
-	 * A server run's end is its run_ends record (rows of schema 1 carry
-	 * it themselves); runs that never ran (not_run) are not listed.  A
-	 * local grant's outcome is its run report's, if one came.
-	 */
-	if ((st = db_prepare("SELECT * FROM ("
-	    "SELECT 's' AS src, r.id AS id, r.user_email, r.tool, r.argv, "
-	    "coalesce(e.exit_code, r.exit_code), "
-	    "coalesce(e.duration_ms, r.duration_ms), r.created_at, o.slug, "
-	    "CASE WHEN e.outcome IS NOT NULL THEN e.outcome "
-	    "WHEN r.exit_code IS NULL THEN NULL "
-	    "WHEN r.timed_out THEN 'timed_out' "
-	    "WHEN r.exit_code = 0 THEN 'ok' ELSE 'failed' END "
-	    "FROM runs r JOIN orgs o ON o.id = r.org_id "
-	    "LEFT JOIN run_ends e ON e.run_id = r.id "
-	    "WHERE (?1 = 0 OR r.org_id = ?1) AND "
-	    "(e.outcome IS NULL OR e.outcome != 'not_run') "
-	    "UNION ALL "
-	    "SELECT 'l', c.id, c.user_email, c.tool_name, c.argv, NULL, "
-	    "NULL, c.created_at, o.slug, (SELECT CASE WHEN p.exit_code = 0 "
-	    "THEN 'ok' ELSE 'failed' END FROM calls p WHERE p.grant_id = c.id "
-	    "AND p.action = 'REPORT' ORDER BY p.id LIMIT 1) "
-	    "FROM calls c JOIN orgs o ON "
-	    "o.id = c.org_id WHERE (?1 = 0 OR c.org_id = ?1) AND "
-	    "c.kind = 'local_run' AND c.action = 'GRANT') "
-	    "ORDER BY created_at DESC, src DESC, id DESC")) == NULL)
-		return (NULL);
-	sqlite3_bind_int64(st, 1, org);
-	list = json_array();
-	while (json_array_size(list) < (size_t)limit &&
-	    (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		src = db_text(st, 0);
-		tool = db_text(st, 3);
-		if (a != NULL && !access_allows(a, tool))
-			continue;
-		snprintf(id, sizeof(id), "%s%lld", src,
-		    (long long)sqlite3_column_int64(st, 1));
-		argv = json_loads(db_text(st, 4), 0, NULL);
-		if (!json_is_array(argv)) {
-			json_decref(argv);
-			argv = json_array();
-		}
-		if (sqlite3_column_type(st, 9) != SQLITE_NULL)
-			outcome = json_string(db_text(st, 9));
-		else if (*src == 's')
-			outcome = json_string(run_in_flight(
-			    sqlite3_column_int64(st, 1)) ? "running" :
-			    run_outcome_name(RUN_INTERRUPTED));
-		else
-			outcome = json_null();
-		o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:s,s:s}",
-		    "id", id, "user_email", db_text(st, 2), "tool", tool,
-		    "argv", argv,
-		    "exit_code", sqlite3_column_type(st, 5) == SQLITE_NULL ?
-		    json_null() : json_integer(sqlite3_column_int64(st, 5)),
-		    "duration_ms", sqlite3_column_type(st, 6) == SQLITE_NULL ?
-		    json_null() : json_integer(sqlite3_column_int64(st, 6)),
-		    "outcome", outcome,
-		    "where", *src == 's' ? "server" : "local",
-		    "created_at", db_text(st, 7));
-		if (o == NULL)
-			fatalx("%s: json", __func__);
-		if (a == NULL)	/* tregctl names the org of each row */
-			json_object_set_new(o, "org", json_string(db_text(st,
-			    8)));
-		json_array_append_new(list, o);
-	}
-	if (json_array_size(list) < (size_t)limit && rc != SQLITE_DONE) {
-		sqlite3_reset(st);
-		json_decref(list);
+	pg.auth = a;
+	pg.limit = limit;
+	if ((pg.list = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	*gone = 0;
+	if ((rc = store_runs_page(org, bsrc, bid, runs_row, &pg)) != 0) {
+		json_decref(pg.list);
+		*gone = rc == 1;
 		return (NULL);
 	}
-	sqlite3_reset(st);
-	return (list);
+	return (pg.list);
 }
 
 static void
@@ -749,7 +711,8 @@ runs_get(struct vault_req *req, struct vault_resp *resp)
 	char		 buf[32];
 	const char	*err = NULL;
 	json_t		*list;
-	long long	 limit = RUNS_LIMIT_DEF;
+	long long	 limit = RUNS_LIMIT_DEF, bid = 0;
+	int		 gone;
 
 	if (query_param(req->query, "limit", buf, sizeof(buf)) == 0) {
 		limit = strtonum(buf, 1, RUNS_LIMIT_MAX, &err);
@@ -759,8 +722,21 @@ runs_get(struct vault_req *req, struct vault_resp *resp)
 			return;
 		}
 	}
-	if ((list = runs_query(req->auth->org_id, req->auth, limit)) == NULL) {
-		db_fail(resp, "runs");
+	if (query_param(req->query, "before_id", buf, sizeof(buf)) == 0) {
+		if ((buf[0] == 's' || buf[0] == 'l') && buf[1] != '\0')
+			bid = strtonum(buf + 1, 1, LLONG_MAX, &err);
+		if (bid == 0) {
+			resp_error(resp, 422, "before_id must be the id of a "
+			    "run (s12 or l7)");
+			return;
+		}
+	}
+	if ((list = runs_query(req->auth->org_id, req->auth, limit, buf[0],
+	    bid, &gone)) == NULL) {
+		if (gone)
+			resp_error(resp, 422, "before_id: no such run");
+		else
+			db_fail(resp, "runs");
 		return;
 	}
 	resp_ok(resp, list);
@@ -769,32 +745,27 @@ runs_get(struct vault_req *req, struct vault_resp *resp)
 int
 ctl_show_runs(const struct ctl_request *cr, json_t **reply)
 {
-	sqlite3_stmt	*st;
 	int64_t		 org = 0;
-	int		 limit = cr->limit, rc;
+	int		 limit = cr->limit, gone;
 
 	if (limit <= 0)
 		limit = RUNS_LIMIT_DEF;
 	if (limit > RUNS_LIMIT_MAX)
 		limit = RUNS_LIMIT_MAX;
 	if (cr->org[0] != '\0') {
-		if ((st = db_prepare("SELECT id FROM orgs WHERE slug = ?")) ==
-		    NULL) {
+		switch (store_org_by_slug(cr->org, &org)) {
+		case 0:
+			break;
+		case 1:
+			*reply = ctl_errorf("no org '%s'", cr->org);
+			return (-1);
+		default:
 			*reply = ctl_errorf("database error");
 			return (-1);
 		}
-		sqlite3_bind_text(st, 1, cr->org, -1, SQLITE_STATIC);
-		if ((rc = sqlite3_step(st)) == SQLITE_ROW)
-			org = sqlite3_column_int64(st, 0);
-		sqlite3_reset(st);
-		if (rc != SQLITE_ROW) {
-			*reply = ctl_errorf("no org '%s'", cr->org);
-			return (-1);
-		}
 	}
-	if ((*reply = runs_query(org, NULL, limit)) == NULL) {
-		*reply = ctl_errorf("database error: %s",
-		    sqlite3_errmsg(vault_db));
+	if ((*reply = runs_query(org, NULL, limit, 0, 0, &gone)) == NULL) {
+		*reply = ctl_errorf("database error: %s", store_error());
 		return (-1);
 	}
 	return (0);
@@ -802,6 +773,20 @@ ctl_show_runs(const struct ctl_request *cr, json_t **reply)
 
 /* ------------------------------------------------------------------ */
 /* Masking argv for the audit.                                         */
+
+static int
+mask_secret_open(int64_t id, int64_t org, const void *sealed, size_t len,
+    void *arg)
+{
+	struct secs	*ss = arg;
+
+	if (ss->n >= RUN_SECRETS_MAX)
+		return (1);
+	if (secret_unseal(org, id, sealed, len, &ss->s[ss->n].val,
+	    &ss->s[ss->n].len) == 0)
+		ss->n++;
+	return (0);
+}
 
 static void
 mask_append(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
@@ -987,7 +972,6 @@ json_t *
 argv_mask(int64_t org, json_t *argv)
 {
 	struct secs	*ss;
-	sqlite3_stmt	*st;
 	json_t		*out, *v;
 	const char	*s, *eq, *b;
 	char		*m1, *m2, *tmp;
@@ -998,19 +982,8 @@ argv_mask(int64_t org, json_t *argv)
 		return (out);
 	if ((ss = calloc(1, sizeof(*ss))) == NULL)
 		fatal("%s: calloc", __func__);
-	if ((st = db_prepare("SELECT id, sealed FROM secrets WHERE "
-	    "org_id = ? AND kind != 'param'")) != NULL) {
-		sqlite3_bind_int64(st, 1, org);
-		while (ss->n < RUN_SECRETS_MAX &&
-		    sqlite3_step(st) == SQLITE_ROW) {
-			if (secret_unseal(org, sqlite3_column_int64(st, 0),
-			    sqlite3_column_blob(st, 1),
-			    sqlite3_column_bytes(st, 1), &ss->s[ss->n].val,
-			    &ss->s[ss->n].len) == 0)
-				ss->n++;
-		}
-		sqlite3_reset(st);
-	}
+	/* A secret that cannot be read is masked by the token rules only. */
+	(void)store_org_secrets_sealed(org, mask_secret_open, ss);
 
 	json_array_foreach(argv, i, v) {
 		if (!json_is_string(v)) {

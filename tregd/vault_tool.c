@@ -1501,43 +1501,34 @@ tool_delete(struct vault_req *req, struct vault_resp *resp)
 int
 tool_load(int64_t org, const char *name, struct tool_row *t)
 {
-	sqlite3_stmt	*st;
-	int		 rc;
+	struct store_tool	 st;
+	int			 rc;
 
 	memset(t, 0, sizeof(*t));
-	if ((st = db_prepare("SELECT t.id, t.name, t.owner_id, t.base_url, "
-	    "t.host, t.bindings, t.cli, t.bundle_id, b.name FROM tools t "
-	    "LEFT JOIN bundles b ON b.id = t.bundle_id WHERE t.org_id = ? "
-	    "AND t.name = ?")) == NULL)
-		return (-1);
-	sqlite3_bind_int64(st, 1, org);
-	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		t->id = sqlite3_column_int64(st, 0);
-		strlcpy(t->name, db_text(st, 1), sizeof(t->name));
-		t->owner_id = sqlite3_column_int64(st, 2);
-		strlcpy(t->base_url, db_text(st, 3), sizeof(t->base_url));
-		strlcpy(t->host, db_text(st, 4), sizeof(t->host));
-		t->bindings = json_loads(db_text(st, 5), 0, NULL);
-		if (!json_is_array(t->bindings)) {
-			json_decref(t->bindings);
-			t->bindings = json_array();
-		}
-		if (sqlite3_column_type(st, 6) != SQLITE_NULL) {
-			t->cli = json_loads(db_text(st, 6), 0, NULL);
-			if (!json_is_object(t->cli)) {
-				json_decref(t->cli);
-				t->cli = NULL;
-			}
-		}
-		t->bundle_id = sqlite3_column_int64(st, 7);
-		strlcpy(t->bundle, db_text(st, 8), sizeof(t->bundle));
+	if ((rc = store_tool_by_name(org, name, &st)) != 0)
+		return (rc);
+	t->id = st.id;
+	strlcpy(t->name, st.name, sizeof(t->name));
+	t->owner_id = st.owner_id;
+	strlcpy(t->base_url, st.base_url ? st.base_url : "",
+	    sizeof(t->base_url));
+	strlcpy(t->host, st.host ? st.host : "", sizeof(t->host));
+	t->bindings = st.bindings ? json_loads(st.bindings, 0, NULL) : NULL;
+	if (!json_is_array(t->bindings)) {
+		json_decref(t->bindings);
+		t->bindings = json_array();
 	}
-	sqlite3_reset(st);
-	if (rc == SQLITE_DONE)
-		return (1);
-	return (rc == SQLITE_ROW ? 0 : -1);
+	if (st.cli != NULL) {
+		t->cli = json_loads(st.cli, 0, NULL);
+		if (!json_is_object(t->cli)) {
+			json_decref(t->cli);
+			t->cli = NULL;
+		}
+	}
+	t->bundle_id = st.bundle_id;
+	strlcpy(t->bundle, st.bundle, sizeof(t->bundle));
+	store_tool_clear(&st);
+	return (0);
 }
 
 void

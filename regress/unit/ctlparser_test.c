@@ -145,13 +145,15 @@ ATF_TC_BODY(unique_prefixes_select_the_command, tc)
 	expect_cmd(CTL_TOKEN_REVOKE, "to", "rev", "a@example.com", "o",
 	    "acme", NULL);
 	expect_cmd(CTL_ORG_DELETE, "o", "d", "acme", NULL);
+	expect_cmd(CTL_BACKUP, "b", "/var/backups/tregd", NULL);
 }
 
 ATF_TC_WITHOUT_HEAD(a_word_longer_than_the_keyword_is_refused);
 ATF_TC_BODY(a_word_longer_than_the_keyword_is_refused, tc)
 {
 	expect_error("unknown argument: showx",
-	    "key log org reload show token user", "showx", "status", NULL);
+	    "backup key log org reload show token user", "showx", "status",
+	    NULL);
 	expect_error("unknown argument: statuses",
 	    SHOW_WORDS, "show", "statuses",
 	    NULL);
@@ -244,7 +246,7 @@ ATF_TC_WITHOUT_HEAD(unknown_command_lists_valid_commands);
 ATF_TC_BODY(unknown_command_lists_valid_commands, tc)
 {
 	expect_error("unknown argument: frobnicate",
-	    "key log org reload show token user", "frobnicate", NULL);
+	    "backup key log org reload show token user", "frobnicate", NULL);
 	expect_error("unknown argument: everything",
 	    SHOW_WORDS, "show",
 	    "everything", NULL);
@@ -256,7 +258,7 @@ ATF_TC_WITHOUT_HEAD(missing_argument_lists_what_may_follow);
 ATF_TC_BODY(missing_argument_lists_what_may_follow, tc)
 {
 	expect_error("missing argument",
-	    "key log org reload show token user", NULL);
+	    "backup key log org reload show token user", NULL);
 	expect_error("missing argument",
 	    SHOW_WORDS, "show", NULL);
 	expect_error("missing argument", "EMAIL", "user", "add", NULL);
