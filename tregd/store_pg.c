@@ -458,6 +458,14 @@ pg_text(const PGresult *res, int row, int col)
 	return (PQgetvalue(res, row, col));
 }
 
+const char *
+pg_ntext(const PGresult *res, int row, int col)
+{
+	if (PQgetisnull(res, row, col))
+		return (NULL);
+	return (PQgetvalue(res, row, col));
+}
+
 int
 pg_null(const PGresult *res, int row, int col)
 {

@@ -41,7 +41,8 @@ PGresult	*pg_run(struct pg_stmt *, const struct pgq *);
 int		 pg_exec(const char *);
 int		 pg_fail(PGresult *, const char *);
 int64_t		 pg_int(const PGresult *, int, int);
-const char	*pg_text(const PGresult *, int, int);
+const char	*pg_text(const PGresult *, int, int);	/* NULL: "" */
+const char	*pg_ntext(const PGresult *, int, int);	/* NULL: NULL */
 int		 pg_null(const PGresult *, int, int);
 char		*pg_strdup(const PGresult *, int, int);	/* NULL: NULL */
 void		 pg_copy(char *, size_t, const PGresult *, int, int);
