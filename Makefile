@@ -121,8 +121,7 @@ check:
 	$(MAKE) check-build
 	cd regress && { $(SANENV) kyua test -k Kyuafile; rc=$$?; \
 	    [ $$rc -eq 0 ] || kyua report --verbose --results-filter broken,failed; \
-	    exit $$rc; }
-	$(MAKE) check-pg
+	    $(MAKE) -C .. check-pg || rc=1; exit $$rc; }
 
 # The second pass: the integration suite (and the engine's unit test) on
 # a throwaway PostgreSQL server, started and stopped here.

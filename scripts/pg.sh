@@ -75,6 +75,7 @@ stop)
 	rm -rf "$2"
 	;;
 *)
-	die "usage: pg.sh start | createdb|dropdb DIR NAME | sql DIR SQL | stop DIR"
+	die "usage: pg.sh start | createdb|dropdb DIR NAME | sql DIR SQL |" \
+	    "stop DIR"
 	;;
 esac

@@ -18,7 +18,8 @@
 
 /* A server run's row and a local grant's, in one shape. */
 #define RUNS_S								\
-	"(SELECT 's'::text AS src, r.id, r.user_email, r.tool, r.argv, "	\
+	"(SELECT 's'::text AS src, r.id, r.user_email, r.tool, "	\
+	"r.argv, "							\
 	"coalesce(e.exit_code, r.exit_code) AS exit_code, "		\
 	"coalesce(e.duration_ms, r.duration_ms) AS duration_ms, "	\
 	"CASE WHEN e.outcome IS NOT NULL THEN e.outcome "		\
@@ -34,10 +35,12 @@
 	"ORDER BY r.created_at DESC, r.id DESC LIMIT $5) UNION ALL "
 #define RUNS_L								\
 	"(SELECT 'l', c.id, c.user_email, c.tool_name, c.argv, NULL, NULL, " \
-	"(SELECT CASE WHEN p.exit_code = 0 THEN 'ok' ELSE 'failed' END "	\
+	"(SELECT CASE WHEN p.exit_code = 0 THEN 'ok' ELSE 'failed' "	\
+	"END "								\
 	"FROM calls p WHERE p.grant_id = c.id AND p.action = 'REPORT' "	\
 	"ORDER BY p.id LIMIT 1), c.created_at, o.slug FROM calls c "	\
-	"JOIN orgs o ON o.id = c.org_id WHERE c.kind = 'local_run' AND "	\
+	"JOIN orgs o ON o.id = c.org_id WHERE "				\
+	"c.kind = 'local_run' AND "					\
 	"c.action = 'GRANT' AND "
 #define RUNS_L_KEY							\
 	" AND ($2::text IS NULL OR (c.created_at <= $2 AND "		\
