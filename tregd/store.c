@@ -190,3 +190,84 @@ store_sealed_count(const void *prefix, size_t len, int64_t *n)
 {
 	return (ops->sealed_count(prefix, len, n));
 }
+
+int
+store_counts(struct store_counts *c)
+{
+	memset(c, 0, sizeof(*c));
+	return (ops->counts(c));
+}
+
+int
+store_org_members(int64_t org, int agents, store_org_member_fn fn,
+    void *arg)
+{
+	return (ops->org_members(org, agents, fn, arg));
+}
+
+int
+store_org_secrets(int64_t org, store_secret_row_fn fn, void *arg)
+{
+	return (ops->org_secrets(org, fn, arg));
+}
+
+int
+store_user_by_email(const char *email, int64_t *id, int *is_agent)
+{
+	return (ops->user_by_email(email, id, is_agent));
+}
+
+int
+store_user_sole_owned(int64_t uid, store_org_fn fn, void *arg)
+{
+	return (ops->user_sole_owned(uid, fn, arg));
+}
+
+int
+store_user_first_org(int64_t uid, int64_t *org)
+{
+	return (ops->user_first_org(uid, org));
+}
+
+int
+store_user_delete(int64_t uid)
+{
+	return (ops->user_delete(uid));
+}
+
+int
+store_member_of(int64_t user, int64_t org)
+{
+	return (ops->member_of(user, org));
+}
+
+int
+store_deny_rules(int64_t org, int64_t user, store_deny_fn fn, void *arg)
+{
+	return (ops->deny_rules(org, user, fn, arg));
+}
+
+int
+store_deny_count(int64_t org, int64_t *n)
+{
+	*n = 0;
+	return (ops->deny_count(org, n));
+}
+
+int
+store_deny_insert(const struct store_deny *d, int64_t *id)
+{
+	return (ops->deny_insert(d, id));
+}
+
+int
+store_deny_get(int64_t id, store_deny_fn fn, void *arg)
+{
+	return (ops->deny_get(id, fn, arg));
+}
+
+int
+store_deny_delete(int64_t org, int64_t id)
+{
+	return (ops->deny_delete(org, id));
+}

@@ -161,6 +161,61 @@ struct store_calls_row {
 };
 typedef int	(*store_calls_fn)(const struct store_calls_row *, void *);
 
+/* Totals for tregctl show status and show metrics. */
+struct store_counts {
+	int64_t		 users;
+	int64_t		 orgs;
+	int64_t		 tools;
+	int64_t		 secrets;
+	int64_t		 runs;
+	int64_t		 redacted;	/* secret occurrences masked */
+	int64_t		 refusals;	/* calls refused or denied */
+	int64_t		 grants;
+};
+
+/* A membership of an org, for tregctl's listings. */
+struct store_org_member {
+	int64_t		 user_id;
+	const char	*email;
+	const char	*role;
+	const char	*tool_access;	/* JSON array, NULL: every tool */
+	int		 local_run_enabled;
+	const char	*agent_name;	/* "" for people */
+	const char	*created_at;
+};
+typedef int	(*store_org_member_fn)(const struct store_org_member *,
+		    void *);
+
+/* A secret without its value, for tregctl's listings. */
+struct store_secret_row {
+	int64_t		 id;
+	const char	*name;
+	const char	*kind;
+	const char	*owner_email;	/* "" when the owner is gone */
+	int64_t		 bundle_id;	/* 0: none */
+	const char	*status;
+	const char	*status_detail;	/* NULL: none */
+	const char	*checked_at;	/* NULL: never */
+	const char	*created_at;
+};
+typedef int	(*store_secret_row_fn)(const struct store_secret_row *,
+		    void *);
+typedef int	(*store_org_fn)(int64_t, const char *, void *);
+
+/* A deny rule (SPEC section 9); NULL texts and 0 ids: not set. */
+struct store_deny {
+	int64_t		 id;
+	int64_t		 org_id;
+	const char	*host;
+	const char	*path_prefix;
+	const char	*method;
+	int64_t		 user_id;
+	const char	*note;
+	int64_t		 created_by;
+	const char	*created_at;
+};
+typedef int	(*store_deny_fn)(const struct store_deny *, void *);
+
 /* A sealed value, for re-sealing every secret under a new key. */
 typedef int	(*store_sealed_fn)(int64_t id, int64_t org, const void *,
 		    size_t, void *);
@@ -191,6 +246,19 @@ struct store_ops {
 	int	(*org_by_slug)(const char *, int64_t *);
 	int	(*org_secrets_sealed)(int64_t, store_sealed_fn, void *);
 	int	(*sealed_count)(const void *, size_t, int64_t *);
+	int	(*counts)(struct store_counts *);
+	int	(*org_members)(int64_t, int, store_org_member_fn, void *);
+	int	(*org_secrets)(int64_t, store_secret_row_fn, void *);
+	int	(*user_by_email)(const char *, int64_t *, int *);
+	int	(*user_sole_owned)(int64_t, store_org_fn, void *);
+	int	(*user_first_org)(int64_t, int64_t *);
+	int	(*user_delete)(int64_t);
+	int	(*member_of)(int64_t, int64_t);
+	int	(*deny_rules)(int64_t, int64_t, store_deny_fn, void *);
+	int	(*deny_count)(int64_t, int64_t *);
+	int	(*deny_insert)(const struct store_deny *, int64_t *);
+	int	(*deny_get)(int64_t, store_deny_fn, void *);
+	int	(*deny_delete)(int64_t, int64_t);
 };
 extern const struct store_ops	store_sqlite_ops;	/* store_sqlite.c */
 extern const struct store_ops	store_pg_ops;		/* store_pg.c */
@@ -246,5 +314,30 @@ int		 store_org_by_slug(const char *, int64_t *);
 int		 store_org_secrets_sealed(int64_t, store_sealed_fn, void *);
 /* How many secrets' sealed values start with these bytes (a key id). */
 int		 store_sealed_count(const void *, size_t, int64_t *);
+int		 store_counts(struct store_counts *);
+/* The people (agents 0) or the agents (1) of an org, oldest first. */
+int		 store_org_members(int64_t, int, store_org_member_fn, void *);
+int		 store_org_secrets(int64_t, store_secret_row_fn, void *);
+/* The user of an email: its id and whether it is an agent. */
+int		 store_user_by_email(const char *, int64_t *, int *);
+/* The orgs (id, slug) whose only owner the user is. */
+int		 store_user_sole_owned(int64_t, store_org_fn, void *);
+/* One org the user is a member of: 0, or 1 when none is left. */
+int		 store_user_first_org(int64_t, int64_t *);
+/* The user row (its memberships must be gone). */
+int		 store_user_delete(int64_t);
+/* Whether user is a member of org: 0 yes, 1 no. */
+int		 store_member_of(int64_t, int64_t);
+/*
+ * The deny rules of org, oldest first: with user >= 0 the rules for
+ * everyone and that user's, with user < 0 all of them.
+ */
+int		 store_deny_rules(int64_t, int64_t, store_deny_fn, void *);
+int		 store_deny_count(int64_t, int64_t *);
+/* "" texts are stored as NULL. */
+int		 store_deny_insert(const struct store_deny *, int64_t *);
+int		 store_deny_get(int64_t, store_deny_fn, void *);
+/* Rule id of org: 0 deleted, 1 no such rule. */
+int		 store_deny_delete(int64_t, int64_t);
 
 #endif /* STORE_H */

@@ -79,6 +79,19 @@ const struct store_ops store_sqlite_ops = {
 	.org_by_slug = sq_org_by_slug,
 	.org_secrets_sealed = sq_org_secrets_sealed,
 	.sealed_count = sq_sealed_count,
+	.counts = sq_counts,
+	.org_members = sq_org_members,
+	.org_secrets = sq_org_secrets,
+	.user_by_email = sq_user_by_email,
+	.user_sole_owned = sq_user_sole_owned,
+	.user_first_org = sq_user_first_org,
+	.user_delete = sq_user_delete,
+	.member_of = sq_member_of,
+	.deny_rules = sq_deny_rules,
+	.deny_count = sq_deny_count,
+	.deny_insert = sq_deny_insert,
+	.deny_get = sq_deny_get,
+	.deny_delete = sq_deny_delete,
 };
 
 /* ------------------------------------------------------------------ */

@@ -43,6 +43,27 @@ int		 sq_done(sqlite3_stmt *);
 /* store_sqlite_schema.c */
 int		 sq_migrate(void);
 
+/* store_sqlite_org.c */
+int		 sq_counts(struct store_counts *);
+int		 sq_org_members(int64_t, int, store_org_member_fn, void *);
+int		 sq_org_secrets(int64_t, store_secret_row_fn, void *);
+int		 sq_user_by_email(const char *, int64_t *, int *);
+int		 sq_user_sole_owned(int64_t, store_org_fn, void *);
+int		 sq_user_first_org(int64_t, int64_t *);
+int		 sq_user_delete(int64_t);
+int		 sq_member_of(int64_t, int64_t);
+
+/* store_sqlite_policy.c */
+int		 sq_deny_rules(int64_t, int64_t, store_deny_fn, void *);
+int		 sq_deny_count(int64_t, int64_t *);
+int		 sq_deny_insert(const struct store_deny *, int64_t *);
+int		 sq_deny_get(int64_t, store_deny_fn, void *);
+int		 sq_deny_delete(int64_t, int64_t);
+
+/* Step st, fn per row until it returns non-zero: 0, or -1. */
+int		 sq_each(sqlite3_stmt *, int (*)(sqlite3_stmt *, void *),
+		    void *);
+
 /* store_sqlite_audit.c */
 int		 sq_run_insert(const struct store_run *, int64_t *);
 int		 sq_run_end_insert(const struct store_run_end *);

@@ -308,8 +308,8 @@ vault_closed(struct imsgev *iev)
  * before every use.  Listings never carry a secret.
  */
 #define RCACHE_ENTRIES	128
-#define RCACHE_BYTES	(4 * 1024 * 1024)
-#define RCACHE_ENTRY_MAX	(256 * 1024)
+#define RCACHE_BYTES	(16 * 1024 * 1024)
+#define RCACHE_ENTRY_MAX	(1024 * 1024)
 
 struct rcache {
 	uint32_t	 route;

@@ -22,7 +22,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store_sqlite.h"
 #include "vault.h"
 
 struct ctl_conn {
@@ -48,12 +47,13 @@ static void	ctl_reply(struct ctl_conn *, uint32_t, int, json_t *);
 static int	ctl_status(const struct ctl_request *, json_t **);
 static int	ctl_metrics(const struct ctl_request *, json_t **);
 static int	ctl_org_id(const char *, int64_t *, json_t **);
-static json_t	*ctl_access(sqlite3_stmt *, int);
-static json_t	*ctl_member_view(sqlite3_stmt *, const void *);
-static json_t	*ctl_agent_view(sqlite3_stmt *, const void *);
-static json_t	*ctl_secret_view(sqlite3_stmt *, const void *);
-static int	ctl_org_rows(const struct ctl_request *, const char *,
-		    db_row_view, json_t **);
+static json_t	*ctl_access(const char *);
+static int	ctl_member_view(const struct store_org_member *, void *);
+static int	ctl_agent_view(const struct store_org_member *, void *);
+static int	ctl_secret_view(const struct store_secret_row *, void *);
+static int	ctl_org_sole(int64_t, const char *, void *);
+static int	ctl_org_of(const struct ctl_request *, int64_t *, json_t **);
+static int	ctl_listed(int, json_t *, json_t **);
 static int	ctl_show_members(const struct ctl_request *, json_t **);
 static int	ctl_show_agents(const struct ctl_request *, json_t **);
 static int	ctl_show_secrets(const struct ctl_request *, json_t **);
@@ -295,23 +295,10 @@ ctl_reload_done(uint32_t id, const struct ctl_reload_done *rd)
 		    "the configuration has errors"));
 }
 
-static int64_t
-ctl_count(const char *sql)
-{
-	sqlite3_stmt	*st;
-	int64_t		 n = -1;
-
-	if ((st = db_prepare(sql)) == NULL)
-		return (-1);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		n = sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	return (n);
-}
-
 static int
 ctl_status(const struct ctl_request *cr, json_t **reply)
 {
+	struct store_counts	 n;
 	json_t	*procs, *j;
 	time_t	 now = time(NULL);
 	char	 db[PATH_MAX + 32];
@@ -323,6 +310,10 @@ ctl_status(const struct ctl_request *cr, json_t **reply)
 		    "name", proc_names[i], "pid", (int)vault_procs[i].pid,
 		    "uptime_s", (json_int_t)(vault_procs[i].started ?
 		    now - vault_procs[i].started : 0)));
+	if (store_counts(&n) == -1) {
+		*reply = ctl_errorf("database error");
+		return (-1);
+	}
 	snprintf(db, sizeof(db), "sqlite %s/%s", vault_conf.state, TREGD_DB);
 	j = json_pack("{s:s,s:s,s:o,s:s,s:s,s:I,s:o,s:{s:i,s:i,s:i},"
 	    "s:{s:I,s:I,s:I,s:I,s:I}}",
@@ -337,11 +328,9 @@ ctl_status(const struct ctl_request *cr, json_t **reply)
 	    "run_slots", "used", run_slots_used(), "max", vault_conf.run_slots,
 	    "per_user", vault_conf.run_slots_user,
 	    "counts",
-	    "users", (json_int_t)ctl_count("SELECT count(*) FROM users"),
-	    "orgs", (json_int_t)ctl_count("SELECT count(*) FROM orgs"),
-	    "tools", (json_int_t)ctl_count("SELECT count(*) FROM tools"),
-	    "secrets", (json_int_t)ctl_count("SELECT count(*) FROM secrets"),
-	    "runs", (json_int_t)ctl_count("SELECT count(*) FROM runs"));
+	    "users", (json_int_t)n.users, "orgs", (json_int_t)n.orgs,
+	    "tools", (json_int_t)n.tools, "secrets", (json_int_t)n.secrets,
+	    "runs", (json_int_t)n.runs);
 	if (j == NULL)
 		fatalx("%s: json_pack", __func__);
 	*reply = j;
@@ -352,9 +341,14 @@ ctl_status(const struct ctl_request *cr, json_t **reply)
 static int
 ctl_metrics(const struct ctl_request *cr, json_t **reply)
 {
-	char	 buf[4096];
-	int	 n = 0, i;
+	struct store_counts	 c;
+	char			 buf[4096];
+	int			 n = 0, i;
 
+	if (store_counts(&c) == -1) {
+		*reply = ctl_errorf("database error");
+		return (-1);
+	}
 	n += snprintf(buf + n, sizeof(buf) - n,
 	    "# HELP tregd_up Whether a tregd process is running.\n"
 	    "# TYPE tregd_up gauge\n");
@@ -379,13 +373,8 @@ ctl_metrics(const struct ctl_request *cr, json_t **reply)
 	    "# HELP tregd_run_slots_in_use Server runs in flight.\n"
 	    "# TYPE tregd_run_slots_in_use gauge\n"
 	    "tregd_run_slots_in_use %d\n",
-	    (long long)ctl_count("SELECT count(*) FROM runs"),
-	    (long long)ctl_count("SELECT (SELECT coalesce(sum(redacted), 0) "
-	    "FROM runs) + (SELECT coalesce(sum(redacted), 0) FROM run_ends)"),
-	    (long long)ctl_count("SELECT count(*) FROM calls "
-	    "WHERE refused_by IS NOT NULL OR action = 'DENY'"),
-	    (long long)ctl_count("SELECT count(*) FROM calls "
-	    "WHERE action = 'GRANT'"),
+	    (long long)c.runs, (long long)c.redacted, (long long)c.refusals,
+	    (long long)c.grants,
 	    run_slots_used());
 	*reply = json_pack("{s:s}", "text", buf);
 	return (0);
@@ -415,126 +404,126 @@ ctl_listeners(void)
 static int
 ctl_org_id(const char *slug, int64_t *id, json_t **reply)
 {
-	sqlite3_stmt	*st;
-	int		 rc;
-
-	if ((st = db_prepare("SELECT id FROM orgs WHERE slug = ?")) == NULL) {
+	switch (store_org_by_slug(slug, id)) {
+	case 0:
+		return (0);
+	case 1:
+		*reply = ctl_errorf("no org with the slug '%s'", slug);
+		return (-1);
+	default:
 		*reply = ctl_errorf("database error");
 		return (-1);
 	}
-	sqlite3_bind_text(st, 1, slug, -1, SQLITE_STATIC);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		*id = sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc == SQLITE_ROW)
-		return (0);
-	*reply = rc == SQLITE_DONE ? ctl_errorf("no org with the slug '%s'",
-	    slug) : ctl_errorf("database error");
-	return (-1);
 }
 
 /* A tool_access column: null (every tool) or the list of names. */
 static json_t *
-ctl_access(sqlite3_stmt *st, int col)
+ctl_access(const char *access)
 {
 	json_t	*a;
 
-	if (sqlite3_column_type(st, col) == SQLITE_NULL ||
-	    (a = json_loads(db_text(st, col), 0, NULL)) == NULL)
+	if (access == NULL || (a = json_loads(access, 0, NULL)) == NULL)
 		return (json_null());
 	return (a);
 }
 
-static json_t *
-ctl_member_view(sqlite3_stmt *st, const void *arg)
-{
-	return (json_pack("{s:I,s:s,s:s,s:o,s:b,s:s}", "user_id",
-	    (json_int_t)sqlite3_column_int64(st, 0), "email", db_text(st, 1),
-	    "role", db_text(st, 2), "tool_access", ctl_access(st, 3),
-	    "local_run_enabled", sqlite3_column_int(st, 4), "created_at",
-	    db_text(st, 5)));
-}
-
-static json_t *
-ctl_agent_view(sqlite3_stmt *st, const void *arg)
-{
-	return (json_pack("{s:I,s:s,s:s,s:s,s:o,s:b,s:s}", "user_id",
-	    (json_int_t)sqlite3_column_int64(st, 0), "name", db_text(st, 1),
-	    "email", db_text(st, 2), "role", db_text(st, 3), "tool_access",
-	    ctl_access(st, 4), "local_run_enabled", sqlite3_column_int(st, 5),
-	    "created_at", db_text(st, 6)));
-}
-
-/* Never the sealed value: the query does not even read it. */
-static json_t *
-ctl_secret_view(sqlite3_stmt *st, const void *arg)
-{
-	return (json_pack("{s:I,s:s,s:s,s:s,s:o,s:s,s:s?,s:s?,s:s}", "id",
-	    (json_int_t)sqlite3_column_int64(st, 0), "name", db_text(st, 1),
-	    "kind", db_text(st, 2), "owner", db_text(st, 3), "bundle_id",
-	    sqlite3_column_type(st, 4) == SQLITE_NULL ? json_null() :
-	    json_integer(sqlite3_column_int64(st, 4)), "status",
-	    db_text(st, 5), "detail", (const char *)sqlite3_column_text(st, 6),
-	    "checked_at", (const char *)sqlite3_column_text(st, 7),
-	    "created_at", db_text(st, 8)));
-}
-
-/* The rows of sql (its one parameter: the org's id) for cr->org. */
 static int
-ctl_org_rows(const struct ctl_request *cr, const char *sql,
-    db_row_view view, json_t **reply)
+ctl_member_view(const struct store_org_member *m, void *arg)
 {
-	sqlite3_stmt	*st;
-	int64_t		 org;
+	json_array_append_new(arg, json_pack("{s:I,s:s,s:s,s:o,s:b,s:s}",
+	    "user_id", (json_int_t)m->user_id, "email", m->email,
+	    "role", m->role, "tool_access", ctl_access(m->tool_access),
+	    "local_run_enabled", m->local_run_enabled,
+	    "created_at", m->created_at));
+	return (0);
+}
 
+static int
+ctl_agent_view(const struct store_org_member *m, void *arg)
+{
+	json_array_append_new(arg, json_pack("{s:I,s:s,s:s,s:s,s:o,s:b,s:s}",
+	    "user_id", (json_int_t)m->user_id, "name", m->agent_name,
+	    "email", m->email, "role", m->role,
+	    "tool_access", ctl_access(m->tool_access),
+	    "local_run_enabled", m->local_run_enabled,
+	    "created_at", m->created_at));
+	return (0);
+}
+
+static int
+ctl_secret_view(const struct store_secret_row *s, void *arg)
+{
+	json_array_append_new(arg, json_pack("{s:I,s:s,s:s,s:s,s:o,s:s,"
+	    "s:s?,s:s?,s:s}",
+	    "id", (json_int_t)s->id, "name", s->name, "kind", s->kind,
+	    "owner", s->owner_email, "bundle_id", s->bundle_id != 0 ?
+	    json_integer(s->bundle_id) : json_null(), "status", s->status,
+	    "detail", s->status_detail, "checked_at", s->checked_at,
+	    "created_at", s->created_at));
+	return (0);
+}
+
+/* The org of cr->org: 0 and *org, or -1 with *reply the error. */
+static int
+ctl_org_of(const struct ctl_request *cr, int64_t *org, json_t **reply)
+{
 	if (cr->org[0] == '\0') {
 		*reply = ctl_errorf("which org? give its slug");
 		return (-1);
 	}
-	if (ctl_org_id(cr->org, &org, reply) == -1)
-		return (-1);
-	if ((st = db_prepare(sql)) == NULL) {
-		*reply = ctl_errorf("database error");
+	return (ctl_org_id(cr->org, org, reply));
+}
+
+/* The listing in *list, or -1 with *reply the database error. */
+static int
+ctl_listed(int rc, json_t *list, json_t **reply)
+{
+	if (rc == -1) {
+		json_decref(list);
+		*reply = ctl_errorf("database error: %s", store_error());
 		return (-1);
 	}
-	sqlite3_bind_int64(st, 1, org);
-	if ((*reply = db_rows(st, view, NULL)) == NULL) {
-		*reply = ctl_errorf("database error: %s",
-		    sqlite3_errmsg(vault_db));
-		return (-1);
-	}
+	*reply = list;
 	return (0);
 }
 
 static int
 ctl_show_members(const struct ctl_request *cr, json_t **reply)
 {
-	return (ctl_org_rows(cr, "SELECT m.user_id, u.email, m.role, "
-	    "m.tool_access, m.local_run_enabled, m.created_at FROM "
-	    "memberships m JOIN users u ON u.id = m.user_id WHERE "
-	    "m.org_id = ? AND u.is_agent = 0 ORDER BY m.id", ctl_member_view,
-	    reply));
+	json_t	*list;
+	int64_t	 org;
+
+	if (ctl_org_of(cr, &org, reply) == -1)
+		return (-1);
+	list = json_array();
+	return (ctl_listed(store_org_members(org, 0, ctl_member_view, list),
+	    list, reply));
 }
 
 static int
 ctl_show_agents(const struct ctl_request *cr, json_t **reply)
 {
-	return (ctl_org_rows(cr, "SELECT m.user_id, m.agent_name, u.email, "
-	    "m.role, m.tool_access, m.local_run_enabled, m.created_at FROM "
-	    "memberships m JOIN users u ON u.id = m.user_id WHERE "
-	    "m.org_id = ? AND u.is_agent = 1 ORDER BY m.id", ctl_agent_view,
-	    reply));
+	json_t	*list;
+	int64_t	 org;
+
+	if (ctl_org_of(cr, &org, reply) == -1)
+		return (-1);
+	list = json_array();
+	return (ctl_listed(store_org_members(org, 1, ctl_agent_view, list),
+	    list, reply));
 }
 
 static int
 ctl_show_secrets(const struct ctl_request *cr, json_t **reply)
 {
-	return (ctl_org_rows(cr, "SELECT s.id, s.name, s.kind, "
-	    "coalesce(u.email, ''), s.bundle_id, s.status, s.status_detail, "
-	    "s.checked_at, s.created_at FROM secrets s LEFT JOIN users u ON "
-	    "u.id = s.owner_id WHERE s.org_id = ? ORDER BY s.id",
-	    ctl_secret_view, reply));
+	json_t	*list;
+	int64_t	 org;
+
+	if (ctl_org_of(cr, &org, reply) == -1)
+		return (-1);
+	list = json_array();
+	return (ctl_listed(store_org_secrets(org, ctl_secret_view, list),
+	    list, reply));
 }
 
 /* The running configuration in canonical form; the run proof elided. */
@@ -560,47 +549,34 @@ ctl_show_config(const struct ctl_request *cr, json_t **reply)
  * number, or -1.
  */
 static int
+ctl_org_sole(int64_t id, const char *slug, void *arg)
+{
+	json_array_append_new(arg, json_pack("{s:I,s:s}", "id",
+	    (json_int_t)id, "slug", slug));
+	return (0);
+}
+
+static int
 ctl_sole_owned(int64_t uid, json_t **orgs)
 {
-	sqlite3_stmt	*st;
-	int		 rc;
-
 	*orgs = json_array();
-	if ((st = db_prepare("SELECT o.id, o.slug FROM memberships m JOIN "
-	    "orgs o ON o.id = m.org_id WHERE m.user_id = ?1 AND "
-	    "m.role = 'owner' AND NOT EXISTS (SELECT 1 FROM memberships x "
-	    "WHERE x.org_id = m.org_id AND x.role = 'owner' AND "
-	    "x.user_id != ?1) ORDER BY o.id")) == NULL)
+	if (store_user_sole_owned(uid, ctl_org_sole, *orgs) == -1)
 		return (-1);
-	sqlite3_bind_int64(st, 1, uid);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		json_array_append_new(*orgs, json_pack("{s:I,s:s}", "id",
-		    (json_int_t)sqlite3_column_int64(st, 0), "slug",
-		    db_text(st, 1)));
-	sqlite3_reset(st);
-	return (rc == SQLITE_DONE ? (int)json_array_size(*orgs) : -1);
+	return ((int)json_array_size(*orgs));
 }
 
 /* The user of an email: 1 found, 0 none, -1 error. */
 static int
 ctl_user_find(const char *email, int64_t *uid, int *is_agent)
 {
-	sqlite3_stmt	*st;
-	int		 rc;
-
-	if ((st = db_prepare("SELECT id, is_agent FROM users WHERE "
-	    "email = ?")) == NULL)
-		return (-1);
-	sqlite3_bind_text(st, 1, email, -1, SQLITE_STATIC);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		*uid = sqlite3_column_int64(st, 0);
-		*is_agent = sqlite3_column_int(st, 1);
-	}
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc == SQLITE_ROW)
+	switch (store_user_by_email(email, uid, is_agent)) {
+	case 0:
 		return (1);
-	return (rc == SQLITE_DONE ? 0 : -1);
+	case 1:
+		return (0);
+	default:
+		return (-1);
+	}
 }
 
 /* "a, b" of the orgs' slugs, for the refusal. */
@@ -623,7 +599,6 @@ ctl_slugs(const json_t *orgs, char *buf, size_t len)
 static int
 ctl_user_remove(int64_t uid, const json_t *orgs)
 {
-	sqlite3_stmt	*st;
 	const json_t	*o;
 	int64_t		 oid;
 	size_t		 i;
@@ -633,28 +608,13 @@ ctl_user_remove(int64_t uid, const json_t *orgs)
 		if (org_remove(json_integer_value(json_object_get(o,
 		    "id"))) == -1)
 			return (-1);
-	if ((st = db_prepare("SELECT org_id FROM memberships WHERE "
-	    "user_id = ? LIMIT 1")) == NULL)
-		return (-1);
-	/* One at a time: membership_remove changes what the query sees. */
-	for (;;) {
-		sqlite3_bind_int64(st, 1, uid);
-		rc = sqlite3_step(st);
-		if (rc != SQLITE_ROW)
-			break;
-		oid = sqlite3_column_int64(st, 0);
-		sqlite3_reset(st);
+	/* One at a time: membership_remove changes what the next sees. */
+	while ((rc = store_user_first_org(uid, &oid)) == 0)
 		if (membership_remove(uid, oid) == -1)
 			return (-1);
-	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE ||
-	    (st = db_prepare("DELETE FROM users WHERE id = ?")) == NULL)
+	if (rc == -1)
 		return (-1);
-	sqlite3_bind_int64(st, 1, uid);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	return (rc == SQLITE_DONE ? 0 : -1);
+	return (store_user_delete(uid));
 }
 
 /*
@@ -704,8 +664,7 @@ ctl_user_delete(const struct ctl_request *cr, json_t **reply)
 	    "deleted_orgs", orgs);
 	return (0);
  fail:
-	log_warnx("%s: database error: %s", __func__,
-	    sqlite3_errmsg(vault_db));
+	log_warnx("%s: database error: %s", __func__, store_error());
 	store_rollback();
 	json_decref(orgs);
 	*reply = ctl_errorf("database error");

@@ -51,7 +51,9 @@ static void	url_path(const char *, char *, size_t);
 static int	deny_body(struct vault_req *, struct vault_resp *, char *,
 		    size_t, const char **, char *, size_t, int64_t *,
 		    const char **);
-static json_t	*deny_view(sqlite3_stmt *, const void *);
+static json_t	*deny_view(const struct store_deny *);
+static int	deny_append(const struct store_deny *, void *);
+static int	deny_matches(const struct store_deny *, void *);
 static void	deny_create(struct vault_req *, struct vault_resp *);
 static void	deny_list(struct vault_req *, struct vault_resp *);
 static void	deny_delete(struct vault_req *, struct vault_resp *);
@@ -71,7 +73,6 @@ static void	tool_run_report(struct vault_req *, struct vault_resp *);
 static void	calls_list(struct vault_req *, struct vault_resp *);
 static void	health_list(struct vault_req *, struct vault_resp *);
 static json_t	*json_text_or_null(sqlite3_stmt *, int);
-static json_t	*json_int_or_null(sqlite3_stmt *, int);
 static char	*access_bind(sqlite3_stmt *, int, const struct auth *);
 static json_t	*text_or_null(const char *);
 static json_t	*int_or_null(int, int64_t);
@@ -174,16 +175,40 @@ url_path(const char *url, char *buf, size_t len)
  * (runs and grants) never matches a rule that names a method.  path may
  * also be a whole URL (its path is used) or NULL ("/").
  */
+/* A use checked against the rules, one at a time; the first match. */
+struct deny_use {
+	const char	*host, *path, *method;
+	int64_t		 id;
+	char		 note[DENY_NOTE_MAX + 1];
+};
+
+static int
+deny_matches(const struct store_deny *d, void *arg)
+{
+	struct deny_use	*u = arg;
+	const char	*rh = d->host ? d->host : "";
+	const char	*rp = d->path_prefix ? d->path_prefix : "";
+	const char	*rm = d->method ? d->method : "";
+
+	if (*rh == '\0' && *rp == '\0' && *rm == '\0')
+		return (0);	/* matches nothing, by definition */
+	if (*rh != '\0' && !host_match(rh, u->host))
+		return (0);
+	if (*rm != '\0' && (u->method == NULL || strcmp(rm, u->method) != 0))
+		return (0);
+	if (*rp != '\0' && !path_match(rp, u->path))
+		return (0);
+	u->id = d->id;
+	strlcpy(u->note, d->note ? d->note : "", sizeof(u->note));
+	return (1);
+}
+
 int
 deny_check(const struct auth *a, const char *host, const char *path,
     const char *method, struct vault_resp *resp)
 {
-	sqlite3_stmt	*st;
+	struct deny_use	 u;
 	char		 pbuf[DENY_PATH_MAX + 1];
-	const char	*rh, *rp, *rm;
-	int64_t		 id = 0;
-	char		 note[DENY_NOTE_MAX + 1];
-	int		 rc;
 
 	if (host == NULL)
 		host = "";
@@ -193,43 +218,22 @@ deny_check(const struct auth *a, const char *host, const char *path,
 		url_path(path, pbuf, sizeof(pbuf));
 		path = pbuf;
 	}
-	if ((st = db_prepare("SELECT id, host, path_prefix, method, note "
-	    "FROM deny_rules WHERE org_id = ? AND (user_id IS NULL OR "
-	    "user_id = ?) ORDER BY id")) == NULL) {
+	memset(&u, 0, sizeof(u));
+	u.host = host;
+	u.path = path;
+	u.method = method;
+	if (store_deny_rules(a->org_id, a->user_id, deny_matches, &u) == -1) {
 		db_fail(resp, "deny rules");
 		return (-1);
 	}
-	sqlite3_bind_int64(st, 1, a->org_id);
-	sqlite3_bind_int64(st, 2, a->user_id);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		rh = db_text(st, 1);
-		rp = db_text(st, 2);
-		rm = db_text(st, 3);
-		if (*rh == '\0' && *rp == '\0' && *rm == '\0')
-			continue;	/* matches nothing, by definition */
-		if (*rh != '\0' && !host_match(rh, host))
-			continue;
-		if (*rm != '\0' && (method == NULL || strcmp(rm, method) != 0))
-			continue;
-		if (*rp != '\0' && !path_match(rp, path))
-			continue;
-		id = sqlite3_column_int64(st, 0);
-		strlcpy(note, db_text(st, 4), sizeof(note));
-		break;
-	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		db_fail(resp, "deny rules");
-		return (-1);
-	}
-	if (id == 0)
+	if (u.id == 0)
 		return (0);
-	if (note[0] != '\0')
+	if (u.note[0] != '\0')
 		resp_error(resp, 403, "blocked by a policy rule (rule %lld: "
-		    "%s)", (long long)id, note);
+		    "%s)", (long long)u.id, u.note);
 	else
 		resp_error(resp, 403, "blocked by a policy rule (rule %lld)",
-		    (long long)id);
+		    (long long)u.id);
 	return (-1);
 }
 
@@ -314,38 +318,43 @@ deny_body(struct vault_req *req, struct vault_resp *resp, char *host,
 }
 
 static json_t *
-deny_view(sqlite3_stmt *st, const void *arg)
+deny_view(const struct store_deny *d)
 {
 	json_t	*o;
 
 	o = json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:s}",
-	    "id", (json_int_t)sqlite3_column_int64(st, 0),
-	    "org_id", (json_int_t)sqlite3_column_int64(st, 1),
-	    "host", json_text_or_null(st, 2),
-	    "path_prefix", json_text_or_null(st, 3),
-	    "method", json_text_or_null(st, 4),
-	    "user_id", json_int_or_null(st, 5),
-	    "note", json_text_or_null(st, 6),
-	    "created_by", json_int_or_null(st, 7),
-	    "created_at", db_text(st, 8));
+	    "id", (json_int_t)d->id,
+	    "org_id", (json_int_t)d->org_id,
+	    "host", text_or_null(d->host),
+	    "path_prefix", text_or_null(d->path_prefix),
+	    "method", text_or_null(d->method),
+	    "user_id", int_or_null(d->user_id != 0, d->user_id),
+	    "note", text_or_null(d->note),
+	    "created_by", int_or_null(d->created_by != 0, d->created_by),
+	    "created_at", d->created_at);
 	if (o == NULL)
 		fatalx("%s: json_pack", __func__);
 	return (o);
 }
 
-#define DENY_COLUMNS	"id, org_id, host, path_prefix, method, user_id, " \
-			"note, created_by, created_at"
+static int
+deny_append(const struct store_deny *d, void *arg)
+{
+	json_array_append_new(arg, deny_view(d));
+	return (0);
+}
 
 static void
 deny_create(struct vault_req *req, struct vault_resp *resp)
 {
-	struct org_ctx	 ctx;
-	sqlite3_stmt	*st;
-	char		 host[HOST_LEN_MAX], method[DENY_METHOD_MAX + 1];
-	char		 now[32];
-	const char	*path, *note;
-	int64_t		 user, id;
-	int		 rc, n = 0;
+	struct org_ctx		 ctx;
+	struct store_deny	 d;
+	char			 host[HOST_LEN_MAX];
+	char			 method[DENY_METHOD_MAX + 1], now[32];
+	const char		*path, *note;
+	json_t			*one;
+	int64_t			 user, id, n = 0;
+	int			 rc;
 
 	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1)
 		return;
@@ -357,40 +366,19 @@ deny_create(struct vault_req *req, struct vault_resp *resp)
 	if (deny_body(req, resp, host, sizeof(host), &path, method,
 	    sizeof(method), &user, &note) == -1)
 		return;
-	if (user != 0) {
-		if ((st = db_prepare("SELECT 1 FROM memberships WHERE "
-		    "user_id = ? AND org_id = ?")) == NULL) {
-			db_fail(resp, "deny rule");
-			return;
-		}
-		sqlite3_bind_int64(st, 1, user);
-		sqlite3_bind_int64(st, 2, req->id1);
-		rc = sqlite3_step(st);
-		sqlite3_reset(st);
-		if (rc == SQLITE_DONE) {
+	if (user != 0 && (rc = store_member_of(user, req->id1)) != 0) {
+		if (rc == 1)
 			resp_error(resp, 422, "user %lld is not a member of "
 			    "this org", (long long)user);
-			return;
-		}
-		if (rc != SQLITE_ROW) {
+		else
 			db_fail(resp, "deny rule");
-			return;
-		}
+		return;
 	}
 
-	if (store_begin() == -1) {
+	if (store_begin() == -1 || store_deny_count(req->id1, &n) == -1) {
 		db_fail(resp, "deny rule");
 		return;
 	}
-	if ((st = db_prepare("SELECT count(*) FROM deny_rules WHERE "
-	    "org_id = ?")) == NULL) {
-		db_fail(resp, "deny rule");
-		return;
-	}
-	sqlite3_bind_int64(st, 1, req->id1);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		n = sqlite3_column_int(st, 0);
-	sqlite3_reset(st);
 	if (n >= DENY_RULES_MAX) {
 		store_rollback();
 		resp_error(resp, 409, "this org already has %d deny rules, "
@@ -398,47 +386,26 @@ deny_create(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	now_iso(now, sizeof(now));
-	if ((st = db_prepare("INSERT INTO deny_rules (org_id, host, "
-	    "path_prefix, method, user_id, note, created_by, created_at) "
-	    "VALUES (?, NULLIF(?, ''), NULLIF(?, ''), NULLIF(?, ''), ?, "
-	    "NULLIF(?, ''), ?, ?)")) == NULL) {
+	memset(&d, 0, sizeof(d));
+	d.org_id = req->id1;
+	d.host = host;
+	d.path_prefix = path;
+	d.method = method;
+	d.user_id = user;
+	d.note = note;
+	d.created_by = req->auth->user_id;
+	d.created_at = now;
+	if (store_deny_insert(&d, &id) == -1 || store_commit() == -1) {
 		db_fail(resp, "deny rule");
 		return;
 	}
-	sqlite3_bind_int64(st, 1, req->id1);
-	sqlite3_bind_text(st, 2, host, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, path, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, method, -1, SQLITE_STATIC);
-	if (user != 0)
-		sqlite3_bind_int64(st, 5, user);
-	else
-		sqlite3_bind_null(st, 5);
-	sqlite3_bind_text(st, 6, note, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 7, req->auth->user_id);
-	sqlite3_bind_text(st, 8, now, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		db_fail(resp, "deny rule");
-		return;
-	}
-	id = sqlite3_last_insert_rowid(vault_db);
-	if (store_commit() == -1) {
-		db_fail(resp, "deny rule");
-		return;
-	}
-
-	if ((st = db_prepare("SELECT " DENY_COLUMNS " FROM deny_rules "
-	    "WHERE id = ?")) == NULL) {
-		db_fail(resp, "deny rule");
-		return;
-	}
-	sqlite3_bind_int64(st, 1, id);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		resp_ok(resp, deny_view(st, NULL));
+	one = json_array();
+	if (store_deny_get(id, deny_append, one) == 0 &&
+	    json_array_size(one) == 1)
+		resp_ok(resp, json_incref(json_array_get(one, 0)));
 	else
 		db_fail(resp, "deny rule");
-	sqlite3_reset(st);
+	json_decref(one);
 	log_info("org %lld: deny rule %lld added by user %lld",
 	    (long long)req->id1, (long long)id,
 	    (long long)req->auth->user_id);
@@ -448,18 +415,13 @@ static void
 deny_list(struct vault_req *req, struct vault_resp *resp)
 {
 	struct org_ctx	 ctx;
-	sqlite3_stmt	*st;
 	json_t		*arr;
 
 	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1)
 		return;
-	if ((st = db_prepare("SELECT " DENY_COLUMNS " FROM deny_rules "
-	    "WHERE org_id = ? ORDER BY id")) == NULL) {
-		db_fail(resp, "deny rules");
-		return;
-	}
-	sqlite3_bind_int64(st, 1, req->id1);
-	if ((arr = db_rows(st, deny_view, NULL)) == NULL) {
+	arr = json_array();
+	if (store_deny_rules(req->id1, -1, deny_append, arr) == -1) {
+		json_decref(arr);
 		db_fail(resp, "deny rules");
 		return;
 	}
@@ -470,25 +432,15 @@ static void
 deny_delete(struct vault_req *req, struct vault_resp *resp)
 {
 	struct org_ctx	 ctx;
-	sqlite3_stmt	*st;
 	int		 rc;
 
 	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1)
 		return;
-	if ((st = db_prepare("DELETE FROM deny_rules WHERE id = ? AND "
-	    "org_id = ?")) == NULL) {
+	if ((rc = store_deny_delete(req->id1, req->id2)) == -1) {
 		db_fail(resp, "deny rule");
 		return;
 	}
-	sqlite3_bind_int64(st, 1, req->id2);
-	sqlite3_bind_int64(st, 2, req->id1);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		db_fail(resp, "deny rule");
-		return;
-	}
-	if (sqlite3_changes(vault_db) == 0) {
+	if (rc == 1) {
 		resp_error(resp, 404, "deny rule not found");
 		return;
 	}
@@ -618,21 +570,15 @@ inject_ids(const struct tool_row *t, json_t *inject, int64_t *ids,
 static int
 needs_proof(const struct auth *a, const int64_t *ids, size_t n)
 {
-	sqlite3_stmt	*st;
-	size_t		 i;
-	int		 rc, other = 0;
+	struct store_secret	 sc;
+	size_t			 i;
+	int			 other = 0;
 
 	for (i = 0; i < n && !other; i++) {
-		if ((st = db_prepare("SELECT owner_id FROM secrets WHERE "
-		    "id = ? AND org_id = ?")) == NULL)
-			return (1);
-		sqlite3_bind_int64(st, 1, ids[i]);
-		sqlite3_bind_int64(st, 2, a->org_id);
-		rc = sqlite3_step(st);
-		if (rc != SQLITE_ROW ||
-		    sqlite3_column_int64(st, 0) != a->user_id)
+		if (store_secret_get(a->org_id, ids[i], &sc) != 0 ||
+		    sc.owner_id != a->user_id)
 			other = 1;
-		sqlite3_reset(st);
+		store_secret_clear(&sc);
 	}
 	return (other);
 }
@@ -1014,14 +960,6 @@ json_text_or_null(sqlite3_stmt *st, int col)
 	if (sqlite3_column_type(st, col) == SQLITE_NULL)
 		return (json_null());
 	return (json_string(db_text(st, col)));
-}
-
-static json_t *
-json_int_or_null(sqlite3_stmt *st, int col)
-{
-	if (sqlite3_column_type(st, col) == SQLITE_NULL)
-		return (json_null());
-	return (json_integer(sqlite3_column_int64(st, col)));
 }
 
 /*

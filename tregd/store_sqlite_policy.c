@@ -1,0 +1,132 @@
+/* The sqlite engine's deny rules (SPEC section 9). */
+
+#include <string.h>
+
+#include "log.h"
+#include "store_sqlite.h"
+
+#define DENY_SELECT							\
+	"SELECT id, org_id, host, path_prefix, method, user_id, note, "	\
+	"created_by, created_at FROM deny_rules "
+
+struct deny_each {
+	store_deny_fn	 fn;
+	void		*arg;
+};
+
+static int	sq_deny_row(sqlite3_stmt *, void *);
+
+static int
+sq_deny_row(sqlite3_stmt *st, void *arg)
+{
+	struct deny_each	*e = arg;
+	struct store_deny	 d;
+
+	memset(&d, 0, sizeof(d));
+	d.id = sq_cint(st, "id");
+	d.org_id = sq_cint(st, "org_id");
+	d.host = sq_cntext(st, "host");
+	d.path_prefix = sq_cntext(st, "path_prefix");
+	d.method = sq_cntext(st, "method");
+	d.user_id = sq_cint(st, "user_id");
+	d.note = sq_cntext(st, "note");
+	d.created_by = sq_cint(st, "created_by");
+	d.created_at = sq_ctext(st, "created_at");
+	return (e->fn(&d, e->arg));
+}
+
+int
+sq_deny_rules(int64_t org, int64_t user, store_deny_fn fn, void *arg)
+{
+	struct deny_each	 e = { fn, arg };
+	sqlite3_stmt		*st;
+
+	if (user >= 0) {
+		if ((st = db_prepare(DENY_SELECT "WHERE org_id = :org AND "
+		    "(user_id IS NULL OR user_id = :user) ORDER BY id")) ==
+		    NULL)
+			return (-1);
+		sq_int(st, ":user", user);
+	} else if ((st = db_prepare(DENY_SELECT "WHERE org_id = :org "
+	    "ORDER BY id")) == NULL)
+		return (-1);
+	sq_int(st, ":org", org);
+	return (sq_each(st, sq_deny_row, &e));
+}
+
+int
+sq_deny_count(int64_t org, int64_t *n)
+{
+	sqlite3_stmt	*st;
+	int		 rc;
+
+	if ((st = db_prepare("SELECT count(*) AS n FROM deny_rules "
+	    "WHERE org_id = :org")) == NULL)
+		return (-1);
+	sq_int(st, ":org", org);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		*n = sq_cint(st, "n");
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return (rc == SQLITE_ROW ? 0 : -1);
+}
+
+int
+sq_deny_insert(const struct store_deny *d, int64_t *id)
+{
+	sqlite3_stmt	*st;
+
+	if ((st = db_prepare("INSERT INTO deny_rules (org_id, host, "
+	    "path_prefix, method, user_id, note, created_by, created_at) "
+	    "VALUES (:org, NULLIF(:host, ''), NULLIF(:path, ''), "
+	    "NULLIF(:method, ''), :user, NULLIF(:note, ''), :by, :at)")) ==
+	    NULL)
+		return (-1);
+	sq_int(st, ":org", d->org_id);
+	sq_text(st, ":host", d->host);
+	sq_text(st, ":path", d->path_prefix);
+	sq_text(st, ":method", d->method);
+	if (d->user_id != 0)
+		sq_int(st, ":user", d->user_id);
+	sq_text(st, ":note", d->note);
+	sq_int(st, ":by", d->created_by);
+	sq_text(st, ":at", d->created_at);
+	if (sq_done(st) == -1)
+		return (-1);
+	*id = sqlite3_last_insert_rowid(vault_db);
+	return (0);
+}
+
+int
+sq_deny_get(int64_t id, store_deny_fn fn, void *arg)
+{
+	struct deny_each	 e = { fn, arg };
+	sqlite3_stmt		*st;
+	int			 rc;
+
+	if ((st = db_prepare(DENY_SELECT "WHERE id = :id")) == NULL)
+		return (-1);
+	sq_int(st, ":id", id);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		sq_deny_row(st, &e);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc == SQLITE_ROW)
+		return (0);
+	return (rc == SQLITE_DONE ? 1 : -1);
+}
+
+int
+sq_deny_delete(int64_t org, int64_t id)
+{
+	sqlite3_stmt	*st;
+
+	if ((st = db_prepare("DELETE FROM deny_rules WHERE id = :id AND "
+	    "org_id = :org")) == NULL)
+		return (-1);
+	sq_int(st, ":id", id);
+	sq_int(st, ":org", org);
+	if (sq_done(st) == -1)
+		return (-1);
+	return (sqlite3_changes(vault_db) == 0 ? 1 : 0);
+}
