@@ -73,6 +73,19 @@ const struct store_ops store_pg_ops = {
 	.org_by_slug = pg_org_by_slug,
 	.org_secrets_sealed = pg_org_secrets_sealed,
 	.sealed_count = pg_sealed_count,
+	.counts = pg_counts,
+	.org_members = pg_org_members,
+	.org_secrets = pg_org_secrets,
+	.user_by_email = pg_user_by_email,
+	.user_sole_owned = pg_user_sole_owned,
+	.user_first_org = pg_user_first_org,
+	.user_delete = pg_user_delete,
+	.member_of = pg_member_of,
+	.deny_rules = pg_deny_rules,
+	.deny_count = pg_deny_count,
+	.deny_insert = pg_deny_insert,
+	.deny_get = pg_deny_get,
+	.deny_delete = pg_deny_delete,
 };
 
 /*

@@ -66,5 +66,18 @@ int	pg_calls_page(int64_t, int64_t, store_calls_fn, void *);
 int	pg_org_by_slug(const char *, int64_t *);
 int	pg_org_secrets_sealed(int64_t, store_sealed_fn, void *);
 int	pg_sealed_count(const void *, size_t, int64_t *);
+int	pg_counts(struct store_counts *);
+int	pg_org_members(int64_t, int, store_org_member_fn, void *);
+int	pg_org_secrets(int64_t, store_secret_row_fn, void *);
+int	pg_user_by_email(const char *, int64_t *, int *);
+int	pg_user_sole_owned(int64_t, store_org_fn, void *);
+int	pg_user_first_org(int64_t, int64_t *);
+int	pg_user_delete(int64_t);
+int	pg_member_of(int64_t, int64_t);
+int	pg_deny_rules(int64_t, int64_t, store_deny_fn, void *);
+int	pg_deny_count(int64_t, int64_t *);
+int	pg_deny_insert(const struct store_deny *, int64_t *);
+int	pg_deny_get(int64_t, store_deny_fn, void *);
+int	pg_deny_delete(int64_t, int64_t);
 
 #endif /* STORE_PG_H */

@@ -440,6 +440,64 @@ ATF_TC_BODY(calls_page_walks_ids_down, tc)
 	ATF_REQUIRE_STREQ(s.ids[1], "98:call:acme");
 }
 
+static int
+see_deny(const struct store_deny *d, void *arg)
+{
+	struct seen	*s = arg;
+
+	snprintf(s->ids[s->n++ % 64], sizeof(s->ids[0]), "%s:%s:%lld",
+	    d->host != NULL ? d->host : "NULL",
+	    d->method != NULL ? d->method : "NULL", (long long)d->user_id);
+	return (0);
+}
+
+ATF_TC(deny_rules_round_trip_with_null_for_empty);
+ATF_TC_HEAD(deny_rules_round_trip_with_null_for_empty, tc)
+{
+	NEED_PG(tc);
+}
+ATF_TC_BODY(deny_rules_round_trip_with_null_for_empty, tc)
+{
+	struct store_deny	 d;
+	struct store_counts	 c;
+	struct seen		 s;
+	int64_t			 id1, id2, n;
+
+	pg_setup(tc);
+	fixture_member();
+	memset(&d, 0, sizeof(d));
+	d.org_id = 1;
+	d.host = "api.example.com";
+	d.path_prefix = "";
+	d.method = "";
+	d.note = "";
+	d.created_by = 1;
+	d.created_at = "2026-01-01T00:00:00Z";
+	ATF_REQUIRE(store_pg_ops.deny_insert(&d, &id1) == 0);
+	d.user_id = 7;
+	d.method = "POST";
+	ATF_REQUIRE(store_pg_ops.deny_insert(&d, &id2) == 0);
+	ATF_REQUIRE(id2 > id1);
+	memset(&s, 0, sizeof(s));
+	ATF_REQUIRE(store_pg_ops.deny_rules(1, 1, see_deny, &s) == 0);
+	ATF_REQUIRE_EQ(s.n, 1);
+	ATF_REQUIRE_STREQ(s.ids[0], "api.example.com:NULL:0");
+	memset(&s, 0, sizeof(s));
+	ATF_REQUIRE(store_pg_ops.deny_rules(1, -1, see_deny, &s) == 0);
+	ATF_REQUIRE_EQ(s.n, 2);
+	ATF_REQUIRE(store_pg_ops.deny_count(1, &n) == 0);
+	ATF_REQUIRE_EQ(n, 2);
+	ATF_REQUIRE(store_pg_ops.deny_get(id2, see_deny, &s) == 0);
+	ATF_REQUIRE(store_pg_ops.deny_delete(2, id2) == 1);
+	ATF_REQUIRE(store_pg_ops.deny_delete(1, id2) == 0);
+	ATF_REQUIRE(store_pg_ops.deny_get(id2, see_deny, &s) == 1);
+	ATF_REQUIRE(store_pg_ops.member_of(1, 1) == 0);
+	ATF_REQUIRE(store_pg_ops.member_of(1, 2) == 1);
+	ATF_REQUIRE(store_pg_ops.counts(&c) == 0);
+	ATF_REQUIRE_EQ(c.users, 1);
+	ATF_REQUIRE_EQ(c.orgs, 1);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, opens_and_migrates_twice);
@@ -452,5 +510,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, audit_rows_are_append_only);
 	ATF_TP_ADD_TC(tp, runs_page_merges_newest_first_and_pages);
 	ATF_TP_ADD_TC(tp, calls_page_walks_ids_down);
+	ATF_TP_ADD_TC(tp, deny_rules_round_trip_with_null_for_empty);
 	return (atf_no_error());
 }
