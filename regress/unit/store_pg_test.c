@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tregd.h"
@@ -43,6 +44,7 @@ static void
 pg_setup(const atf_tc_t *tc)
 {
 	char		 admin[512], sql[128], err[STORE_ERROR_MAX];
+	char		 dbname[64];
 	const char	*host = atf_tc_get_config_var(tc, "pg_host");
 	struct store_params sp;
 	PGconn		*c;
@@ -53,15 +55,17 @@ pg_setup(const atf_tc_t *tc)
 	c = PQconnectdb(admin);
 	ATF_REQUIRE_MSG(PQstatus(c) == CONNECTION_OK, "%s",
 	    PQerrorMessage(c));
-	snprintf(sql, sizeof(sql), "CREATE DATABASE store_test_%ld",
-	    (long)getpid());
+	/* pid and time: a pid of an earlier run may come back. */
+	snprintf(dbname, sizeof(dbname), "store_test_%ld_%lld",
+	    (long)getpid(), (long long)time(NULL));
+	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", dbname);
 	res = PQexec(c, sql);
 	ATF_REQUIRE_MSG(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
 	    PQerrorMessage(c));
 	PQclear(res);
 	PQfinish(c);
-	snprintf(conninfo, sizeof(conninfo), "host=%s user=tregd "
-	    "dbname=store_test_%ld", host, (long)getpid());
+	snprintf(conninfo, sizeof(conninfo), "host=%s user=tregd dbname=%s",
+	    host, dbname);
 	memset(&sp, 0, sizeof(sp));
 	sp.engine = STORE_POSTGRESQL;
 	sp.conninfo = conninfo;
