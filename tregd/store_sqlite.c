@@ -167,9 +167,10 @@ sq_open(const struct store_params *p, char *err, size_t len)
 	/*
 	 * WAL with synchronous NORMAL: a committed row survives the vault
 	 * being killed (only an OS crash can lose the last transactions).
+	 * A new database gets its schema before it enters WAL mode, so a
+	 * database in WAL mode at version 0 only ever had it in a WAL.
 	 */
-	if (db_exec("PRAGMA journal_mode = WAL") == -1 ||
-	    db_exec("PRAGMA synchronous = NORMAL") == -1 ||
+	if (db_exec("PRAGMA synchronous = NORMAL") == -1 ||
 	    db_exec("PRAGMA foreign_keys = ON") == -1 ||
 	    db_exec("PRAGMA temp_store = MEMORY") == -1 ||
 	    db_exec("PRAGMA secure_delete = ON") == -1) {
@@ -179,6 +180,13 @@ sq_open(const struct store_params *p, char *err, size_t len)
 	}
 	if (sq_migrate() == -1) {
 		snprintf(err, len, "cannot migrate the database schema");
+		return (-1);
+	}
+	/* Enter WAL mode and write once, so that the kept WAL exists. */
+	if (db_exec("PRAGMA journal_mode = WAL") == -1 ||
+	    sq_schema_touch() == -1) {
+		snprintf(err, len, "cannot configure the database: %s",
+		    sqlite3_errmsg(vault_db));
 		return (-1);
 	}
 	return (0);

@@ -42,6 +42,7 @@ int		 sq_done(sqlite3_stmt *);
 
 /* store_sqlite_schema.c */
 int		 sq_migrate(void);
+int		 sq_schema_touch(void);	/* rewrite the version: a write */
 
 /* store_sqlite_org.c */
 int		 sq_counts(struct store_counts *);

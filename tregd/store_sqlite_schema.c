@@ -225,3 +225,12 @@ sq_migrate(void)
 	}
 	return (0);
 }
+
+int
+sq_schema_touch(void)
+{
+	char	 sql[64];
+
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", NMIGRATIONS);
+	return (db_exec(sql));
+}
