@@ -123,7 +123,12 @@ static const char *const sb_allow_base[] = {
 	NULL
 };
 
-/* The vault is chrooted into the state dir: sqlite3 may use it freely. */
+/*
+ * The vault is chrooted into the state dir: sqlite3 may use it freely.
+ * No socket(2) or connect(2): a PostgreSQL connection (store_pg.c) is
+ * made before the filter, and libpq then needs only poll, send and recv
+ * on that one descriptor (sb_allow_base); "-T vault" proves the rest.
+ */
 static const char *const sb_allow_vault[] = {
 	"open", "openat", "stat", "lstat", "access", "faccessat",
 	"faccessat2", "pread64", "pwrite64", "preadv", "pwritev",

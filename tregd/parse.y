@@ -141,6 +141,7 @@ static char		 lexbuf[PARSE_WORD_MAX];
 static struct tregd_conf *conf;
 static int		 listen_explicit;
 static struct where	 at_slots, at_state, at_rundir, at_users;
+static struct where	 at_dbpass;
 
 int		 yyparse(void);
 static int	 yylex(void);
@@ -202,6 +203,7 @@ const char *const run_builtin_allow[] = {
 %token	BODY BUFFER CERTIFICATE CONNECTIONS HEADER IDLE KEY LOG PER_ADDRESS
 %token	REQUESTS TLS TOTAL WRITE
 %token	MEMORY NETWORK PROCESSES TMPSIZE USERS
+%token	DATABASE PASSWORD_FILE POSTGRESQL SQLITE
 %token	ERROR
 %token	<v.string>	STRING
 %token	<v.number>	NUMBER
@@ -300,6 +302,34 @@ main		: LISTEN ON STRING PORT NUMBER listentls {
 			conf->relay_allow_private = $3;
 		}
 		| HTTP httpopt
+		| DATABASE dbopt
+		;
+
+dbopt		: SQLITE		{ conf->db_engine = DB_SQLITE; }
+		| POSTGRESQL STRING {
+			char	 why[256];
+
+			if (strlen($2) >= sizeof(conf->db_conninfo)) {
+				yyerror("database postgresql: connection "
+				    "string too long (max %zu bytes)",
+				    sizeof(conf->db_conninfo) - 1);
+				YYERROR;
+			}
+			if (pg_conninfo_check($2, why, sizeof(why)) == -1) {
+				yyerror("database postgresql: %s", why);
+				YYERROR;
+			}
+			strlcpy(conf->db_conninfo, $2,
+			    sizeof(conf->db_conninfo));
+			conf->db_engine = DB_POSTGRESQL;
+		}
+		| PASSWORD_FILE STRING {
+			if (abspath_set(conf->db_password_file,
+			    sizeof(conf->db_password_file), $2,
+			    "database password-file") == -1)
+				YYERROR;
+			where_set(&at_dbpass);
+		}
 		;
 
 runopt		: ALLOW allowlist
@@ -555,6 +585,7 @@ static const struct keyword keywords[] = {
 	{ "closed",		CLOSED },
 	{ "connections",	CONNECTIONS },
 	{ "cpu",		CPU },
+	{ "database",		DATABASE },
 	{ "directory",		DIRECTORY },
 	{ "filesize",		FILESIZE },
 	{ "group",		GROUP },
@@ -571,10 +602,12 @@ static const struct keyword keywords[] = {
 	{ "no",			NO },
 	{ "on",			ON },
 	{ "open",		OPEN },
+	{ "password-file",	PASSWORD_FILE },
 	{ "path",		PATH },
 	{ "per-address",	PER_ADDRESS },
 	{ "per-user",		PER_USER },
 	{ "port",		PORT },
+	{ "postgresql",		POSTGRESQL },
 	{ "processes",		PROCESSES },
 	{ "proof",		PROOF },
 	{ "relay",		RELAY },
@@ -584,6 +617,7 @@ static const struct keyword keywords[] = {
 	{ "signup",		SIGNUP },
 	{ "slots",		SLOTS },
 	{ "socket",		SOCKET },
+	{ "sqlite",		SQLITE },
 	{ "state",		STATE },
 	{ "timeout",		TIMEOUT },
 	{ "tls",		TLS },
@@ -1485,6 +1519,11 @@ conf_validate(const struct tregd_conf *c)
 			errors++;
 			break;
 		}
+	if (c->db_password_file[0] != '\0' && c->db_engine != DB_POSTGRESQL) {
+		conf_err("%s:%d: database password-file needs database "
+		    "postgresql", at_dbpass.file, at_dbpass.line);
+		errors++;
+	}
 	return (errors);
 }
 
@@ -1504,6 +1543,7 @@ parse_config(const char *filename, struct tregd_conf *xconf)
 	memset(&at_state, 0, sizeof(at_state));
 	memset(&at_rundir, 0, sizeof(at_rundir));
 	memset(&at_users, 0, sizeof(at_users));
+	memset(&at_dbpass, 0, sizeof(at_dbpass));
 
 	if ((file = pushfile(filename, 0)) == NULL) {
 		conf_err("%s: %s", filename, strerror(errno));
@@ -1648,7 +1688,19 @@ print_config(const struct tregd_conf *c, FILE *fp)
 	}
 	fputs("state ", fp);
 	print_string(fp, c->state);
-	fputs("\nsocket ", fp);
+	fputc('\n', fp);
+	if (c->db_engine == DB_POSTGRESQL) {
+		fputs("database postgresql ", fp);
+		print_string(fp, c->db_conninfo);
+		fputc('\n', fp);
+	} else
+		fputs("database sqlite\n", fp);
+	if (c->db_password_file[0] != '\0') {
+		fputs("database password-file ", fp);
+		print_string(fp, c->db_password_file);
+		fputc('\n', fp);
+	}
+	fputs("socket ", fp);
 	print_string(fp, c->socket);
 	fputc('\n', fp);
 	if (c->socket_group[0] != '\0') {

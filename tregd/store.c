@@ -17,6 +17,9 @@ store_open(const struct store_params *p, char *err, size_t len)
 	case STORE_SQLITE:
 		ops = &store_sqlite_ops;
 		break;
+	case STORE_POSTGRESQL:
+		ops = &store_pg_ops;
+		break;
 	default:
 		strlcpy(err, "this tregd has no such database engine", len);
 		return (-1);

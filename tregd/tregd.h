@@ -43,6 +43,7 @@
 #define CONF_BIN_LEN		64	/* bin names, with the NUL */
 #define CONF_STR_LEN		1024
 #define CONF_PROOF_LEN		256
+#define CONF_CONNINFO_LEN	1024	/* database postgresql "..." */
 #define HTTP_BODY_MAX		(1024 * 1024)
 #define HTTP_HEADERS_MAX	(16 * 1024)
 #define HTTP_CONNS_MAX		2048
@@ -76,10 +77,18 @@ struct conf_listen {
 	int			 tls;
 };
 
+enum db_engine {
+	DB_SQLITE,		/* TREGD_DB in the state directory */
+	DB_POSTGRESQL		/* db_conninfo, several hosts on one database */
+};
+
 struct tregd_conf {
 	struct conf_listen	 listen[CONF_LISTEN_MAX];
 	int			 nlisten;
 	char			 state[PATH_MAX];
+	int			 db_engine;		/* DB_SQLITE, ... */
+	char			 db_conninfo[CONF_CONNINFO_LEN];
+	char			 db_password_file[PATH_MAX];	/* "" = none */
 	char			 socket[PATH_MAX];
 	char			 socket_group[64];	/* "" = root only */
 	int			 signup_open;
@@ -412,6 +421,11 @@ __dead void vault_main(int, int);
 
 /* vault_run.c */
 const char *run_outcome_name(uint32_t);	/* enum run_outcome: "ok" ... */
+
+/* store_pg.c */
+int	 pg_conninfo_check(const char *, char *, size_t);
+char	*pg_password_read(const char *, char *, size_t);
+#define PG_PASSWORD_MAX	1024	/* freezero(pw, PG_PASSWORD_MAX + 1) */
 
 /* exec.c */
 __dead void exec_main(int, int);

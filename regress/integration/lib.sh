@@ -39,8 +39,31 @@ CONF
 	tregd_launch
 }
 
+# The database engine of this pass of make check: "sqlite" (the default)
+# or "pg" (kyua -v test_suites.tregd.engine=pg, with pg_host the socket
+# directory of scripts/pg.sh).
+tregd_engine() {
+	atf_config_get engine sqlite
+}
+
+# The "database postgresql" line for $CONF: a fresh database per daemon,
+# or the one named by PG_DB (several hosts on one database).
+tregd_pg_line() {
+	pg_host=$(atf_config_get pg_host)
+	if [ -z "${PG_DB:-}" ]; then
+		PG_DB=$(basename "$T" | tr -c 'A-Za-z0-9\n' '_')
+		sh "$TOP/scripts/pg.sh" createdb "$pg_host" "$PG_DB" ||
+		    atf_fail "cannot create database $PG_DB"
+		echo "$PG_DB" >> "$T/pg-dbs"
+	fi
+	echo "database postgresql \"host=$pg_host user=tregd dbname=$PG_DB\""
+}
+
 # Start tregd on the configuration already in $CONF.
 tregd_launch() {
+	if [ "$(tregd_engine)" = pg ] && ! grep -q '^database ' "$CONF"; then
+		tregd_pg_line >> "$CONF"
+	fi
 	# Sanitizer builds: LeakSanitizer cannot read /proc inside a chroot,
 	# so leaks are checked by the unit tests, not in the daemon.
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
@@ -71,6 +94,12 @@ tregd_stop() {
 			i=$((i + 1))
 		done
 		kill -KILL "$pid" 2>/dev/null
+	fi
+	if [ -f "$T/pg-dbs" ]; then
+		while read -r db; do
+			sh "$TOP/scripts/pg.sh" dropdb \
+			    "$(atf_config_get pg_host)" "$db"
+		done < "$T/pg-dbs"
 	fi
 	rm -rf "$T"
 	rm -f tregd-test-dir

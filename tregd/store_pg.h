@@ -1,0 +1,83 @@
+/*
+ * Inside the PostgreSQL engine (store_pg*.c) only: the connection, the
+ * prepared statements and the helpers that bind and read them.  Nothing
+ * outside the engine includes this header.
+ */
+
+#ifndef STORE_PG_H
+#define STORE_PG_H
+
+#include <libpq-fe.h>
+
+#include "store.h"
+
+#define PGQ_MAX		24	/* parameters of one statement */
+#define PG_PAGE		64	/* rows fetched per keyset step */
+
+/* The parameters of one statement, as libpq wants them. */
+struct pgq {
+	const char	*vals[PGQ_MAX];
+	int		 lens[PGQ_MAX];
+	int		 fmts[PGQ_MAX];
+	char		 nums[PGQ_MAX][24];
+	int		 n;
+};
+
+/* A statement, prepared on first use under its index. */
+struct pg_stmt {
+	const char	*sql;
+	int		 prepared;	/* the connection it was prepared on */
+};
+
+extern PGconn	*pg_conn;
+
+void		 pgq_init(struct pgq *);
+void		 pgq_int(struct pgq *, int64_t);
+void		 pgq_text(struct pgq *, const char *);	/* NULL: NULL */
+void		 pgq_blob(struct pgq *, const void *, size_t);
+void		 pgq_null(struct pgq *);
+/* Rows (or none) in binary, or NULL with store_error() set. */
+PGresult	*pg_run(struct pg_stmt *, const struct pgq *);
+int		 pg_exec(const char *);
+int		 pg_fail(PGresult *, const char *);
+int64_t		 pg_int(const PGresult *, int, int);
+const char	*pg_text(const PGresult *, int, int);	/* NULL: "" */
+const char	*pg_ntext(const PGresult *, int, int);	/* NULL: NULL */
+int		 pg_null(const PGresult *, int, int);
+char		*pg_strdup(const PGresult *, int, int);	/* NULL: NULL */
+void		 pg_copy(char *, size_t, const PGresult *, int, int);
+
+/* store_pg_schema.c */
+int		 pg_migrate(void);
+
+/* the domain parts */
+int	pg_member_by_token(const uint8_t [STORE_HASH_LEN],
+	    struct store_member *);
+int	pg_secret_get(int64_t, int64_t, struct store_secret *);
+int	pg_secret_set_sealed(int64_t, const void *, size_t);
+int	pg_secrets_each_sealed(store_sealed_fn, void *);
+int	pg_tool_by_name(int64_t, const char *, struct store_tool *);
+int	pg_tool_secret_ids(int64_t, int64_t *, size_t, size_t *);
+int	pg_run_insert(const struct store_run *, int64_t *);
+int	pg_run_end_insert(const struct store_run_end *);
+int	pg_call_insert(const struct store_call *, int64_t *);
+int	pg_runs_page(int64_t, char, int64_t, store_runs_fn, void *);
+int	pg_calls_page(int64_t, int64_t, store_calls_fn, void *);
+int	pg_org_by_slug(const char *, int64_t *);
+int	pg_org_secrets_sealed(int64_t, store_sealed_fn, void *);
+int	pg_sealed_count(const void *, size_t, int64_t *);
+int	pg_counts(struct store_counts *);
+int	pg_org_members(int64_t, int, store_org_member_fn, void *);
+int	pg_org_secrets(int64_t, store_secret_row_fn, void *);
+int	pg_user_by_email(const char *, int64_t *, int *);
+int	pg_user_sole_owned(int64_t, store_org_fn, void *);
+int	pg_user_first_org(int64_t, int64_t *);
+int	pg_user_delete(int64_t);
+int	pg_member_of(int64_t, int64_t);
+int	pg_deny_rules(int64_t, int64_t, store_deny_fn, void *);
+int	pg_deny_count(int64_t, int64_t *);
+int	pg_deny_insert(const struct store_deny *, int64_t *);
+int	pg_deny_get(int64_t, store_deny_fn, void *);
+int	pg_deny_delete(int64_t, int64_t);
+
+#endif /* STORE_PG_H */

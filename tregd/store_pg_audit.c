@@ -1,0 +1,313 @@
+/*
+ * The PostgreSQL engine: the audit records (server runs and their ends,
+ * calls, grants, denials, reports) and their listings.  A listing walks
+ * keyset pages of PG_PAGE rows, each starting strictly after the last
+ * row of the previous one, so its cost is O(log N + rows) however long
+ * the history and however early the caller stops.
+ */
+
+#include <sys/types.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tregd.h"
+#include "log.h"
+#include "store_pg.h"
+
+/* A server run's row and a local grant's, in one shape. */
+#define RUNS_S								\
+	"(SELECT 's'::text AS src, r.id, r.user_email, r.tool, "	\
+	"r.argv, "							\
+	"coalesce(e.exit_code, r.exit_code) AS exit_code, "		\
+	"coalesce(e.duration_ms, r.duration_ms) AS duration_ms, "	\
+	"CASE WHEN e.outcome IS NOT NULL THEN e.outcome "		\
+	"WHEN r.exit_code IS NULL THEN NULL "				\
+	"WHEN r.timed_out <> 0 THEN 'timed_out' "			\
+	"WHEN r.exit_code = 0 THEN 'ok' ELSE 'failed' END AS outcome, "	\
+	"r.created_at, o.slug FROM runs r JOIN orgs o ON o.id = r.org_id " \
+	"LEFT JOIN run_ends e ON e.run_id = r.id WHERE "		\
+	"(e.outcome IS NULL OR e.outcome <> 'not_run') AND "
+#define RUNS_S_KEY							\
+	" AND ($2::text IS NULL OR (r.created_at <= $2 AND "		\
+	"(r.created_at, 's', r.id) < ($2, $3::text, $4))) "		\
+	"ORDER BY r.created_at DESC, r.id DESC LIMIT $5) UNION ALL "
+#define RUNS_L								\
+	"(SELECT 'l', c.id, c.user_email, c.tool_name, c.argv, NULL, NULL, " \
+	"(SELECT CASE WHEN p.exit_code = 0 THEN 'ok' ELSE 'failed' "	\
+	"END "								\
+	"FROM calls p WHERE p.grant_id = c.id AND p.action = 'REPORT' "	\
+	"ORDER BY p.id LIMIT 1), c.created_at, o.slug FROM calls c "	\
+	"JOIN orgs o ON o.id = c.org_id WHERE "				\
+	"c.kind = 'local_run' AND "					\
+	"c.action = 'GRANT' AND "
+#define RUNS_L_KEY							\
+	" AND ($2::text IS NULL OR (c.created_at <= $2 AND "		\
+	"(c.created_at, 'l', c.id) < ($2, $3::text, $4))) "		\
+	"ORDER BY c.created_at DESC, c.id DESC LIMIT $5) "		\
+	"ORDER BY created_at DESC, src DESC, id DESC LIMIT $5"
+
+/* One org, or every org ($1 = 0): two plans, each with its index. */
+static struct pg_stmt	 runs_org = { RUNS_S "r.org_id = $1" RUNS_S_KEY
+			    RUNS_L "c.org_id = $1" RUNS_L_KEY, 0 };
+static struct pg_stmt	 runs_all = { RUNS_S "$1::bigint = 0" RUNS_S_KEY
+			    RUNS_L "$1::bigint = 0" RUNS_L_KEY, 0 };
+
+#define CALLS_COLS							\
+	"SELECT c.id, c.org_id, c.user_id, c.user_email, c.tool_name, "	\
+	"c.method, c.path, c.status_code, c.kind, c.action, c.refused_by, " \
+	"c.argv, c.exit_code, c.verdict, c.grant_id, c.duration_ms, "	\
+	"c.created_at, o.slug FROM calls c JOIN orgs o ON o.id = c.org_id " \
+	"WHERE ($2 = 0 OR c.id < $2) AND "
+#define CALLS_END	" ORDER BY c.id DESC LIMIT 64"
+
+static struct pg_stmt	 calls_org = { CALLS_COLS "c.org_id = $1" CALLS_END,
+			    0 };
+static struct pg_stmt	 calls_all = { CALLS_COLS "$1::bigint = 0" CALLS_END,
+			    0 };
+
+static int	 pg_returning_id(struct pg_stmt *, const struct pgq *,
+		    int64_t *);
+static int	 runs_row(const PGresult *, int, store_runs_fn, void *);
+static int	 calls_row(const PGresult *, int, store_calls_fn, void *);
+
+static void
+pgq_intif(struct pgq *q, int has, int64_t v)
+{
+	if (has)
+		pgq_int(q, v);
+	else
+		pgq_null(q);
+}
+
+static int
+pg_returning_id(struct pg_stmt *st, const struct pgq *q, int64_t *id)
+{
+	PGresult	*res;
+
+	if ((res = pg_run(st, q)) == NULL)
+		return (-1);
+	if (id != NULL)
+		*id = PQntuples(res) == 1 ? pg_int(res, 0, 0) : 0;
+	PQclear(res);
+	return (0);
+}
+
+int
+pg_run_insert(const struct store_run *r, int64_t *id)
+{
+	static struct pg_stmt	 st = { "INSERT INTO runs (org_id, user_id, "
+	    "user_email, tool, argv, created_at) VALUES ($1, $2, $3, $4, $5, "
+	    "$6) RETURNING id", 0 };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_int(&q, r->org_id);
+	pgq_intif(&q, r->user_id != 0, r->user_id);
+	pgq_text(&q, r->user_email);
+	pgq_text(&q, r->tool);
+	pgq_text(&q, r->argv);
+	pgq_text(&q, r->created_at);
+	return (pg_returning_id(&st, &q, id));
+}
+
+int
+pg_run_end_insert(const struct store_run_end *e)
+{
+	static struct pg_stmt	 st = { "INSERT INTO run_ends (run_id, org_id, "
+	    "outcome, exit_code, duration_ms, timed_out, redacted, truncated, "
+	    "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)", 0 };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_int(&q, e->run_id);
+	pgq_int(&q, e->org_id);
+	pgq_text(&q, e->outcome);
+	pgq_intif(&q, e->has_exit, e->exit_code);
+	pgq_intif(&q, e->has_exit, e->duration_ms);
+	pgq_int(&q, e->timed_out != 0);
+	pgq_int(&q, e->redacted);
+	pgq_int(&q, e->truncated);
+	pgq_text(&q, e->created_at);
+	return (pg_returning_id(&st, &q, NULL));
+}
+
+int
+pg_call_insert(const struct store_call *c, int64_t *id)
+{
+	static struct pg_stmt	 st = { "INSERT INTO calls (org_id, user_id, "
+	    "user_email, tool_name, method, path, status_code, kind, action, "
+	    "refused_by, argv, exit_code, verdict, grant_id, duration_ms, "
+	    "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+	    "$12, $13, $14, $15, $16) RETURNING id", 0 };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_int(&q, c->org_id);
+	pgq_intif(&q, c->user_id != 0, c->user_id);
+	pgq_text(&q, c->user_email);
+	pgq_text(&q, c->tool_name);
+	pgq_text(&q, c->method);
+	pgq_text(&q, c->path);
+	pgq_intif(&q, c->has_status, c->status_code);
+	pgq_text(&q, c->kind);
+	pgq_text(&q, c->action);
+	pgq_text(&q, c->refused_by);
+	pgq_text(&q, c->argv);
+	pgq_intif(&q, c->has_exit, c->exit_code);
+	pgq_text(&q, c->verdict);
+	pgq_intif(&q, c->grant_id != 0, c->grant_id);
+	pgq_intif(&q, c->has_duration, c->duration_ms);
+	pgq_text(&q, c->created_at);
+	return (pg_returning_id(&st, &q, id));
+}
+
+/* The created_at of the row a page starts after. */
+static int
+runs_cursor(char src, int64_t id, char *at, size_t len)
+{
+	static struct pg_stmt	 run = { "SELECT created_at FROM runs "
+	    "WHERE id = $1", 0 };
+	static struct pg_stmt	 grant = { "SELECT created_at FROM calls "
+	    "WHERE id = $1", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+	int			 rc = 1;
+
+	pgq_init(&q);
+	pgq_int(&q, id);
+	if ((res = pg_run(src == 's' ? &run : &grant, &q)) == NULL)
+		return (-1);
+	if (PQntuples(res) == 1) {
+		pg_copy(at, len, res, 0, 0);
+		rc = 0;
+	}
+	PQclear(res);
+	return (rc);
+}
+
+int
+pg_runs_page(int64_t org, char before_src, int64_t before_id,
+    store_runs_fn fn, void *arg)
+{
+	struct pgq	 q;
+	PGresult	*res;
+	char		 at[STORE_TIME_MAX], src[2] = { 0, 0 };
+	int64_t		 id = before_id;
+	int		 i, n, rc = 0, have = 0;
+
+	if (before_id > 0) {
+		if ((rc = runs_cursor(before_src, before_id, at,
+		    sizeof(at))) != 0)
+			return (rc);
+		src[0] = before_src;
+		have = 1;
+	}
+	do {
+		pgq_init(&q);
+		pgq_int(&q, org);
+		if (have) {
+			pgq_text(&q, at);
+			pgq_text(&q, src);
+			pgq_int(&q, id);
+		} else {
+			pgq_null(&q);
+			pgq_null(&q);
+			pgq_null(&q);
+		}
+		pgq_int(&q, PG_PAGE);
+		if ((res = pg_run(org != 0 ? &runs_org : &runs_all, &q)) ==
+		    NULL)
+			return (-1);
+		n = PQntuples(res);
+		for (i = 0; i < n && rc == 0; i++)
+			rc = runs_row(res, i, fn, arg);
+		if (n > 0) {
+			src[0] = *pg_text(res, n - 1, 0);
+			id = pg_int(res, n - 1, 1);
+			pg_copy(at, sizeof(at), res, n - 1, 8);
+			have = 1;
+		}
+		PQclear(res);
+	} while (n == PG_PAGE && rc == 0);
+	return (rc < 0 ? -1 : 0);
+}
+
+static int
+runs_row(const PGresult *res, int i, store_runs_fn fn, void *arg)
+{
+	struct store_runs_row	 r;
+
+	memset(&r, 0, sizeof(r));
+	r.src = *pg_text(res, i, 0);
+	r.id = pg_int(res, i, 1);
+	r.user_email = pg_text(res, i, 2);
+	r.tool = pg_text(res, i, 3);
+	r.argv = pg_text(res, i, 4);
+	r.has_exit = !pg_null(res, i, 5);
+	r.exit_code = pg_int(res, i, 5);
+	r.has_duration = !pg_null(res, i, 6);
+	r.duration_ms = pg_int(res, i, 6);
+	r.outcome = pg_text(res, i, 7);
+	r.created_at = pg_text(res, i, 8);
+	r.org_slug = pg_text(res, i, 9);
+	return (fn(&r, arg));
+}
+
+int
+pg_calls_page(int64_t org, int64_t before_id, store_calls_fn fn, void *arg)
+{
+	struct pgq	 q;
+	PGresult	*res;
+	int64_t		 id = before_id;
+	int		 i, n, rc = 0;
+
+	do {
+		pgq_init(&q);
+		pgq_int(&q, org);
+		pgq_int(&q, id);
+		if ((res = pg_run(org != 0 ? &calls_org : &calls_all, &q)) ==
+		    NULL)
+			return (-1);
+		n = PQntuples(res);
+		for (i = 0; i < n && rc == 0; i++)
+			rc = calls_row(res, i, fn, arg);
+		if (n > 0)
+			id = pg_int(res, n - 1, 0);
+		PQclear(res);
+	} while (n == 64 && rc == 0);
+	return (rc < 0 ? -1 : 0);
+}
+
+static int
+calls_row(const PGresult *res, int i, store_calls_fn fn, void *arg)
+{
+	struct store_calls_row	 r;
+	struct store_call	*c = &r.c;
+
+	memset(&r, 0, sizeof(r));
+	r.id = pg_int(res, i, 0);
+	c->org_id = pg_int(res, i, 1);
+	c->user_id = pg_int(res, i, 2);
+	c->user_email = pg_text(res, i, 3);
+	c->tool_name = pg_ntext(res, i, 4);
+	c->method = pg_ntext(res, i, 5);
+	c->path = pg_ntext(res, i, 6);
+	c->has_status = !pg_null(res, i, 7);
+	c->status_code = pg_int(res, i, 7);
+	c->kind = pg_text(res, i, 8);
+	c->action = pg_ntext(res, i, 9);
+	c->refused_by = pg_ntext(res, i, 10);
+	c->argv = pg_ntext(res, i, 11);
+	c->has_exit = !pg_null(res, i, 12);
+	c->exit_code = pg_int(res, i, 12);
+	c->verdict = pg_ntext(res, i, 13);
+	r.has_grant = !pg_null(res, i, 14);
+	c->grant_id = pg_int(res, i, 14);
+	c->has_duration = !pg_null(res, i, 15);
+	c->duration_ms = pg_int(res, i, 15);
+	c->created_at = pg_text(res, i, 16);
+	r.org_slug = pg_text(res, i, 17);
+	return (fn(&r, arg));
+}

@@ -1,0 +1,136 @@
+/* The PostgreSQL engine's deny rules (SPEC section 9). */
+
+#include <sys/types.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tregd.h"
+#include "log.h"
+#include "store_pg.h"
+
+#define DENY_SELECT							\
+	"SELECT id, org_id, host, path_prefix, method, user_id, note, "	\
+	"created_by, created_at FROM deny_rules "
+
+static int
+pg_deny_rows(PGresult *res, store_deny_fn fn, void *arg)
+{
+	struct store_deny	 d;
+	int			 i, stop = 0;
+
+	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
+		memset(&d, 0, sizeof(d));
+		d.id = pg_int(res, i, 0);
+		d.org_id = pg_int(res, i, 1);
+		d.host = pg_ntext(res, i, 2);
+		d.path_prefix = pg_ntext(res, i, 3);
+		d.method = pg_ntext(res, i, 4);
+		d.user_id = pg_int(res, i, 5);
+		d.note = pg_ntext(res, i, 6);
+		d.created_by = pg_int(res, i, 7);
+		d.created_at = pg_text(res, i, 8);
+		stop = fn(&d, arg);
+	}
+	PQclear(res);
+	return (stop < 0 ? -1 : 0);
+}
+
+int
+pg_deny_rules(int64_t org, int64_t user, store_deny_fn fn, void *arg)
+{
+	static struct pg_stmt	 st = { DENY_SELECT "WHERE org_id = $1 AND "
+	    "($2 < 0 OR user_id IS NULL OR user_id = $2) ORDER BY id", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+
+	pgq_init(&q);
+	pgq_int(&q, org);
+	pgq_int(&q, user);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	return (pg_deny_rows(res, fn, arg));
+}
+
+int
+pg_deny_count(int64_t org, int64_t *n)
+{
+	static struct pg_stmt	 st = { "SELECT count(*) FROM deny_rules "
+	    "WHERE org_id = $1", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+
+	pgq_init(&q);
+	pgq_int(&q, org);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	*n = PQntuples(res) == 1 ? pg_int(res, 0, 0) : 0;
+	PQclear(res);
+	return (0);
+}
+
+int
+pg_deny_insert(const struct store_deny *d, int64_t *id)
+{
+	static struct pg_stmt	 st = { "INSERT INTO deny_rules (org_id, "
+	    "host, path_prefix, method, user_id, note, created_by, "
+	    "created_at) VALUES ($1, NULLIF($2, ''), NULLIF($3, ''), "
+	    "NULLIF($4, ''), $5, NULLIF($6, ''), $7, $8) RETURNING id", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+
+	pgq_init(&q);
+	pgq_int(&q, d->org_id);
+	pgq_text(&q, d->host);
+	pgq_text(&q, d->path_prefix);
+	pgq_text(&q, d->method);
+	if (d->user_id != 0)
+		pgq_int(&q, d->user_id);
+	else
+		pgq_null(&q);
+	pgq_text(&q, d->note);
+	pgq_int(&q, d->created_by);
+	pgq_text(&q, d->created_at);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	*id = PQntuples(res) == 1 ? pg_int(res, 0, 0) : 0;
+	PQclear(res);
+	return (0);
+}
+
+int
+pg_deny_get(int64_t id, store_deny_fn fn, void *arg)
+{
+	static struct pg_stmt	 st = { DENY_SELECT "WHERE id = $1", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+
+	pgq_init(&q);
+	pgq_int(&q, id);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	if (PQntuples(res) == 0) {
+		PQclear(res);
+		return (1);
+	}
+	return (pg_deny_rows(res, fn, arg));
+}
+
+int
+pg_deny_delete(int64_t org, int64_t id)
+{
+	static struct pg_stmt	 st = { "DELETE FROM deny_rules WHERE "
+	    "id = $1 AND org_id = $2", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+	int			 n;
+
+	pgq_init(&q);
+	pgq_int(&q, id);
+	pgq_int(&q, org);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	n = strtonum(PQcmdTuples(res), 0, INT32_MAX, NULL);
+	PQclear(res);
+	return (n == 0 ? 1 : 0);
+}
