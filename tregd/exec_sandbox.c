@@ -20,8 +20,10 @@
  *    every capability, reaps, leaves the CLI's wait status in a page
  *    shared with exec and exits, which kills what the run left behind.
  *    It dies with exec (PR_SET_PDEATHSIG), and so does the whole run.
- *    One init is made in advance and waits on a pipe for its run order:
- *    on cgroup v1 joining a cgroup waits for an RCU grace period.
+ *    A pool of "run pool" inits is made in advance (off the run's path:
+ *    on cgroup v1 joining a cgroup waits for an RCU grace period); each
+ *    waits on a pipe for its one run order and holds no secret until
+ *    then.  An init serves one run only and dies with it.
  *  - userns (not root, where the kernel allows user namespaces): the
  *    same, in a user namespace of its own that maps the daemon's uid.
  *  - uids (root without CAP_SYS_ADMIN): a uid per run, no namespaces.
@@ -57,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sandbox.h"
@@ -99,16 +102,19 @@ struct sbx_order {
 #define SBX_ORDER_MAX	(32 * 1024 * 1024)
 
 /*
- * The next run's init, made in advance: its namespaces, mounts and
- * cgroup join (an RCU grace period on cgroup v1) are off the run's path.
+ * The pool: inits made in advance, their namespaces, mounts and cgroup
+ * join (an RCU grace period on cgroup v1) off the run's path.  All are
+ * made with the configured network; sbx_pool[0..sbx_npool) are ready.
  */
-static struct {
-	struct sbx_run		 sr;
-	int			 have;
-	int			 network;	/* what it was made with */
-	int			 go;		/* order pipe, exec's end */
-	int			 rd[2];		/* stdout, stderr read ends */
-} sbx_ready;
+static struct sbx_run	*sbx_pool;
+static int		 sbx_npool, sbx_pool_max, sbx_pool_network;
+
+/* What an init leaves for exec, one per slot, in a shared page. */
+struct sbx_shared {
+	int			 status;
+	int64_t			 execve;	/* CLOCK_MONOTONIC, ns */
+	int64_t			 end;
+};
 
 static int		 sbx_mode = SBX_NONE;
 static uid_t		 sbx_first;
@@ -116,7 +122,8 @@ static unsigned int	 sbx_count, sbx_next;
 static uint8_t		*sbx_busy;
 static pid_t		*sbx_pgid;	/* uids mode: the slot's last group */
 static pid_t		*sbx_drain;	/* an ended run's init, not reaped */
-static int		*sbx_status;	/* shared with the inits */
+static struct sbx_shared *sbx_status;	/* shared with the inits */
+static unsigned int	 sbx_nbusy;
 static int		 sbx_life[2] = { -1, -1 };
 static uid_t		 sbx_self_uid;
 static gid_t		 sbx_self_gid;
@@ -151,6 +158,9 @@ static __dead void sbx_fail(int, const char *);
 static void	sbx_limits(const struct tregd_conf *);
 static void	sbx_signals(void);
 static int	sbx_exec_gone(void);
+static int64_t	sbx_now(void);
+static void	sbx_pool_close(struct sbx_run *);
+static void	sbx_stamps(struct sbx_run *);
 static int	sbx_idmap(void);
 static int	sbx_loopback(void);
 static int	sbx_mounts_make(const struct sbx_child *);
@@ -189,6 +199,11 @@ sbx_init(const struct tregd_conf *conf)
 		fatal("open /dev/null");
 	if (sandbox_child_prepare(&sbx_filter) == -1)
 		fatalx("cannot build the run child filter");
+	sbx_pool_max = conf->run_pool;
+	sbx_pool_network = conf->run_network;
+	if (sbx_pool_max > 0 && (sbx_pool = calloc(sbx_pool_max,
+	    sizeof(*sbx_pool))) == NULL)
+		fatal("%s: calloc", __func__);
 
 	if (geteuid() == 0) {
 		sbx_check_range();
@@ -426,13 +441,16 @@ sbx_cgroup_remove(void)
 	}
 }
 
-/* exec is going: the ready init goes too (reaped with the runs). */
+/* exec is going: the pool goes too (reaped with the runs). */
 void
 sbx_stop(void)
 {
-	if (sbx_ready.have && sbx_ready.sr.pid > 0)
-		kill(sbx_ready.sr.pid, SIGKILL);
-	sbx_ready.have = 0;
+	int	 i;
+
+	for (i = 0; i < sbx_npool; i++)
+		if (sbx_pool[i].pid > 0)
+			kill(sbx_pool[i].pid, SIGKILL);
+	sbx_pool_max = 0;
 }
 
 /* At exit, once the runs were reaped: their cgroups. */
@@ -446,9 +464,9 @@ sbx_cleanup(void)
 /* Slots: a uid (and a status word) per run in flight.                  */
 
 /*
- * A slot for a run that needs the network (1) or not (0): the ready
- * init's when it was made so, else a free one, round robin (-1: never
- * the ready one).  In the uids mode a slot is free only once its last
+ * A slot for a run that needs the network (1) or not (0): a pooled
+ * init's when they were made so, else a free one, round robin (-1: never
+ * a pooled one).  In the uids mode a slot is free only once its last
  * run's process group is empty; with namespaces the init's death waited
  * for every process of the run already.
  */
@@ -459,10 +477,12 @@ sbx_alloc(struct sbx_run *sr, int network)
 
 	memset(sr, 0, sizeof(*sr));
 	sr->pid = sr->pgid = -1;
-	if (network >= 0 && sbx_ready.have && network == sbx_ready.network) {
-		*sr = sbx_ready.sr;
+	if (network >= 0 && sbx_npool > 0 && network == sbx_pool_network) {
+		/* The oldest: it had the longest to finish its setup. */
+		*sr = sbx_pool[0];
+		memmove(sbx_pool, sbx_pool + 1, --sbx_npool *
+		    sizeof(*sbx_pool));
 		sr->ready = 1;
-		sbx_ready.have = 0;
 		return (0);
 	}
 	for (i = 0; i < sbx_count; i++) {
@@ -475,6 +495,7 @@ sbx_alloc(struct sbx_run *sr, int network)
 			sbx_pgid[s] = 0;
 		}
 		sbx_busy[s] = 1;
+		sbx_nbusy++;
 		sbx_next = (s + 1) % sbx_count;
 		sr->slot = s;
 		sr->uid = sbx_mode == SBX_UIDS || sbx_mode == SBX_NAMESPACES ?
@@ -483,7 +504,8 @@ sbx_alloc(struct sbx_run *sr, int network)
 		    sbx_first + s : sbx_self_gid;
 		sr->change_uid = sbx_mode == SBX_UIDS ||
 		    sbx_mode == SBX_NAMESPACES;
-		sbx_status[s] = 0;
+		memset(&sbx_status[s], 0, sizeof(sbx_status[s]));
+		sr->go = sr->rd[0] = sr->rd[1] = -1;
 		return (0);
 	}
 	log_warnx("no free uid in run users for another run");
@@ -499,6 +521,7 @@ sbx_release(struct sbx_run *sr)
 	if (sr->pgid > 0)
 		sbx_pgid[sr->slot] = sr->pgid;
 	sbx_busy[sr->slot] = 0;
+	sbx_nbusy--;
 	sr->slot = -1;
 }
 
@@ -524,10 +547,11 @@ sbx_ended(struct sbx_run *sr, int *status)
 
 	if (sr->slot < 0 || !sbx_mounts() || sr->pid <= 0)
 		return (0);
-	v = __atomic_load_n(&sbx_status[sr->slot], __ATOMIC_ACQUIRE);
+	v = __atomic_load_n(&sbx_status[sr->slot].status, __ATOMIC_ACQUIRE);
 	if (!(v & SBX_STATUS_SET))
 		return (0);
 	*status = v & 0xffff;
+	sbx_stamps(sr);
 	sbx_drain[sr->slot] = sr->pid;
 	sr->slot = -1;
 	sr->pid = -1;
@@ -545,9 +569,12 @@ sbx_reaped(struct sbx_run *sr, int status)
 
 	sr->pid = -1;
 	if (sr->slot >= 0 && sbx_mounts()) {
-		v = __atomic_load_n(&sbx_status[sr->slot], __ATOMIC_ACQUIRE);
-		if (v & SBX_STATUS_SET)
+		v = __atomic_load_n(&sbx_status[sr->slot].status,
+		    __ATOMIC_ACQUIRE);
+		if (v & SBX_STATUS_SET) {
 			status = v & 0xffff;
+			sbx_stamps(sr);
+		}
 	}
 	/* Nothing the run started outlives it. */
 	if (sr->pgid > 0)
@@ -573,17 +600,21 @@ sbx_spawn(const struct tregd_conf *conf, const struct sbx_spec *sp,
 
 	if (sr->ready) {
 		sr->ready = 0;
-		if (sbx_order_send(sbx_ready.go, sp) == 0) {
-			close(sbx_ready.go);
-			rd[0] = sbx_ready.rd[0];
-			rd[1] = sbx_ready.rd[1];
+		if (sbx_order_send(sr->go, sp) == 0) {
+			close(sr->go);
+			sr->go = -1;
+			rd[0] = sr->rd[0];
+			rd[1] = sr->rd[1];
 			return (0);
 		}
 		/* It died (logged on its stderr): start one now instead. */
-		close(sbx_ready.go);
-		close(sbx_ready.rd[0]);
-		close(sbx_ready.rd[1]);
+		if (sr->pid > 0)
+			kill(sr->pid, SIGKILL);
+		sbx_pool_close(sr);
+		sbx_drain[sr->slot] = sr->pid;
 		sr->pid = -1;
+		if (sbx_alloc(sr, -1) == -1)
+			return (-1);
 	}
 	if (sbx_mounts())
 		return (sbx_clone_init(conf, sp, sr, rd, 0));
@@ -675,7 +706,7 @@ sbx_clone_init(const struct tregd_conf *conf, const struct sbx_spec *sp,
 	rd[1] = pe[0];
 	po[0] = pe[0] = -1;
 	if (ready) {
-		sbx_ready.go = go[1];
+		sr->go = go[1];
 		go[1] = -1;
 	}
 	rc = 0;
@@ -693,53 +724,106 @@ sbx_clone_init(const struct tregd_conf *conf, const struct sbx_spec *sp,
 	return (rc);
 }
 
-/* Have the next run's init ready, with the network as configured. */
-void
-sbx_refill(const struct tregd_conf *conf)
+/*
+ * One more init for the pool, with the network as configured, when the
+ * pool is short and a uid is left beyond what inflight runs (exec's, not
+ * pooled) may still need for theirs: 1 when the pool is still short
+ * after it (the caller comes back later: one clone per turn of its
+ * loop), else 0.
+ */
+int
+sbx_refill(const struct tregd_conf *conf, int inflight)
 {
+	struct sbx_run	*sr;
 	struct sbx_spec	 sp;
 	char		 dir[PATH_MAX];
 	int		 n;
 
-	if (sbx_ready.have || !sbx_mounts() ||
-	    sbx_alloc(&sbx_ready.sr, -1) == -1)
-		return;
+	if (!sbx_mounts() || sbx_npool >= sbx_pool_max ||
+	    (int)(sbx_count - sbx_nbusy) <= conf->run_slots - inflight)
+		return (0);
+	sr = &sbx_pool[sbx_npool];
+	if (sbx_alloc(sr, -1) == -1)
+		return (0);
 	n = snprintf(dir, sizeof(dir), "%s/run.%u", conf->run_dir,
-	    (unsigned int)sbx_ready.sr.uid);
+	    (unsigned int)sr->uid);
 	memset(&sp, 0, sizeof(sp));
 	sp.dir = dir;
-	sp.network = sbx_ready.network = conf->run_network;
-	if (n < 0 || (size_t)n >= sizeof(dir) || sbx_clone_init(conf, &sp,
-	    &sbx_ready.sr, sbx_ready.rd, 1) == -1) {
-		sbx_release(&sbx_ready.sr);
-		return;
+	sp.network = sbx_pool_network;
+	if (n < 0 || (size_t)n >= sizeof(dir) ||
+	    sbx_clone_init(conf, &sp, sr, sr->rd, 1) == -1) {
+		sbx_release(sr);
+		return (0);
 	}
-	sbx_ready.have = 1;
+	sbx_npool++;
+	return (sbx_npool < sbx_pool_max);
+}
+
+/* A pooled init's pipes, exec's ends. */
+static void
+sbx_pool_close(struct sbx_run *sr)
+{
+	int	 i;
+
+	if (sr->go != -1)
+		close(sr->go);
+	for (i = 0; i < 2; i++)
+		if (sr->rd[i] != -1)
+			close(sr->rd[i]);
+	sr->go = sr->rd[0] = sr->rd[1] = -1;
 }
 
 /*
  * A child that is no run's was reaped: the init of a run that ended
- * already (its slot is free now), or one made in advance that died.
+ * already (its slot is free now), or a pooled one that died.
  */
 void
 sbx_orphan(pid_t pid)
 {
 	unsigned int	 i;
+	int		 p;
 
 	for (i = 0; i < sbx_count; i++)
 		if (sbx_drain[i] == pid) {
+			if (sbx_status[i].end != 0)
+				log_debug("sandbox of uid %u: torn down "
+				    "%lld us after its CLI ended",
+				    sbx_first + i, (long long)(sbx_now() -
+				    sbx_status[i].end) / 1000);
 			sbx_drain[i] = 0;
 			sbx_busy[i] = 0;
+			sbx_nbusy--;
 			return;
 		}
-	if (!sbx_ready.have || sbx_ready.sr.pid != pid)
+	for (p = 0; p < sbx_npool; p++)
+		if (sbx_pool[p].pid == pid)
+			break;
+	if (p == sbx_npool)
 		return;
-	sbx_ready.have = 0;
-	close(sbx_ready.go);
-	close(sbx_ready.rd[0]);
-	close(sbx_ready.rd[1]);
-	sbx_ready.sr.pid = -1;
-	sbx_release(&sbx_ready.sr);
+	sbx_pool_close(&sbx_pool[p]);
+	sbx_pool[p].pid = -1;
+	sbx_release(&sbx_pool[p]);
+	memmove(sbx_pool + p, sbx_pool + p + 1, (--sbx_npool - p) *
+	    sizeof(*sbx_pool));
+}
+
+/* The run's stamps as its init left them (namespaces only). */
+static void
+sbx_stamps(struct sbx_run *sr)
+{
+	sr->st.execve = __atomic_load_n(&sbx_status[sr->slot].execve,
+	    __ATOMIC_ACQUIRE);
+	sr->st.end = __atomic_load_n(&sbx_status[sr->slot].end,
+	    __ATOMIC_ACQUIRE);
+}
+
+static int64_t
+sbx_now(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
 }
 
 /* The run order, to a ready init: 0, or -1 when it is gone. */
@@ -950,7 +1034,9 @@ sbx_init_main(void *arg)
 		if (pid == -1 && errno != EINTR)
 			_exit(127);
 	}
-	__atomic_store_n(&sbx_status[c->sr->slot], SBX_STATUS_SET |
+	__atomic_store_n(&sbx_status[c->sr->slot].end, sbx_now(),
+	    __ATOMIC_RELEASE);
+	__atomic_store_n(&sbx_status[c->sr->slot].status, SBX_STATUS_SET |
 	    (status & 0xffff), __ATOMIC_RELEASE);
 	(void)kill(-1, SIGKILL);
 	close(c->err);
@@ -1020,6 +1106,9 @@ sbx_cli(const struct sbx_child *c)
 		sbx_fail(err, "seccomp");
 	if (sp->test != NULL)
 		_exit(sp->test(conf, sr));
+	if (sbx_mounts())
+		__atomic_store_n(&sbx_status[sr->slot].execve, sbx_now(),
+		    __ATOMIC_RELEASE);
 	execve(sp->path, sp->argv, sp->env);
 	sbx_fail(err, sp->argv[0]);
 }
