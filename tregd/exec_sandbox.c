@@ -16,7 +16,8 @@
  *    keep exec asleep until then.  The init is tregd code, not a
  *    program: it mounts the run's /proc, /tmp, /var/tmp, /dev/shm and
  *    run directory (tmpfs), hides the state directory, joins the run's
- *    cgroups, starts the CLI with a vfork-like clone of its own, drops
+ *    cgroups, installs the CLI's seccomp filter (built once at start;
+ *    the CLI inherits it), starts the CLI with a vfork-like clone of its own, drops
  *    every capability, reaps, leaves the CLI's wait status in a page
  *    shared with exec and exits, which kills what the run left behind.
  *    It dies with exec (PR_SET_PDEATHSIG), and so does the whole run.
@@ -142,7 +143,7 @@ static void	sbx_check_range(void);
 static void	sbx_cgroup_init(void);
 static int	sbx_cgroup_own(const char *, const char *, char *, size_t);
 static int	sbx_cgroup_run(const struct tregd_conf *, uid_t, int *);
-static void	sbx_cgroup_remove(void);
+static int	sbx_cgroup_remove(void);
 static int	sbx_write(const char *, const char *, const char *);
 static int	sbx_probe(void);
 static int	sbx_clone_init(const struct tregd_conf *,
@@ -421,13 +422,16 @@ sbx_cgroup_run(const struct tregd_conf *conf, uid_t uid, int *fd)
 	return (-1);
 }
 
-/* Every run cgroup goes (they are empty once their runs are gone). */
-static void
+/*
+ * Every run cgroup goes (they are empty once their runs are gone): the
+ * number still busy (a reaped task leaves a v1 cgroup a little later).
+ */
+static int
 sbx_cgroup_remove(void)
 {
 	char		 dir[PATH_MAX];
 	unsigned int	 i;
-	int		 c, n;
+	int		 c, n, busy = 0;
 
 	for (c = 0; c < 2; c++) {
 		if (sbx_cg[c][0] == '\0')
@@ -435,10 +439,12 @@ sbx_cgroup_remove(void)
 		for (i = 0; i < sbx_count; i++) {
 			n = snprintf(dir, sizeof(dir), "%s/%s%u", sbx_cg[c],
 			    SBX_CG_PREFIX, sbx_first + i);
-			if (n > 0 && (size_t)n < sizeof(dir))
-				(void)rmdir(dir);
+			if (n > 0 && (size_t)n < sizeof(dir) &&
+			    rmdir(dir) == -1 && errno == EBUSY)
+				busy++;
 		}
 	}
+	return (busy);
 }
 
 /* exec is going: the pool goes too (reaped with the runs). */
@@ -457,7 +463,11 @@ sbx_stop(void)
 void
 sbx_cleanup(void)
 {
-	sbx_cgroup_remove();
+	struct timespec	 ts = { 0, 20 * 1000 * 1000 };
+	int		 i;
+
+	for (i = 0; i < 50 && sbx_cgroup_remove() > 0; i++)
+		nanosleep(&ts, NULL);
 }
 
 /* ------------------------------------------------------------------ */
@@ -998,6 +1008,12 @@ sbx_init_main(void *arg)
 		if (n != 1)
 			sbx_fail(c->err, "cgroup");
 	}
+	/*
+	 * The CLI's filter, installed here (ahead of the run for a pooled
+	 * init) and inherited by the CLI: it allows what is left to do.
+	 */
+	if (sandbox_child_apply(&sbx_filter) == -1)
+		sbx_fail(c->err, "seccomp");
 	if (c->go != -1) {
 		/* Ready: the run is what exec sends (nothing: exec is gone). */
 		order.dir = sp->dir;
@@ -1076,7 +1092,8 @@ sbx_cli(const struct sbx_child *c)
 	err = STDERR_FILENO;
 	if (close_range(3, ~0U, 0) == -1)
 		sbx_fail(err, "close_range");
-	if (setsid() == -1)
+	/* With an init, its session is the run's; it has the filter. */
+	if (!sbx_mounts() && setsid() == -1)
 		sbx_fail(err, "setsid");
 	sbx_limits(conf);
 	if (chdir(sp->dir) == -1)
@@ -1102,7 +1119,7 @@ sbx_cli(const struct sbx_child *c)
 		_exit(127);		/* the parent is already gone */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		sbx_fail(err, "PR_SET_NO_NEW_PRIVS");
-	if (sandbox_child_apply(&sbx_filter) == -1)
+	if (!sbx_mounts() && sandbox_child_apply(&sbx_filter) == -1)
 		sbx_fail(err, "seccomp");
 	if (sp->test != NULL)
 		_exit(sp->test(conf, sr));
