@@ -457,5 +457,7 @@ void	 sbx_kill(const struct sbx_run *);
 void	 sbx_stop(void);
 void	 sbx_cleanup(void);
 int	 sbx_selftest(void);
+const char *sbx_memory_limit(void);
+int	 sbx_isolated(void);
 
 #endif /* TREGD_H */
