@@ -7,12 +7,25 @@
 # (bench/run-py/server.py).  Ratios are what matters: every figure is
 # measured on this machine, load generator included.
 #
-#   sh bench/run.sh [seconds [tregd]]  (as root: installs wrk and bubblewrap)
+#   sh bench/run.sh [-v] [seconds [tregd]]  (as root: installs wrk, bubblewrap)
 #
 # A second tregd binary (e.g. one built from an older commit) is measured
 # the same way, as "tregd (other)", for a before/after comparison.
+#
+# -v: then a per-stage breakdown of one client's runs, from a tregd of
+# its own started with -v (exec logs each run's stages, from
+# clock_gettime stamps: its own, the CLI's just before execve and the
+# init's once the CLI was reaped) and a keep-alive client timing each
+# request.  What lies outside exec (frontend parse, vault auth + unseal +
+# audit, the imsg hops and the HTTP answer) is the client's time less
+# exec's: it is not split further.
 
 set -e
+verbose=0
+if [ "${1:-}" = "-v" ]; then
+	verbose=1
+	shift
+fi
 secs=${1:-5}
 other=${2:-}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,8 +42,8 @@ sh "$top/scripts/deps.sh" users
 
 T=$(mktemp -d /tmp/tregd-bench-run.XXXXXX)
 chmod 0711 "$T"
-pid="" ppid="" opid=""
-trap 'kill $pid $ppid $opid 2>/dev/null; wait $pid $ppid $opid 2>/dev/null; rm -rf "$T"' EXIT
+pid="" ppid="" opid="" vpid=""
+trap 'kill $pid $ppid $opid $vpid 2>/dev/null; wait $pid $ppid $opid $vpid 2>/dev/null; rm -rf "$T"' EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 oport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 pyport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -73,7 +86,7 @@ ${CC:-cc} -O2 -o "$T/forkexec" "$T/forkexec.c"
 
 # -------------------------------------------------------------------
 # tregd with a tool whose CLI is `true`, and the Python server.
-# tregd_up BINARY PORT DIR: a tregd with the tool, its token in $tok.
+# tregd_up BINARY PORT DIR [FLAG]: a tregd with the tool, its token in $tok.
 tregd_up() {
 	mkdir -p "$3"
 	cat > "$3/tregd.conf" <<CONF
@@ -85,7 +98,7 @@ run allow { "true" }
 run directory "$3/runs"
 run slots 16 per-user 16
 CONF
-	"$1" -d -f "$3/tregd.conf" 2> "$3/log" &
+	"$1" -d ${4:-} -f "$3/tregd.conf" 2> "$3/log" &
 	upid=$!
 	while ! curl -sf -o /dev/null "http://127.0.0.1:$2/meta"; do
 		sleep 0.1
@@ -186,3 +199,72 @@ awk -v t="$t50_1" -v f="$fe50" -v b="$bw50" -v p="$p50_1" -v i="$bi50" \
 	if (o != "")
 		printf "p50, 1 client: tregd - tregd (other) = %+d µs (target <= +300)\n", t - o }'
 echo "tregd run slots: 16 (per user 16); the load generator shares the cores"
+
+[ "$verbose" -eq 1 ] || exit 0
+
+# -------------------------------------------------------------------
+# -v: where one client's run goes, per stage (p50 of each, in µs).
+vport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+tregd_up "$top/tregd/tregd" "$vport" "$T/verbose" -v
+vpid=$upid
+client=$(python3 - "$vport" "$tok" <<'PY'
+import http.client, sys, time
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
+body = '{"tool": "t", "args": []}'
+h = {"X-Treg-Token": sys.argv[2], "Content-Type": "application/json"}
+t = []
+for i in range(500):
+    a = time.monotonic()
+    c.request("POST", "/run", body, h)
+    r = c.getresponse()
+    r.read()
+    t.append((time.monotonic() - a) * 1e6)
+    time.sleep(0.002)
+t.sort()
+print("%.0f" % t[len(t) // 2])
+PY
+)
+sleep 0.5
+echo
+echo "Per-stage breakdown, 1 client, 500 runs 2 ms apart (p50 of each, µs):"
+awk -v client="$client" '
+function p50(name,    n, i, j, t, a) {
+	n = cnt[name]
+	if (n == 0) return -1
+	for (i = 1; i <= n; i++) a[i] = v[name, i]
+	for (i = 2; i <= n; i++)
+		for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
+			t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+	return a[int((n + 1) / 2)]
+}
+/stages us:/ {
+	sub(/.*stages us: /, "")
+	n = split($0, f, ", ")
+	for (i = 1; i <= n; i++) {
+		split(f[i], kv, " ")
+		v[kv[1], ++cnt[kv[1]]] = kv[2]
+	}
+}
+/torn down/ {
+	sub(/.*torn down /, ""); v["teardown", ++cnt["teardown"]] = $1 + 0
+}
+END {
+	split("setup spawn-to-execve child output answer", st, " ")
+	label["setup"] = "exec setup (order in to sandbox handed)"
+	label["spawn-to-execve"] = "spawn to execve"
+	label["child"] = "child lifetime (execve to reaped)"
+	label["output"] = "output and redaction, to answer"
+	label["answer"] = "answer written to the frontend"
+	sum = 0
+	for (i = 1; i <= 5; i++) {
+		x = p50(st[i])
+		if (x < 0) { printf "  %-44s %8s\n", label[st[i]], "-"; continue }
+		printf "  %-44s %8d\n", label[st[i]], x
+		sum += x
+	}
+	printf "  %-44s %8d\n", "exec, sum of the above", sum
+	printf "  %-44s %8d\n", "frontend + vault + hops (client - exec)", client - sum
+	printf "  %-44s %8d\n", "client p50 (keep-alive, POST to answer)", client
+	x = p50("teardown")
+	printf "  %-44s %8s\n", "teardown (after the answer, off the path)", x < 0 ? "-" : x
+}' "$T/verbose/log"

@@ -8,7 +8,8 @@
  * directories under the run directory (when runs get no tmpfs), start
  * programs found on the run path and signal its own run children; it
  * never opens a socket and keeps no caches, so its address space stays
- * small and cloning a run stays cheap.
+ * small and cloning a run stays cheap.  It keeps a pool of sandboxes
+ * ready ("run pool"), refilled one per turn of its loop after answers.
  */
 
 #include <sys/types.h>
@@ -76,6 +77,8 @@ struct run {
 	int			 paused;	/* the client is not reading */
 	uint32_t		 timeout_s;
 	struct timespec		 start;
+	int64_t			 t_order;	/* stamps (ns): run order in, */
+	int64_t			 t_spawned;	/* handed to its sandbox */
 	uint32_t		 duration_ms;
 	struct event		 ev_timeout;
 	struct event		 ev_drain;
@@ -88,6 +91,8 @@ TAILQ_HEAD(run_list, run);
 static struct tregd_conf	 exec_conf;
 static struct imsgev		 iev_parent, iev_vault, iev_frontend;
 static struct event		 ev_sigchld;
+static struct event		 ev_refill;
+static int			 nruns;
 static struct blob_list		 exec_blobs = TAILQ_HEAD_INITIALIZER(exec_blobs);
 static struct run_list		 runs = TAILQ_HEAD_INITIALIZER(runs);
 static int			 as_root;
@@ -135,6 +140,10 @@ static void	exec_flush(struct imsgev *);
 static void	run_free(struct run *);
 static void	rm_tree_at(int, const char *, int, int);
 static void	rm_dir(const char *);
+static void	exec_refill(int, short, void *);
+static void	exec_refill_soon(void);
+static int64_t	exec_now(void);
+static void	run_stages(const struct run *, int64_t);
 
 __dead void
 exec_main(int debug, int verbose)
@@ -160,7 +169,8 @@ exec_main(int debug, int verbose)
 
 	signal_set(&ev_sigchld, SIGCHLD, exec_sigchld, NULL);
 	signal_add(&ev_sigchld, NULL);
-	sbx_refill(&exec_conf);
+	evtimer_set(&ev_refill, exec_refill, NULL);
+	exec_refill_soon();
 	proc_child_run(exec_sig);
 }
 
@@ -493,6 +503,8 @@ exec_start(struct blob *b)
 	size_t			 len;
 	uint32_t		 argc, envc, nsec, i, n;
 
+	int64_t			 t_order = exec_now();
+
 	memcpy(&rs, b->head, sizeof(rs));
 	unpack_init(&up, b->data, b->datalen);
 	bin = unpack_str(&up);
@@ -521,6 +533,7 @@ exec_start(struct blob *b)
 		fatal("%s: calloc", __func__);
 	r->reqid = b->id;
 	r->runid = rs.runid;
+	r->t_order = t_order;
 	r->sb.pid = r->sb.pgid = -1;
 	r->sb.slot = -1;
 	r->out[0].fd = r->out[1].fd = -1;
@@ -568,6 +581,7 @@ exec_start(struct blob *b)
 	    (env[6] = strdup("LC_ALL=C.UTF-8")) == NULL)
 		fatal("%s: asprintf", __func__);
 	TAILQ_INSERT_TAIL(&runs, r, entry);
+	nruns++;
 	run_spawn(r, path, argv, env, rs.network && exec_conf.run_network);
 	for (i = 0; i < n; i++)
 		free(env[i]);
@@ -659,6 +673,7 @@ run_spawn(struct run *r, const char *path, char **argv, char **env,
 	clock_gettime(CLOCK_MONOTONIC, &r->start);
 	if (sbx_spawn(&exec_conf, &sp, &r->sb, rd) == -1)
 		goto fail;
+	r->t_spawned = exec_now();
 	r->out[0].fd = rd[0];
 	r->out[1].fd = rd[1];
 	for (i = 0; i < 2; i++) {
@@ -684,6 +699,8 @@ run_spawn(struct run *r, const char *path, char **argv, char **env,
  fail:
 	r->sb.pid = -1;
 	TAILQ_REMOVE(&runs, r, entry);
+	nruns--;
+	exec_refill_soon();
 	memset(&rx, 0, sizeof(rx));
 	rx.runid = r->runid;
 	rx.failed = 1;
@@ -814,6 +831,8 @@ exec_sigchld(int sig, short event, void *arg)
 	}
 	if (pid == -1 && errno != ECHILD)
 		log_warn("waitpid");
+	/* A uid came free, or a pooled init died. */
+	exec_refill_soon();
 }
 
 /* The run's CLI ended with status (a wait status). */
@@ -857,6 +876,7 @@ run_done(struct run *r)
 	char		 note[64];
 	int		 n = 0, i, truncated = 0;
 	size_t		 redacted = 0;
+	int64_t		 t_done = exec_now();
 
 	evtimer_del(&r->ev_drain);
 	if (r->timed_out) {
@@ -898,14 +918,72 @@ run_done(struct run *r)
 	/* The answer leaves now; the run directory goes afterwards. */
 	exec_flush(&iev_frontend);
 	exec_flush(&iev_vault);
-	/* The next run's init, made once this answer is out. */
-	sbx_refill(&exec_conf);
+	/* The pool's next sandbox, made once this answer is out. */
+	exec_refill_soon();
+	run_stages(r, t_done);
 	log_debug("run %u: exit %d%s, %u ms, %zu redacted", r->runid,
 	    rx.exit_code, r->timed_out ? " (timed out)" : "", r->duration_ms,
 	    redacted);
 
 	TAILQ_REMOVE(&runs, r, entry);
+	nruns--;
 	run_free(r);
+}
+
+/*
+ * Where the run's time went inside exec, in µs (bench/run.sh -v reads
+ * it): order in to handed to the sandbox, to the CLI's execve (the CLI
+ * stamps it), to its end (its init stamps it), to the answer composed,
+ * to the answer written.  Its sandbox's
+ * teardown follows after the answer (sbx_orphan logs it).
+ */
+static void
+run_stages(const struct run *r, int64_t t_done)
+{
+	int64_t	 t_out = exec_now();
+
+	if (log_getverbose() < 1)
+		return;
+	if (r->sb.st.execve == 0 || r->sb.st.end == 0)
+		log_debug("run %u: stages us: setup %lld, output %lld, "
+		    "answer %lld", r->runid,
+		    (long long)(r->t_spawned - r->t_order) / 1000,
+		    (long long)(t_done - r->t_spawned) / 1000,
+		    (long long)(t_out - t_done) / 1000);
+	else
+		log_debug("run %u: stages us: setup %lld, spawn-to-execve "
+		    "%lld, child %lld, output %lld, answer %lld", r->runid,
+		    (long long)(r->t_spawned - r->t_order) / 1000,
+		    (long long)(r->sb.st.execve - r->t_spawned) / 1000,
+		    (long long)(r->sb.st.end - r->sb.st.execve) / 1000,
+		    (long long)(t_done - r->sb.st.end) / 1000,
+		    (long long)(t_out - t_done) / 1000);
+}
+
+static int64_t
+exec_now(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+}
+
+/* The pool is refilled off the run's path: from the loop, one a turn. */
+static void
+exec_refill_soon(void)
+{
+	struct timeval	 tv = { 0, 0 };
+
+	if (!evtimer_pending(&ev_refill, NULL))
+		evtimer_add(&ev_refill, &tv);
+}
+
+static void
+exec_refill(int fd, short event, void *arg)
+{
+	if (sbx_refill(&exec_conf, nruns))
+		exec_refill_soon();
 }
 
 static void

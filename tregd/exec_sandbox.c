@@ -16,12 +16,16 @@
  *    keep exec asleep until then.  The init is tregd code, not a
  *    program: it mounts the run's /proc, /tmp, /var/tmp, /dev/shm and
  *    run directory (tmpfs), hides the state directory, joins the run's
- *    cgroups, starts the CLI with a vfork-like clone of its own, drops
+ *    cgroups, installs the CLI's seccomp filter (built once at start;
+ *    the CLI inherits it), starts the CLI with a vfork-like clone of
+ *    its own, drops
  *    every capability, reaps, leaves the CLI's wait status in a page
  *    shared with exec and exits, which kills what the run left behind.
  *    It dies with exec (PR_SET_PDEATHSIG), and so does the whole run.
- *    One init is made in advance and waits on a pipe for its run order:
- *    on cgroup v1 joining a cgroup waits for an RCU grace period.
+ *    A pool of "run pool" inits is made in advance (off the run's path:
+ *    on cgroup v1 joining a cgroup waits for an RCU grace period); each
+ *    waits on a pipe for its one run order and holds no secret until
+ *    then.  An init serves one run only and dies with it.
  *  - userns (not root, where the kernel allows user namespaces): the
  *    same, in a user namespace of its own that maps the daemon's uid.
  *  - uids (root without CAP_SYS_ADMIN): a uid per run, no namespaces.
@@ -57,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sandbox.h"
@@ -99,16 +104,19 @@ struct sbx_order {
 #define SBX_ORDER_MAX	(32 * 1024 * 1024)
 
 /*
- * The next run's init, made in advance: its namespaces, mounts and
- * cgroup join (an RCU grace period on cgroup v1) are off the run's path.
+ * The pool: inits made in advance, their namespaces, mounts and cgroup
+ * join (an RCU grace period on cgroup v1) off the run's path.  All are
+ * made with the configured network; sbx_pool[0..sbx_npool) are ready.
  */
-static struct {
-	struct sbx_run		 sr;
-	int			 have;
-	int			 network;	/* what it was made with */
-	int			 go;		/* order pipe, exec's end */
-	int			 rd[2];		/* stdout, stderr read ends */
-} sbx_ready;
+static struct sbx_run	*sbx_pool;
+static int		 sbx_npool, sbx_pool_max, sbx_pool_network;
+
+/* What an init leaves for exec, one per slot, in a shared page. */
+struct sbx_shared {
+	int			 status;
+	int64_t			 execve;	/* CLOCK_MONOTONIC, ns */
+	int64_t			 end;
+};
 
 static int		 sbx_mode = SBX_NONE;
 static uid_t		 sbx_first;
@@ -116,7 +124,8 @@ static unsigned int	 sbx_count, sbx_next;
 static uint8_t		*sbx_busy;
 static pid_t		*sbx_pgid;	/* uids mode: the slot's last group */
 static pid_t		*sbx_drain;	/* an ended run's init, not reaped */
-static int		*sbx_status;	/* shared with the inits */
+static struct sbx_shared *sbx_status;	/* shared with the inits */
+static unsigned int	 sbx_nbusy;
 static int		 sbx_life[2] = { -1, -1 };
 static uid_t		 sbx_self_uid;
 static gid_t		 sbx_self_gid;
@@ -135,7 +144,7 @@ static void	sbx_check_range(void);
 static void	sbx_cgroup_init(void);
 static int	sbx_cgroup_own(const char *, const char *, char *, size_t);
 static int	sbx_cgroup_run(const struct tregd_conf *, uid_t, int *);
-static void	sbx_cgroup_remove(void);
+static int	sbx_cgroup_remove(void);
 static int	sbx_write(const char *, const char *, const char *);
 static int	sbx_probe(void);
 static int	sbx_clone_init(const struct tregd_conf *,
@@ -151,6 +160,9 @@ static __dead void sbx_fail(int, const char *);
 static void	sbx_limits(const struct tregd_conf *);
 static void	sbx_signals(void);
 static int	sbx_exec_gone(void);
+static int64_t	sbx_now(void);
+static void	sbx_pool_close(struct sbx_run *);
+static void	sbx_stamps(struct sbx_run *);
 static int	sbx_idmap(void);
 static int	sbx_loopback(void);
 static int	sbx_mounts_make(const struct sbx_child *);
@@ -189,6 +201,11 @@ sbx_init(const struct tregd_conf *conf)
 		fatal("open /dev/null");
 	if (sandbox_child_prepare(&sbx_filter) == -1)
 		fatalx("cannot build the run child filter");
+	sbx_pool_max = conf->run_pool;
+	sbx_pool_network = conf->run_network;
+	if (sbx_pool_max > 0 && (sbx_pool = calloc(sbx_pool_max,
+	    sizeof(*sbx_pool))) == NULL)
+		fatal("%s: calloc", __func__);
 
 	if (geteuid() == 0) {
 		sbx_check_range();
@@ -406,13 +423,16 @@ sbx_cgroup_run(const struct tregd_conf *conf, uid_t uid, int *fd)
 	return (-1);
 }
 
-/* Every run cgroup goes (they are empty once their runs are gone). */
-static void
+/*
+ * Every run cgroup goes (they are empty once their runs are gone): the
+ * number still busy (a reaped task leaves a v1 cgroup a little later).
+ */
+static int
 sbx_cgroup_remove(void)
 {
 	char		 dir[PATH_MAX];
 	unsigned int	 i;
-	int		 c, n;
+	int		 c, n, busy = 0;
 
 	for (c = 0; c < 2; c++) {
 		if (sbx_cg[c][0] == '\0')
@@ -420,35 +440,44 @@ sbx_cgroup_remove(void)
 		for (i = 0; i < sbx_count; i++) {
 			n = snprintf(dir, sizeof(dir), "%s/%s%u", sbx_cg[c],
 			    SBX_CG_PREFIX, sbx_first + i);
-			if (n > 0 && (size_t)n < sizeof(dir))
-				(void)rmdir(dir);
+			if (n > 0 && (size_t)n < sizeof(dir) &&
+			    rmdir(dir) == -1 && errno == EBUSY)
+				busy++;
 		}
 	}
+	return (busy);
 }
 
-/* exec is going: the ready init goes too (reaped with the runs). */
+/* exec is going: the pool goes too (reaped with the runs). */
 void
 sbx_stop(void)
 {
-	if (sbx_ready.have && sbx_ready.sr.pid > 0)
-		kill(sbx_ready.sr.pid, SIGKILL);
-	sbx_ready.have = 0;
+	int	 i;
+
+	for (i = 0; i < sbx_npool; i++)
+		if (sbx_pool[i].pid > 0)
+			kill(sbx_pool[i].pid, SIGKILL);
+	sbx_pool_max = 0;
 }
 
 /* At exit, once the runs were reaped: their cgroups. */
 void
 sbx_cleanup(void)
 {
-	sbx_cgroup_remove();
+	struct timespec	 ts = { 0, 20 * 1000 * 1000 };
+	int		 i;
+
+	for (i = 0; i < 50 && sbx_cgroup_remove() > 0; i++)
+		nanosleep(&ts, NULL);
 }
 
 /* ------------------------------------------------------------------ */
 /* Slots: a uid (and a status word) per run in flight.                  */
 
 /*
- * A slot for a run that needs the network (1) or not (0): the ready
- * init's when it was made so, else a free one, round robin (-1: never
- * the ready one).  In the uids mode a slot is free only once its last
+ * A slot for a run that needs the network (1) or not (0): a pooled
+ * init's when they were made so, else a free one, round robin (-1: never
+ * a pooled one).  In the uids mode a slot is free only once its last
  * run's process group is empty; with namespaces the init's death waited
  * for every process of the run already.
  */
@@ -459,10 +488,12 @@ sbx_alloc(struct sbx_run *sr, int network)
 
 	memset(sr, 0, sizeof(*sr));
 	sr->pid = sr->pgid = -1;
-	if (network >= 0 && sbx_ready.have && network == sbx_ready.network) {
-		*sr = sbx_ready.sr;
+	if (network >= 0 && sbx_npool > 0 && network == sbx_pool_network) {
+		/* The oldest: it had the longest to finish its setup. */
+		*sr = sbx_pool[0];
+		memmove(sbx_pool, sbx_pool + 1, --sbx_npool *
+		    sizeof(*sbx_pool));
 		sr->ready = 1;
-		sbx_ready.have = 0;
 		return (0);
 	}
 	for (i = 0; i < sbx_count; i++) {
@@ -475,6 +506,7 @@ sbx_alloc(struct sbx_run *sr, int network)
 			sbx_pgid[s] = 0;
 		}
 		sbx_busy[s] = 1;
+		sbx_nbusy++;
 		sbx_next = (s + 1) % sbx_count;
 		sr->slot = s;
 		sr->uid = sbx_mode == SBX_UIDS || sbx_mode == SBX_NAMESPACES ?
@@ -483,7 +515,8 @@ sbx_alloc(struct sbx_run *sr, int network)
 		    sbx_first + s : sbx_self_gid;
 		sr->change_uid = sbx_mode == SBX_UIDS ||
 		    sbx_mode == SBX_NAMESPACES;
-		sbx_status[s] = 0;
+		memset(&sbx_status[s], 0, sizeof(sbx_status[s]));
+		sr->go = sr->rd[0] = sr->rd[1] = -1;
 		return (0);
 	}
 	log_warnx("no free uid in run users for another run");
@@ -499,6 +532,7 @@ sbx_release(struct sbx_run *sr)
 	if (sr->pgid > 0)
 		sbx_pgid[sr->slot] = sr->pgid;
 	sbx_busy[sr->slot] = 0;
+	sbx_nbusy--;
 	sr->slot = -1;
 }
 
@@ -524,10 +558,11 @@ sbx_ended(struct sbx_run *sr, int *status)
 
 	if (sr->slot < 0 || !sbx_mounts() || sr->pid <= 0)
 		return (0);
-	v = __atomic_load_n(&sbx_status[sr->slot], __ATOMIC_ACQUIRE);
+	v = __atomic_load_n(&sbx_status[sr->slot].status, __ATOMIC_ACQUIRE);
 	if (!(v & SBX_STATUS_SET))
 		return (0);
 	*status = v & 0xffff;
+	sbx_stamps(sr);
 	sbx_drain[sr->slot] = sr->pid;
 	sr->slot = -1;
 	sr->pid = -1;
@@ -545,9 +580,12 @@ sbx_reaped(struct sbx_run *sr, int status)
 
 	sr->pid = -1;
 	if (sr->slot >= 0 && sbx_mounts()) {
-		v = __atomic_load_n(&sbx_status[sr->slot], __ATOMIC_ACQUIRE);
-		if (v & SBX_STATUS_SET)
+		v = __atomic_load_n(&sbx_status[sr->slot].status,
+		    __ATOMIC_ACQUIRE);
+		if (v & SBX_STATUS_SET) {
 			status = v & 0xffff;
+			sbx_stamps(sr);
+		}
 	}
 	/* Nothing the run started outlives it. */
 	if (sr->pgid > 0)
@@ -573,17 +611,21 @@ sbx_spawn(const struct tregd_conf *conf, const struct sbx_spec *sp,
 
 	if (sr->ready) {
 		sr->ready = 0;
-		if (sbx_order_send(sbx_ready.go, sp) == 0) {
-			close(sbx_ready.go);
-			rd[0] = sbx_ready.rd[0];
-			rd[1] = sbx_ready.rd[1];
+		if (sbx_order_send(sr->go, sp) == 0) {
+			close(sr->go);
+			sr->go = -1;
+			rd[0] = sr->rd[0];
+			rd[1] = sr->rd[1];
 			return (0);
 		}
 		/* It died (logged on its stderr): start one now instead. */
-		close(sbx_ready.go);
-		close(sbx_ready.rd[0]);
-		close(sbx_ready.rd[1]);
+		if (sr->pid > 0)
+			kill(sr->pid, SIGKILL);
+		sbx_pool_close(sr);
+		sbx_drain[sr->slot] = sr->pid;
 		sr->pid = -1;
+		if (sbx_alloc(sr, -1) == -1)
+			return (-1);
 	}
 	if (sbx_mounts())
 		return (sbx_clone_init(conf, sp, sr, rd, 0));
@@ -675,7 +717,7 @@ sbx_clone_init(const struct tregd_conf *conf, const struct sbx_spec *sp,
 	rd[1] = pe[0];
 	po[0] = pe[0] = -1;
 	if (ready) {
-		sbx_ready.go = go[1];
+		sr->go = go[1];
 		go[1] = -1;
 	}
 	rc = 0;
@@ -693,53 +735,106 @@ sbx_clone_init(const struct tregd_conf *conf, const struct sbx_spec *sp,
 	return (rc);
 }
 
-/* Have the next run's init ready, with the network as configured. */
-void
-sbx_refill(const struct tregd_conf *conf)
+/*
+ * One more init for the pool, with the network as configured, when the
+ * pool is short and a uid is left beyond what inflight runs (exec's, not
+ * pooled) may still need for theirs: 1 when the pool is still short
+ * after it (the caller comes back later: one clone per turn of its
+ * loop), else 0.
+ */
+int
+sbx_refill(const struct tregd_conf *conf, int inflight)
 {
+	struct sbx_run	*sr;
 	struct sbx_spec	 sp;
 	char		 dir[PATH_MAX];
 	int		 n;
 
-	if (sbx_ready.have || !sbx_mounts() ||
-	    sbx_alloc(&sbx_ready.sr, -1) == -1)
-		return;
+	if (!sbx_mounts() || sbx_npool >= sbx_pool_max ||
+	    (int)(sbx_count - sbx_nbusy) <= conf->run_slots - inflight)
+		return (0);
+	sr = &sbx_pool[sbx_npool];
+	if (sbx_alloc(sr, -1) == -1)
+		return (0);
 	n = snprintf(dir, sizeof(dir), "%s/run.%u", conf->run_dir,
-	    (unsigned int)sbx_ready.sr.uid);
+	    (unsigned int)sr->uid);
 	memset(&sp, 0, sizeof(sp));
 	sp.dir = dir;
-	sp.network = sbx_ready.network = conf->run_network;
-	if (n < 0 || (size_t)n >= sizeof(dir) || sbx_clone_init(conf, &sp,
-	    &sbx_ready.sr, sbx_ready.rd, 1) == -1) {
-		sbx_release(&sbx_ready.sr);
-		return;
+	sp.network = sbx_pool_network;
+	if (n < 0 || (size_t)n >= sizeof(dir) ||
+	    sbx_clone_init(conf, &sp, sr, sr->rd, 1) == -1) {
+		sbx_release(sr);
+		return (0);
 	}
-	sbx_ready.have = 1;
+	sbx_npool++;
+	return (sbx_npool < sbx_pool_max);
+}
+
+/* A pooled init's pipes, exec's ends. */
+static void
+sbx_pool_close(struct sbx_run *sr)
+{
+	int	 i;
+
+	if (sr->go != -1)
+		close(sr->go);
+	for (i = 0; i < 2; i++)
+		if (sr->rd[i] != -1)
+			close(sr->rd[i]);
+	sr->go = sr->rd[0] = sr->rd[1] = -1;
 }
 
 /*
  * A child that is no run's was reaped: the init of a run that ended
- * already (its slot is free now), or one made in advance that died.
+ * already (its slot is free now), or a pooled one that died.
  */
 void
 sbx_orphan(pid_t pid)
 {
 	unsigned int	 i;
+	int		 p;
 
 	for (i = 0; i < sbx_count; i++)
 		if (sbx_drain[i] == pid) {
+			if (sbx_status[i].end != 0)
+				log_debug("sandbox of uid %u: torn down "
+				    "%lld us after its CLI ended",
+				    sbx_first + i, (long long)(sbx_now() -
+				    sbx_status[i].end) / 1000);
 			sbx_drain[i] = 0;
 			sbx_busy[i] = 0;
+			sbx_nbusy--;
 			return;
 		}
-	if (!sbx_ready.have || sbx_ready.sr.pid != pid)
+	for (p = 0; p < sbx_npool; p++)
+		if (sbx_pool[p].pid == pid)
+			break;
+	if (p == sbx_npool)
 		return;
-	sbx_ready.have = 0;
-	close(sbx_ready.go);
-	close(sbx_ready.rd[0]);
-	close(sbx_ready.rd[1]);
-	sbx_ready.sr.pid = -1;
-	sbx_release(&sbx_ready.sr);
+	sbx_pool_close(&sbx_pool[p]);
+	sbx_pool[p].pid = -1;
+	sbx_release(&sbx_pool[p]);
+	memmove(sbx_pool + p, sbx_pool + p + 1, (--sbx_npool - p) *
+	    sizeof(*sbx_pool));
+}
+
+/* The run's stamps as its init left them (namespaces only). */
+static void
+sbx_stamps(struct sbx_run *sr)
+{
+	sr->st.execve = __atomic_load_n(&sbx_status[sr->slot].execve,
+	    __ATOMIC_ACQUIRE);
+	sr->st.end = __atomic_load_n(&sbx_status[sr->slot].end,
+	    __ATOMIC_ACQUIRE);
+}
+
+static int64_t
+sbx_now(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
 }
 
 /* The run order, to a ready init: 0, or -1 when it is gone. */
@@ -914,6 +1009,12 @@ sbx_init_main(void *arg)
 		if (n != 1)
 			sbx_fail(c->err, "cgroup");
 	}
+	/*
+	 * The CLI's filter, installed here (ahead of the run for a pooled
+	 * init) and inherited by the CLI: it allows what is left to do.
+	 */
+	if (sandbox_child_apply(&sbx_filter) == -1)
+		sbx_fail(c->err, "seccomp");
 	if (c->go != -1) {
 		/* Ready: the run is what exec sends (nothing: exec is gone). */
 		order.dir = sp->dir;
@@ -950,7 +1051,9 @@ sbx_init_main(void *arg)
 		if (pid == -1 && errno != EINTR)
 			_exit(127);
 	}
-	__atomic_store_n(&sbx_status[c->sr->slot], SBX_STATUS_SET |
+	__atomic_store_n(&sbx_status[c->sr->slot].end, sbx_now(),
+	    __ATOMIC_RELEASE);
+	__atomic_store_n(&sbx_status[c->sr->slot].status, SBX_STATUS_SET |
 	    (status & 0xffff), __ATOMIC_RELEASE);
 	(void)kill(-1, SIGKILL);
 	close(c->err);
@@ -990,7 +1093,8 @@ sbx_cli(const struct sbx_child *c)
 	err = STDERR_FILENO;
 	if (close_range(3, ~0U, 0) == -1)
 		sbx_fail(err, "close_range");
-	if (setsid() == -1)
+	/* With an init, its session is the run's; it has the filter. */
+	if (!sbx_mounts() && setsid() == -1)
 		sbx_fail(err, "setsid");
 	sbx_limits(conf);
 	if (chdir(sp->dir) == -1)
@@ -1016,10 +1120,13 @@ sbx_cli(const struct sbx_child *c)
 		_exit(127);		/* the parent is already gone */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		sbx_fail(err, "PR_SET_NO_NEW_PRIVS");
-	if (sandbox_child_apply(&sbx_filter) == -1)
+	if (!sbx_mounts() && sandbox_child_apply(&sbx_filter) == -1)
 		sbx_fail(err, "seccomp");
 	if (sp->test != NULL)
 		_exit(sp->test(conf, sr));
+	if (sbx_mounts())
+		__atomic_store_n(&sbx_status[sr->slot].execve, sbx_now(),
+		    __ATOMIC_RELEASE);
 	execve(sp->path, sp->argv, sp->env);
 	sbx_fail(err, sp->argv[0]);
 }
@@ -1261,180 +1368,16 @@ sbx_probe(void)
 	return (WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1);
 }
 
-/* ------------------------------------------------------------------ */
-/* tregd -T child: the filter, the namespaces and the limits, proven.  */
-
-#define SBX_TEST_PROCESSES	16
-#define SBX_TEST_MEMORY		(32LL * 1024 * 1024)
-
-static int	sbx_test_run(const struct tregd_conf *, const struct sbx_run *);
-static int	sbx_test_procs(void);
-static int	sbx_test_memory(long long);
-static void	sbx_say(const char *, ...)
-		    __attribute__((__format__ (printf, 1, 2)));
-
-static void
-sbx_say(const char *fmt, ...)
+/* For tregd -T child (exec_selftest.c): what limits a run's memory. */
+const char *
+sbx_memory_limit(void)
 {
-	char	 buf[256];
-	va_list	 ap;
-	int	 n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (n > 0 && write(STDOUT_FILENO, buf, (size_t)n < sizeof(buf) ?
-	    (size_t)n : sizeof(buf) - 1) == -1)
-		_exit(1);
+	return (sbx_cg_name);
 }
 
-/* Entries of /proc that are processes. */
-static int
-sbx_test_procs(void)
-{
-	DIR		*d;
-	struct dirent	*de;
-	int		 n = 0;
-
-	if ((d = opendir("/proc")) == NULL)
-		return (-1);
-	while ((de = readdir(d)) != NULL)
-		if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
-			n++;
-	closedir(d);
-	return (n);
-}
-
-/* A child that touches twice the limit: killed, or refused memory. */
-static int
-sbx_test_memory(long long limit)
-{
-	pid_t		 pid;
-	char		*p;
-	long long	 i;
-	int		 status;
-
-	if ((pid = fork()) == -1)
-		return (-1);
-	if (pid == 0) {
-		for (i = 0; i < 2 * limit; i += 1024 * 1024) {
-			if ((p = mmap(NULL, 1024 * 1024, PROT_READ |
-			    PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-			    0)) == MAP_FAILED)
-				_exit(3);
-			memset(p, 1, 1024 * 1024);
-		}
-		_exit(0);
-	}
-	if (waitpid(pid, &status, 0) == -1)
-		return (-1);
-	return ((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
-	    (WIFEXITED(status) && WEXITSTATUS(status) == 3) ? 0 : -1);
-}
-
-/* In the CLI's place, fully sandboxed: what does the run see? */
-static int
-sbx_test_run(const struct tregd_conf *conf, const struct sbx_run *sr)
-{
-	pid_t	 pid;
-	int	 bad = 0, n, forks = 0, save;
-
-	n = sbx_test_procs();
-	sbx_say("selftest child: namespaces: pid %d, %d processes in /proc, "
-	    "uid %u\n", (int)getpid(), n, (unsigned int)getuid());
-	if (sbx_mounts() && (getpid() != 2 || n != 2))
-		bad++;
-	if (sr->change_uid && getuid() != sr->uid)
-		bad++;
-	if (mount("tmpfs", "/tmp", "tmpfs", 0, NULL) == 0 || errno != EPERM) {
-		sbx_say("selftest child: filter: mount was allowed\n");
-		bad++;
-	} else
-		sbx_say("selftest child: filter: mount: %s\n",
-		    strerror(errno));
-	if (sbx_test_memory(conf->run_memory) == -1) {
-		sbx_say("selftest child: limits: memory was not bounded\n");
-		bad++;
-	} else
-		sbx_say("selftest child: limits: memory bounded at %lld "
-		    "bytes by %s\n", conf->run_memory, sbx_cg_name);
-	/* The forks pause; they die with the run. */
-	while (forks < 4 * conf->run_processes) {
-		if ((pid = fork()) == 0) {
-			pause();
-			_exit(0);
-		}
-		if (pid == -1)
-			break;
-		forks++;
-	}
-	save = errno;
-	sbx_say("selftest child: limits: %d forks, then %s\n", forks,
-	    strerror(save));
-	if (sbx_mode != SBX_NONE && (forks >= conf->run_processes ||
-	    save != EAGAIN))
-		bad++;
-	return (bad ? 1 : 0);
-}
-
+/* Runs get a uid of their own, or a user namespace. */
 int
-sbx_selftest(void)
+sbx_isolated(void)
 {
-	struct tregd_conf	 conf;
-	struct sbx_spec		 sp;
-	struct sbx_run		 sr;
-	char			 base[] = "/tmp/tregd-selftest.XXXXXX";
-	char			 dir[PATH_MAX], buf[512];
-	pid_t			 pid;
-	ssize_t			 n;
-	int			 po[2], status, rc;
-
-	/* The filter alone, in a process of its own (it stays). */
-	if ((pid = fork()) == -1)
-		err(1, "fork");
-	if (pid == 0)
-		_exit(sandbox_selftest("child"));
-	if (waitpid(pid, &status, 0) == -1)
-		err(1, "waitpid");
-	rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-	fflush(stdout);
-
-	conf_defaults(&conf);
-	conf.run_processes = SBX_TEST_PROCESSES;
-	conf.run_memory = SBX_TEST_MEMORY;
-	if (mkdtemp(base) == NULL)
-		err(1, "mkdtemp");
-	strlcpy(conf.run_dir, base, sizeof(conf.run_dir));
-	strlcpy(conf.state, "/nonexistent", sizeof(conf.state));
-	log_init(1, 0);
-	sbx_init(&conf);
-	if (sbx_alloc(&sr, -1) == -1)
-		errx(1, "no slot");
-	snprintf(dir, sizeof(dir), "%s/run.1", base);
-	if (!sbx_tmpfs() && (mkdir(dir, 0700) == -1 || (sr.change_uid &&
-	    chown(dir, sr.uid, sr.gid) == -1)))
-		err(1, "%s", dir);
-	memset(&sp, 0, sizeof(sp));
-	sp.dir = dir;
-	sp.network = 1;
-	sp.test = sbx_test_run;
-	if (sbx_spawn(&conf, &sp, &sr, po) == -1)
-		errx(1, "cannot start the sandbox");
-	while ((n = read(po[0], buf, sizeof(buf))) > 0)
-		fwrite(buf, 1, n, stdout);
-	while ((n = read(po[1], buf, sizeof(buf))) > 0)
-		fwrite(buf, 1, n, stdout);
-	if (waitpid(sr.pid, &status, 0) == -1)
-		err(1, "waitpid");
-	status = sbx_reaped(&sr, status);
-	sbx_cleanup();
-	if (!sbx_tmpfs())
-		rmdir(dir);
-	rmdir(base);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		printf("selftest child: the sandbox failed a check\n");
-		rc = 1;
-	}
-	fflush(stdout);
-	return (rc);
+	return (sbx_mode != SBX_NONE);
 }

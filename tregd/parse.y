@@ -55,6 +55,8 @@
 #define DEF_RUN_UID_LAST	61999
 #define DEF_RUN_TMPSIZE		(256 * MEGA)
 #define DEF_RUN_PROCESSES	256
+#define DEF_RUN_POOL		4
+#define RUN_POOL_MAX		64
 #define DEF_RUN_MEMORY		GIGA
 #define DEF_HTTP_CONNS		1000
 #define RUN_SLOTS_MAX		1024
@@ -204,6 +206,7 @@ const char *const run_builtin_allow[] = {
 %token	REQUESTS TLS TOTAL WRITE
 %token	MEMORY NETWORK PROCESSES TMPSIZE USERS
 %token	DATABASE PASSWORD_FILE POSTGRESQL SQLITE
+%token	POOL
 %token	ERROR
 %token	<v.string>	STRING
 %token	<v.number>	NUMBER
@@ -415,6 +418,14 @@ runopt		: ALLOW allowlist
 			conf->run_memory = $2;
 		}
 		| NETWORK yesno		{ conf->run_network = $2; }
+		| POOL NUMBER {
+			if ($2 < 0 || $2 > RUN_POOL_MAX) {
+				yyerror("run pool %lld out of range (0..%d)",
+				    $2, RUN_POOL_MAX);
+				YYERROR;
+			}
+			conf->run_pool = $2;
+		}
 		| PROOF STRING {
 			if (!proof_ok($2))
 				YYERROR;
@@ -606,6 +617,7 @@ static const struct keyword keywords[] = {
 	{ "path",		PATH },
 	{ "per-address",	PER_ADDRESS },
 	{ "per-user",		PER_USER },
+	{ "pool",		POOL },
 	{ "port",		PORT },
 	{ "postgresql",		POSTGRESQL },
 	{ "processes",		PROCESSES },
@@ -1440,6 +1452,7 @@ conf_defaults(struct tregd_conf *c)
 	c->run_processes = DEF_RUN_PROCESSES;
 	c->run_memory = DEF_RUN_MEMORY;
 	c->run_network = 1;
+	c->run_pool = DEF_RUN_POOL;
 	strlcpy(c->run_path, TREGD_RUN_PATH, sizeof(c->run_path));
 	strlcpy(c->run_dir, TREGD_RUN_DIR, sizeof(c->run_dir));
 	c->relay_allow_private = 0;
@@ -1668,6 +1681,8 @@ print_isolation(FILE *fp, const struct tregd_conf *c)
 	}
 	if (!c->run_network)
 		fputs("run network no\n", fp);
+	if (c->run_pool != DEF_RUN_POOL)
+		fprintf(fp, "run pool %d\n", c->run_pool);
 }
 
 void

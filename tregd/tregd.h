@@ -106,6 +106,7 @@ struct tregd_conf {
 	int			 run_processes;		/* RLIMIT_NPROC */
 	long long		 run_memory;		/* bytes */
 	int			 run_network;		/* 0: loopback only */
+	int			 run_pool;		/* sandboxes made ahead */
 	char			 run_path[CONF_STR_LEN];
 	char			 run_dir[PATH_MAX];
 	char			 run_proof[CONF_PROOF_LEN];	/* "" = none */
@@ -431,6 +432,10 @@ char	*pg_password_read(const char *, char *, size_t);
 __dead void exec_main(int, int);
 
 /* exec_sandbox.c */
+struct sbx_stamps {		/* clock_gettime stamps of one run, ns */
+	int64_t		 execve;	/* the CLI, just before execve */
+	int64_t		 end;		/* its init, once it was reaped */
+};
 struct sbx_run {		/* one run's place in the sandbox */
 	pid_t		 pid;		/* the init or the CLI; -1 once reaped */
 	pid_t		 pgid;		/* no init: the CLI's group; else -1 */
@@ -439,6 +444,9 @@ struct sbx_run {		/* one run's place in the sandbox */
 	gid_t		 gid;
 	int		 change_uid;	/* 0: the run keeps the daemon's uid */
 	int		 ready;		/* an init made in advance */
+	int		 go;		/* ready: its order pipe, exec's end */
+	int		 rd[2];		/* ready: its stdout, stderr */
+	struct sbx_stamps st;		/* once it ended (namespaces only) */
 };
 struct sbx_spec {		/* what the CLI gets */
 	const char	*path;
@@ -457,7 +465,7 @@ int	 sbx_alloc(struct sbx_run *, int);
 void	 sbx_release(struct sbx_run *);
 int	 sbx_spawn(const struct tregd_conf *, const struct sbx_spec *,
 	    struct sbx_run *, int *);
-void	 sbx_refill(const struct tregd_conf *);
+int	 sbx_refill(const struct tregd_conf *, int);
 void	 sbx_orphan(pid_t);
 int	 sbx_ended(struct sbx_run *, int *);
 int	 sbx_reaped(struct sbx_run *, int);
@@ -465,5 +473,7 @@ void	 sbx_kill(const struct sbx_run *);
 void	 sbx_stop(void);
 void	 sbx_cleanup(void);
 int	 sbx_selftest(void);
+const char *sbx_memory_limit(void);
+int	 sbx_isolated(void);
 
 #endif /* TREGD_H */
