@@ -475,7 +475,7 @@ vault_request(struct blob *b)
 	struct rcache			*c;
 	char				*name, *query, *body, *text;
 	int64_t				 dataver = -1;
-	int				 cacheable;
+	int				 cacheable, rc;
 
 	memcpy(&ar, b->head, sizeof(ar));
 	if ((uint64_t)ar.namelen + ar.querylen + ar.bodylen != b->datalen ||
@@ -522,8 +522,12 @@ vault_request(struct blob *b)
 			resp_error(&resp, 401, "not authenticated");
 			goto done;
 		}
-		if (auth_lookup(ar.token_hash, &auth) != 0) {
-			resp_error(&resp, 401, "invalid token");
+		if ((rc = auth_lookup(ar.token_hash, &auth)) != 0) {
+			if (rc == -1)
+				resp_error(&resp, 503, "the database cannot be "
+				    "read — try again in a moment");
+			else
+				resp_error(&resp, 401, "invalid token");
 			goto done;
 		}
 		req.auth = &auth;
@@ -603,10 +607,16 @@ int
 auth_lookup(const uint8_t hash[TOKEN_HASH_LEN], struct auth *a)
 {
 	struct store_member	 m;
-	int			 rc = -1;
+	int			 rc = 1, found;
 
-	if (store_member_by_token(hash, &m) != 0)
+	/* A database that fails is not "no such token": 503, and said. */
+	if ((found = store_member_by_token(hash, &m)) != 0) {
+		if (found == -1) {
+			log_warnx("authentication: %s", store_error());
+			rc = -1;
+		}
 		goto out;
+	}
 	if (sodium_memcmp(m.token_hash, hash, TOKEN_HASH_LEN) != 0)
 		goto out;
 	a->membership_id = m.id;
