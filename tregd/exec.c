@@ -161,6 +161,7 @@ exec_main(int debug, int verbose)
 	signal_set(&ev_sigchld, SIGCHLD, exec_sigchld, NULL);
 	signal_add(&ev_sigchld, NULL);
 	sbx_refill(&exec_conf);
+	exec_metrics_start(&iev_frontend);
 	proc_child_run(exec_sig);
 }
 
@@ -568,6 +569,7 @@ exec_start(struct blob *b)
 	    (env[6] = strdup("LC_ALL=C.UTF-8")) == NULL)
 		fatal("%s: asprintf", __func__);
 	TAILQ_INSERT_TAIL(&runs, r, entry);
+	exec_metrics_running(1);
 	run_spawn(r, path, argv, env, rs.network && exec_conf.run_network);
 	for (i = 0; i < n; i++)
 		free(env[i]);
@@ -684,6 +686,7 @@ run_spawn(struct run *r, const char *path, char **argv, char **env,
  fail:
 	r->sb.pid = -1;
 	TAILQ_REMOVE(&runs, r, entry);
+	exec_metrics_running(-1);
 	memset(&rx, 0, sizeof(rx));
 	rx.runid = r->runid;
 	rx.failed = 1;
@@ -905,6 +908,7 @@ run_done(struct run *r)
 	    redacted);
 
 	TAILQ_REMOVE(&runs, r, entry);
+	exec_metrics_running(-1);
 	run_free(r);
 }
 

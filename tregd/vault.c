@@ -116,6 +116,7 @@ vault_main(int debug, int verbose)
 	vault_open_db(dbpath);
 	vault_index_routes();
 	ctl_init(control_fd, ctl_gid);
+	vault_metrics_start();
 
 	proc_child_run(vault_sig);
 }
@@ -708,6 +709,7 @@ db_prepare(const char *sql)
 	if (sqlite3_prepare_v3(vault_db, sql, -1, SQLITE_PREPARE_PERSISTENT,
 	    &st, NULL) != SQLITE_OK) {
 		log_warnx("prepare: %s", sqlite3_errmsg(vault_db));
+		vault_metrics_db_error();
 		return (NULL);
 	}
 	if (nstmt_cache < STMT_CACHE_MAX) {
@@ -758,6 +760,7 @@ void
 db_fail(struct vault_resp *resp, const char *what)
 {
 	log_warnx("database error (%s): %s", what, sqlite3_errmsg(vault_db));
+	vault_metrics_db_error();
 	db_rollback();
 	resp_error(resp, 500, "internal error: the database failed (%s)",
 	    what);
