@@ -1220,6 +1220,17 @@ listen_add(const char *addr, long long port, int tls, int metrics)
 				    what, addr, port);
 				return (-1);
 			}
+		/* The other kind of listener on the same socket. */
+		for (i = 0; i < (metrics ? conf->nlisten : conf->nmetrics);
+		    i++)
+			if (listen_same(metrics ? &conf->listen[i] :
+			    &conf->metrics[i], &l[j]) &&
+			    (!metrics || listen_explicit)) {
+				yyerror("%s on %s port %lld is also a %s "
+				    "address", what, addr, port,
+				    metrics ? "listen" : "metrics listen");
+				return (-1);
+			}
 	}
 	if (*ntab + n > CONF_LISTEN_MAX) {
 		yyerror("too many %s addresses (max %d)", what,
