@@ -36,7 +36,7 @@ const double metrics_run_le[METRICS_RUN_BUCKETS] = {
 };
 
 struct mroute {
-	const char	*name;		/* a pattern of the route table, or "-" */
+	const char	*name;		/* a route pattern, or "-" */
 	uint64_t	 le[HTTP_BUCKETS];	/* per bucket, not cumulative */
 	uint64_t	 count;
 	double		 sum;
@@ -258,7 +258,8 @@ metrics_text(struct evbuffer *eb)
 	    "API answers 401, 403, 404, 409, 422 and 429, by reason.");
 	for (i = 0; i < MR_MAX; i++)
 		evbuffer_add_printf(eb, "tregd_refusals_total{reason=\"%s\"} "
-		    "%llu\n", mreason_names[i], (unsigned long long)refusals[i]);
+		    "%llu\n", mreason_names[i],
+		    (unsigned long long)refusals[i]);
 	text_runs(eb);
 	text_head(eb, "tregd_db_errors_total", "counter",
 	    "Database statements that failed.");
@@ -280,9 +281,10 @@ text_http(struct evbuffer *eb)
 	text_head(eb, "tregd_http_requests_total", "counter",
 	    "API requests answered, by route pattern and status.");
 	for (i = 0; i < nmcodes; i++)
-		evbuffer_add_printf(eb, "tregd_http_requests_total{route=\"%s\","
-		    "code=\"%u\"} %llu\n", mroutes[mcodes[i].route].name,
-		    mcodes[i].status, (unsigned long long)mcodes[i].n);
+		evbuffer_add_printf(eb, "tregd_http_requests_total"
+		    "{route=\"%s\",code=\"%u\"} %llu\n",
+		    mroutes[mcodes[i].route].name, mcodes[i].status,
+		    (unsigned long long)mcodes[i].n);
 	text_head(eb, "tregd_http_request_duration_seconds", "histogram",
 	    "From a request's first byte to its answer, by route pattern.");
 	for (i = 0; i < nmroutes; i++) {
@@ -297,7 +299,8 @@ text_http(struct evbuffer *eb)
 		evbuffer_add_printf(eb,
 		    "tregd_http_request_duration_seconds_bucket"
 		    "{route=\"%s\",le=\"+Inf\"} %llu\n"
-		    "tregd_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n"
+		    "tregd_http_request_duration_seconds_sum{route=\"%s\"} "
+		    "%.6f\n"
 		    "tregd_http_request_duration_seconds_count{route=\"%s\"} "
 		    "%llu\n", mr->name, (unsigned long long)mr->count, mr->name,
 		    mr->sum, mr->name, (unsigned long long)mr->count);

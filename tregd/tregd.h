@@ -78,7 +78,7 @@ struct conf_listen {
 struct tregd_conf {
 	struct conf_listen	 listen[CONF_LISTEN_MAX];
 	int			 nlisten;
-	struct conf_listen	 metrics[CONF_LISTEN_MAX];	/* GET /metrics */
+	struct conf_listen	 metrics[CONF_LISTEN_MAX];	/* /metrics */
 	int			 nmetrics;
 	char			 state[PATH_MAX];
 	char			 socket[PATH_MAX];
@@ -316,8 +316,8 @@ struct run_result {
  */
 #define METRICS_RUN_BUCKETS	12	/* tregd_run_duration_seconds */
 struct metrics_vault {
-	uint64_t	 runs[RUN_INTERRUPTED + 1];	/* by enum run_outcome */
-	uint64_t	 run_le[METRICS_RUN_BUCKETS];	/* per bucket, not cumulative */
+	uint64_t	 runs[RUN_INTERRUPTED + 1];	/* by run_outcome */
+	uint64_t	 run_le[METRICS_RUN_BUCKETS];	/* not cumulative */
 	uint64_t	 run_ms;			/* sum of durations */
 	uint64_t	 redactions;
 	uint64_t	 db_errors;
