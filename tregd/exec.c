@@ -171,6 +171,7 @@ exec_main(int debug, int verbose)
 	signal_add(&ev_sigchld, NULL);
 	evtimer_set(&ev_refill, exec_refill, NULL);
 	exec_refill_soon();
+	exec_metrics_start(&iev_frontend);
 	proc_child_run(exec_sig);
 }
 
@@ -582,6 +583,7 @@ exec_start(struct blob *b)
 		fatal("%s: asprintf", __func__);
 	TAILQ_INSERT_TAIL(&runs, r, entry);
 	nruns++;
+	exec_metrics_running(1);
 	run_spawn(r, path, argv, env, rs.network && exec_conf.run_network);
 	for (i = 0; i < n; i++)
 		free(env[i]);
@@ -701,6 +703,7 @@ run_spawn(struct run *r, const char *path, char **argv, char **env,
 	TAILQ_REMOVE(&runs, r, entry);
 	nruns--;
 	exec_refill_soon();
+	exec_metrics_running(-1);
 	memset(&rx, 0, sizeof(rx));
 	rx.runid = r->runid;
 	rx.failed = 1;
@@ -927,6 +930,7 @@ run_done(struct run *r)
 
 	TAILQ_REMOVE(&runs, r, entry);
 	nruns--;
+	exec_metrics_running(-1);
 	run_free(r);
 }
 

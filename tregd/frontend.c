@@ -141,6 +141,8 @@ static struct tregd_conf	 front_conf;
 static struct imsgev		 iev_parent, iev_vault, iev_exec;
 static int			 listen_fds[CONF_LISTEN_MAX];
 static int			 nlisten_fds;
+static int			 metrics_fds[CONF_LISTEN_MAX];
+static int			 nmetrics_fds;
 static struct front_tree	 pending = RB_INITIALIZER(&pending);
 static struct front_list	 paused = TAILQ_HEAD_INITIALIZER(paused);
 static struct blob_list		 front_blobs =
@@ -214,7 +216,10 @@ frontend_main(int debug, int verbose)
 
 	front_apply_conf();
 	for (i = 0; i < nlisten_fds; i++)
-		http_listen(listen_fds[i], front_conf.listen[i].tls);
+		http_listen(listen_fds[i], front_conf.listen[i].tls ?
+		    HTTP_LISTEN_TLS : 0);
+	for (i = 0; i < nmetrics_fds; i++)
+		http_listen(metrics_fds[i], HTTP_LISTEN_METRICS);
 
 	sandbox_nodump();
 	if (pw != NULL)
@@ -297,6 +302,13 @@ front_config(struct imsg *imsg)
 		    nlisten_fds >= CONF_LISTEN_MAX)
 			fatalx("bad IMSG_CONF_LISTEN");
 		listen_fds[nlisten_fds++] = imsg->fd;
+		imsg->fd = -1;
+		break;
+	case IMSG_CONF_METRICS:
+		if (imsg->fd == -1 || imsg->datalen != sizeof(idx) ||
+		    nmetrics_fds >= CONF_LISTEN_MAX)
+			fatalx("bad IMSG_CONF_METRICS");
+		metrics_fds[nmetrics_fds++] = imsg->fd;
 		imsg->fd = -1;
 		break;
 	case IMSG_CONF_PEER:
@@ -382,6 +394,9 @@ front_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
 		if (fr->eof)
 			front_run_finish(fr);
 		break;
+	case IMSG_METRICS_VAULT:
+		metrics_vault_report(imsg);
+		break;
 	default:
 		fatalx("%s: bad imsg %u from vault", __func__, imsg->hdr.type);
 	}
@@ -404,6 +419,9 @@ front_dispatch_exec(struct imsgev *iev, struct imsg *imsg)
 		fr->eof = 1;
 		if (fr->have_result)
 			front_run_finish(fr);
+		break;
+	case IMSG_METRICS_EXEC:
+		metrics_exec_report(imsg);
 		break;
 	default:
 		fatalx("%s: bad imsg %u from exec", __func__, imsg->hdr.type);
@@ -521,6 +539,10 @@ front_request(struct http_conn *conn, const struct http_head *h,
 	uint8_t			 hash[32];
 	int			 r, method;
 
+	if (http_is_metrics(conn)) {
+		metrics_serve(conn, h);
+		return;
+	}
 	memset(&m, 0, sizeof(m));
 	memcpy(path, h->path.p, h->path.len);
 	path[h->path.len] = '\0';

@@ -61,6 +61,8 @@ struct http_conn {
 	struct bufferevent	*bev;
 	int			 fd;
 	int			 tls;
+	int			 metrics;	/* a metrics listener's */
+	int			 counted;	/* in the metrics */
 	struct http_addr	*addr;
 	char			 peer[INET6_ADDRSTRLEN];
 	enum hc_state		 state;
@@ -162,12 +164,12 @@ http_conf(const struct tregd_conf *c)
 }
 
 void
-http_listen(int fd, int tls)
+http_listen(int fd, int flags)
 {
 	struct evconnlistener	*lev;
 
 	lev = evconnlistener_new(http_base, http_accept,
-	    (void *)(intptr_t)tls, LEV_OPT_CLOSE_ON_FREE |
+	    (void *)(intptr_t)flags, LEV_OPT_CLOSE_ON_FREE |
 	    LEV_OPT_CLOSE_ON_EXEC, -1, fd);
 	if (lev == NULL)
 		fatalx("evconnlistener_new");
@@ -295,7 +297,8 @@ http_accept(struct evconnlistener *lev, evutil_socket_t fd,
 {
 	struct http_conn	*c;
 	struct http_addr	*a;
-	int			 tls = (intptr_t)arg, one = 1;
+	int			 flags = (intptr_t)arg, one = 1;
+	int			 tls = flags & HTTP_LISTEN_TLS;
 	const void		*ap;
 
 	if (tls && tls_ctx == NULL) {
@@ -308,6 +311,7 @@ http_accept(struct evconnlistener *lev, evutil_socket_t fd,
 		else
 			http_refuse(fd, 503, "too many connections - try "
 			    "again in a moment");
+		metrics_http(NULL, 503, NULL);
 		return;
 	}
 	a = addr_get(sa);
@@ -317,6 +321,7 @@ http_accept(struct evconnlistener *lev, evutil_socket_t fd,
 		else
 			http_refuse(fd, 429, "too many connections from "
 			    "this address");
+		metrics_http(NULL, 429, NULL);
 		return;
 	}
 	/* An answer in several TLS records must not wait for an ACK. */
@@ -329,6 +334,7 @@ http_accept(struct evconnlistener *lev, evutil_socket_t fd,
 	c->addr = a;
 	c->fd = fd;
 	c->tls = tls;
+	c->metrics = (flags & HTTP_LISTEN_METRICS) != 0;
 	ap = sa->sa_family == AF_INET6 ?
 	    (const void *)&((struct sockaddr_in6 *)sa)->sin6_addr :
 	    (const void *)&((struct sockaddr_in *)sa)->sin_addr;
@@ -640,6 +646,12 @@ http_peer(struct http_conn *c)
 }
 
 int
+http_is_metrics(struct http_conn *c)
+{
+	return (c->metrics);
+}
+
+int
 http_is_head(struct http_conn *c)
 {
 	return (c->head_only);
@@ -802,6 +814,7 @@ http_finish(struct http_conn *c)
 	c->dispatched = 0;
 	c->status = 0;
 	c->sent = 0;
+	c->counted = 0;
 	c->route = NULL;
 	c->org_id = c->user_id = 0;
 	c->allow = 0;
@@ -826,6 +839,10 @@ http_log(struct http_conn *c, const char *note)
 	long long	 ms;
 	size_t		 i;
 
+	if (c->status != 0 && !c->counted && !c->metrics) {
+		c->counted = 1;
+		metrics_http(c->route, c->status, &c->start);
+	}
 	if (!hc.log || c->status == 0)
 		return;
 	for (i = 0; i < sizeof(mn) / sizeof(mn[0]); i++)

@@ -109,4 +109,16 @@ void	 http_reply_end(struct http_conn *);
 size_t	 http_pending(struct http_conn *);
 void	 http_allow(struct http_conn *, int);
 
+#define HTTP_LISTEN_TLS		0x1	/* http_listen flags */
+#define HTTP_LISTEN_METRICS	0x2	/* GET /metrics only */
+int	 http_is_metrics(struct http_conn *);
+
+/* metrics.c: the frontend's counters and GET /metrics. */
+struct imsg;
+struct timespec;
+void	 metrics_http(const char *, int, const struct timespec *);
+void	 metrics_vault_report(struct imsg *);
+void	 metrics_exec_report(struct imsg *);
+void	 metrics_serve(struct http_conn *, const struct http_head *);
+
 #endif /* HTTP_H */

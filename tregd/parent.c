@@ -49,12 +49,14 @@ static const char		*parent_conffile;
 static char			 self_path[PATH_MAX];
 static struct child		 children[PROC_MAX];
 static int			 listen_fds[CONF_LISTEN_MAX];
+static int			 metrics_fds[CONF_LISTEN_MAX];
 static int			 control_fd = -1;
 static int			 parent_debug, parent_verbose;
 static int			 shutting_down;
 static struct event		 ev_sigterm, ev_sigint, ev_sighup, ev_sigchld;
 
 static void	parent_bind_listeners(void);
+static int	parent_bind(const struct conf_listen *);
 static void	parent_bind_control(void);
 static void	parent_start(enum tregd_proc, int);
 static void	parent_send_conf(struct child *, int);
@@ -195,27 +197,34 @@ parent_check_users(void)
 static void
 parent_bind_listeners(void)
 {
-	struct conf_listen	*l;
-	int			 i, fd, on = 1;
+	int	 i;
 
-	for (i = 0; i < parent_conf.nlisten; i++) {
-		l = &parent_conf.listen[i];
-		fd = socket(l->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
-		    SOCK_CLOEXEC, 0);
-		if (fd == -1)
-			fatal("socket");
-		if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on,
-		    sizeof(on)) == -1)
-			fatal("setsockopt SO_REUSEADDR");
-		if (l->ss.ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6,
-		    IPV6_V6ONLY, &on, sizeof(on)) == -1)
-			fatal("setsockopt IPV6_V6ONLY");
-		if (bind(fd, (struct sockaddr *)&l->ss, l->sslen) == -1)
-			fatal("cannot listen on %s port %u", l->name, l->port);
-		if (listen(fd, 1024) == -1)
-			fatal("listen on %s port %u", l->name, l->port);
-		listen_fds[i] = fd;
-	}
+	for (i = 0; i < parent_conf.nlisten; i++)
+		listen_fds[i] = parent_bind(&parent_conf.listen[i]);
+	for (i = 0; i < parent_conf.nmetrics; i++)
+		metrics_fds[i] = parent_bind(&parent_conf.metrics[i]);
+}
+
+static int
+parent_bind(const struct conf_listen *l)
+{
+	int	 fd, on = 1;
+
+	fd = socket(l->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		fatal("socket");
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on,
+	    sizeof(on)) == -1)
+		fatal("setsockopt SO_REUSEADDR");
+	if (l->ss.ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6,
+	    IPV6_V6ONLY, &on, sizeof(on)) == -1)
+		fatal("setsockopt IPV6_V6ONLY");
+	if (bind(fd, (struct sockaddr *)&l->ss, l->sslen) == -1)
+		fatal("cannot listen on %s port %u", l->name, l->port);
+	if (listen(fd, 1024) == -1)
+		fatal("listen on %s port %u", l->name, l->port);
+	return (fd);
 }
 
 static void
@@ -390,6 +399,13 @@ parent_send_conf(struct child *c, int first)
 			if ((fd = dup(listen_fds[i])) == -1)
 				fatal("dup");
 			imsgev_compose(&c->iev, IMSG_CONF_LISTEN, 0, fd,
+			    &i, sizeof(i));
+		}
+	if (first && c->id == PROC_FRONTEND)
+		for (i = 0; i < (uint32_t)parent_conf.nmetrics; i++) {
+			if ((fd = dup(metrics_fds[i])) == -1)
+				fatal("dup");
+			imsgev_compose(&c->iev, IMSG_CONF_METRICS, 0, fd,
 			    &i, sizeof(i));
 		}
 	if (first && c->id == PROC_VAULT) {

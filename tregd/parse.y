@@ -171,7 +171,7 @@ static int	 listen_fill(struct conf_listen *, const char *, int,
 		    const char *, int);
 static int	 listen_same(const struct conf_listen *,
 		    const struct conf_listen *);
-static int	 listen_add(const char *, long long, int);
+static int	 listen_add(const char *, long long, int, int);
 static int	 http_seconds(long long, const char *, int *);
 static int	 abspath_set(char *, size_t, const char *, const char *);
 static int	 runpath_ok(const char *);
@@ -207,6 +207,7 @@ const char *const run_builtin_allow[] = {
 %token	MEMORY NETWORK PROCESSES TMPSIZE USERS
 %token	DATABASE PASSWORD_FILE POSTGRESQL SQLITE
 %token	POOL
+%token	METRICS
 %token	ERROR
 %token	<v.string>	STRING
 %token	<v.number>	NUMBER
@@ -257,7 +258,11 @@ varset		: STRING '=' STRING {
 		;
 
 main		: LISTEN ON STRING PORT NUMBER listentls {
-			if (listen_add($3, $5, $6) == -1)
+			if (listen_add($3, $5, $6, 0) == -1)
+				YYERROR;
+		}
+		| METRICS LISTEN ON STRING PORT NUMBER {
+			if (listen_add($4, $6, 0, 1) == -1)
 				YYERROR;
 		}
 		| TLS CERTIFICATE STRING {
@@ -609,6 +614,7 @@ static const struct keyword keywords[] = {
 	{ "log",		LOG },
 	{ "max-connections",	MAX_CONNECTIONS },
 	{ "memory",		MEMORY },
+	{ "metrics",		METRICS },
 	{ "network",		NETWORK },
 	{ "no",			NO },
 	{ "on",			ON },
@@ -1201,20 +1207,22 @@ listen_same(const struct conf_listen *a, const struct conf_listen *b)
  * their name, so print_config writes them back as written.
  */
 static int
-listen_add(const char *addr, long long port, int tls)
+listen_add(const char *addr, long long port, int tls, int metrics)
 {
-	struct conf_listen	 l[2];
+	struct conf_listen	 l[2], *tab = conf->listen;
+	int			*ntab = &conf->nlisten;
+	const char		*what = metrics ? "metrics listen" : "listen";
 	const char		*bare = addr;
 	char			 buf[64];
 	size_t			 len;
 	int			 i, j, n;
 
 	if (port < 1 || port > 65535) {
-		yyerror("listen port %lld out of range (1..65535)", port);
+		yyerror("%s port %lld out of range (1..65535)", what, port);
 		return (-1);
 	}
 	if (strlen(addr) >= sizeof(l[0].name)) {
-		yyerror("listen address too long");
+		yyerror("%s address too long", what);
 		return (-1);
 	}
 	/* [::1] is accepted for ::1. */
@@ -1238,30 +1246,46 @@ listen_add(const char *addr, long long port, int tls)
 			i = listen_fill(&l[0], bare, AF_INET, addr, port);
 	}
 	if (i != 0) {
-		yyerror("listen address \"%s\" is not a numeric IPv4 or IPv6 "
-		    "address, \"*\" or \"localhost\"", addr);
+		yyerror("%s address \"%s\" is not a numeric IPv4 or IPv6 "
+		    "address, \"*\" or \"localhost\"", what, addr);
 		return (-1);
 	}
+	if (metrics) {
+		tab = conf->metrics;
+		ntab = &conf->nmetrics;
+	}
 	/* The first listen replaces the default one. */
-	if (!listen_explicit) {
+	if (!metrics && !listen_explicit) {
 		listen_explicit = 1;
 		conf->nlisten = 0;
 	}
 	for (j = 0; j < n; j++) {
-		for (i = 0; i < conf->nlisten; i++)
-			if (listen_same(&conf->listen[i], &l[j])) {
-				yyerror("duplicate listen on %s port %lld",
-				    addr, port);
+		for (i = 0; i < *ntab; i++)
+			if (listen_same(&tab[i], &l[j])) {
+				yyerror("duplicate %s on %s port %lld",
+				    what, addr, port);
+				return (-1);
+			}
+		/* The other kind of listener on the same socket. */
+		for (i = 0; i < (metrics ? conf->nlisten : conf->nmetrics);
+		    i++)
+			if (listen_same(metrics ? &conf->listen[i] :
+			    &conf->metrics[i], &l[j]) &&
+			    (!metrics || listen_explicit)) {
+				yyerror("%s on %s port %lld is also a %s "
+				    "address", what, addr, port,
+				    metrics ? "listen" : "metrics listen");
 				return (-1);
 			}
 	}
-	if (conf->nlisten + n > CONF_LISTEN_MAX) {
-		yyerror("too many listen addresses (max %d)", CONF_LISTEN_MAX);
+	if (*ntab + n > CONF_LISTEN_MAX) {
+		yyerror("too many %s addresses (max %d)", what,
+		    CONF_LISTEN_MAX);
 		return (-1);
 	}
 	for (j = 0; j < n; j++) {
 		l[j].tls = tls;
-		conf->listen[conf->nlisten++] = l[j];
+		tab[(*ntab)++] = l[j];
 	}
 	return (0);
 }
@@ -1486,7 +1510,7 @@ static int
 conf_validate(const struct tregd_conf *c)
 {
 	const struct where	*w;
-	int			 errors = 0, i;
+	int			 errors = 0, i, j;
 
 	if (c->run_slots_user > c->run_slots) {
 		conf_err("%s:%d: run slots per-user %d exceeds run "
@@ -1537,6 +1561,15 @@ conf_validate(const struct tregd_conf *c)
 		    "postgresql", at_dbpass.file, at_dbpass.line);
 		errors++;
 	}
+	for (i = 0; i < c->nmetrics; i++)
+		for (j = 0; j < c->nlisten; j++)
+			if (listen_same(&c->metrics[i], &c->listen[j])) {
+				conf_err("%s: metrics listen on %s port %u is "
+				    "also an API listen address",
+				    topfile->name, c->metrics[i].name,
+				    c->metrics[i].port);
+				errors++;
+			}
 	return (errors);
 }
 
@@ -1700,6 +1733,16 @@ print_config(const struct tregd_conf *c, FILE *fp)
 			continue;
 		fprintf(fp, "listen on %s port %u%s\n", c->listen[i].name,
 		    c->listen[i].port, c->listen[i].tls ? " tls" : "");
+	}
+	for (i = 0; i < c->nmetrics; i++) {
+		for (j = 0; j < i; j++)
+			if (strcmp(c->metrics[j].name, c->metrics[i].name) ==
+			    0 && c->metrics[j].port == c->metrics[i].port)
+				break;
+		if (j < i)
+			continue;
+		fprintf(fp, "metrics listen on %s port %u\n",
+		    c->metrics[i].name, c->metrics[i].port);
 	}
 	fputs("state ", fp);
 	print_string(fp, c->state);

@@ -85,6 +85,8 @@ enum db_engine {
 struct tregd_conf {
 	struct conf_listen	 listen[CONF_LISTEN_MAX];
 	int			 nlisten;
+	struct conf_listen	 metrics[CONF_LISTEN_MAX];	/* /metrics */
+	int			 nmetrics;
 	char			 state[PATH_MAX];
 	int			 db_engine;		/* DB_SQLITE, ... */
 	char			 db_conninfo[CONF_CONNINFO_LEN];
@@ -145,6 +147,7 @@ enum imsg_type {
 	IMSG_CTL_RELOAD_DONE,	/* struct ctl_reload_done (vault) */
 	IMSG_CONF_TLS_CERT,	/* blob: PEM certificate chain (frontend) */
 	IMSG_CONF_TLS_KEY,	/* blob: PEM private key (frontend) */
+	IMSG_CONF_METRICS,	/* fd: a bound metrics socket (frontend) */
 
 	/* every child -> parent */
 	IMSG_LOG,		/* int priority, then the line with its NUL */
@@ -164,6 +167,7 @@ enum imsg_type {
 	IMSG_API_RESPONSE,	/* blob: struct api_response + JSON body */
 	IMSG_RUN_ACCEPTED,	/* struct api_response: handed to exec */
 	IMSG_RUN_RESULT,	/* struct run_result: the audit row is written */
+	IMSG_METRICS_VAULT,	/* struct metrics_vault, every second */
 
 	/* vault -> exec */
 	IMSG_RUN_START,		/* blob: struct run_start + packed strings */
@@ -171,6 +175,7 @@ enum imsg_type {
 	/* exec -> frontend */
 	IMSG_RUN_OUTPUT,	/* uint8_t stream (1, 2) + redacted bytes */
 	IMSG_RUN_EOF,		/* no data: every output chunk was sent */
+	IMSG_METRICS_EXEC,	/* struct metrics_exec, every second */
 
 	/* exec -> vault */
 	IMSG_RUN_EXIT,		/* struct run_exit */
@@ -316,6 +321,24 @@ struct run_result {
 	uint32_t	 truncated;	/* RUN_TRUNC_STDOUT, RUN_TRUNC_STDERR */
 };
 
+/*
+ * The counters the vault and exec report to the frontend every second,
+ * for GET /metrics (metrics.c); each a running total since start.
+ */
+#define METRICS_RUN_BUCKETS	12	/* tregd_run_duration_seconds */
+struct metrics_vault {
+	uint64_t	 runs[RUN_INTERRUPTED + 1];	/* by run_outcome */
+	uint64_t	 run_le[METRICS_RUN_BUCKETS];	/* not cumulative */
+	uint64_t	 run_ms;			/* sum of durations */
+	uint64_t	 redactions;
+	uint64_t	 db_errors;
+	uint32_t	 slots_in_use;
+	uint32_t	 slots_max;
+};
+struct metrics_exec {
+	uint32_t	 running;	/* runs exec holds */
+};
+
 /* Control commands (tregctl). */
 enum ctl_cmd {
 	CTL_NONE,
@@ -419,6 +442,18 @@ extern const size_t openapi_doc_len;
 
 /* vault.c */
 __dead void vault_main(int, int);
+
+/* metrics.c (frontend; the rest in http.h) */
+extern const double metrics_run_le[METRICS_RUN_BUCKETS];
+
+/* vault_metrics.c */
+void	 vault_metrics_start(void);
+void	 vault_metrics_run(uint32_t, uint32_t, uint32_t);
+void	 vault_metrics_db_error(void);
+
+/* exec_metrics.c */
+void	 exec_metrics_start(struct imsgev *);
+void	 exec_metrics_running(int);
 
 /* vault_run.c */
 const char *run_outcome_name(uint32_t);	/* enum run_outcome: "ok" ... */

@@ -128,6 +128,7 @@ vault_main(int debug, int verbose)
 		fatalx("cannot finish the interrupted key rotation");
 	vault_index_routes();
 	ctl_init(control_fd, ctl_gid);
+	vault_metrics_start();
 
 	proc_child_run(vault_sig);
 }
@@ -689,6 +690,7 @@ void
 db_fail(struct vault_resp *resp, const char *what)
 {
 	log_warnx("database error (%s): %s", what, store_error());
+	vault_metrics_db_error();
 	store_rollback();
 	resp_error(resp, 500, "internal error: the database failed (%s)",
 	    what);

@@ -555,6 +555,7 @@ run_exit(struct imsg *imsg)
 	    run_outcome_name(rr.outcome), rx.exit_code, rx.duration_ms,
 	    rx.redacted);
 	run_audit_end(vr, &rx, run_outcome_name(rr.outcome));
+	vault_metrics_run(rr.outcome, rx.duration_ms, rx.redacted);
 	if (imsgev_compose(vault_frontend, IMSG_RUN_RESULT, vr->reqid, -1,
 	    &rr, sizeof(rr)) == -1)
 		fatal("%s: send to frontend", __func__);
