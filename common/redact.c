@@ -19,9 +19,8 @@
  * K - 1 of every pattern, and every pattern is at least W + K - 1 long,
  * so a probe that misses rules out a match starting in the K positions
  * before it (line breaks there only bring later W-grams closer).  K is
- * at most 12, so four probes cover up to 52 bytes; three 16-byte
- * compares tell whether a line break may be in their windows, and a
- * probe whose window holds one looks at the next W bytes past it.
+ * at most 12; a probe whose window holds a line break looks at the next
+ * W bytes past it, and text between windows needs no look.
  *
  * Union of spans: every state knows the longest pattern ending in it
  * (outlen), so each position yields at most one match, the longest; a
@@ -50,9 +49,9 @@
 /* Bytes copied into a stream's window per scan. */
 #define REDACT_CHUNK		(64 * 1024)
 #define REDACT_MAXSTATES	(UINT32_MAX / 2)
-/* The start filter: 2^16 bits, 8 KiB, stays in L1 beside the text. */
-#define REDACT_FILTER_BITS	16
-#define REDACT_FILTER_MAXSTRIDE	12
+/* The start filter: 2^17 bits, 16 KiB, stays in L1 beside the text. */
+#define REDACT_FILTER_BITS	17
+#define REDACT_FILTER_MAXSTRIDE	16
 #define REDACT_ISLB(c)		((c) == '\n' || (c) == '\r')
 /* Whether a word holds a '\n' or '\r' byte (the zero byte test). */
 #define RS_HASZERO32(x)	(((x) - 0x01010101U) & ~(x) & 0x80808080U)
@@ -60,9 +59,6 @@
 			    RS_HASZERO32((x) ^ 0x0d0d0d0dU))
 #define REDACT_FILTER_HASH(v) \
 	((uint32_t)((v) * 0x9e3779b1U) >> (32 - REDACT_FILTER_BITS))
-
-/* 16 bytes compared at once (SSE2, NEON or plain words). */
-typedef uint8_t rvec __attribute__((__vector_size__(16)));
 
 struct rnode {				/* the trie while secrets are added */
 	uint32_t	 child;		/* first child, 0 if none */
@@ -163,7 +159,6 @@ static void	 rs_free_automaton(struct redact_set *);
 static inline uint32_t rs_step(const struct redact_set *, uint32_t, uint8_t);
 static int	 rs_probe_lb(const struct redact_set *, const uint8_t *, size_t,
 		    size_t);
-static inline int rs_haslb(rvec);
 static inline size_t rs_skip(struct redact *, size_t, size_t);
 static void	 rs_filter_add(struct redact_set *, uint32_t, uint32_t,
 		    uint8_t *);
@@ -903,26 +898,12 @@ rs_probe_lb(const struct redact_set *rs, const uint8_t *w, size_t p,
 	return (rs->filter[h >> 3] >> (h & 7)) & 1;
 }
 
-/* Whether any of 16 bytes is a line break. */
-static inline int
-rs_haslb(rvec x)
-{
-	rvec		 nl, cr, t;
-	uint64_t	 a[2];
-
-	memset(&nl, '\n', sizeof(nl));
-	memset(&cr, '\r', sizeof(cr));
-	t = (rvec)(x == nl) | (rvec)(x == cr);
-	memcpy(a, &t, sizeof(a));
-	return (a[0] | a[1]) != 0;
-}
-
 /*
  * The first position from i where a pattern may start, or where fewer
  * than 4 bytes remain after a probe, so the automaton decides alone.
- * Four probes go at once; 16 bytes compared in one go tell whether their
- * windows may hold a line break, and only then is each window looked at
- * alone (a probe holding a break looks at the bytes around it).
+ * Four probes go at once, each window tested for a line break in the
+ * word it hashes, with one branch for all; only then is each probe looked
+ * at alone (a probe holding a break looks at the bytes past it).
  */
 static inline size_t
 rs_skip(struct redact *r, size_t i, size_t n)
@@ -930,41 +911,42 @@ rs_skip(struct redact *r, size_t i, size_t n)
 	const struct redact_set	*rs = r->rs;
 	const uint8_t		*f = rs->filter, *w = r->buf;
 	uint32_t		 m = rs->fmask, k = rs->fstride, h0, h1, h2, h3;
-	uint32_t		 v, j;
-	size_t			 p = i + k - 1, zoff;
-	rvec			 x, y, z;
+	uint32_t		 v, v0, v1, v2, v3, j;
+	size_t			 p = i + k - 1;
 
-#define PROBE(h, off) do {						\
-	memcpy(&v, w + p + (off), sizeof(v));				\
-	(h) = REDACT_FILTER_HASH(le32toh(v) & m);			\
+#define LOAD(v, off) do {						\
+	memcpy(&(v), w + p + (off), sizeof(v));				\
+	(v) = le32toh(v) & m;						\
 } while (0)
+#define PROBE(h, v)	((h) = REDACT_FILTER_HASH(v))
 #define HIT(h)	((f[(h) >> 3] >> ((h) & 7)) & 1)
-	/* x, y and z cover the 3 * k + 4 bytes the four windows span. */
-	zoff = 3 * k + 4 > 2 * sizeof(rvec) ? 3 * k + 4 - sizeof(rvec) : 0;
 	for (;;) {
-		while (p + 3 * sizeof(rvec) <= n) {
-			memcpy(&x, w + p, sizeof(x));
-			memcpy(&y, w + p + sizeof(x), sizeof(y));
-			memcpy(&z, w + p + zoff, sizeof(z));
-			if (rs_haslb(x) | rs_haslb(y) | rs_haslb(z))
-				break;
-			PROBE(h0, 0);
-			PROBE(h1, k);
-			PROBE(h2, 2 * k);
-			PROBE(h3, 3 * k);
-			if (HIT(h0) | HIT(h1) | HIT(h2) | HIT(h3))
+		while (p + 3 * k + 4 <= n) {
+			LOAD(v0, 0);
+			LOAD(v1, k);
+			LOAD(v2, 2 * k);
+			LOAD(v3, 3 * k);
+			PROBE(h0, v0);
+			PROBE(h1, v1);
+			PROBE(h2, v2);
+			PROBE(h3, v3);
+			if (RS_HASLB32(v0) | RS_HASLB32(v1) | RS_HASLB32(v2) |
+			    RS_HASLB32(v3) | HIT(h0) | HIT(h1) | HIT(h2) |
+			    HIT(h3))
 				break;
 			p += 4 * k;
 		}
 		for (j = 0; j < 4; j++, p += k) {
 			if (p + 4 > n)
 				return p - (k - 1);
-			PROBE(h0, 0);
-			if (RS_HASLB32(le32toh(v) & m) ?
+			LOAD(v, 0);
+			PROBE(h0, v);
+			if (RS_HASLB32(v) ?
 			    rs_probe_lb(rs, w, p, n) : HIT(h0))
 				return p - (k - 1);
 		}
 	}
+#undef LOAD
 #undef PROBE
 #undef HIT
 }
