@@ -19,7 +19,7 @@
  * K - 1 of every pattern, and every pattern is at least W + K - 1 long,
  * so a probe that misses rules out a match starting in the K positions
  * before it (line breaks there only bring later W-grams closer).  K is
- * at most 12; a probe whose window holds a line break looks at the next
+ * at most 16; a probe whose window holds a line break looks at the next
  * W bytes past it, and text between windows needs no look.
  *
  * Union of spans: every state knows the longest pattern ending in it
