@@ -49,8 +49,8 @@
 /* Bytes copied into a stream's window per scan. */
 #define REDACT_CHUNK		(64 * 1024)
 #define REDACT_MAXSTATES	(UINT32_MAX / 2)
-/* The start filter: 2^17 bits, 16 KiB, stays in L1 beside the text. */
-#define REDACT_FILTER_BITS	17
+/* The start filter: 2^19 bits, 64 KiB, in L2 beside the text. */
+#define REDACT_FILTER_BITS	19
 #define REDACT_FILTER_MAXSTRIDE	16
 #define REDACT_ISLB(c)		((c) == '\n' || (c) == '\r')
 /* Whether a word holds a '\n' or '\r' byte (the zero byte test). */
