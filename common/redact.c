@@ -18,7 +18,9 @@
  * pattern) is probed every K bytes: it holds the W-grams at offsets 0 to
  * K - 1 of every pattern, and every pattern is at least W + K - 1 long,
  * so a probe that misses rules out a match starting in the K positions
- * before it.  A probe that sees a line break counts as a hit.
+ * before it (line breaks there only bring later W-grams closer).  K is
+ * at most 16; a probe whose window holds a line break looks at the next
+ * W bytes past it, and text between windows needs no look.
  *
  * Union of spans: every state knows the longest pattern ending in it
  * (outlen), so each position yields at most one match, the longest; a
@@ -47,10 +49,14 @@
 /* Bytes copied into a stream's window per scan. */
 #define REDACT_CHUNK		(64 * 1024)
 #define REDACT_MAXSTATES	(UINT32_MAX / 2)
-/* The start filter: 2^16 bits, 8 KiB, stays in L1 beside the text. */
-#define REDACT_FILTER_BITS	16
-#define REDACT_FILTER_MAXSTRIDE	4
+/* The start filter: 2^19 bits, 64 KiB, in L2 beside the text. */
+#define REDACT_FILTER_BITS	19
+#define REDACT_FILTER_MAXSTRIDE	16
 #define REDACT_ISLB(c)		((c) == '\n' || (c) == '\r')
+/* Whether a word holds a '\n' or '\r' byte (the zero byte test). */
+#define RS_HASZERO32(x)	(((x) - 0x01010101U) & ~(x) & 0x80808080U)
+#define RS_HASLB32(x)	(RS_HASZERO32((x) ^ 0x0a0a0a0aU) | \
+			    RS_HASZERO32((x) ^ 0x0d0d0d0dU))
 #define REDACT_FILTER_HASH(v) \
 	((uint32_t)((v) * 0x9e3779b1U) >> (32 - REDACT_FILTER_BITS))
 
@@ -125,8 +131,6 @@ struct redact {
 	uint64_t	*ring;		/* offsets of the last bytes stepped */
 	uint64_t	 rmask;
 	uint64_t	 vi;		/* bytes stepped */
-	uint64_t	 nextnl;	/* the next '\n' and '\r' from there */
-	uint64_t	 nextcr;
 	struct rstack	 spans;		/* struct rspan */
 	struct rstack	 starts;	/* uint64_t: counted, not contained */
 	int		 finished;
@@ -155,7 +159,6 @@ static void	 rs_free_automaton(struct redact_set *);
 static inline uint32_t rs_step(const struct redact_set *, uint32_t, uint8_t);
 static int	 rs_probe_lb(const struct redact_set *, const uint8_t *, size_t,
 		    size_t);
-static inline size_t rs_nextlb(struct redact *, size_t, size_t);
 static inline size_t rs_skip(struct redact *, size_t, size_t);
 static void	 rs_filter_add(struct redact_set *, uint32_t, uint32_t,
 		    uint8_t *);
@@ -576,7 +579,7 @@ redact_set_compile(struct redact_set *rs)
 	uint32_t	*order = NULL, *id = NULL, *row;
 	uint32_t	 n, head, tail, c, q, v, f, e, k, t = 0;
 	uint32_t	 rootgo[256];
-	uint8_t		 path[8];
+	uint8_t		 path[REDACT_FILTER_MAXSTRIDE + 4];
 	size_t		 ncls, ndense;
 	int		 rv = -1;
 
@@ -895,28 +898,12 @@ rs_probe_lb(const struct redact_set *rs, const uint8_t *w, size_t p,
 	return (rs->filter[h >> 3] >> (h & 7)) & 1;
 }
 
-/* The first line break at or after p (n if none yet), cached per byte. */
-static inline size_t
-rs_nextlb(struct redact *r, size_t p, size_t n)
-{
-	const uint8_t	*x;
-	uint64_t	 ap = r->base + p;
-
-	if (r->nextnl < ap) {
-		x = memchr(r->buf + p, '\n', n - p);
-		r->nextnl = r->base + (x != NULL ? (size_t)(x - r->buf) : n);
-	}
-	if (r->nextcr < ap) {
-		x = memchr(r->buf + p, '\r', n - p);
-		r->nextcr = r->base + (x != NULL ? (size_t)(x - r->buf) : n);
-	}
-	return (r->nextnl < r->nextcr ? r->nextnl : r->nextcr) - r->base;
-}
-
 /*
  * The first position from i where a pattern may start, or where fewer
- * than 4 bytes remain after a probe, so the automaton decides alone.  A
- * probe holding a line break looks at the bytes around the break.
+ * than 4 bytes remain after a probe, so the automaton decides alone.
+ * Four probes go at once, each window tested for a line break in the
+ * word it hashes, with one branch for all; only then is each probe looked
+ * at alone (a probe holding a break looks at the bytes past it).
  */
 static inline size_t
 rs_skip(struct redact *r, size_t i, size_t n)
@@ -924,36 +911,42 @@ rs_skip(struct redact *r, size_t i, size_t n)
 	const struct redact_set	*rs = r->rs;
 	const uint8_t		*f = rs->filter, *w = r->buf;
 	uint32_t		 m = rs->fmask, k = rs->fstride, h0, h1, h2, h3;
-	uint32_t		 v, j;
-	size_t			 p = i + k - 1, lim;
+	uint32_t		 v, v0, v1, v2, v3, j;
+	size_t			 p = i + k - 1;
 
-#define PROBE(h, off) do {						\
-	memcpy(&v, w + p + (off), sizeof(v));				\
-	(h) = REDACT_FILTER_HASH(le32toh(v) & m);			\
+#define LOAD(v, off) do {						\
+	memcpy(&(v), w + p + (off), sizeof(v));				\
+	(v) = le32toh(v) & m;						\
 } while (0)
+#define PROBE(h, v)	((h) = REDACT_FILTER_HASH(v))
 #define HIT(h)	((f[(h) >> 3] >> ((h) & 7)) & 1)
 	for (;;) {
-		/* No line break before lim: the plain probes are exact. */
-		lim = p < n ? rs_nextlb(r, p, n) : n;
-		while (p + 3 * k + 4 <= lim) {
-			PROBE(h0, 0);
-			PROBE(h1, k);
-			PROBE(h2, 2 * k);
-			PROBE(h3, 3 * k);
-			if (HIT(h0) | HIT(h1) | HIT(h2) | HIT(h3))
+		while (p + 3 * k + 4 <= n) {
+			LOAD(v0, 0);
+			LOAD(v1, k);
+			LOAD(v2, 2 * k);
+			LOAD(v3, 3 * k);
+			PROBE(h0, v0);
+			PROBE(h1, v1);
+			PROBE(h2, v2);
+			PROBE(h3, v3);
+			if (RS_HASLB32(v0) | RS_HASLB32(v1) | RS_HASLB32(v2) |
+			    RS_HASLB32(v3) | HIT(h0) | HIT(h1) | HIT(h2) |
+			    HIT(h3))
 				break;
 			p += 4 * k;
 		}
 		for (j = 0; j < 4; j++, p += k) {
 			if (p + 4 > n)
 				return p - (k - 1);
-			if (p > lim)
-				lim = rs_nextlb(r, p, n);
-			PROBE(h0, 0);
-			if (p + 4 > lim ? rs_probe_lb(rs, w, p, n) : HIT(h0))
+			LOAD(v, 0);
+			PROBE(h0, v);
+			if (RS_HASLB32(v) ?
+			    rs_probe_lb(rs, w, p, n) : HIT(h0))
 				return p - (k - 1);
 		}
 	}
+#undef LOAD
 #undef PROBE
 #undef HIT
 }
