@@ -271,3 +271,13 @@ store_deny_delete(int64_t org, int64_t id)
 {
 	return (ops->deny_delete(org, id));
 }
+
+/* vault_org.c, vault_policy.c, vault_ctl.c */
+
+/* vault_tool.c */
+
+/* calls and daily caps (the relay) */
+
+/* batched run ends */
+
+/* treg compatibility */

@@ -259,6 +259,16 @@ struct store_ops {
 	int	(*deny_insert)(const struct store_deny *, int64_t *);
 	int	(*deny_get)(int64_t, store_deny_fn, void *);
 	int	(*deny_delete)(int64_t, int64_t);
+
+	/* ops: vault_org.c, vault_policy.c, vault_ctl.c */
+
+	/* ops: vault_tool.c */
+
+	/* ops: calls and daily caps (the relay) */
+
+	/* ops: batched run ends */
+
+	/* ops: treg compatibility */
 };
 extern const struct store_ops	store_sqlite_ops;	/* store_sqlite.c */
 extern const struct store_ops	store_pg_ops;		/* store_pg.c */
@@ -339,5 +349,15 @@ int		 store_deny_insert(const struct store_deny *, int64_t *);
 int		 store_deny_get(int64_t, store_deny_fn, void *);
 /* Rule id of org: 0 deleted, 1 no such rule. */
 int		 store_deny_delete(int64_t, int64_t);
+
+/* vault_org.c, vault_policy.c, vault_ctl.c */
+
+/* vault_tool.c */
+
+/* calls and daily caps (the relay) */
+
+/* batched run ends */
+
+/* treg compatibility */
 
 #endif /* STORE_H */

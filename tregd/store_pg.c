@@ -86,6 +86,16 @@ const struct store_ops store_pg_ops = {
 	.deny_insert = pg_deny_insert,
 	.deny_get = pg_deny_get,
 	.deny_delete = pg_deny_delete,
+
+	/* vault_org.c, vault_policy.c, vault_ctl.c */
+
+	/* vault_tool.c */
+
+	/* calls and daily caps (the relay) */
+
+	/* batched run ends */
+
+	/* treg compatibility */
 };
 
 /*

@@ -80,4 +80,14 @@ int	pg_deny_insert(const struct store_deny *, int64_t *);
 int	pg_deny_get(int64_t, store_deny_fn, void *);
 int	pg_deny_delete(int64_t, int64_t);
 
+/* vault_org.c, vault_policy.c, vault_ctl.c */
+
+/* vault_tool.c */
+
+/* calls and daily caps (the relay) */
+
+/* batched run ends */
+
+/* treg compatibility */
+
 #endif /* STORE_PG_H */

@@ -92,6 +92,16 @@ const struct store_ops store_sqlite_ops = {
 	.deny_insert = sq_deny_insert,
 	.deny_get = sq_deny_get,
 	.deny_delete = sq_deny_delete,
+
+	/* vault_org.c, vault_policy.c, vault_ctl.c */
+
+	/* vault_tool.c */
+
+	/* calls and daily caps (the relay) */
+
+	/* batched run ends */
+
+	/* treg compatibility */
 };
 
 /* ------------------------------------------------------------------ */

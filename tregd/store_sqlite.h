@@ -72,4 +72,14 @@ int		 sq_call_insert(const struct store_call *, int64_t *);
 int		 sq_runs_page(int64_t, char, int64_t, store_runs_fn, void *);
 int		 sq_calls_page(int64_t, int64_t, store_calls_fn, void *);
 
+/* vault_org.c, vault_policy.c, vault_ctl.c */
+
+/* vault_tool.c */
+
+/* calls and daily caps (the relay) */
+
+/* batched run ends */
+
+/* treg compatibility */
+
 #endif /* STORE_SQLITE_H */
