@@ -1,4 +1,7 @@
-/* The PostgreSQL engine's deny rules (SPEC section 9). */
+/*
+ * The PostgreSQL engine's deny rules (SPEC section 9), local grants and
+ * the credential health they report.
+ */
 
 #include <sys/types.h>
 
@@ -133,4 +136,86 @@ pg_deny_delete(int64_t org, int64_t id)
 	n = strtonum(PQcmdTuples(res), 0, INT32_MAX, NULL);
 	PQclear(res);
 	return (n == 0 ? 1 : 0);
+}
+
+int
+pg_grant_find(int64_t org, int64_t user, int64_t grant, const char *tool)
+{
+	static struct pg_stmt	 st = { "SELECT id FROM calls WHERE id = $1 "
+	    "AND org_id = $2 AND user_id = $3 AND kind = 'local_run' AND "
+	    "action = 'GRANT' AND tool_name = $4", 0 };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_int(&q, grant);
+	pgq_int(&q, org);
+	pgq_int(&q, user);
+	pgq_text(&q, tool);
+	return (pg_value(&st, &q, NULL));
+}
+
+int
+pg_tool_secrets_mark(int64_t org, int64_t tool, const char *status,
+    const char *detail, const char *at, store_text_fn fn, void *arg)
+{
+	static struct pg_stmt	 st = { "UPDATE secrets SET status = $1, "
+	    "status_detail = $2, checked_at = $3 WHERE org_id = $4 AND "
+	    "kind <> 'param' AND id IN (SELECT secret_id FROM tool_secrets "
+	    "WHERE tool_id = $5) RETURNING name", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+	int			 i;
+
+	pgq_init(&q);
+	pgq_text(&q, status);
+	pgq_text(&q, detail);
+	pgq_text(&q, at);
+	pgq_int(&q, org);
+	pgq_int(&q, tool);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	for (i = 0; i < PQntuples(res); i++)
+		fn(pg_text(res, i, 0), arg);
+	PQclear(res);
+	return (0);
+}
+
+int
+pg_health(int64_t org, const char *access, int64_t user,
+    store_secret_row_fn fn, void *arg)
+{
+	static struct pg_stmt	 st = { "SELECT s.id, s.name, s.kind, "
+	    "s.status, s.status_detail, s.checked_at FROM secrets s "
+	    "LEFT JOIN bundles sb ON sb.id = s.bundle_id WHERE s.org_id = $1 "
+	    "AND s.kind <> 'param' AND ($2::text IS NULL OR s.owner_id = $3 "
+	    "OR sb.name IN (SELECT jsonb_array_elements_text($2::text::jsonb)) "
+	    "OR EXISTS (SELECT 1 FROM tool_secrets ts JOIN tools t ON "
+	    "t.id = ts.tool_id LEFT JOIN bundles b ON b.id = t.bundle_id "
+	    "WHERE ts.secret_id = s.id AND (t.name IN (SELECT "
+	    "jsonb_array_elements_text($2::text::jsonb)) OR b.name IN (SELECT "
+	    "jsonb_array_elements_text($2::text::jsonb))))) ORDER BY s.id", 0 };
+	struct store_secret_row	 s;
+	struct pgq		 q;
+	PGresult		*res;
+	int			 i, stop = 0;
+
+	pgq_init(&q);
+	pgq_int(&q, org);
+	pgq_text(&q, access);
+	pgq_int(&q, user);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
+		memset(&s, 0, sizeof(s));
+		s.id = pg_int(res, i, 0);
+		s.name = pg_text(res, i, 1);
+		s.kind = pg_text(res, i, 2);
+		s.owner_email = s.created_at = "";
+		s.status = pg_text(res, i, 3);
+		s.status_detail = pg_ntext(res, i, 4);
+		s.checked_at = pg_ntext(res, i, 5);
+		stop = fn(&s, arg);
+	}
+	PQclear(res);
+	return (stop < 0 ? -1 : 0);
 }

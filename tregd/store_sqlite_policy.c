@@ -1,4 +1,7 @@
-/* The sqlite engine's deny rules (SPEC section 9). */
+/*
+ * The sqlite engine's deny rules (SPEC section 9), local grants and the
+ * credential health they report.
+ */
 
 #include <string.h>
 
@@ -15,6 +18,7 @@ struct deny_each {
 };
 
 static int	sq_deny_row(sqlite3_stmt *, void *);
+static int	sq_health_row(sqlite3_stmt *, void *);
 
 static int
 sq_deny_row(sqlite3_stmt *st, void *arg)
@@ -129,4 +133,92 @@ sq_deny_delete(int64_t org, int64_t id)
 	if (sq_done(st) == -1)
 		return (-1);
 	return (sqlite3_changes(vault_db) == 0 ? 1 : 0);
+}
+
+int
+sq_grant_find(int64_t org, int64_t user, int64_t grant, const char *tool)
+{
+	sqlite3_stmt	*st;
+
+	if ((st = db_prepare("SELECT 1 FROM calls WHERE id = :id AND "
+	    "org_id = :org AND user_id = :user AND kind = 'local_run' AND "
+	    "action = 'GRANT' AND tool_name = :tool")) == NULL)
+		return (-1);
+	sq_int(st, ":id", grant);
+	sq_int(st, ":org", org);
+	sq_int(st, ":user", user);
+	sq_text(st, ":tool", tool);
+	return (sq_one(st, NULL, NULL));
+}
+
+int
+sq_tool_secrets_mark(int64_t org, int64_t tool, const char *status,
+    const char *detail, const char *at, store_text_fn fn, void *arg)
+{
+	sqlite3_stmt	*st;
+	int		 rc;
+
+	if ((st = db_prepare("UPDATE secrets SET status = :status, "
+	    "status_detail = :detail, checked_at = :at WHERE org_id = :org "
+	    "AND kind != 'param' AND id IN (SELECT secret_id FROM "
+	    "tool_secrets WHERE tool_id = :tool) RETURNING name")) == NULL)
+		return (-1);
+	sq_text(st, ":status", status);
+	sq_text(st, ":detail", detail);
+	sq_text(st, ":at", at);
+	sq_int(st, ":org", org);
+	sq_int(st, ":tool", tool);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		fn(db_text(st, 0), arg);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return (rc == SQLITE_DONE ? 0 : -1);
+}
+
+struct health_each {
+	store_secret_row_fn	 fn;
+	void			*arg;
+};
+
+static int
+sq_health_row(sqlite3_stmt *st, void *arg)
+{
+	struct health_each	*e = arg;
+	struct store_secret_row	 s;
+
+	memset(&s, 0, sizeof(s));
+	s.id = sq_cint(st, "id");
+	s.name = sq_ctext(st, "name");
+	s.kind = sq_ctext(st, "kind");
+	s.owner_email = s.created_at = "";
+	s.status = sq_ctext(st, "status");
+	s.status_detail = sq_cntext(st, "status_detail");
+	s.checked_at = sq_cntext(st, "checked_at");
+	return (e->fn(&s, e->arg));
+}
+
+int
+sq_health(int64_t org, const char *access, int64_t user,
+    store_secret_row_fn fn, void *arg)
+{
+	struct health_each	 e = { fn, arg };
+	sqlite3_stmt		*st;
+
+	if ((st = db_prepare("SELECT s.id AS id, s.name AS name, "
+	    "s.kind AS kind, s.status AS status, "
+	    "s.status_detail AS status_detail, s.checked_at AS checked_at "
+	    "FROM secrets s LEFT JOIN bundles sb ON sb.id = s.bundle_id "
+	    "WHERE s.org_id = :org AND s.kind != 'param' AND (:access IS NULL "
+	    "OR s.owner_id = :user OR "
+	    "sb.name IN (SELECT value FROM json_each(:access)) OR EXISTS "
+	    "(SELECT 1 FROM tool_secrets ts JOIN tools t ON t.id = ts.tool_id "
+	    "LEFT JOIN bundles b ON b.id = t.bundle_id WHERE "
+	    "ts.secret_id = s.id AND (t.name IN (SELECT value FROM "
+	    "json_each(:access)) OR b.name IN (SELECT value FROM "
+	    "json_each(:access))))) ORDER BY s.id")) == NULL)
+		return (-1);
+	sq_int(st, ":org", org);
+	sq_text(st, ":access", access);
+	sq_int(st, ":user", user);
+	return (sq_each(st, sq_health_row, &e));
 }

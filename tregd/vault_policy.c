@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_sqlite.h"
+#include "store.h"
 #include "vault.h"
 
 #define DENY_RULES_MAX		1000	/* per org */
@@ -72,8 +72,8 @@ static void	tool_grant(struct vault_req *, struct vault_resp *);
 static void	tool_run_report(struct vault_req *, struct vault_resp *);
 static void	calls_list(struct vault_req *, struct vault_resp *);
 static void	health_list(struct vault_req *, struct vault_resp *);
-static json_t	*json_text_or_null(sqlite3_stmt *, int);
-static char	*access_bind(sqlite3_stmt *, int, const struct auth *);
+static char	*access_text(const struct auth *);
+static int	 marked_name(const char *, void *);
 static json_t	*text_or_null(const char *);
 static json_t	*int_or_null(int, int64_t);
 static json_t	*call_view(const struct store_calls_row *);
@@ -82,7 +82,7 @@ static int	 calls_row_visible(const struct auth *,
 static int	 calls_row(const struct store_calls_row *, void *);
 static json_t	*calls_query(int64_t, const struct auth *, size_t, int64_t,
 		    json_t *(*)(const struct store_calls_row *));
-static json_t	*health_view(sqlite3_stmt *, const void *);
+static int	 health_view(const struct store_secret_row *, void *);
 static json_t	*audit_view(const struct store_calls_row *);
 
 const struct vault_route vault_policy_routes[] = {
@@ -507,8 +507,7 @@ tool_usable(const struct auth *a, const struct tool_row *t)
 static void
 audit_unwritable(struct vault_resp *resp, const char *what)
 {
-	log_warnx("audit row not written (%s): %s", what,
-	    sqlite3_errmsg(vault_db));
+	log_warnx("audit row not written (%s): %s", what, store_error());
 	store_rollback();
 	resp_error(resp, 503, "the audit log cannot be written — %s", what);
 }
@@ -834,12 +833,11 @@ tool_run_report(struct vault_req *req, struct vault_resp *resp)
 	const struct auth	*a = req->auth;
 	struct local_audit	 la;
 	struct tool_row		 t;
-	sqlite3_stmt		*st;
 	const char		*verdict = NULL, *detail = NULL;
 	char			 now[32], dbuf[REPORT_DETAIL_MAX + 128];
 	int64_t			 grant, exit_code, rid;
 	json_t			*marked;
-	int			 i, rc;
+	int			 i;
 
 	memset(&t, 0, sizeof(t));
 	memset(&la, 0, sizeof(la));
@@ -859,23 +857,13 @@ tool_run_report(struct vault_req *req, struct vault_resp *resp)
 	}
 
 	/* Another user's grant is not found: no guessing at audit ids. */
-	if ((st = db_prepare("SELECT 1 FROM calls WHERE id = ? AND "
-	    "org_id = ? AND user_id = ? AND kind = 'local_run' AND "
-	    "action = 'GRANT' AND tool_name = ?")) == NULL) {
-		db_fail(resp, "run report");
-		return;
-	}
-	sqlite3_bind_int64(st, 1, grant);
-	sqlite3_bind_int64(st, 2, a->org_id);
-	sqlite3_bind_int64(st, 3, a->user_id);
-	sqlite3_bind_text(st, 4, req->name, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	if (rc == SQLITE_DONE) {
+	switch (store_grant_find(a->org_id, a->user_id, grant, req->name)) {
+	case 0:
+		break;
+	case 1:
 		resp_error(resp, 404, "no matching grant for that audit_id");
 		return;
-	}
-	if (rc != SQLITE_ROW) {
+	default:
 		db_fail(resp, "run report");
 		return;
 	}
@@ -908,26 +896,10 @@ tool_run_report(struct vault_req *req, struct vault_resp *resp)
 			    (long long)exit_code);
 		now_iso(now, sizeof(now));
 		/* A param is configuration, not a credential. */
-		if ((st = db_prepare("UPDATE secrets SET status = ?, "
-		    "status_detail = ?, checked_at = ? WHERE org_id = ? AND "
-		    "kind != 'param' AND id IN (SELECT secret_id FROM "
-		    "tool_secrets WHERE tool_id = ?) RETURNING name")) ==
-		    NULL) {
-			db_fail(resp, "run report");
-			goto out;
-		}
-		sqlite3_bind_text(st, 1, strcmp(verdict, "ok") == 0 ? "ok" :
-		    "invalid", -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, dbuf, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, now, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 4, a->org_id);
-		sqlite3_bind_int64(st, 5, t.id);
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-			if (strcmp(verdict, "credential_invalid") == 0)
-				json_array_append_new(marked,
-				    json_string(db_text(st, 0)));
-		sqlite3_reset(st);
-		if (rc != SQLITE_DONE) {
+		if (store_tool_secrets_mark(a->org_id, t.id,
+		    strcmp(verdict, "ok") == 0 ? "ok" : "invalid", dbuf, now,
+		    marked_name, strcmp(verdict, "credential_invalid") == 0 ?
+		    marked : NULL) == -1) {
 			db_fail(resp, "run report");
 			goto out;
 		}
@@ -954,21 +926,21 @@ tool_run_report(struct vault_req *req, struct vault_resp *resp)
 /* ------------------------------------------------------------------ */
 /* Reads.                                                              */
 
-static json_t *
-json_text_or_null(sqlite3_stmt *st, int col)
+/* A secret the run report marked, for its answer (NULL: not listed). */
+static int
+marked_name(const char *name, void *arg)
 {
-	if (sqlite3_column_type(st, col) == SQLITE_NULL)
-		return (json_null());
-	return (json_string(db_text(st, col)));
+	if (arg != NULL)
+		json_array_append_new(arg, json_string(name));
+	return (0);
 }
 
 /*
- * A gated caller's access list, bound as JSON to parameter col so that
- * the query can filter by it; left NULL (no filter) for owners and
- * members without a list.  The string to free once st is reset.
+ * A gated caller's access list as JSON, for the store to filter by;
+ * NULL (no filter) for owners and members without a list.  To be freed.
  */
 static char *
-access_bind(sqlite3_stmt *st, int col, const struct auth *a)
+access_text(const struct auth *a)
 {
 	char	*access;
 
@@ -976,7 +948,6 @@ access_bind(sqlite3_stmt *st, int col, const struct auth *a)
 		return (NULL);
 	if ((access = json_dumps(a->tool_access, JSON_COMPACT)) == NULL)
 		fatalx("%s: json_dumps", __func__);
-	sqlite3_bind_text(st, col, access, -1, SQLITE_STATIC);
 	return (access);
 }
 
@@ -1021,21 +992,22 @@ call_view(const struct store_calls_row *r)
 	return (o);
 }
 
-static json_t *
-health_view(sqlite3_stmt *st, const void *arg)
+static int
+health_view(const struct store_secret_row *r, void *arg)
 {
 	json_t	*o;
 
 	o = json_pack("{s:I, s:s, s:s, s:s, s:o, s:o}",
-	    "secret_id", (json_int_t)sqlite3_column_int64(st, 0),
-	    "name", db_text(st, 1),
-	    "kind", db_text(st, 2),
-	    "status", db_text(st, 3),
-	    "detail", json_text_or_null(st, 4),
-	    "checked_at", json_text_or_null(st, 5));
+	    "secret_id", (json_int_t)r->id,
+	    "name", r->name,
+	    "kind", r->kind,
+	    "status", r->status,
+	    "detail", text_or_null(r->status_detail),
+	    "checked_at", text_or_null(r->checked_at));
 	if (o == NULL)
 		fatalx("%s: json_pack", __func__);
-	return (o);
+	json_array_append_new(arg, o);
+	return (0);
 }
 
 static json_t *
@@ -1166,29 +1138,16 @@ static void
 health_list(struct vault_req *req, struct vault_resp *resp)
 {
 	const struct auth	*a = req->auth;
-	sqlite3_stmt		*st;
 	json_t			*arr;
 	char			*access;
+	int			 rc;
 
-	if ((st = db_prepare("SELECT s.id, s.name, s.kind, s.status, "
-	    "s.status_detail, s.checked_at FROM secrets s LEFT JOIN bundles "
-	    "sb ON sb.id = s.bundle_id WHERE s.org_id = ?1 AND "
-	    "s.kind != 'param' AND (?2 IS NULL OR s.owner_id = ?3 OR "
-	    "sb.name IN (SELECT value FROM json_each(?2)) OR EXISTS (SELECT 1 "
-	    "FROM tool_secrets ts JOIN tools t ON t.id = ts.tool_id LEFT JOIN "
-	    "bundles b ON b.id = t.bundle_id WHERE ts.secret_id = s.id AND "
-	    "(t.name IN (SELECT value FROM json_each(?2)) OR b.name IN "
-	    "(SELECT value FROM json_each(?2))))) ORDER BY s.id")) == NULL) {
-		db_fail(resp, "health");
-		return;
-	}
-	sqlite3_bind_int64(st, 1, a->org_id);
-	access = access_bind(st, 2, a);
-	sqlite3_bind_int64(st, 3, a->user_id);
-	arr = db_rows(st, health_view, NULL);
-	sqlite3_clear_bindings(st);
+	arr = json_array();
+	access = access_text(a);
+	rc = store_health(a->org_id, access, a->user_id, health_view, arr);
 	free(access);
-	if (arr == NULL) {
+	if (rc == -1) {
+		json_decref(arr);
 		db_fail(resp, "health");
 		return;
 	}
@@ -1202,34 +1161,20 @@ health_list(struct vault_req *req, struct vault_resp *resp)
 int
 ctl_show_audit(const struct ctl_request *cr, json_t **reply)
 {
-	sqlite3_stmt	*st;
 	int64_t		 org = 0;
-	int		 rc, n = 0, limit = AUDIT_CTL_MAX;
+	int		 rc, limit = AUDIT_CTL_MAX;
 
 	if (cr->limit > 0 && cr->limit < AUDIT_CTL_MAX)
 		limit = cr->limit;
-	if (cr->org[0] != '\0') {
-		if ((st = db_prepare("SELECT id FROM orgs WHERE slug = ?1 "
-		    "UNION ALL SELECT id FROM orgs WHERE name = ?1 AND NOT "
-		    "EXISTS (SELECT 1 FROM orgs WHERE slug = ?1)")) == NULL) {
+	if (cr->org[0] != '\0' &&
+	    (rc = store_org_find(cr->org, &org, NULL, 0)) != 0) {
+		if (rc == -1)
 			*reply = ctl_errorf("database error");
-			return (-1);
-		}
-		sqlite3_bind_text(st, 1, cr->org, -1, SQLITE_STATIC);
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-			if (n++ == 0)
-				org = sqlite3_column_int64(st, 0);
-		sqlite3_reset(st);
-		if (rc != SQLITE_DONE) {
-			*reply = ctl_errorf("database error");
-			return (-1);
-		}
-		if (n != 1) {
-			*reply = ctl_errorf(n == 0 ? "no org '%s'" :
+		else
+			*reply = ctl_errorf(rc == 1 ? "no org '%s'" :
 			    "more than one org is named '%s'; give its slug",
 			    cr->org);
-			return (-1);
-		}
+		return (-1);
 	}
 	if ((*reply = calls_query(org, NULL, limit, 0, audit_view)) == NULL) {
 		*reply = ctl_errorf("database error");
