@@ -13,6 +13,8 @@
 #include "log.h"
 #include "store_pg.h"
 
+static int	pg_secret_rows(PGresult *, store_secret_row_fn, void *);
+
 /* One row-less answer: a count, an id, or whether a row exists. */
 static int
 pg_one(struct pg_stmt *st, const struct pgq *q, int64_t *v)
@@ -95,22 +97,12 @@ pg_org_members(int64_t org, int agents, store_org_member_fn fn, void *arg)
 	return (stop < 0 ? -1 : 0);
 }
 
-int
-pg_org_secrets(int64_t org, store_secret_row_fn fn, void *arg)
+static int
+pg_secret_rows(PGresult *res, store_secret_row_fn fn, void *arg)
 {
-	static struct pg_stmt	 st = { "SELECT s.id, s.name, s.kind, "
-	    "coalesce(u.email, ''), s.bundle_id, s.status, s.status_detail, "
-	    "s.checked_at, s.created_at FROM secrets s LEFT JOIN users u ON "
-	    "u.id = s.owner_id WHERE s.org_id = $1 ORDER BY s.id", 0 };
 	struct store_secret_row	 s;
-	struct pgq		 q;
-	PGresult		*res;
 	int			 i, stop = 0;
 
-	pgq_init(&q);
-	pgq_int(&q, org);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
 	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
 		memset(&s, 0, sizeof(s));
 		s.id = pg_int(res, i, 0);
@@ -126,6 +118,51 @@ pg_org_secrets(int64_t org, store_secret_row_fn fn, void *arg)
 	}
 	PQclear(res);
 	return (stop < 0 ? -1 : 0);
+}
+
+int
+pg_org_secrets(int64_t org, store_secret_row_fn fn, void *arg)
+{
+	static struct pg_stmt	 st = { "SELECT s.id, s.name, s.kind, "
+	    "coalesce(u.email, ''), s.bundle_id, s.status, s.status_detail, "
+	    "s.checked_at, s.created_at FROM secrets s LEFT JOIN users u ON "
+	    "u.id = s.owner_id WHERE s.org_id = $1 ORDER BY s.id", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+
+	pgq_init(&q);
+	pgq_int(&q, org);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	return (pg_secret_rows(res, fn, arg));
+}
+
+/* GET /health's rows have the shape of tregctl's, without the owner. */
+int
+pg_health(int64_t org, const char *access, int64_t user,
+    store_secret_row_fn fn, void *arg)
+{
+	static struct pg_stmt	 st = { "SELECT s.id, s.name, s.kind, '', "
+	    "NULL::bigint, s.status, s.status_detail, s.checked_at, '' "
+	    "FROM secrets s LEFT JOIN bundles sb ON sb.id = s.bundle_id "
+	    "WHERE s.org_id = $1 AND s.kind <> 'param' AND ($2::text IS NULL "
+	    "OR s.owner_id = $3 OR sb.name IN (SELECT "
+	    "jsonb_array_elements_text($2::text::jsonb)) OR EXISTS (SELECT 1 "
+	    "FROM tool_secrets ts JOIN tools t ON t.id = ts.tool_id LEFT JOIN "
+	    "bundles b ON b.id = t.bundle_id WHERE ts.secret_id = s.id AND "
+	    "(t.name IN (SELECT jsonb_array_elements_text($2::text::jsonb)) OR "
+	    "b.name IN (SELECT jsonb_array_elements_text($2::text::jsonb))))) "
+	    "ORDER BY s.id", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+
+	pgq_init(&q);
+	pgq_int(&q, org);
+	pgq_text(&q, access);
+	pgq_int(&q, user);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	return (pg_secret_rows(res, fn, arg));
 }
 
 int

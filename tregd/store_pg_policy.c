@@ -1,6 +1,6 @@
 /*
- * The PostgreSQL engine's deny rules (SPEC section 9), local grants and
- * the credential health they report.
+ * The PostgreSQL engine's deny rules (SPEC section 9), and the local
+ * grants and the credential health they report.
  */
 
 #include <sys/types.h>
@@ -178,44 +178,4 @@ pg_tool_secrets_mark(int64_t org, int64_t tool, const char *status,
 		fn(pg_text(res, i, 0), arg);
 	PQclear(res);
 	return (0);
-}
-
-int
-pg_health(int64_t org, const char *access, int64_t user,
-    store_secret_row_fn fn, void *arg)
-{
-	static struct pg_stmt	 st = { "SELECT s.id, s.name, s.kind, "
-	    "s.status, s.status_detail, s.checked_at FROM secrets s "
-	    "LEFT JOIN bundles sb ON sb.id = s.bundle_id WHERE s.org_id = $1 "
-	    "AND s.kind <> 'param' AND ($2::text IS NULL OR s.owner_id = $3 "
-	    "OR sb.name IN (SELECT jsonb_array_elements_text($2::text::jsonb)) "
-	    "OR EXISTS (SELECT 1 FROM tool_secrets ts JOIN tools t ON "
-	    "t.id = ts.tool_id LEFT JOIN bundles b ON b.id = t.bundle_id "
-	    "WHERE ts.secret_id = s.id AND (t.name IN (SELECT "
-	    "jsonb_array_elements_text($2::text::jsonb)) OR b.name IN (SELECT "
-	    "jsonb_array_elements_text($2::text::jsonb))))) ORDER BY s.id", 0 };
-	struct store_secret_row	 s;
-	struct pgq		 q;
-	PGresult		*res;
-	int			 i, stop = 0;
-
-	pgq_init(&q);
-	pgq_int(&q, org);
-	pgq_text(&q, access);
-	pgq_int(&q, user);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
-		memset(&s, 0, sizeof(s));
-		s.id = pg_int(res, i, 0);
-		s.name = pg_text(res, i, 1);
-		s.kind = pg_text(res, i, 2);
-		s.owner_email = s.created_at = "";
-		s.status = pg_text(res, i, 3);
-		s.status_detail = pg_ntext(res, i, 4);
-		s.checked_at = pg_ntext(res, i, 5);
-		stop = fn(&s, arg);
-	}
-	PQclear(res);
-	return (stop < 0 ? -1 : 0);
 }

@@ -150,6 +150,34 @@ sq_org_secrets(int64_t org, store_secret_row_fn fn, void *arg)
 	return (sq_each(st, sq_secret_row, &e));
 }
 
+/* GET /health's rows have the shape of tregctl's, without the owner. */
+int
+sq_health(int64_t org, const char *access, int64_t user,
+    store_secret_row_fn fn, void *arg)
+{
+	struct each	 e = { .fn.secret = fn, .arg = arg };
+	sqlite3_stmt	*st;
+
+	if ((st = db_prepare("SELECT s.id AS id, s.name AS name, "
+	    "s.kind AS kind, '' AS owner, NULL AS bundle_id, "
+	    "s.status AS status, s.status_detail AS status_detail, "
+	    "s.checked_at AS checked_at, '' AS created_at "
+	    "FROM secrets s LEFT JOIN bundles sb ON sb.id = s.bundle_id "
+	    "WHERE s.org_id = :org AND s.kind != 'param' AND (:access IS NULL "
+	    "OR s.owner_id = :user OR "
+	    "sb.name IN (SELECT value FROM json_each(:access)) OR EXISTS "
+	    "(SELECT 1 FROM tool_secrets ts JOIN tools t ON t.id = ts.tool_id "
+	    "LEFT JOIN bundles b ON b.id = t.bundle_id WHERE "
+	    "ts.secret_id = s.id AND (t.name IN (SELECT value FROM "
+	    "json_each(:access)) OR b.name IN (SELECT value FROM "
+	    "json_each(:access))))) ORDER BY s.id")) == NULL)
+		return (-1);
+	sq_int(st, ":org", org);
+	sq_text(st, ":access", access);
+	sq_int(st, ":user", user);
+	return (sq_each(st, sq_secret_row, &e));
+}
+
 int
 sq_user_by_email(const char *email, int64_t *id, int *is_agent)
 {
@@ -199,19 +227,12 @@ int
 sq_user_first_org(int64_t uid, int64_t *org)
 {
 	sqlite3_stmt	*st;
-	int		 rc;
 
 	if ((st = db_prepare("SELECT org_id FROM memberships "
 	    "WHERE user_id = :uid ORDER BY org_id LIMIT 1")) == NULL)
 		return (-1);
 	sq_int(st, ":uid", uid);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		*org = sq_cint(st, "org_id");
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc == SQLITE_ROW)
-		return (0);
-	return (rc == SQLITE_DONE ? 1 : -1);
+	return (sq_value(st, org));
 }
 
 int
@@ -229,19 +250,13 @@ int
 sq_member_of(int64_t user, int64_t org)
 {
 	sqlite3_stmt	*st;
-	int		 rc;
 
 	if ((st = db_prepare("SELECT 1 FROM memberships WHERE "
 	    "user_id = :user AND org_id = :org")) == NULL)
 		return (-1);
 	sq_int(st, ":user", user);
 	sq_int(st, ":org", org);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc == SQLITE_ROW)
-		return (0);
-	return (rc == SQLITE_DONE ? 1 : -1);
+	return (sq_one(st, NULL, NULL));
 }
 
 /* ------------------------------------------------------------------ */

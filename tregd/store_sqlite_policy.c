@@ -1,6 +1,6 @@
 /*
- * The sqlite engine's deny rules (SPEC section 9), local grants and the
- * credential health they report.
+ * The sqlite engine's deny rules (SPEC section 9), and the local grants
+ * and the credential health they report.
  */
 
 #include <string.h>
@@ -18,7 +18,6 @@ struct deny_each {
 };
 
 static int	sq_deny_row(sqlite3_stmt *, void *);
-static int	sq_health_row(sqlite3_stmt *, void *);
 
 static int
 sq_deny_row(sqlite3_stmt *st, void *arg)
@@ -62,17 +61,12 @@ int
 sq_deny_count(int64_t org, int64_t *n)
 {
 	sqlite3_stmt	*st;
-	int		 rc;
 
 	if ((st = db_prepare("SELECT count(*) AS n FROM deny_rules "
 	    "WHERE org_id = :org")) == NULL)
 		return (-1);
 	sq_int(st, ":org", org);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		*n = sq_cint(st, "n");
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return (rc == SQLITE_ROW ? 0 : -1);
+	return (sq_value(st, n) == 0 ? 0 : -1);
 }
 
 int
@@ -106,18 +100,11 @@ sq_deny_get(int64_t id, store_deny_fn fn, void *arg)
 {
 	struct deny_each	 e = { fn, arg };
 	sqlite3_stmt		*st;
-	int			 rc;
 
 	if ((st = db_prepare(DENY_SELECT "WHERE id = :id")) == NULL)
 		return (-1);
 	sq_int(st, ":id", id);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		sq_deny_row(st, &e);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc == SQLITE_ROW)
-		return (0);
-	return (rc == SQLITE_DONE ? 1 : -1);
+	return (sq_one(st, sq_deny_row, &e));
 }
 
 int
@@ -173,52 +160,4 @@ sq_tool_secrets_mark(int64_t org, int64_t tool, const char *status,
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	return (rc == SQLITE_DONE ? 0 : -1);
-}
-
-struct health_each {
-	store_secret_row_fn	 fn;
-	void			*arg;
-};
-
-static int
-sq_health_row(sqlite3_stmt *st, void *arg)
-{
-	struct health_each	*e = arg;
-	struct store_secret_row	 s;
-
-	memset(&s, 0, sizeof(s));
-	s.id = sq_cint(st, "id");
-	s.name = sq_ctext(st, "name");
-	s.kind = sq_ctext(st, "kind");
-	s.owner_email = s.created_at = "";
-	s.status = sq_ctext(st, "status");
-	s.status_detail = sq_cntext(st, "status_detail");
-	s.checked_at = sq_cntext(st, "checked_at");
-	return (e->fn(&s, e->arg));
-}
-
-int
-sq_health(int64_t org, const char *access, int64_t user,
-    store_secret_row_fn fn, void *arg)
-{
-	struct health_each	 e = { fn, arg };
-	sqlite3_stmt		*st;
-
-	if ((st = db_prepare("SELECT s.id AS id, s.name AS name, "
-	    "s.kind AS kind, s.status AS status, "
-	    "s.status_detail AS status_detail, s.checked_at AS checked_at "
-	    "FROM secrets s LEFT JOIN bundles sb ON sb.id = s.bundle_id "
-	    "WHERE s.org_id = :org AND s.kind != 'param' AND (:access IS NULL "
-	    "OR s.owner_id = :user OR "
-	    "sb.name IN (SELECT value FROM json_each(:access)) OR EXISTS "
-	    "(SELECT 1 FROM tool_secrets ts JOIN tools t ON t.id = ts.tool_id "
-	    "LEFT JOIN bundles b ON b.id = t.bundle_id WHERE "
-	    "ts.secret_id = s.id AND (t.name IN (SELECT value FROM "
-	    "json_each(:access)) OR b.name IN (SELECT value FROM "
-	    "json_each(:access))))) ORDER BY s.id")) == NULL)
-		return (-1);
-	sq_int(st, ":org", org);
-	sq_text(st, ":access", access);
-	sq_int(st, ":user", user);
-	return (sq_each(st, sq_health_row, &e));
 }
