@@ -108,8 +108,7 @@ vault_main(int debug, int verbose)
 		vault_open_db(NULL);
 		/* Said loudly: the storage move is half done (README). */
 		log_warnx("database postgresql is incomplete in this release: "
-		    "users, orgs, tools and skills still need sqlite and "
-		    "answer 500");
+		    "tools and skills still need sqlite and answer 500");
 	}
 
 	sandbox_nodump();
