@@ -191,7 +191,7 @@ sq_user_org_ids(int64_t user, const char *org, int64_t *ids, size_t max,
     size_t *n)
 {
 	sqlite3_stmt	*st;
-	int		 rc;
+	int		 rc = SQLITE_DONE;
 
 	if ((st = db_prepare("SELECT m.org_id FROM memberships m JOIN orgs o "
 	    "ON o.id = m.org_id WHERE m.user_id = :user AND (:org = '' OR "
@@ -201,8 +201,8 @@ sq_user_org_ids(int64_t user, const char *org, int64_t *ids, size_t max,
 	sq_text(st, ":org", org);
 	while (*n < max && (rc = sqlite3_step(st)) == SQLITE_ROW)
 		ids[(*n)++] = sqlite3_column_int64(st, 0);
-	if (*n == max)
-		rc = SQLITE_DONE;
+	if (rc == SQLITE_ROW)
+		rc = SQLITE_DONE;		/* max reached */
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	return (rc == SQLITE_DONE ? 0 : -1);
