@@ -81,7 +81,7 @@ int		 sq_value(sqlite3_stmt *, int64_t *);
 /* Step an INSERT ... ON CONFLICT DO NOTHING: 0, STORE_CONFLICT, -1. */
 int		 sq_insert(sqlite3_stmt *, int64_t *);
 /* Step an UPDATE or DELETE: 0 a row changed, 1 none, -1. */
-int		 sq_changed(sqlite3_stmt *);
+int		 sq_affected(sqlite3_stmt *);
 int		 sq_user_insert(const char *, int, const char *, int64_t *);
 int		 sq_users_each(store_user_fn, void *);
 int		 sq_org_insert(const char *, const char *, const char *,

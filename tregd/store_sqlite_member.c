@@ -148,7 +148,7 @@ sq_membership_update(int64_t user, int64_t org,
 	    s->local_run_enabled != 0);
 	sq_int(st, ":user", user);
 	sq_int(st, ":org", org);
-	return (sq_changed(st));
+	return (sq_affected(st));
 }
 
 int
@@ -291,7 +291,7 @@ sq_invite_use(int64_t id)
 	    "used = 0")) == NULL)
 		return (-1);
 	sq_int(st, ":id", id);
-	return (sq_changed(st));
+	return (sq_affected(st));
 }
 
 int
@@ -304,5 +304,5 @@ sq_invite_delete(int64_t org, int64_t id)
 		return (-1);
 	sq_int(st, ":id", id);
 	sq_int(st, ":org", org);
-	return (sq_changed(st));
+	return (sq_affected(st));
 }

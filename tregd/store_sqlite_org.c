@@ -305,7 +305,7 @@ sq_insert(sqlite3_stmt *st, int64_t *id)
 
 /* An UPDATE or DELETE: 0 a row changed, 1 none. */
 int
-sq_changed(sqlite3_stmt *st)
+sq_affected(sqlite3_stmt *st)
 {
 	if (sq_done(st) == -1)
 		return (-1);
