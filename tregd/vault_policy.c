@@ -68,6 +68,14 @@ static json_t	*grant_value(int64_t, int64_t, json_t *, const char *,
 static json_t	*grant_render(int64_t, const char *, json_t *,
 		    const int64_t *, struct vault_resp *);
 static int64_t	audit_local(const struct auth *, const struct local_audit *);
+static int	grant_allowed(const struct auth *, const struct tool_row *,
+		    struct vault_resp *);
+static int	grant_proof(struct vault_req *, struct local_audit *,
+		    const int64_t *, size_t, struct vault_resp *);
+static int	report_body(struct vault_req *, struct vault_resp *,
+		    int64_t *, int64_t *, const char **, const char **);
+static int	report_mark(const struct auth *, const struct tool_row *,
+		    const char *, const char *, int64_t, json_t *);
 static void	tool_grant(struct vault_req *, struct vault_resp *);
 static void	tool_run_report(struct vault_req *, struct vault_resp *);
 static void	calls_list(struct vault_req *, struct vault_resp *);
@@ -703,6 +711,81 @@ audit_local(const struct auth *a, const struct local_audit *la)
 }
 
 /*
+ * Whether the caller may have a local grant of the tool at all: its
+ * access, local runs, deny rules and the tool's cli block.  0, or -1
+ * answered.
+ */
+static int
+grant_allowed(const struct auth *a, const struct tool_row *t,
+    struct vault_resp *resp)
+{
+	char	 path[DENY_PATH_MAX + 1], *text;
+	json_t	*tmpl;
+
+	if (!tool_usable(a, t)) {
+		resp_error(resp, 403, "you don't have access to the tool '%s' "
+		    "in this team — ask an admin", t->name);
+		return (-1);
+	}
+	/* Owners are never restricted, as with access lists. */
+	if (a->role != ROLE_OWNER && !a->local_run_enabled) {
+		resp_error(resp, 403, "local execution is disabled for you — "
+		    "run on the server instead (`treg run --server`), or ask "
+		    "an admin to enable local runs for your account");
+		return (-1);
+	}
+	url_path(t->base_url, path, sizeof(path));
+	if (deny_check(a, t->host, path, NULL, resp) == -1)
+		return (-1);
+	if (t->cli == NULL) {
+		tmpl = json_pack("{s:{s:s, s:b, s:[{s:s, s:s, s:s}]}}", "cli",
+		    "bin", t->name, "enabled", 1, "inject", "secret",
+		    "<local secret name>", "via", "env", "name", "<ENV_VAR>");
+		if (tmpl == NULL ||
+		    (text = json_dumps(tmpl, JSON_COMPACT)) == NULL)
+			fatalx("%s: template", __func__);
+		resp_error(resp, 409, "treg doesn't know how to inject "
+		    "credentials into '%s'. Add a \"cli\" block to the tool "
+		    "(or the skill's treg.json) — template: %s", t->name, text);
+		free(text);
+		json_object_set_new(resp->body, "template", tmpl);
+		return (-1);
+	}
+	if (!json_is_true(json_object_get(t->cli, "enabled"))) {
+		resp_error(resp, 403, "local runs are disabled for '%s' — an "
+		    "owner/admin can enable them: treg tool update %s "
+		    "--local-run on", t->name, t->name);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * A member may be allowed to run a tool with a teammate's key without
+ * being allowed to read that key: only the isolated runner, which holds
+ * the proof, gets such a grant.  0, or -1 refused (and audited).
+ */
+static int
+grant_proof(struct vault_req *req, struct local_audit *la,
+    const int64_t *ids, size_t n, struct vault_resp *resp)
+{
+	const struct auth	*a = req->auth;
+
+	if (a->role >= ROLE_ADMIN || req->proof_ok || !needs_proof(a, ids, n))
+		return (0);
+	la->refused_by = "run-proof";
+	if (audit_local(a, la) == -1) {
+		audit_unwritable(resp, "nothing was granted");
+		return (-1);
+	}
+	resp_error(resp, 403, "this key is shared: local runs of it need the "
+	    "runner proof (X-Treg-Run-Proof) — a direct grant can't hand you "
+	    "another member's key; use the isolated treg-run runner an admin "
+	    "sets up");
+	return (-1);
+}
+
+/*
  * POST /tools/{name}/grant: the checks of SPEC.md section 7 in their
  * order, then the audit row, then the answer with the values.
  */
@@ -712,9 +795,8 @@ tool_grant(struct vault_req *req, struct vault_resp *resp)
 	const struct auth	*a = req->auth;
 	struct tool_row		 t;
 	struct local_audit	 la;
-	json_t			*argv = NULL, *inject, *items = NULL, *tmpl;
+	json_t			*argv = NULL, *inject, *items = NULL;
 	int64_t			 ids[INJECT_MAX], id;
-	char			 path[DENY_PATH_MAX + 1], *text;
 
 	memset(&t, 0, sizeof(t));
 	memset(&la, 0, sizeof(la));
@@ -730,41 +812,8 @@ tool_grant(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "tool lookup");
 		goto out;
 	}
-	if (!tool_usable(a, &t)) {
-		resp_error(resp, 403, "you don't have access to the tool '%s' "
-		    "in this team — ask an admin", t.name);
+	if (grant_allowed(a, &t, resp) == -1)
 		goto out;
-	}
-	/* Owners are never restricted, as with access lists. */
-	if (a->role != ROLE_OWNER && !a->local_run_enabled) {
-		resp_error(resp, 403, "local execution is disabled for you — "
-		    "run on the server instead (`treg run --server`), or ask "
-		    "an admin to enable local runs for your account");
-		goto out;
-	}
-	url_path(t.base_url, path, sizeof(path));
-	if (deny_check(a, t.host, path, NULL, resp) == -1)
-		goto out;
-	if (t.cli == NULL) {
-		tmpl = json_pack("{s:{s:s, s:b, s:[{s:s, s:s, s:s}]}}", "cli",
-		    "bin", t.name, "enabled", 1, "inject", "secret",
-		    "<local secret name>", "via", "env", "name", "<ENV_VAR>");
-		if (tmpl == NULL ||
-		    (text = json_dumps(tmpl, JSON_COMPACT)) == NULL)
-			fatalx("%s: template", __func__);
-		resp_error(resp, 409, "treg doesn't know how to inject "
-		    "credentials into '%s'. Add a \"cli\" block to the tool "
-		    "(or the skill's treg.json) — template: %s", t.name, text);
-		free(text);
-		json_object_set_new(resp->body, "template", tmpl);
-		goto out;
-	}
-	if (!json_is_true(json_object_get(t.cli, "enabled"))) {
-		resp_error(resp, 403, "local runs are disabled for '%s' — an "
-		    "owner/admin can enable them: treg tool update %s "
-		    "--local-run on", t.name, t.name);
-		goto out;
-	}
 	if (cli_deny_refuse(a, &t, argv, "local_run", resp) == -1)
 		goto out;
 	la.tool = t.name;
@@ -776,24 +825,9 @@ tool_grant(struct vault_req *req, struct vault_resp *resp)
 		inject = NULL;
 	if (inject != NULL && inject_ids(&t, inject, ids, resp) == -1)
 		goto out;
-	/*
-	 * A member may be allowed to run a tool with a teammate's key
-	 * without being allowed to read that key: only the isolated runner,
-	 * which holds the proof, gets such a grant.
-	 */
-	if (inject != NULL && a->role < ROLE_ADMIN && !req->proof_ok &&
-	    needs_proof(a, ids, json_array_size(inject))) {
-		la.refused_by = "run-proof";
-		if (audit_local(a, &la) == -1) {
-			audit_unwritable(resp, "nothing was granted");
-			goto out;
-		}
-		resp_error(resp, 403, "this key is shared: local runs of it "
-		    "need the runner proof (X-Treg-Run-Proof) — a direct grant "
-		    "can't hand you another member's key; use the isolated "
-		    "treg-run runner an admin sets up");
+	if (inject != NULL && grant_proof(req, &la, ids,
+	    json_array_size(inject), resp) == -1)
 		goto out;
-	}
 	if (inject != NULL) {
 		if ((items = grant_render(a->org_id, t.name, inject, ids,
 		    resp)) == NULL)
@@ -820,6 +854,59 @@ tool_grant(struct vault_req *req, struct vault_resp *resp)
 	tool_row_clear(&t);
 }
 
+/* The body of a run report: 0, or -1 answered. */
+static int
+report_body(struct vault_req *req, struct vault_resp *resp, int64_t *grant,
+    int64_t *exit_code, const char **verdict, const char **detail)
+{
+	static const char *const verdicts[] = {
+		"ok", "credential_invalid", "unknown_error", NULL
+	};
+	int	 i;
+
+	if (body_int(req, resp, "audit_id", 1, 1, INT64_MAX, grant) == -1 ||
+	    body_int(req, resp, "exit_code", 1, INT32_MIN, INT32_MAX,
+	    exit_code) == -1 ||
+	    body_str(req, resp, "verdict", 1, 32, verdict) == -1 ||
+	    body_str(req, resp, "detail", 0, REPORT_DETAIL_MAX, detail) == -1)
+		return (-1);
+	for (i = 0; verdicts[i] != NULL; i++)
+		if (strcmp(*verdict, verdicts[i]) == 0)
+			return (0);
+	resp_error(resp, 422, "verdict must be one of ok, "
+	    "credential_invalid, unknown_error");
+	return (-1);
+}
+
+/*
+ * A run report's verdict on the tool's credentials (params are
+ * configuration, not credentials): ok or invalid, with why; the names
+ * marked invalid go to marked.  An unknown error says nothing of them.
+ */
+static int
+report_mark(const struct auth *a, const struct tool_row *t,
+    const char *verdict, const char *detail, int64_t exit_code,
+    json_t *marked)
+{
+	char	 now[32], dbuf[REPORT_DETAIL_MAX + 128];
+
+	if (strcmp(verdict, "unknown_error") == 0)
+		return (0);
+	if (detail != NULL && *detail != '\0')
+		snprintf(dbuf, sizeof(dbuf), "%s", detail);
+	else if (strcmp(verdict, "ok") == 0)
+		snprintf(dbuf, sizeof(dbuf), "a local run of %s succeeded",
+		    t->name);
+	else
+		snprintf(dbuf, sizeof(dbuf), "a local run of %s reported an "
+		    "auth failure (exit %lld)", t->name, (long long)exit_code);
+	now_iso(now, sizeof(now));
+	return (store_tool_secrets_mark(a->org_id, t->id,
+	    strcmp(verdict, "ok") == 0 ? "ok" : "invalid", dbuf, now,
+	    marked_name, strcmp(verdict, "credential_invalid") == 0 ?
+	    marked : NULL));
+}
+
 /*
  * POST /tools/{name}/run-report: the runner's verdict on a grant of the
  * caller's own.  The GRANT row stays as it is; the report is a new row.
@@ -827,34 +914,18 @@ tool_grant(struct vault_req *req, struct vault_resp *resp)
 static void
 tool_run_report(struct vault_req *req, struct vault_resp *resp)
 {
-	static const char *const verdicts[] = {
-		"ok", "credential_invalid", "unknown_error", NULL
-	};
 	const struct auth	*a = req->auth;
 	struct local_audit	 la;
 	struct tool_row		 t;
 	const char		*verdict = NULL, *detail = NULL;
-	char			 now[32], dbuf[REPORT_DETAIL_MAX + 128];
 	int64_t			 grant, exit_code, rid;
 	json_t			*marked;
-	int			 i;
 
 	memset(&t, 0, sizeof(t));
 	memset(&la, 0, sizeof(la));
-	if (body_int(req, resp, "audit_id", 1, 1, INT64_MAX, &grant) == -1 ||
-	    body_int(req, resp, "exit_code", 1, INT32_MIN, INT32_MAX,
-	    &exit_code) == -1 ||
-	    body_str(req, resp, "verdict", 1, 32, &verdict) == -1 ||
-	    body_str(req, resp, "detail", 0, REPORT_DETAIL_MAX, &detail) == -1)
+	if (report_body(req, resp, &grant, &exit_code, &verdict,
+	    &detail) == -1)
 		return;
-	for (i = 0; verdicts[i] != NULL; i++)
-		if (strcmp(verdict, verdicts[i]) == 0)
-			break;
-	if (verdicts[i] == NULL) {
-		resp_error(resp, 422, "verdict must be one of ok, "
-		    "credential_invalid, unknown_error");
-		return;
-	}
 
 	/* Another user's grant is not found: no guessing at audit ids. */
 	switch (store_grant_find(a->org_id, a->user_id, grant, req->name)) {
@@ -884,25 +955,9 @@ tool_run_report(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "run report");
 		goto out;
 	}
-	if (strcmp(verdict, "unknown_error") != 0) {
-		if (detail != NULL && *detail != '\0')
-			snprintf(dbuf, sizeof(dbuf), "%s", detail);
-		else if (strcmp(verdict, "ok") == 0)
-			snprintf(dbuf, sizeof(dbuf), "a local run of %s "
-			    "succeeded", t.name);
-		else
-			snprintf(dbuf, sizeof(dbuf), "a local run of %s "
-			    "reported an auth failure (exit %lld)", t.name,
-			    (long long)exit_code);
-		now_iso(now, sizeof(now));
-		/* A param is configuration, not a credential. */
-		if (store_tool_secrets_mark(a->org_id, t.id,
-		    strcmp(verdict, "ok") == 0 ? "ok" : "invalid", dbuf, now,
-		    marked_name, strcmp(verdict, "credential_invalid") == 0 ?
-		    marked : NULL) == -1) {
-			db_fail(resp, "run report");
-			goto out;
-		}
+	if (report_mark(a, &t, verdict, detail, exit_code, marked) == -1) {
+		db_fail(resp, "run report");
+		goto out;
 	}
 	la.tool = t.name;
 	la.action = "REPORT";
