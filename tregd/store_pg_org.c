@@ -15,9 +15,9 @@
 
 static int	pg_secret_rows(PGresult *, store_secret_row_fn, void *);
 
-/* One row-less answer: a count, an id, or whether a row exists. */
-static int
-pg_one(struct pg_stmt *st, const struct pgq *q, int64_t *v)
+/* The first column of the first row (a count, an id), or whether any. */
+int
+pg_value(struct pg_stmt *st, const struct pgq *q, int64_t *v)
 {
 	PGresult	*res;
 	int		 rc = 1;
@@ -218,7 +218,7 @@ pg_user_first_org(int64_t uid, int64_t *org)
 
 	pgq_init(&q);
 	pgq_int(&q, uid);
-	return (pg_one(&st, &q, org));
+	return (pg_value(&st, &q, org));
 }
 
 int
@@ -246,22 +246,16 @@ pg_member_of(int64_t user, int64_t org)
 	pgq_init(&q);
 	pgq_int(&q, user);
 	pgq_int(&q, org);
-	return (pg_one(&st, &q, NULL));
+	return (pg_value(&st, &q, NULL));
 }
 
 /* ------------------------------------------------------------------ */
-/* Shared by the engine's files: one value, one write.                 */
-
-int
-pg_value(struct pg_stmt *st, const struct pgq *q, int64_t *v)
-{
-	return (pg_one(st, q, v));
-}
+/* Shared by the engine's files: one write.                            */
 
 int
 pg_insert(struct pg_stmt *st, const struct pgq *q, int64_t *id)
 {
-	switch (pg_one(st, q, id)) {
+	switch (pg_value(st, q, id)) {
 	case 0:
 		return (0);
 	case 1:
@@ -422,7 +416,7 @@ pg_org_tool_count(int64_t org, const char *access, int64_t *n)
 	pgq_init(&q);
 	pgq_int(&q, org);
 	pgq_text(&q, access);
-	return (pg_one(&st, &q, n) == -1 ? -1 : 0);
+	return (pg_value(&st, &q, n) == -1 ? -1 : 0);
 }
 
 int
@@ -436,5 +430,5 @@ pg_org_has_tool(int64_t org, const char *name)
 	pgq_init(&q);
 	pgq_int(&q, org);
 	pgq_text(&q, name);
-	return (pg_one(&st, &q, NULL));
+	return (pg_value(&st, &q, NULL));
 }

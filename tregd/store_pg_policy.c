@@ -61,15 +61,10 @@ pg_deny_count(int64_t org, int64_t *n)
 	static struct pg_stmt	 st = { "SELECT count(*) FROM deny_rules "
 	    "WHERE org_id = $1", 0 };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_int(&q, org);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	*n = PQntuples(res) == 1 ? pg_int(res, 0, 0) : 0;
-	PQclear(res);
-	return (0);
+	return (pg_value(&st, &q, n) == -1 ? -1 : 0);
 }
 
 int
