@@ -9,12 +9,23 @@
  *
  * This file: the process, the request dispatch, authentication and the
  * helpers the route handlers in vault_*.c share.
+ *
+ * There are "vault workers" of it (prefork): each its own process, its
+ * own database connection, its own channels to the frontend (which gives
+ * a request to the worker with the fewest outstanding) and to exec (a
+ * run's end comes back to the worker that started it, which holds its
+ * record).  What is the host's and not a worker's is shared: the rows
+ * (store_version() moves with any connection's write, so each worker's
+ * listing cache stays right), the run slots (vault_slots.c) and the
+ * master key (a worker that changes it has the parent tell the others).
  */
 
 #include <sys/types.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <event.h>
 #include <pwd.h>
@@ -33,7 +44,8 @@
 
 struct tregd_conf	 vault_conf;
 const char		*vault_root;	/* the state directory, seen from here */
-struct procinfo		 vault_procs[PROC_MAX];
+struct procinfo		 vault_procs[PROCINFO_MAX];
+uint32_t		 vault_worker;		/* this worker's number */
 struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
 
 static struct imsgev	 iev_parent, iev_frontend, iev_exec;
@@ -41,6 +53,8 @@ static struct blob_list	 vault_blobs = TAILQ_HEAD_INITIALIZER(vault_blobs);
 static const struct vault_route *route_index[ROUTE_MAX];
 static int		 control_fd = -1;
 static int		 conf_ready;
+static int		 have_worker;
+static char		 vault_keypath[PATH_MAX];
 static uint64_t		 conf_generation;	/* bumped by each reload */
 
 static void	vault_config(struct imsg *);
@@ -52,6 +66,8 @@ static void	vault_request(struct blob *);
 static void	vault_open_db(const char *);
 static void	vault_index_routes(void);
 static void	vault_sig(int, short, void *);
+static void	vault_worker_recv(struct imsg *);
+static int	vault_init_lock(void);
 
 static struct proc_peer	 vault_peers[] = {
 	{ PROC_FRONTEND,	&iev_frontend,	vault_dispatch_frontend, 0 },
@@ -68,13 +84,15 @@ vault_main(int debug, int verbose)
 	const char		*root;
 	struct group		*gr;
 	gid_t			 ctl_gid = (gid_t)-1;
+	int			 initfd;
 
 	vault_parent = &iev_parent;
 	vault_frontend = &iev_frontend;
 	vault_exec = &iev_exec;
 	proc_child_init(PROC_VAULT, &iev_parent, debug, verbose,
 	    vault_dispatch_parent, vault_closed, vault_config);
-	if (!proc_peers_complete(vault_peers, NPEERS) || control_fd == -1)
+	if (!proc_peers_complete(vault_peers, NPEERS) || control_fd == -1 ||
+	    !have_worker)
 		fatalx("vault: incomplete configuration");
 
 	if (sodium_init() == -1)
@@ -97,12 +115,15 @@ vault_main(int debug, int verbose)
 	    (int)sizeof(dbpath) || snprintf(keypath, sizeof(keypath), "%s/%s",
 	    root, TREGD_KEY) >= (int)sizeof(keypath))
 		fatalx("state directory path too long");
+	strlcpy(vault_keypath, keypath, sizeof(vault_keypath));
 	if (vault_conf.socket_group[0] != '\0') {
 		if ((gr = getgrnam(vault_conf.socket_group)) == NULL)
 			fatalx("unknown group %s", vault_conf.socket_group);
 		ctl_gid = gr->gr_gid;
 	}
 
+	/* One worker at a time makes the key, the schema, a rotation's end. */
+	initfd = vault_init_lock();
 	/* PostgreSQL: now, while the network is there (see store_pg.c). */
 	if (vault_conf.db_engine == DB_POSTGRESQL) {
 		vault_open_db(NULL);
@@ -126,6 +147,7 @@ vault_main(int debug, int verbose)
 		vault_open_db(dbpath);
 	if (crypto_settle() == -1)
 		fatalx("cannot finish the interrupted key rotation");
+	close(initfd);		/* the lock goes with it */
 	vault_index_routes();
 	ctl_init(control_fd, ctl_gid);
 	vault_metrics_start();
@@ -138,6 +160,64 @@ vault_sig(int sig, short event, void *arg)
 {
 	store_close();
 	exit(0);
+}
+
+/*
+ * The workers start together on one state directory: whoever comes
+ * first creates the master key and the schema or settles an interrupted
+ * rotation, the others then find them (flock on the directory itself).
+ */
+static int
+vault_init_lock(void)
+{
+	int	 fd;
+
+	if ((fd = open(vault_conf.state, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
+		fatal("open %s", vault_conf.state);
+	if (flock(fd, LOCK_EX) == -1)
+		fatal("flock %s", vault_conf.state);
+	return (fd);
+}
+
+/* IMSG_CONF_WORKER: which worker this is; the shared run slots. */
+static void
+vault_worker_recv(struct imsg *imsg)
+{
+	struct conf_worker	 cw;
+
+	if (imsg->fd == -1 || imsg->datalen != sizeof(cw) || have_worker)
+		fatalx("bad IMSG_CONF_WORKER");
+	memcpy(&cw, imsg->data, sizeof(cw));
+	if (cw.count < 1 || cw.count > VAULT_WORKERS_MAX ||
+	    cw.index >= cw.count)
+		fatalx("bad IMSG_CONF_WORKER %u of %u", cw.index, cw.count);
+	vault_worker = cw.index;
+	slots_init(imsg->fd, cw.index);
+	imsg->fd = -1;
+	have_worker = 1;
+	setproctitle("%s", proc_worker_name(cw.index));
+	log_procinit(proc_worker_name(cw.index));
+}
+
+/* A tregctl command here changed the master key: the others reload it. */
+void
+vault_keyring_changed(void)
+{
+	if (vault_conf.vault_workers > 1)
+		imsgev_compose(vault_parent, IMSG_KEYRING, 0, -1, NULL, 0);
+}
+
+/*
+ * Another worker changed the master key: load the one it seals with now
+ * (the keyring of vault_crypto.c, read again from the state directory).
+ */
+static void
+vault_keyring_reload(void)
+{
+	if (crypto_init(vault_keypath) == -1)
+		fatalx("cannot load the master key another worker made");
+	log_debug("master key reloaded: key id %s", crypto_key_id());
 }
 
 /*
@@ -211,6 +291,9 @@ vault_config(struct imsg *imsg)
 	case IMSG_CONF_PEER:
 		proc_peer_recv(imsg, vault_peers, NPEERS, vault_closed);
 		break;
+	case IMSG_CONF_WORKER:
+		vault_worker_recv(imsg);
+		break;
 	default:
 		fatalx("%s: bad imsg %u from parent", __func__,
 		    imsg->hdr.type);
@@ -221,6 +304,7 @@ static void
 vault_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 {
 	struct ctl_reload_done	 rd;
+	int			 i;
 
 	switch (imsg->hdr.type) {
 	case IMSG_CONF:
@@ -239,6 +323,14 @@ vault_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 		if (imsg->datalen != sizeof(vault_procs))
 			fatalx("bad IMSG_PROCINFO");
 		memcpy(vault_procs, imsg->data, sizeof(vault_procs));
+		for (i = 0; i < PROCINFO_MAX; i++)
+			vault_procs[i].name[sizeof(vault_procs[i].name) - 1] =
+			    '\0';
+		break;
+	case IMSG_KEYRING_RELOAD:
+		if (imsg->datalen != 0)
+			fatalx("bad IMSG_KEYRING_RELOAD");
+		vault_keyring_reload();
 		break;
 	case IMSG_CTL_RELOAD_DONE:
 		if (imsg->datalen != sizeof(rd))
@@ -555,6 +647,7 @@ vault_request(struct blob *b)
 		resp.status = 0;
 	}
  done:
+	vault_metrics_request();
 	if (resp.status != 0)
 		vault_respond(req.reqid, &resp);
 	asker_org = asker_user = 0;

@@ -79,9 +79,11 @@ extern const struct vault_route vault_run_routes[];	/* vault_run.c */
 /* vault.c */
 extern struct tregd_conf	 vault_conf;
 extern const char		*vault_root;	/* "" after the chroot */
-extern struct procinfo		 vault_procs[PROC_MAX];
+extern struct procinfo		 vault_procs[PROCINFO_MAX];
+extern uint32_t			 vault_worker;	/* this worker's number */
 extern struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
 void		 vault_respond(uint32_t, struct vault_resp *);
+void		 vault_keyring_changed(void);	/* tell the other workers */
 void		 db_fail(struct vault_resp *, const char *);	/* 500 + log */
 void		 resp_error(struct vault_resp *, int, const char *, ...)
 		    __attribute__((__format__ (printf, 3, 4)));
@@ -149,6 +151,16 @@ void		 run_exit(struct imsg *);	/* IMSG_RUN_EXIT from exec */
 int		 run_slots_used(void);
 /* Mask credential-looking arguments and registered secret values. */
 json_t		*argv_mask(int64_t, json_t *);
+
+/* vault_slots.c: the host's run slots, shared by the workers. */
+#define SLOTS_FULL		1	/* every run slot is taken */
+#define SLOTS_USER		2	/* the user's share is */
+void		 slots_init(int, uint32_t);
+int		 slots_claim(int64_t, int, int, int *, int *);
+void		 slots_started(int, int64_t);
+void		 slots_release(int);
+int		 slots_in_flight(int64_t);
+int		 slots_used(int);	/* 1: this worker's only */
 
 /* vault_inject.c: a secret turned into what a CLI sees; a run's mask set. */
 #define REDSET_MAX		512	/* exec takes at most this many */

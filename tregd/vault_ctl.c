@@ -235,6 +235,8 @@ ctl_dispatch(struct imsgev *iev, struct imsg *imsg)
 		break;
 	case CTL_KEY_ROTATE:
 		rc = ctl_key_rotate(&cr, &reply);
+		if (rc == 0)
+			vault_keyring_changed();
 		break;
 	case CTL_METRICS:
 		rc = ctl_metrics(&cr, &reply);
@@ -305,9 +307,9 @@ ctl_status(const struct ctl_request *cr, json_t **reply)
 	int	 i;
 
 	procs = json_array();
-	for (i = PROC_PARENT; i < PROC_CONTROL; i++)
+	for (i = 0; i < PROCINFO_MAX && vault_procs[i].name[0] != '\0'; i++)
 		json_array_append_new(procs, json_pack("{s:s,s:i,s:I}",
-		    "name", proc_names[i], "pid", (int)vault_procs[i].pid,
+		    "name", vault_procs[i].name, "pid", (int)vault_procs[i].pid,
 		    "uptime_s", (json_int_t)(vault_procs[i].started ?
 		    now - vault_procs[i].started : 0)));
 	if (store_counts(&n) == -1) {
@@ -322,8 +324,8 @@ ctl_status(const struct ctl_request *cr, json_t **reply)
 	    "listen", ctl_listeners(),
 	    "signup", vault_conf.signup_open ? "open" : "closed",
 	    "database", db,
-	    "uptime_s", (json_int_t)(vault_procs[PROC_PARENT].started ?
-	    now - vault_procs[PROC_PARENT].started : 0),
+	    "uptime_s", (json_int_t)(vault_procs[0].started ?
+	    now - vault_procs[0].started : 0),
 	    "processes", procs,
 	    "run_slots", "used", run_slots_used(), "max", vault_conf.run_slots,
 	    "per_user", vault_conf.run_slots_user,
@@ -342,6 +344,7 @@ static int
 ctl_metrics(const struct ctl_request *cr, json_t **reply)
 {
 	struct store_counts	 c;
+	const char		*name, *w;
 	char			 buf[4096];
 	int			 n = 0, i;
 
@@ -352,10 +355,19 @@ ctl_metrics(const struct ctl_request *cr, json_t **reply)
 	n += snprintf(buf + n, sizeof(buf) - n,
 	    "# HELP tregd_up Whether a tregd process is running.\n"
 	    "# TYPE tregd_up gauge\n");
-	for (i = PROC_PARENT; i < PROC_CONTROL; i++)
-		n += snprintf(buf + n, sizeof(buf) - n,
-		    "tregd_up{process=\"%s\"} %d\n", proc_names[i],
-		    vault_procs[i].pid > 0);
+	/* "vault 1": process="vault",worker="1". */
+	for (i = 0; i < PROCINFO_MAX && vault_procs[i].name[0] != '\0'; i++) {
+		name = vault_procs[i].name;
+		if ((w = strchr(name, ' ')) == NULL)
+			n += snprintf(buf + n, sizeof(buf) - n,
+			    "tregd_up{process=\"%s\"} %d\n", name,
+			    vault_procs[i].pid > 0);
+		else
+			n += snprintf(buf + n, sizeof(buf) - n,
+			    "tregd_up{process=\"%.*s\",worker=\"%s\"} %d\n",
+			    (int)(w - name), name, w + 1,
+			    vault_procs[i].pid > 0);
+	}
 	n += snprintf(buf + n, sizeof(buf) - n,
 	    "# HELP tregd_runs_total Server runs started.\n"
 	    "# TYPE tregd_runs_total counter\n"
