@@ -64,7 +64,7 @@ vault_main(int debug, int verbose)
 {
 	struct sandbox_paths	 paths;
 	struct passwd		*pw = NULL;
-	char			 dbpath[PATH_MAX], keypath[PATH_MAX];
+	char			 dbpath[PATH_MAX];
 	const char		*root;
 	struct group		*gr;
 	gid_t			 ctl_gid = (gid_t)-1;
@@ -94,8 +94,7 @@ vault_main(int debug, int verbose)
 	root = pw != NULL ? "" : vault_conf.state;
 	vault_root = root;
 	if (snprintf(dbpath, sizeof(dbpath), "%s/%s", root, TREGD_DB) >=
-	    (int)sizeof(dbpath) || snprintf(keypath, sizeof(keypath), "%s/%s",
-	    root, TREGD_KEY) >= (int)sizeof(keypath))
+	    (int)sizeof(dbpath))
 		fatalx("state directory path too long");
 	if (vault_conf.socket_group[0] != '\0') {
 		if ((gr = getgrnam(vault_conf.socket_group)) == NULL)
@@ -120,12 +119,12 @@ vault_main(int debug, int verbose)
 	sandbox_confine(SANDBOX_VAULT, &paths);
 
 	umask(0077);
-	if (crypto_init(keypath) == -1)
-		fatalx("cannot set up the master key");
+	if (crypto_init(root) == -1)
+		fatalx("cannot set up the keyring");
 	if (vault_conf.db_engine == DB_SQLITE)
 		vault_open_db(dbpath);
 	if (crypto_settle() == -1)
-		fatalx("cannot finish the interrupted key rotation");
+		fatalx("cannot move master.key into the keyring");
 	vault_index_routes();
 	ctl_init(control_fd, ctl_gid);
 	vault_metrics_start();
@@ -231,6 +230,7 @@ vault_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 	case IMSG_CONF_END:
 		conf_ready = 1;
 		conf_generation++;
+		crypto_reload();	/* SIGHUP, tregctl reload */
 		break;
 	case IMSG_LOG_VERBOSE:
 		proc_log_verbose(imsg);

@@ -204,6 +204,7 @@ ctl_dispatch(struct imsgev *iev, struct imsg *imsg)
 	cr.email[sizeof(cr.email) - 1] = '\0';
 	cr.org[sizeof(cr.org) - 1] = '\0';
 	cr.role[sizeof(cr.role) - 1] = '\0';
+	cr.key[sizeof(cr.key) - 1] = '\0';
 
 	switch (cr.cmd) {
 	case CTL_SHOW_STATUS:
@@ -235,6 +236,13 @@ ctl_dispatch(struct imsgev *iev, struct imsg *imsg)
 		break;
 	case CTL_KEY_ROTATE:
 		rc = ctl_key_rotate(&cr, &reply);
+		break;
+	case CTL_KEY_NEW:
+	case CTL_KEY_USE:
+	case CTL_KEY_RETIRE:
+	case CTL_KEY_LIST:
+	case CTL_KEY_RELOAD:
+		rc = ctl_key(&cr, &reply);
 		break;
 	case CTL_METRICS:
 		rc = ctl_metrics(&cr, &reply);
@@ -674,13 +682,20 @@ ctl_user_delete(const struct ctl_request *cr, json_t **reply)
 /*
  * tregctl backup: a consistent copy of the database, written while the
  * vault serves, into the state directory; tregctl moves it out with the
- * keyring named here.
+ * keyring named here.  A PostgreSQL database is pg_dump's: the keyring
+ * only.
  */
 static int
 ctl_backup(const struct ctl_request *cr, json_t **reply)
 {
 	char	 path[PATH_MAX];
 
+	if (vault_conf.db_engine == DB_POSTGRESQL) {
+		*reply = json_pack("{s:s, s:n, s:o}", "state",
+		    vault_conf.state, "database", "keyring",
+		    crypto_key_files());
+		return (0);
+	}
 	if (snprintf(path, sizeof(path), "%s/%s", vault_root, TREGD_BACKUP) >=
 	    (int)sizeof(path)) {
 		*reply = ctl_errorf("state directory path too long");
@@ -693,8 +708,8 @@ ctl_backup(const struct ctl_request *cr, json_t **reply)
 		return (-1);
 	}
 	log_info("database backed up for tregctl");
-	*reply = json_pack("{s:s, s:s, s:[s]}", "state", vault_conf.state,
-	    "database", TREGD_BACKUP, "keyring", crypto_key_file());
+	*reply = json_pack("{s:s, s:s, s:o}", "state", vault_conf.state,
+	    "database", TREGD_BACKUP, "keyring", crypto_key_files());
 	if (*reply == NULL)
 		fatalx("%s: json_pack", __func__);
 	return (0);
