@@ -322,7 +322,12 @@ ctl_status(const struct ctl_request *cr, json_t **reply)
 		*reply = ctl_errorf("database error");
 		return (-1);
 	}
-	snprintf(db, sizeof(db), "sqlite %s/%s", vault_conf.state, TREGD_DB);
+	/* Not the conninfo: it may hold a password. */
+	if (vault_conf.db_engine == DB_POSTGRESQL)
+		strlcpy(db, "postgresql", sizeof(db));
+	else
+		snprintf(db, sizeof(db), "sqlite %s/%s", vault_conf.state,
+		    TREGD_DB);
 	j = json_pack("{s:s,s:s,s:o,s:s,s:s,s:I,s:o,s:{s:i,s:i,s:i},"
 	    "s:{s:I,s:I,s:I,s:I,s:I}}",
 	    "version", TREGD_VERSION,
