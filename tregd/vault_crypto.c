@@ -43,6 +43,7 @@ static int		 cur = -1;	/* the sealing key */
 static char		 ring_dir[PATH_MAX];
 
 static int	key_read_file(const char *, const char *, struct mkey *);
+static int	keyring_put(const char *, const void *, size_t);
 static int	key_slot_free(void);
 static int	current_read(char *);
 static void	make_ad(int64_t, int64_t, unsigned char[24]);
@@ -167,14 +168,13 @@ keyring_adopt(const char *path, char *hex)
 	return (i);
 }
 
-/* Write slot i's key as keys/<hex>.key: temporary file, fsync, rename. */
-int
-keyring_write(int i)
+/* keys/NAME := buf, whole or not at all: temporary file, fsync, rename. */
+static int
+keyring_put(const char *name, const void *buf, size_t len)
 {
-	char	 name[KEY_HEX_LEN + 8], path[PATH_MAX], tmp[PATH_MAX];
+	char	 path[PATH_MAX], tmp[PATH_MAX];
 	int	 fd;
 
-	snprintf(name, sizeof(name), "%s.key", ring[i].hex);
 	if (keyring_path(path, sizeof(path), name) == -1 ||
 	    keyring_path(tmp, sizeof(tmp), "new.tmp") == -1)
 		return (-1);
@@ -184,18 +184,23 @@ keyring_write(int i)
 		log_warn("keyring: create %s", tmp);
 		return (-1);
 	}
-	if (write(fd, ring[i].buf, KEYFILE_LEN) != KEYFILE_LEN ||
-	    fsync(fd) == -1 || close(fd) == -1) {
-		log_warn("keyring: write %s", tmp);
-		unlink(tmp);
-		return (-1);
-	}
-	if (rename(tmp, path) == -1) {
-		log_warn("keyring: rename %s", path);
+	if (write(fd, buf, len) != (ssize_t)len || fsync(fd) == -1 ||
+	    close(fd) == -1 || rename(tmp, path) == -1) {
+		log_warn("keyring: write %s", path);
 		unlink(tmp);
 		return (-1);
 	}
 	return (keyring_sync_dir());
+}
+
+/* Slot i's key as keys/<hex>.key. */
+int
+keyring_write(int i)
+{
+	char	 name[KEY_HEX_LEN + 8];
+
+	snprintf(name, sizeof(name), "%s.key", ring[i].hex);
+	return (keyring_put(name, ring[i].buf, KEYFILE_LEN));
 }
 
 int
@@ -317,31 +322,17 @@ keyring_current_file(void)
 	return (keyring_find(hex));
 }
 
-/* keys/current := slot i's id (temporary file, fsync, rename). */
+/* keys/current := slot i's id. */
 int
 keyring_current_write(int i)
 {
-	char	 path[PATH_MAX], tmp[PATH_MAX], line[KEY_HEX_LEN + 2];
-	int	 fd;
+	char	 line[KEY_HEX_LEN + 2];
 
-	if (keyring_path(path, sizeof(path), KEY_CURRENT) == -1 ||
-	    keyring_path(tmp, sizeof(tmp), "current.tmp") == -1)
-		return (-1);
 	snprintf(line, sizeof(line), "%s\n", ring[i].hex);
-	unlink(tmp);
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
-	    O_NOFOLLOW, 0600)) == -1) {
-		log_warn("keyring: create %s", tmp);
+	if (keyring_put(KEY_CURRENT, line, KEY_HEX_LEN + 1) == -1)
 		return (-1);
-	}
-	if (write(fd, line, KEY_HEX_LEN + 1) != KEY_HEX_LEN + 1 ||
-	    fsync(fd) == -1 || close(fd) == -1 || rename(tmp, path) == -1) {
-		log_warn("keyring: write %s", path);
-		unlink(tmp);
-		return (-1);
-	}
 	cur = i;
-	return (keyring_sync_dir());
+	return (0);
 }
 
 /*
