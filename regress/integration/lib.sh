@@ -113,6 +113,7 @@ tregd_stop() {
 			sh "$TOP/scripts/pg.sh" dropdb \
 			    "$(atf_config_get pg_host)" "$db"
 		done < "$T/pg-dbs"
+		PG_DB=		# the next tregd_start makes a fresh one
 	fi
 	rm -rf "$T"
 	rm -f tregd-test-dir
