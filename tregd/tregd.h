@@ -31,7 +31,7 @@
 #define TREGD_USER		"_tregd"	/* frontend */
 #define TREGD_VAULT_USER	"_tregvault"	/* vault */
 #define TREGD_DB		"tregd.db"	/* in the state directory */
-#define TREGD_KEY		"master.key"	/* in the state directory */
+#define TREGD_KEYRING		"keys"	/* in the state directory: <id>.key */
 #define TREGD_BACKUP		"tregd-backup.db"	/* tregctl backup's copy */
 
 /* Descriptor a re-executed child finds its parent channel on. */
@@ -156,7 +156,7 @@ enum imsg_type {
 	IMSG_CONF_METRICS,	/* fd: a bound metrics socket (frontend) */
 	IMSG_CONF_VAULT,	/* fd + uint32_t worker: a vault worker's channel */
 	IMSG_CONF_WORKER,	/* fd: slot table + struct conf_worker (vault) */
-	IMSG_KEYRING_RELOAD,	/* no data: another worker changed the key */
+	IMSG_KEYRING_RELOAD,	/* no data: another worker changed the keyring */
 
 	/* every child -> parent */
 	IMSG_LOG,		/* int priority, then the line with its NUL */
@@ -165,7 +165,7 @@ enum imsg_type {
 	/* vault -> parent (from tregctl) */
 	IMSG_CTL_RELOAD,
 	IMSG_CTL_LOG_VERBOSE,	/* int */
-	IMSG_KEYRING,		/* no data: the master key changed (tregctl) */
+	IMSG_KEYRING,		/* no data: the keyring changed (tregctl key) */
 
 	/* any blob sender: a chunk of the payload a head message announced */
 	IMSG_DATA,
@@ -381,9 +381,15 @@ enum ctl_cmd {
 	CTL_SHOW_CONFIG,
 	CTL_USER_DELETE,
 	CTL_BACKUP,		/* tregctl copies the files named in the answer */
+	CTL_KEY_NEW,
+	CTL_KEY_USE,
+	CTL_KEY_RETIRE,
+	CTL_KEY_LIST,
+	CTL_KEY_RELOAD,
 	CTL_MAX
 };
 
+#define CTL_KEY_HEX	16	/* a key id in hex */
 struct ctl_request {
 	uint32_t	 cmd;
 	int32_t		 limit;		/* show runs: 0 = default */
@@ -391,6 +397,7 @@ struct ctl_request {
 	char		 org[NAME_LEN_MAX + 1];
 	char		 role[16];
 	uint32_t	 force;		/* user delete: sole-owned orgs too */
+	char		 key[CTL_KEY_HEX + 1];	/* key use, key retire */
 };
 
 /* parent -> vault: the answer to tregctl reload. */

@@ -17,7 +17,7 @@
  * record).  What is the host's and not a worker's is shared: the rows
  * (store_version() moves with any connection's write, so each worker's
  * listing cache stays right), the run slots (vault_slots.c) and the
- * master key (a worker that changes it has the parent tell the others).
+ * keyring (a worker that changes it has the parent tell the others).
  */
 
 #include <sys/types.h>
@@ -54,7 +54,6 @@ static const struct vault_route *route_index[ROUTE_MAX];
 static int		 control_fd = -1;
 static int		 conf_ready;
 static int		 have_worker;
-static char		 vault_keypath[PATH_MAX];
 static uint64_t		 conf_generation;	/* bumped by each reload */
 
 static void	vault_config(struct imsg *);
@@ -80,7 +79,7 @@ vault_main(int debug, int verbose)
 {
 	struct sandbox_paths	 paths;
 	struct passwd		*pw = NULL;
-	char			 dbpath[PATH_MAX], keypath[PATH_MAX];
+	char			 dbpath[PATH_MAX];
 	const char		*root;
 	struct group		*gr;
 	gid_t			 ctl_gid = (gid_t)-1;
@@ -112,10 +111,8 @@ vault_main(int debug, int verbose)
 	root = pw != NULL ? "" : vault_conf.state;
 	vault_root = root;
 	if (snprintf(dbpath, sizeof(dbpath), "%s/%s", root, TREGD_DB) >=
-	    (int)sizeof(dbpath) || snprintf(keypath, sizeof(keypath), "%s/%s",
-	    root, TREGD_KEY) >= (int)sizeof(keypath))
+	    (int)sizeof(dbpath))
 		fatalx("state directory path too long");
-	strlcpy(vault_keypath, keypath, sizeof(vault_keypath));
 	if (vault_conf.socket_group[0] != '\0') {
 		if ((gr = getgrnam(vault_conf.socket_group)) == NULL)
 			fatalx("unknown group %s", vault_conf.socket_group);
@@ -141,12 +138,12 @@ vault_main(int debug, int verbose)
 	sandbox_confine(SANDBOX_VAULT, &paths);
 
 	umask(0077);
-	if (crypto_init(keypath) == -1)
-		fatalx("cannot set up the master key");
+	if (crypto_init(root) == -1)
+		fatalx("cannot set up the keyring");
 	if (vault_conf.db_engine == DB_SQLITE)
 		vault_open_db(dbpath);
 	if (crypto_settle() == -1)
-		fatalx("cannot finish the interrupted key rotation");
+		fatalx("cannot move master.key into the keyring");
 	close(initfd);		/* the lock goes with it */
 	vault_index_routes();
 	ctl_init(control_fd, ctl_gid);
@@ -164,8 +161,8 @@ vault_sig(int sig, short event, void *arg)
 
 /*
  * The workers start together on one state directory: whoever comes
- * first creates the master key and the schema or settles an interrupted
- * rotation, the others then find them (flock on the directory itself).
+ * first creates the keyring and the schema (or moves an old master.key
+ * in), the others then find them (flock on the directory itself).
  */
 static int
 vault_init_lock(void)
@@ -200,7 +197,7 @@ vault_worker_recv(struct imsg *imsg)
 	log_procinit(proc_worker_name(cw.index));
 }
 
-/* A tregctl command here changed the master key: the others reload it. */
+/* A tregctl command here changed the keyring: the others reload it. */
 void
 vault_keyring_changed(void)
 {
@@ -209,15 +206,15 @@ vault_keyring_changed(void)
 }
 
 /*
- * Another worker changed the master key: load the one it seals with now
- * (the keyring of vault_crypto.c, read again from the state directory).
+ * Another worker changed the keyring (tregctl key ...): read keys/ again,
+ * so this one opens what it re-sealed and seals under the key it uses.
+ * A worker that cannot is not left sealing under a stale key.
  */
 static void
 vault_keyring_reload(void)
 {
-	if (crypto_init(vault_keypath) == -1)
-		fatalx("cannot load the master key another worker made");
-	log_debug("master key reloaded: key id %s", crypto_key_id());
+	if (crypto_reload() == -1)
+		fatalx("keyring: cannot reload what another worker changed");
 }
 
 /*
@@ -315,6 +312,7 @@ vault_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 	case IMSG_CONF_END:
 		conf_ready = 1;
 		conf_generation++;
+		crypto_reload();	/* SIGHUP, tregctl reload */
 		break;
 	case IMSG_LOG_VERBOSE:
 		proc_log_verbose(imsg);

@@ -267,7 +267,7 @@ int		 deny_match(int64_t, json_t *, json_t *, char *, size_t,
 		    const char **);
 
 /* vault_crypto.c */
-int		 crypto_init(const char *);	/* key file path */
+int		 crypto_init(const char *);	/* the state directory */
 int		 secret_seal(int64_t, int64_t, const void *, size_t,
 		    void **, size_t *);
 int		 secret_unseal(int64_t, int64_t, const void *, size_t,
@@ -275,7 +275,17 @@ int		 secret_unseal(int64_t, int64_t, const void *, size_t,
 void		 secret_free(unsigned char *, size_t);
 int		 crypto_rotate(const char *);
 int		 crypto_settle(void);
-const char	*crypto_key_id(void);
-const char	*crypto_key_file(void);	/* the keyring's file name */
+const char	*crypto_key_id(void);	/* the sealing key's, in hex */
+
+/* vault_keyring.c: the key commands; err gets why a command failed. */
+int		 crypto_key_new(char *, char *, size_t);
+int		 crypto_key_use(const char *, int64_t *, char *, size_t);
+int		 crypto_key_retire(const char *, char *, size_t);
+int		 crypto_reload(void);
+json_t		*crypto_key_list(void);
+json_t		*crypto_key_files(void);	/* relative to the state dir */
+
+/* vault_ctl_key.c */
+int		 ctl_key(const struct ctl_request *, json_t **);
 
 #endif /* VAULT_H */

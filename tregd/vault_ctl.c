@@ -204,6 +204,7 @@ ctl_dispatch(struct imsgev *iev, struct imsg *imsg)
 	cr.email[sizeof(cr.email) - 1] = '\0';
 	cr.org[sizeof(cr.org) - 1] = '\0';
 	cr.role[sizeof(cr.role) - 1] = '\0';
+	cr.key[sizeof(cr.key) - 1] = '\0';
 
 	switch (cr.cmd) {
 	case CTL_SHOW_STATUS:
@@ -236,6 +237,15 @@ ctl_dispatch(struct imsgev *iev, struct imsg *imsg)
 	case CTL_KEY_ROTATE:
 		rc = ctl_key_rotate(&cr, &reply);
 		if (rc == 0)
+			vault_keyring_changed();
+		break;
+	case CTL_KEY_NEW:
+	case CTL_KEY_USE:
+	case CTL_KEY_RETIRE:
+	case CTL_KEY_LIST:
+	case CTL_KEY_RELOAD:
+		rc = ctl_key(&cr, &reply);
+		if (rc == 0 && cr.cmd != CTL_KEY_LIST)
 			vault_keyring_changed();
 		break;
 	case CTL_METRICS:
@@ -316,7 +326,12 @@ ctl_status(const struct ctl_request *cr, json_t **reply)
 		*reply = ctl_errorf("database error");
 		return (-1);
 	}
-	snprintf(db, sizeof(db), "sqlite %s/%s", vault_conf.state, TREGD_DB);
+	/* Not the conninfo: it may hold a password. */
+	if (vault_conf.db_engine == DB_POSTGRESQL)
+		strlcpy(db, "postgresql", sizeof(db));
+	else
+		snprintf(db, sizeof(db), "sqlite %s/%s", vault_conf.state,
+		    TREGD_DB);
 	j = json_pack("{s:s,s:s,s:o,s:s,s:s,s:I,s:o,s:{s:i,s:i,s:i},"
 	    "s:{s:I,s:I,s:I,s:I,s:I}}",
 	    "version", TREGD_VERSION,
@@ -686,13 +701,20 @@ ctl_user_delete(const struct ctl_request *cr, json_t **reply)
 /*
  * tregctl backup: a consistent copy of the database, written while the
  * vault serves, into the state directory; tregctl moves it out with the
- * keyring named here.
+ * keyring named here.  A PostgreSQL database is pg_dump's: the keyring
+ * only.
  */
 static int
 ctl_backup(const struct ctl_request *cr, json_t **reply)
 {
 	char	 path[PATH_MAX];
 
+	if (vault_conf.db_engine == DB_POSTGRESQL) {
+		*reply = json_pack("{s:s, s:n, s:o}", "state",
+		    vault_conf.state, "database", "keyring",
+		    crypto_key_files());
+		return (0);
+	}
 	if (snprintf(path, sizeof(path), "%s/%s", vault_root, TREGD_BACKUP) >=
 	    (int)sizeof(path)) {
 		*reply = ctl_errorf("state directory path too long");
@@ -705,8 +727,8 @@ ctl_backup(const struct ctl_request *cr, json_t **reply)
 		return (-1);
 	}
 	log_info("database backed up for tregctl");
-	*reply = json_pack("{s:s, s:s, s:[s]}", "state", vault_conf.state,
-	    "database", TREGD_BACKUP, "keyring", crypto_key_file());
+	*reply = json_pack("{s:s, s:s, s:o}", "state", vault_conf.state,
+	    "database", TREGD_BACKUP, "keyring", crypto_key_files());
 	if (*reply == NULL)
 		fatalx("%s: json_pack", __func__);
 	return (0);
