@@ -45,7 +45,6 @@
 struct tregd_conf	 vault_conf;
 const char		*vault_root;	/* the state directory, seen from here */
 struct procinfo		 vault_procs[PROCINFO_MAX];
-uint32_t		 vault_worker;		/* this worker's number */
 struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
 
 static struct imsgev	 iev_parent, iev_frontend, iev_exec;
@@ -189,7 +188,6 @@ vault_worker_recv(struct imsg *imsg)
 	if (cw.count < 1 || cw.count > VAULT_WORKERS_MAX ||
 	    cw.index >= cw.count)
 		fatalx("bad IMSG_CONF_WORKER %u of %u", cw.index, cw.count);
-	vault_worker = cw.index;
 	slots_init(imsg->fd, cw.index);
 	imsg->fd = -1;
 	have_worker = 1;

@@ -80,7 +80,6 @@ extern const struct vault_route vault_run_routes[];	/* vault_run.c */
 extern struct tregd_conf	 vault_conf;
 extern const char		*vault_root;	/* "" after the chroot */
 extern struct procinfo		 vault_procs[PROCINFO_MAX];
-extern uint32_t			 vault_worker;	/* this worker's number */
 extern struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
 void		 vault_respond(uint32_t, struct vault_resp *);
 void		 vault_keyring_changed(void);	/* tell the other workers */
