@@ -3,8 +3,9 @@
  * database with sqlite's online backup API (tregd keeps serving) into
  * its state directory and names it; tregctl, which may read the state
  * directory (root), moves the copy into DIR and puts the keyring beside
- * it.  The copy is one file (no WAL): restoring is copying DIR's files
- * into an empty state directory.
+ * it (DIR/keys/).  The copy is one file (no WAL): restoring is copying
+ * DIR's files into an empty state directory.  With PostgreSQL the
+ * daemon names no copy (pg_dump's job) and DIR gets the keyring only.
  */
 
 #include <sys/types.h>
@@ -22,6 +23,7 @@
 
 static void	 backup_copy(const char *, const char *);
 static void	 backup_path(char *, const char *, const char *);
+static int	 backup_key_ok(const char *);
 
 static void
 backup_path(char *buf, const char *dir, const char *name)
@@ -41,9 +43,20 @@ backup_prepare(const char *dir)
 	backup_path(p, dir, TREGD_DB);
 	if (access(p, F_OK) == 0)
 		errx(1, "%s exists: back up into an empty directory", p);
-	backup_path(p, dir, TREGD_KEY);
+	backup_path(p, dir, TREGD_KEYRING);
 	if (access(p, F_OK) == 0)
 		errx(1, "%s exists: back up into an empty directory", p);
+}
+
+/* "keys/NAME", NAME a plain file name: the keyring's entries only. */
+static int
+backup_key_ok(const char *key)
+{
+	size_t	 n = strlen(TREGD_KEYRING);
+
+	return (strncmp(key, TREGD_KEYRING "/", n + 1) == 0 &&
+	    key[n + 1] != '\0' && key[n + 1] != '.' &&
+	    strchr(key + n + 1, '/') == NULL);
 }
 
 static void
@@ -80,19 +93,25 @@ backup_finish(const char *dir, json_t *doc)
 
 	state = json_string_value(json_object_get(doc, "state"));
 	copy = json_string_value(json_object_get(doc, "database"));
-	if (state == NULL || copy == NULL || strchr(copy, '/') != NULL)
+	if (state == NULL || (copy == NULL &&
+	    !json_is_null(json_object_get(doc, "database"))) ||
+	    (copy != NULL && strchr(copy, '/') != NULL))
 		errx(1, "backup: the daemon's answer names no copy");
-	backup_path(from, state, copy);
-	backup_path(to, dir, TREGD_DB);
-	backup_copy(from, to);
-	if (unlink(from) == -1)
-		warn("unlink %s", from);
 	if ((files = json_array()) == NULL)
 		errx(1, "json_array");
-	json_array_append_new(files, json_string(TREGD_DB));
+	if (copy != NULL) {
+		backup_path(from, state, copy);
+		backup_path(to, dir, TREGD_DB);
+		backup_copy(from, to);
+		if (unlink(from) == -1)
+			warn("unlink %s", from);
+		json_array_append_new(files, json_string(TREGD_DB));
+	}
+	backup_path(to, dir, TREGD_KEYRING);
+	if (mkdir(to, 0700) == -1)
+		err(1, "mkdir %s", to);
 	json_array_foreach(json_object_get(doc, "keyring"), i, v) {
-		if ((key = json_string_value(v)) == NULL ||
-		    strchr(key, '/') != NULL)
+		if ((key = json_string_value(v)) == NULL || !backup_key_ok(key))
 			errx(1, "backup: bad keyring entry in the answer");
 		backup_path(from, state, key);
 		backup_path(to, dir, key);

@@ -69,6 +69,13 @@ static const struct column users_columns[] = {
 	{ NULL,		NULL,		NULL }
 };
 
+static const struct column keys_columns[] = {
+	{ "ID",		"id",		NULL },
+	{ "CURRENT",	"current",	NULL },
+	{ "SEALED",	"sealed",	NULL },
+	{ NULL,		NULL,		NULL }
+};
+
 static const struct column orgs_columns[] = {
 	{ "ID",		"id",		NULL },
 	{ "SLUG",	"slug",		NULL },
@@ -158,6 +165,7 @@ static const struct text_view text_views[] = {
 	{ CTL_SHOW_SECRETS,	NULL,		secrets_columns },
 	{ CTL_SHOW_CONFIG,	show_text,	NULL },
 	{ CTL_USER_DELETE,	show_user_delete, NULL },
+	{ CTL_KEY_LIST,		NULL,		keys_columns },
 };
 
 static void

@@ -27,7 +27,8 @@ enum token_type {
 	ROLE,		/* a role keyword, copied into the request */
 	LIMIT,		/* a number of rows, 1..PARSE_RUNS_LIMIT_MAX */
 	FORCE,		/* the keyword "force": res->force */
-	DIRECTORY	/* a directory: res->dir */
+	DIRECTORY,	/* a directory: res->dir */
+	KEYID		/* a key id, 16 hex digits: res->key */
 };
 
 struct token {
@@ -59,6 +60,7 @@ static const struct token t_revoke_org[];
 static const struct token t_org[];
 static const struct token t_org_slug[];
 static const struct token t_key[];
+static const struct token t_key_id[];
 static const struct token t_log[];
 static const struct token t_end[];
 
@@ -201,7 +203,17 @@ static const struct token t_org_slug[] = {
 };
 
 static const struct token t_key[] = {
+	{ KEYWORD,	"list",		CTL_KEY_LIST,	t_end },
+	{ KEYWORD,	"new",		CTL_KEY_NEW,	t_end },
+	{ KEYWORD,	"reload",	CTL_KEY_RELOAD,	t_end },
+	{ KEYWORD,	"retire",	CTL_KEY_RETIRE,	t_key_id },
 	{ KEYWORD,	"rotate",	CTL_KEY_ROTATE,	t_end },
+	{ KEYWORD,	"use",		CTL_KEY_USE,	t_key_id },
+	TABLE_END
+};
+
+static const struct token t_key_id[] = {
+	{ KEYID,	"",		CTL_NONE,	t_end },
 	TABLE_END
 };
 
@@ -314,7 +326,8 @@ match_value(const struct token *table, const char *word,
 
 	for (t = table; t->keyword != NULL; t++)
 		if (t->type == EMAIL || t->type == ORGNAME ||
-		    t->type == LIMIT || t->type == DIRECTORY)
+		    t->type == LIMIT || t->type == DIRECTORY ||
+		    t->type == KEYID)
 			return (t);
 	fail(res, table, NULL, "unknown argument: %s", word);
 	return (NULL);
@@ -355,6 +368,14 @@ apply_token(const struct token *t, const char *word,
 		if (strlen(word) == 0 || strlcpy(res->dir, word,
 		    sizeof(res->dir)) >= sizeof(res->dir))
 			return (fail(res, NULL, NULL, "directory: bad path"));
+		return (0);
+	case KEYID:
+		if (strlen(word) != PARSE_KEY_HEX ||
+		    strspn(word, "0123456789abcdef") != PARSE_KEY_HEX)
+			return (fail(res, NULL, NULL, "key id %s: not %d "
+			    "lower-case hex digits (see key list)", word,
+			    PARSE_KEY_HEX));
+		strlcpy(res->key, word, sizeof(res->key));
 		return (0);
 	case LIMIT:
 		res->limit = strtonum(word, 1, PARSE_RUNS_LIMIT_MAX, &errstr);
@@ -437,6 +458,8 @@ token_name(const struct token *t)
 		return ("N");
 	case DIRECTORY:
 		return ("DIR");
+	case KEYID:
+		return ("ID");
 	case KEYWORD:
 	case ROLE:
 	case FORCE:

@@ -13,6 +13,7 @@
 #define PARSE_EMAIL_LEN		256
 #define PARSE_ORG_LEN		(NAME_LEN_MAX + 1)
 #define PARSE_ROLE_LEN		16
+#define PARSE_KEY_HEX		CTL_KEY_HEX
 
 struct parse_result {
 	enum ctl_cmd	 action;
@@ -22,6 +23,7 @@ struct parse_result {
 	char		 org[PARSE_ORG_LEN];
 	char		 role[PARSE_ROLE_LEN];
 	char		 dir[PATH_MAX];	/* backup DIR */
+	char		 key[PARSE_KEY_HEX + 1];	/* key use|retire ID */
 	/* On failure: why, and the words that would have been accepted. */
 	char		 error[256];
 	char		 valid[512];

@@ -182,6 +182,7 @@ ctl_send(struct imsgbuf *ibuf, const struct parse_result *res)
 	strlcpy(req.email, res->email, sizeof(req.email));
 	strlcpy(req.org, res->org, sizeof(req.org));
 	strlcpy(req.role, res->role, sizeof(req.role));
+	strlcpy(req.key, res->key, sizeof(req.key));
 	if (imsg_compose(ibuf, IMSG_CTL_REQUEST, CTL_REQUEST_ID, -1, &req,
 	    sizeof(req)) == -1)
 		die(1, "imsg_compose");

@@ -29,6 +29,20 @@ const char *const proc_names[PROC_MAX] = {
 	"parent", "frontend", "vault", "exec", "control"
 };
 
+/* "vault 0" ...: titles, log prefixes and channel names of the workers. */
+static char		 worker_names[VAULT_WORKERS_MAX][16];
+
+const char *
+proc_worker_name(int n)
+{
+	if (n < 0 || n >= VAULT_WORKERS_MAX)
+		fatalx("%s: worker %d", __func__, n);
+	if (worker_names[n][0] == '\0')
+		snprintf(worker_names[n], sizeof(worker_names[n]), "vault %d",
+		    n);
+	return (worker_names[n]);
+}
+
 static void
 child_log_sink(int pri, const char *line)
 {
@@ -168,6 +182,28 @@ proc_peer_recv(struct imsg *imsg, struct proc_peer *peers, size_t npeers,
 	imsgev_init(peers[i].iev, imsg->fd, id, proc_names[id],
 	    peers[i].dispatch, closed, NULL);
 	peers[i].have = 1;
+	imsg->fd = -1;
+}
+
+/*
+ * IMSG_CONF_VAULT (frontend, exec): the channel to vault worker n, each
+ * once, into ievs[n]; *nhave counts them.  Its messages are tagged
+ * PROC_WORKER(n), so a worker can only answer what was asked of it.
+ */
+void
+proc_vault_recv(struct imsg *imsg, struct imsgev *ievs, int *nhave,
+    imsgev_fn dispatch, imsgev_closed_fn closed)
+{
+	uint32_t	 n;
+
+	if (imsg->fd == -1 || imsg->datalen != sizeof(n))
+		fatalx("bad IMSG_CONF_VAULT");
+	memcpy(&n, imsg->data, sizeof(n));
+	if (n >= VAULT_WORKERS_MAX || ievs[n].dispatch != NULL)
+		fatalx("bad IMSG_CONF_VAULT %u", n);
+	imsgev_init(&ievs[n], imsg->fd, PROC_WORKER(n), proc_worker_name(n),
+	    dispatch, closed, NULL);
+	(*nhave)++;
 	imsg->fd = -1;
 }
 

@@ -68,6 +68,7 @@ struct run {
 	TAILQ_ENTRY(run)	 entry;
 	uint32_t		 reqid;		/* the frontend's request */
 	uint32_t		 runid;		/* the vault's */
+	int			 worker;	/* the vault worker that sent it */
 	struct sbx_run		 sb;		/* pid, uid, slot */
 	int			 made_dir;	/* exec made dir (no tmpfs) */
 	int			 exited;
@@ -89,7 +90,10 @@ struct run {
 TAILQ_HEAD(run_list, run);
 
 static struct tregd_conf	 exec_conf;
-static struct imsgev		 iev_parent, iev_vault, iev_frontend;
+static struct imsgev		 iev_parent, iev_frontend;
+/* Each vault worker's: a run's end goes to the one that holds its record. */
+static struct imsgev		 iev_vaults[VAULT_WORKERS_MAX];
+static int			 nvaults;
 static struct event		 ev_sigchld;
 static struct event		 ev_refill;
 static int			 nruns;
@@ -109,7 +113,6 @@ static void	exec_closed(struct imsgev *);
 static void	exec_sig(int, short, void *);
 
 static struct proc_peer	 exec_peers[] = {
-	{ PROC_VAULT,		&iev_vault,	exec_dispatch_vault, 0 },
 	{ PROC_FRONTEND,	&iev_frontend,	exec_dispatch_frontend, 0 },
 };
 #define NPEERS	(sizeof(exec_peers) / sizeof(exec_peers[0]))
@@ -135,7 +138,7 @@ static void	run_pause(uint32_t, int);
 static void	run_maybe_done(struct run *);
 static void	run_exited(struct run *, int);
 static void	run_done(struct run *);
-static void	run_report(uint32_t, uint32_t, struct run_exit *);
+static void	run_report(const struct run *, struct run_exit *);
 static void	exec_flush(struct imsgev *);
 static void	run_free(struct run *);
 static void	rm_tree_at(int, const char *, int, int);
@@ -152,7 +155,8 @@ exec_main(int debug, int verbose)
 
 	proc_child_init(PROC_EXEC, &iev_parent, debug, verbose,
 	    exec_dispatch_parent, exec_closed, exec_config);
-	if (!proc_peers_complete(exec_peers, NPEERS))
+	if (!proc_peers_complete(exec_peers, NPEERS) ||
+	    nvaults != exec_conf.vault_workers)
 		fatalx("exec: incomplete configuration");
 
 	exec_prepare();
@@ -320,6 +324,10 @@ exec_config(struct imsg *imsg)
 	case IMSG_CONF_PEER:
 		proc_peer_recv(imsg, exec_peers, NPEERS, exec_closed);
 		break;
+	case IMSG_CONF_VAULT:
+		proc_vault_recv(imsg, iev_vaults, &nvaults,
+		    exec_dispatch_vault, exec_closed);
+		break;
 	default:
 		fatalx("%s: bad imsg %u from parent", __func__,
 		    imsg->hdr.type);
@@ -349,11 +357,11 @@ static void
 exec_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
 {
 	struct blob	*b;
-	int		 bad;
+	int		 bad, w = iev - iev_vaults;
 
 	switch (imsg->hdr.type) {
 	case IMSG_RUN_START:
-		b = blob_start(&exec_blobs, imsg, PROC_VAULT,
+		b = blob_start(&exec_blobs, imsg, PROC_WORKER(w),
 		    sizeof(struct run_start), RUN_BLOB_MAX);
 		if (b == NULL)
 			fatalx("%s: bad IMSG_RUN_START from vault", __func__);
@@ -362,7 +370,7 @@ exec_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
 			    __func__);
 		break;
 	case IMSG_DATA:
-		b = blob_add(&exec_blobs, imsg, PROC_VAULT, &bad);
+		b = blob_add(&exec_blobs, imsg, PROC_WORKER(w), &bad);
 		if (bad)
 			fatalx("%s: bad IMSG_DATA from vault", __func__);
 		if (b != NULL) {
@@ -534,6 +542,7 @@ exec_start(struct blob *b)
 		fatal("%s: calloc", __func__);
 	r->reqid = b->id;
 	r->runid = rs.runid;
+	r->worker = b->peer - PROC_WORKER(0);
 	r->t_order = t_order;
 	r->sb.pid = r->sb.pgid = -1;
 	r->sb.slot = -1;
@@ -562,14 +571,14 @@ exec_start(struct blob *b)
 	if (exec_resolve(bin, path, sizeof(path)) == -1) {
 		/* Nothing started: the vault answers 422, no record. */
 		rx.notfound = 1;
-		run_report(r->reqid, r->runid, &rx);
+		run_report(r, &rx);
 		run_free(r);
 		goto out;
 	}
 	if (sbx_alloc(&r->sb, rs.network && exec_conf.run_network) == -1 ||
 	    run_mkdir(r) == -1) {
 		rx.failed = 1;
-		run_report(r->reqid, r->runid, &rx);
+		run_report(r, &rx);
 		run_free(r);
 		goto out;
 	}
@@ -707,7 +716,7 @@ run_spawn(struct run *r, const char *path, char **argv, char **env,
 	memset(&rx, 0, sizeof(rx));
 	rx.runid = r->runid;
 	rx.failed = 1;
-	run_report(r->reqid, r->runid, &rx);
+	run_report(r, &rx);
 	run_free(r);
 }
 
@@ -917,10 +926,10 @@ run_done(struct run *r)
 	rx.duration_ms = r->duration_ms;
 	rx.redacted = redacted > UINT32_MAX ? UINT32_MAX : redacted;
 	rx.truncated = truncated;
-	run_report(r->reqid, r->runid, &rx);
+	run_report(r, &rx);
 	/* The answer leaves now; the run directory goes afterwards. */
 	exec_flush(&iev_frontend);
-	exec_flush(&iev_vault);
+	exec_flush(&iev_vaults[r->worker]);
 	/* The pool's next sandbox, made once this answer is out. */
 	exec_refill_soon();
 	run_stages(r, t_done);
@@ -999,11 +1008,11 @@ exec_flush(struct imsgev *iev)
 }
 
 static void
-run_report(uint32_t reqid, uint32_t runid, struct run_exit *rx)
+run_report(const struct run *r, struct run_exit *rx)
 {
-	rx->runid = runid;
-	if (imsgev_compose(&iev_vault, IMSG_RUN_EXIT, reqid, -1, rx,
-	    sizeof(*rx)) == -1)
+	rx->runid = r->runid;
+	if (imsgev_compose(&iev_vaults[r->worker], IMSG_RUN_EXIT, r->reqid,
+	    -1, rx, sizeof(*rx)) == -1)
 		fatal("%s: compose", __func__);
 }
 

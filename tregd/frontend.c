@@ -13,6 +13,10 @@
  * result, sent after the audit row is written.  What waits for a slow
  * client is bounded: past `http buffer' exec is told to stop reading the
  * run's pipes, and a client that hangs up cancels its run.
+ *
+ * Vault workers: a request goes to the worker with the fewest requests
+ * outstanding (ties in turn), so one busy with a slow request gets no new
+ * one while another is idle; only that worker may answer it.
  */
 
 #include <sys/types.h>
@@ -51,6 +55,8 @@ struct front_req {
 	RB_ENTRY(front_req)	 entry;
 	TAILQ_ENTRY(front_req)	 pentry;	/* on the paused list */
 	uint32_t		 id;
+	int			 worker;	/* the vault worker asked */
+	int			 at_vault;	/* counted as its load */
 	struct http_conn	*conn;		/* NULL once the client left */
 	enum api_route		 route;
 	int			 is_run;
@@ -138,7 +144,11 @@ struct route_match {
 };
 
 static struct tregd_conf	 front_conf;
-static struct imsgev		 iev_parent, iev_vault, iev_exec;
+static struct imsgev		 iev_parent, iev_exec;
+static struct imsgev		 iev_vaults[VAULT_WORKERS_MAX];
+static int			 nvaults;
+static uint32_t			 vault_load[VAULT_WORKERS_MAX];
+static int			 vault_turn;
 static int			 listen_fds[CONF_LISTEN_MAX];
 static int			 nlisten_fds;
 static int			 metrics_fds[CONF_LISTEN_MAX];
@@ -162,8 +172,11 @@ static void	front_closed(struct imsgev *);
 static void	front_request(struct http_conn *, const struct http_head *,
 		    const char *, size_t);
 static int	front_gone(void *, int);
-static void	front_response(struct blob *);
-static void	front_run_accepted(struct imsg *);
+static int	front_vault_pick(void);
+static struct front_req *front_of_worker(struct imsg *, int, const char *);
+static void	front_vault_done(struct front_req *);
+static void	front_response(struct blob *, int);
+static void	front_run_accepted(struct front_req *, struct imsg *);
 static void	front_run_output(struct imsg *);
 static void	front_run_finish(struct front_req *);
 static void	front_run_drain(struct http_conn *, void *);
@@ -178,7 +191,6 @@ static void	front_req_free(struct front_req *);
 static void	front_sig(int, short, void *);
 
 static struct proc_peer	 front_peers[] = {
-	{ PROC_VAULT,	&iev_vault,	front_dispatch_vault, 0 },
 	{ PROC_EXEC,	&iev_exec,	front_dispatch_exec, 0 },
 };
 #define NPEERS	(sizeof(front_peers) / sizeof(front_peers[0]))
@@ -200,8 +212,10 @@ frontend_main(int debug, int verbose)
 	http_init(proc_base, front_request, front_gone);
 	proc_child_init(PROC_FRONTEND, &iev_parent, debug, verbose,
 	    front_dispatch_parent, front_closed, front_config);
-	if (!proc_peers_complete(front_peers, NPEERS))
+	if (!proc_peers_complete(front_peers, NPEERS) ||
+	    nvaults != front_conf.vault_workers)
 		fatalx("frontend: incomplete configuration");
+	metrics_vault_workers(nvaults);
 
 	if (sodium_init() == -1)
 		fatalx("sodium_init");
@@ -314,6 +328,10 @@ front_config(struct imsg *imsg)
 	case IMSG_CONF_PEER:
 		proc_peer_recv(imsg, front_peers, NPEERS, front_closed);
 		break;
+	case IMSG_CONF_VAULT:
+		proc_vault_recv(imsg, iev_vaults, &nvaults,
+		    front_dispatch_vault, front_closed);
+		break;
 	case IMSG_CONF_TLS_CERT:
 	case IMSG_CONF_TLS_KEY:
 	case IMSG_DATA:
@@ -358,36 +376,74 @@ front_find(uint32_t id)
 	return (RB_FIND(front_tree, &pending, &key));
 }
 
+/* The worker with the fewest requests outstanding; ties in turn. */
+static int
+front_vault_pick(void)
+{
+	int	 i, w, best = -1;
+
+	for (i = 0; i < nvaults; i++) {
+		w = (vault_turn + i) % nvaults;
+		if (best == -1 || vault_load[w] < vault_load[best])
+			best = w;
+	}
+	vault_turn = (best + 1) % nvaults;
+	return (best);
+}
+
+/* The request a worker's message is about: one asked of that worker. */
+static struct front_req *
+front_of_worker(struct imsg *imsg, int w, const char *what)
+{
+	struct front_req	*fr;
+
+	if ((fr = front_find(imsg->hdr.id)) == NULL || fr->worker != w)
+		fatalx("%s for no request of it from %s", what,
+		    proc_worker_name(w));
+	return (fr);
+}
+
+/* The worker is done with it (answered, or handed the run to exec). */
+static void
+front_vault_done(struct front_req *fr)
+{
+	if (!fr->at_vault)
+		return;
+	fr->at_vault = 0;
+	vault_load[fr->worker]--;
+}
+
 static void
 front_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
 {
 	struct front_req	*fr;
 	struct blob		*b;
-	int			 bad;
+	int			 bad, w = iev - iev_vaults;
 
 	switch (imsg->hdr.type) {
 	case IMSG_API_RESPONSE:
-		b = blob_start(&front_blobs, imsg, PROC_VAULT,
+		b = blob_start(&front_blobs, imsg, PROC_WORKER(w),
 		    sizeof(struct api_response), 256 * 1024 * 1024);
 		if (b == NULL)
-			fatalx("bad IMSG_API_RESPONSE from vault");
+			fatalx("bad IMSG_API_RESPONSE from %s", iev->name);
 		if (b->datalen == 0)
-			front_response(b);
+			front_response(b, w);
 		break;
 	case IMSG_DATA:
-		b = blob_add(&front_blobs, imsg, PROC_VAULT, &bad);
+		b = blob_add(&front_blobs, imsg, PROC_WORKER(w), &bad);
 		if (bad)
-			fatalx("bad IMSG_DATA from vault");
+			fatalx("bad IMSG_DATA from %s", iev->name);
 		if (b != NULL)
-			front_response(b);
+			front_response(b, w);
 		break;
 	case IMSG_RUN_ACCEPTED:
-		front_run_accepted(imsg);
+		front_run_accepted(front_of_worker(imsg, w,
+		    "IMSG_RUN_ACCEPTED"), imsg);
 		break;
 	case IMSG_RUN_RESULT:
+		fr = front_of_worker(imsg, w, "IMSG_RUN_RESULT");
 		if (imsg->datalen != sizeof(struct run_result) ||
-		    (fr = front_find(imsg->hdr.id)) == NULL || !fr->is_run ||
-		    fr->have_result)
+		    !fr->is_run || fr->have_result)
 			fatalx("bad IMSG_RUN_RESULT from vault");
 		memcpy(&fr->result, imsg->data, sizeof(fr->result));
 		fr->have_result = 1;
@@ -395,7 +451,7 @@ front_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
 			front_run_finish(fr);
 		break;
 	case IMSG_METRICS_VAULT:
-		metrics_vault_report(imsg);
+		metrics_vault_report(w, imsg);
 		break;
 	default:
 		fatalx("%s: bad imsg %u from vault", __func__, imsg->hdr.type);
@@ -641,8 +697,12 @@ front_request(struct http_conn *conn, const struct http_head *h,
 	memcpy(payload + namelen, h->query.p, querylen);
 	if (bodylen > 0)
 		memcpy(payload + namelen + querylen, bodytext, bodylen);
-	if (imsgev_send_blob(&iev_vault, IMSG_API_REQUEST, fr->id, &ar,
-	    sizeof(ar), payload, namelen + querylen + bodylen) == -1)
+	fr->worker = front_vault_pick();
+	fr->at_vault = 1;
+	vault_load[fr->worker]++;
+	if (imsgev_send_blob(&iev_vaults[fr->worker], IMSG_API_REQUEST,
+	    fr->id, &ar, sizeof(ar), payload, namelen + querylen + bodylen) ==
+	    -1)
 		fatal("%s: send to vault", __func__);
 	freezero(payload, namelen + querylen + bodylen + 1);
  out:
@@ -683,6 +743,7 @@ front_req_free(struct front_req *fr)
 	int	 i;
 
 	RB_REMOVE(front_tree, &pending, fr);
+	front_vault_done(fr);
 	if (fr->beat_armed)
 		evtimer_del(&fr->ev_beat);
 	if (fr->paused)
@@ -697,15 +758,16 @@ front_req_free(struct front_req *fr)
 }
 
 static void
-front_response(struct blob *b)
+front_response(struct blob *b, int w)
 {
 	struct api_response	 ar;
 	struct front_req	*fr;
 
 	memcpy(&ar, b->head, sizeof(ar));
-	if ((fr = front_find(b->id)) == NULL || ar.status < 100 ||
-	    ar.status > 599)
-		fatalx("bad api response from vault");
+	if ((fr = front_find(b->id)) == NULL || fr->worker != w ||
+	    ar.status < 100 || ar.status > 599)
+		fatalx("bad api response from %s", proc_worker_name(w));
+	front_vault_done(fr);
 	if (fr->conn != NULL) {
 		/* A run's refusal after exec had it: ids came with ACCEPTED. */
 		if (ar.org_id != 0 || ar.user_id != 0)
@@ -779,17 +841,15 @@ front_to_exec(struct front_req *fr, int type)
 }
 
 static void
-front_run_accepted(struct imsg *imsg)
+front_run_accepted(struct front_req *fr, struct imsg *imsg)
 {
 	struct api_response	 who;
-	struct front_req	*fr;
 
-	if (imsg->datalen != sizeof(who) ||
-	    (fr = front_find(imsg->hdr.id)) == NULL || !fr->is_run ||
-	    fr->accepted)
+	if (imsg->datalen != sizeof(who) || !fr->is_run || fr->accepted)
 		fatalx("bad IMSG_RUN_ACCEPTED from vault");
 	memcpy(&who, imsg->data, sizeof(who));
 	fr->accepted = 1;
+	front_vault_done(fr);
 	if (fr->conn != NULL)
 		http_set_log(fr->conn, NULL, who.org_id, who.user_id);
 	if (fr->stream) {

@@ -117,7 +117,8 @@ int	 http_is_metrics(struct http_conn *);
 struct imsg;
 struct timespec;
 void	 metrics_http(const char *, int, const struct timespec *);
-void	 metrics_vault_report(struct imsg *);
+void	 metrics_vault_report(int, struct imsg *);
+void	 metrics_vault_workers(int);
 void	 metrics_exec_report(struct imsg *);
 void	 metrics_serve(struct http_conn *, const struct http_head *);
 

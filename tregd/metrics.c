@@ -76,8 +76,13 @@ static int			 nmcodes;
 static uint64_t			 refusals[MR_MAX];
 static struct metrics_vault	 mv;
 static struct metrics_exec	 mx;
-static struct timespec		 mv_at, mx_at;
-static int			 mv_have, mx_have;
+static struct timespec		 mx_at;
+static int			 mx_have;
+/* Each vault worker's last report; mv is their sum. */
+static struct metrics_vault	 mvs[VAULT_WORKERS_MAX];
+static struct timespec		 mvs_at[VAULT_WORKERS_MAX];
+static int			 mvs_have[VAULT_WORKERS_MAX];
+static int			 nworkers = 1;
 
 static int	mroute_get(const char *);
 static int	mreason(const char *, int);
@@ -172,15 +177,48 @@ mreason(const char *route, int status)
 	return (-1);
 }
 
-/* IMSG_METRICS_VAULT, from the vault's channel. */
 void
-metrics_vault_report(struct imsg *imsg)
+metrics_vault_workers(int n)
 {
-	if (imsg->datalen != sizeof(mv))
+	if (n < 1 || n > VAULT_WORKERS_MAX)
+		fatalx("%s: %d workers", __func__, n);
+	nworkers = n;
+}
+
+/* IMSG_METRICS_VAULT, from vault worker w's channel. */
+void
+metrics_vault_report(int w, struct imsg *imsg)
+{
+	if (imsg->datalen != sizeof(mvs[w]) || w < 0 || w >= nworkers)
 		fatalx("bad IMSG_METRICS_VAULT from vault");
-	memcpy(&mv, imsg->data, sizeof(mv));
-	clock_gettime(CLOCK_MONOTONIC, &mv_at);
-	mv_have = 1;
+	memcpy(&mvs[w], imsg->data, sizeof(mvs[w]));
+	clock_gettime(CLOCK_MONOTONIC, &mvs_at[w]);
+	mvs_have[w] = 1;
+}
+
+/* The workers' counters added up; 1 when every worker reported lately. */
+static int
+metrics_vault_sum(void)
+{
+	int	 w, i, up = 1;
+
+	memset(&mv, 0, sizeof(mv));
+	for (w = 0; w < nworkers; w++) {
+		if (!report_fresh(mvs_have[w], &mvs_at[w]))
+			up = 0;
+		for (i = 0; i <= RUN_INTERRUPTED; i++)
+			mv.runs[i] += mvs[w].runs[i];
+		for (i = 0; i < METRICS_RUN_BUCKETS; i++)
+			mv.run_le[i] += mvs[w].run_le[i];
+		mv.run_ms += mvs[w].run_ms;
+		mv.redactions += mvs[w].redactions;
+		mv.db_errors += mvs[w].db_errors;
+		mv.slots_in_use += mvs[w].slots_in_use;
+		if (mvs[w].slots_max > mv.slots_max)
+			mv.slots_max = mvs[w].slots_max;
+		mv.requests += mvs[w].requests;
+	}
+	return (up);
 }
 
 /* IMSG_METRICS_EXEC, from exec's channel. */
@@ -252,7 +290,13 @@ metrics_text(struct evbuffer *eb)
 	    "tregd_process_up{process=\"frontend\"} 1\n"
 	    "tregd_process_up{process=\"vault\"} %d\n"
 	    "tregd_process_up{process=\"exec\"} %d\n",
-	    report_fresh(mv_have, &mv_at), report_fresh(mx_have, &mx_at));
+	    metrics_vault_sum(), report_fresh(mx_have, &mx_at));
+	text_head(eb, "tregd_vault_requests_total", "counter",
+	    "API requests each vault worker answered.");
+	for (i = 0; i < nworkers; i++)
+		evbuffer_add_printf(eb, "tregd_vault_requests_total"
+		    "{worker=\"%d\"} %llu\n", i,
+		    (unsigned long long)mvs[i].requests);
 	text_http(eb);
 	text_head(eb, "tregd_refusals_total", "counter",
 	    "API answers 401, 403, 404, 409, 422 and 429, by reason.");

@@ -8,6 +8,7 @@
  */
 
 #include <sys/types.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -37,6 +38,8 @@
 
 struct child {
 	enum tregd_proc		 id;
+	int			 worker;	/* a vault's number, else -1 */
+	const char		*name;		/* "frontend", "vault 0" ... */
 	pid_t			 pid;
 	time_t			 started;
 	struct imsgev		 iev;
@@ -47,7 +50,13 @@ struct child {
 static struct tregd_conf	 parent_conf;
 static const char		*parent_conffile;
 static char			 self_path[PATH_MAX];
-static struct child		 children[PROC_MAX];
+/* frontend, vault 0 .. vault N-1, exec: in the order they start. */
+static struct child		 children[2 + VAULT_WORKERS_MAX];
+static int			 nchildren;
+static struct child		*child_frontend, *child_exec;
+static struct child		*child_vault[VAULT_WORKERS_MAX];
+static int			 nworkers;
+static int			 slots_fd = -1;	/* the workers' run slots */
 static int			 listen_fds[CONF_LISTEN_MAX];
 static int			 metrics_fds[CONF_LISTEN_MAX];
 static int			 control_fd = -1;
@@ -58,7 +67,10 @@ static struct event		 ev_sigterm, ev_sigint, ev_sighup, ev_sigchld;
 static void	parent_bind_listeners(void);
 static int	parent_bind(const struct conf_listen *);
 static void	parent_bind_control(void);
-static void	parent_start(enum tregd_proc, int);
+static struct child *parent_start(enum tregd_proc, int);
+static void	parent_connect(struct child *, struct child *);
+static void	parent_peer_send(struct child *, struct child *, int);
+static void	parent_send_workers(void);
 static void	parent_send_conf(struct child *, int);
 static void	parent_dispatch(struct imsgev *, struct imsg *);
 static void	parent_closed(struct imsgev *);
@@ -74,20 +86,13 @@ __dead static void parent_shutdown(int);
 static void	parent_check_users(void);
 static void	parent_ready(struct child *);
 
-static const enum tregd_proc core_procs[] = {
-	PROC_VAULT, PROC_EXEC, PROC_FRONTEND
-};
-#define NCORE	(sizeof(core_procs) / sizeof(core_procs[0]))
-
 __dead void
 parent_main(struct tregd_conf *conf, const char *conffile, int debug,
     int verbose)
 {
-	int		 pairs[PROC_MAX][PROC_MAX][2];
 	struct rlimit	 rl;
 	ssize_t		 n;
-	size_t		 i, j;
-	enum tregd_proc	 a, b;
+	int		 i;
 
 	parent_conf = *conf;
 	explicit_bzero(conf->run_proof, sizeof(conf->run_proof));
@@ -130,37 +135,22 @@ parent_main(struct tregd_conf *conf, const char *conffile, int debug,
 	setproctitle("parent");
 	signal(SIGPIPE, SIG_IGN);
 
-	/* One socketpair per pair of core processes that talk. */
-	memset(pairs, -1, sizeof(pairs));
-	for (i = 0; i < NCORE; i++)
-		for (j = i + 1; j < NCORE; j++) {
-			a = core_procs[i];
-			b = core_procs[j];
-			if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
-			    pairs[a][b]) == -1)
-				fatal("socketpair");
-		}
-
 	event_init();
-	for (i = 0; i < NCORE; i++)
-		parent_start(core_procs[i], 0);
+	nworkers = parent_conf.vault_workers;
+	child_frontend = parent_start(PROC_FRONTEND, -1);
+	for (i = 0; i < nworkers; i++)
+		child_vault[i] = parent_start(PROC_VAULT, i);
+	child_exec = parent_start(PROC_EXEC, -1);
 
-	/* Peer channels: a to b gets pairs[a][b][0], b gets [1]. */
-	for (i = 0; i < NCORE; i++)
-		for (j = i + 1; j < NCORE; j++) {
-			uint32_t pa, pb;
-
-			a = core_procs[i];
-			b = core_procs[j];
-			pa = a;
-			pb = b;
-			imsgev_compose(&children[a].iev, IMSG_CONF_PEER, 0,
-			    pairs[a][b][0], &pb, sizeof(pb));
-			imsgev_compose(&children[b].iev, IMSG_CONF_PEER, 0,
-			    pairs[a][b][1], &pa, sizeof(pa));
-		}
-	for (i = 0; i < NCORE; i++)
-		parent_send_conf(&children[core_procs[i]], 1);
+	/* A socketpair per pair that talks: each worker has its own. */
+	parent_connect(child_frontend, child_exec);
+	for (i = 0; i < nworkers; i++) {
+		parent_connect(child_vault[i], child_frontend);
+		parent_connect(child_vault[i], child_exec);
+	}
+	parent_send_workers();
+	for (i = 0; i < nchildren; i++)
+		parent_send_conf(&children[i], 1);
 	parent_send_procinfo();
 
 	signal_set(&ev_sigterm, SIGTERM, parent_sig, NULL);
@@ -262,10 +252,10 @@ parent_bind_control(void)
 }
 
 /* fork, put the channel on fd 3, re-exec ourselves as the child. */
-static void
-parent_start(enum tregd_proc id, int unused)
+static struct child *
+parent_start(enum tregd_proc id, int worker)
 {
-	struct child	*c = &children[id];
+	struct child	*c = &children[nchildren++];
 	char		*argv[8];
 	int		 sp[2], argc = 0;
 	pid_t		 pid;
@@ -292,11 +282,68 @@ parent_start(enum tregd_proc id, int unused)
 	}
 	close(sp[1]);
 	c->id = id;
+	c->worker = worker;
+	c->name = worker == -1 ? proc_names[id] : proc_worker_name(worker);
 	c->pid = pid;
 	c->started = time(NULL);
 	c->exited = 0;
-	imsgev_init(&c->iev, sp[0], id, proc_names[id], parent_dispatch,
+	imsgev_init(&c->iev, sp[0], id, c->name, parent_dispatch,
 	    parent_closed, c);
+	return (c);
+}
+
+/* A channel between two children: a socketpair, one end to each. */
+static void
+parent_connect(struct child *a, struct child *b)
+{
+	int	 sp[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1)
+		fatal("socketpair");
+	parent_peer_send(a, b, sp[0]);
+	parent_peer_send(b, a, sp[1]);
+}
+
+/* to gets fd, its end of the channel to peer: a worker's says which. */
+static void
+parent_peer_send(struct child *to, struct child *peer, int fd)
+{
+	uint32_t	 v;
+
+	if (peer->worker != -1) {
+		v = peer->worker;
+		imsgev_compose(&to->iev, IMSG_CONF_VAULT, 0, fd, &v,
+		    sizeof(v));
+	} else {
+		v = peer->id;
+		imsgev_compose(&to->iev, IMSG_CONF_PEER, 0, fd, &v,
+		    sizeof(v));
+	}
+}
+
+/*
+ * Each worker learns its number and gets the table of run slots they
+ * share (run slots count for the host, not per worker: vault_slots.c).
+ */
+static void
+parent_send_workers(void)
+{
+	struct conf_worker	 cw;
+	int			 i, fd;
+
+	if ((slots_fd = memfd_create("tregd-run-slots", MFD_CLOEXEC)) ==
+	    -1)
+		fatal("memfd_create");
+	if (ftruncate(slots_fd, RUN_SLOTS_TABLE_SIZE) == -1)
+		fatal("ftruncate run slots table");
+	for (i = 0; i < nworkers; i++) {
+		cw.index = i;
+		cw.count = nworkers;
+		if ((fd = dup(slots_fd)) == -1)
+			fatal("dup");
+		imsgev_compose(&child_vault[i]->iev, IMSG_CONF_WORKER, 0, fd,
+		    &cw, sizeof(cw));
+	}
 }
 
 /* The run proof becomes its hash: only the frontend gets even that. */
@@ -408,6 +455,7 @@ parent_send_conf(struct child *c, int first)
 			imsgev_compose(&c->iev, IMSG_CONF_METRICS, 0, fd,
 			    &i, sizeof(i));
 		}
+	/* Every worker accepts on it: the kernel picks one per client. */
 	if (first && c->id == PROC_VAULT) {
 		if ((fd = dup(control_fd)) == -1)
 			fatal("dup");
@@ -416,21 +464,26 @@ parent_send_conf(struct child *c, int first)
 	imsgev_compose(&c->iev, IMSG_CONF_END, 0, -1, NULL, 0);
 }
 
+/* The process table of tregctl show status: parent, then each child. */
 void
 parent_send_procinfo(void)
 {
-	struct procinfo	 pi[PROC_MAX];
+	struct procinfo	 pi[PROCINFO_MAX];
 	int		 i;
 
 	memset(pi, 0, sizeof(pi));
-	pi[PROC_PARENT].pid = getpid();
-	pi[PROC_PARENT].started = children[PROC_VAULT].started;
-	for (i = PROC_FRONTEND; i < PROC_CONTROL; i++) {
-		pi[i].pid = children[i].pid;
-		pi[i].started = children[i].started;
+	pi[0].pid = getpid();
+	pi[0].started = child_vault[0]->started;
+	strlcpy(pi[0].name, proc_names[PROC_PARENT], sizeof(pi[0].name));
+	for (i = 0; i < nchildren; i++) {
+		pi[i + 1].pid = children[i].pid;
+		pi[i + 1].started = children[i].started;
+		strlcpy(pi[i + 1].name, children[i].name,
+		    sizeof(pi[i + 1].name));
 	}
-	imsgev_compose(&children[PROC_VAULT].iev, IMSG_PROCINFO, 0, -1, pi,
-	    sizeof(pi));
+	for (i = 0; i < nworkers; i++)
+		imsgev_compose(&child_vault[i]->iev, IMSG_PROCINFO, 0, -1,
+		    pi, sizeof(pi));
 }
 
 static void
@@ -466,10 +519,19 @@ parent_dispatch(struct imsgev *iev, struct imsg *imsg)
 			fatalx("bad IMSG_CTL_LOG_VERBOSE from %s", iev->name);
 		memcpy(&v, imsg->data, sizeof(v));
 		log_setverbose(v);
-		for (r = PROC_FRONTEND; r < PROC_CONTROL; r++)
+		for (r = 0; r < nchildren; r++)
 			imsgev_compose(&children[r].iev, IMSG_LOG_VERBOSE, 0,
 			    -1, &v, sizeof(v));
 		log_info("log %s", v ? "verbose" : "brief");
+		break;
+	case IMSG_KEYRING:
+		/* The others load the key the sender now seals with. */
+		if (c->id != PROC_VAULT || imsg->datalen != 0)
+			fatalx("bad IMSG_KEYRING from %s", iev->name);
+		for (r = 0; r < nworkers; r++)
+			if (child_vault[r] != c)
+				imsgev_compose(&child_vault[r]->iev,
+				    IMSG_KEYRING_RELOAD, 0, -1, NULL, 0);
 		break;
 	case IMSG_READY:
 		if (imsg->datalen != 0 || c->ready)
@@ -510,11 +572,11 @@ parent_sig(int sig, short event, void *arg)
 static void
 parent_ready(struct child *c)
 {
-	size_t	 i;
+	int	 i;
 
 	c->ready = 1;
-	for (i = 0; i < NCORE; i++)
-		if (!children[core_procs[i]].ready)
+	for (i = 0; i < nchildren; i++)
+		if (!children[i].ready)
 			return;
 	notify_send("READY=1");
 }
@@ -542,7 +604,7 @@ parent_reap(void)
 	int		 status, i;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		for (i = 0, c = NULL; i < PROC_MAX; i++)
+		for (i = 0, c = NULL; i < nchildren; i++)
 			if (children[i].pid == pid)
 				c = &children[i];
 		if (c == NULL)
@@ -552,8 +614,8 @@ parent_reap(void)
 			continue;
 		parent_drain(c);
 		parent_why(status, why, sizeof(why));
-		log_warnx("%s process (pid %d) %s: stopping tregd",
-		    proc_names[c->id], (int)pid, why);
+		log_warnx("%s process (pid %d) %s: stopping tregd", c->name,
+		    (int)pid, why);
 		parent_shutdown(1);
 	}
 }
@@ -592,9 +654,11 @@ parent_reload(void)
 	    nconf.nlisten != parent_conf.nlisten ||
 	    strcmp(nconf.state, parent_conf.state) ||
 	    strcmp(nconf.socket, parent_conf.socket) ||
-	    strcmp(nconf.run_dir, parent_conf.run_dir))
-		log_warnx("reload: listen, state, socket and run directory "
-		    "changes take effect at the next start");
+	    strcmp(nconf.run_dir, parent_conf.run_dir) ||
+	    nconf.vault_workers != parent_conf.vault_workers)
+		log_warnx("reload: listen, state, socket, run directory and "
+		    "vault workers changes take effect at the next start");
+	nconf.vault_workers = parent_conf.vault_workers;
 	memcpy(nconf.listen, parent_conf.listen, sizeof(nconf.listen));
 	nconf.nlisten = parent_conf.nlisten;
 	memcpy(nconf.state, parent_conf.state, sizeof(nconf.state));
@@ -603,8 +667,8 @@ parent_reload(void)
 	parent_proof_hash(&nconf);
 	parent_conf = nconf;
 	explicit_bzero(&nconf, sizeof(nconf));
-	for (i = 0; i < (int)NCORE; i++)
-		parent_send_conf(&children[core_procs[i]], 0);
+	for (i = 0; i < nchildren; i++)
+		parent_send_conf(&children[i], 0);
 	log_info("configuration reloaded");
 	notify_send("READY=1");
 	return (0);
@@ -621,12 +685,12 @@ parent_shutdown(int code)
 
 	shutting_down = 1;
 	notify_send("STOPPING=1");
-	for (i = PROC_FRONTEND; i < PROC_CONTROL; i++)
+	for (i = 0; i < nchildren; i++)
 		if (children[i].pid > 0 && !children[i].exited)
 			kill(children[i].pid, SIGTERM);
 	for (tries = 0; tries < 100; tries++) {
 		while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-			for (i = 0; i < PROC_MAX; i++) {
+			for (i = 0; i < nchildren; i++) {
 				if (children[i].pid != pid)
 					continue;
 				children[i].exited = 1;
@@ -644,20 +708,20 @@ parent_shutdown(int code)
 					continue;
 				parent_drain(&children[i]);
 				parent_why(status, why, sizeof(why));
-				log_warnx("%s process (pid %d) %s", proc_names[i],
-				    (int)pid, why);
+				log_warnx("%s process (pid %d) %s",
+				    children[i].name, (int)pid, why);
 			}
-		for (i = PROC_FRONTEND, alive = 0; i < PROC_CONTROL; i++)
+		for (i = 0, alive = 0; i < nchildren; i++)
 			if (children[i].pid > 0 && !children[i].exited)
 				alive++;
 		if (alive == 0)
 			break;
 		nanosleep(&ts, NULL);
 	}
-	for (i = PROC_FRONTEND; i < PROC_CONTROL; i++)
+	for (i = 0; i < nchildren; i++)
 		if (children[i].pid > 0 && !children[i].exited) {
 			log_warnx("%s did not stop, killing it",
-			    proc_names[i]);
+			    children[i].name);
 			kill(children[i].pid, SIGKILL);
 			waitpid(children[i].pid, &status, 0);
 		}

@@ -49,6 +49,7 @@
 #define DEF_RUN_TIMEOUT		120
 #define DEF_RUN_SLOTS		4
 #define DEF_RUN_SLOTS_USER	2
+#define DEF_VAULT_WORKERS	2	/* one answers while one is busy */
 #define DEF_RUN_CPU		300
 #define DEF_RUN_FILESIZE	(100 * MEGA)
 #define DEF_RUN_UID_FIRST	61000
@@ -208,6 +209,7 @@ const char *const run_builtin_allow[] = {
 %token	DATABASE PASSWORD_FILE POSTGRESQL SQLITE
 %token	POOL
 %token	METRICS
+%token	VAULT WORKERS
 %token	ERROR
 %token	<v.string>	STRING
 %token	<v.number>	NUMBER
@@ -311,6 +313,14 @@ main		: LISTEN ON STRING PORT NUMBER listentls {
 		}
 		| HTTP httpopt
 		| DATABASE dbopt
+		| VAULT WORKERS NUMBER {
+			if ($3 < 1 || $3 > VAULT_WORKERS_MAX) {
+				yyerror("vault workers %lld out of range "
+				    "(1..%d)", $3, VAULT_WORKERS_MAX);
+				YYERROR;
+			}
+			conf->vault_workers = $3;
+		}
 		;
 
 dbopt		: SQLITE		{ conf->db_engine = DB_SQLITE; }
@@ -642,6 +652,8 @@ static const struct keyword keywords[] = {
 	{ "tmpsize",		TMPSIZE },
 	{ "total",		TOTAL },
 	{ "users",		USERS },
+	{ "vault",		VAULT },
+	{ "workers",		WORKERS },
 	{ "write",		WRITE },
 	{ "yes",		YES },
 };
@@ -1467,6 +1479,7 @@ conf_defaults(struct tregd_conf *c)
 	c->run_rlimits = 1;
 	c->run_timeout = DEF_RUN_TIMEOUT;
 	c->run_slots = DEF_RUN_SLOTS;
+	c->vault_workers = DEF_VAULT_WORKERS;
 	c->run_slots_user = DEF_RUN_SLOTS_USER;
 	c->run_cpu = DEF_RUN_CPU;
 	c->run_filesize = DEF_RUN_FILESIZE;
@@ -1758,6 +1771,7 @@ print_config(const struct tregd_conf *c, FILE *fp)
 		print_string(fp, c->db_password_file);
 		fputc('\n', fp);
 	}
+	fprintf(fp, "vault workers %d\n", c->vault_workers);
 	fputs("socket ", fp);
 	print_string(fp, c->socket);
 	fputc('\n', fp);

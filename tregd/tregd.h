@@ -31,7 +31,7 @@
 #define TREGD_USER		"_tregd"	/* frontend */
 #define TREGD_VAULT_USER	"_tregvault"	/* vault */
 #define TREGD_DB		"tregd.db"	/* in the state directory */
-#define TREGD_KEY		"master.key"	/* in the state directory */
+#define TREGD_KEYRING		"keys"	/* in the state directory: <id>.key */
 #define TREGD_BACKUP		"tregd-backup.db"	/* tregctl backup's copy */
 
 /* Descriptor a re-executed child finds its parent channel on. */
@@ -55,6 +55,9 @@
 #define RUN_TIMEOUT_MAX		600
 #define RUN_USERS_MAX		65536	/* uids in "run users" */
 #define TOKEN_HASH_LEN		32
+#define VAULT_WORKERS_MAX	16	/* vault workers */
+#define PROCINFO_MAX		(3 + VAULT_WORKERS_MAX)
+#define RUN_SLOTS_TABLE_SIZE	(32 * 1024)	/* vault_slots.c's memfd */
 
 /* Processes.  The numbers index the parent's table and tag senders. */
 enum tregd_proc {
@@ -65,6 +68,8 @@ enum tregd_proc {
 	PROC_CONTROL,		/* a tregctl connection to the vault */
 	PROC_MAX
 };
+/* Sender tags of vault worker n's messages (blob lists, checks). */
+#define PROC_WORKER(n)		(PROC_MAX + (n))
 
 /* ------------------------------------------------------------------ */
 /* Configuration: a flat struct without pointers, sent in one imsg.    */
@@ -128,6 +133,7 @@ struct tregd_conf {
 	/* The parent sends the run proof as its hash, to the frontend only. */
 	uint8_t			 run_proof_hash[32];
 	int			 run_proof_set;
+	int			 vault_workers;		/* 1..VAULT_WORKERS_MAX */
 };
 
 /* ------------------------------------------------------------------ */
@@ -148,6 +154,9 @@ enum imsg_type {
 	IMSG_CONF_TLS_CERT,	/* blob: PEM certificate chain (frontend) */
 	IMSG_CONF_TLS_KEY,	/* blob: PEM private key (frontend) */
 	IMSG_CONF_METRICS,	/* fd: a bound metrics socket (frontend) */
+	IMSG_CONF_VAULT,	/* fd + uint32_t worker: a vault worker's channel */
+	IMSG_CONF_WORKER,	/* fd: slot table + struct conf_worker (vault) */
+	IMSG_KEYRING_RELOAD,	/* no data: another worker changed the keyring */
 
 	/* every child -> parent */
 	IMSG_LOG,		/* int priority, then the line with its NUL */
@@ -156,6 +165,7 @@ enum imsg_type {
 	/* vault -> parent (from tregctl) */
 	IMSG_CTL_RELOAD,
 	IMSG_CTL_LOG_VERBOSE,	/* int */
+	IMSG_KEYRING,		/* no data: the keyring changed (tregctl key) */
 
 	/* any blob sender: a chunk of the payload a head message announced */
 	IMSG_DATA,
@@ -195,9 +205,17 @@ struct blob_hdr {
 	uint32_t	 datalen;
 };
 
+/* IMSG_PROCINFO: struct procinfo[PROCINFO_MAX], name "" after the last. */
 struct procinfo {
 	pid_t		 pid;
 	int64_t		 started;	/* time(3) */
+	char		 name[16];	/* "parent", "vault 0" ... */
+};
+
+/* parent -> vault: which worker it is, of how many. */
+struct conf_worker {
+	uint32_t	 index;		/* 0 .. count - 1 */
+	uint32_t	 count;
 };
 
 /* Routes of the HTTP API, matched by the frontend, served by the vault. */
@@ -334,6 +352,7 @@ struct metrics_vault {
 	uint64_t	 db_errors;
 	uint32_t	 slots_in_use;
 	uint32_t	 slots_max;
+	uint64_t	 requests;			/* API requests answered */
 };
 struct metrics_exec {
 	uint32_t	 running;	/* runs exec holds */
@@ -362,9 +381,15 @@ enum ctl_cmd {
 	CTL_SHOW_CONFIG,
 	CTL_USER_DELETE,
 	CTL_BACKUP,		/* tregctl copies the files named in the answer */
+	CTL_KEY_NEW,
+	CTL_KEY_USE,
+	CTL_KEY_RETIRE,
+	CTL_KEY_LIST,
+	CTL_KEY_RELOAD,
 	CTL_MAX
 };
 
+#define CTL_KEY_HEX	16	/* a key id in hex */
 struct ctl_request {
 	uint32_t	 cmd;
 	int32_t		 limit;		/* show runs: 0 = default */
@@ -372,6 +397,7 @@ struct ctl_request {
 	char		 org[NAME_LEN_MAX + 1];
 	char		 role[16];
 	uint32_t	 force;		/* user delete: sole-owned orgs too */
+	char		 key[CTL_KEY_HEX + 1];	/* key use, key retire */
 };
 
 /* parent -> vault: the answer to tregctl reload. */
@@ -420,6 +446,10 @@ struct proc_peer {
 void	 proc_peer_recv(struct imsg *, struct proc_peer *, size_t,
 	    void (*)(struct imsgev *));
 int	 proc_peers_complete(const struct proc_peer *, size_t);
+const char *proc_worker_name(int);	/* "vault 0" ... */
+void	 proc_vault_recv(struct imsg *, struct imsgev *, int *,
+	    void (*)(struct imsgev *, struct imsg *),
+	    void (*)(struct imsgev *));
 void	 proc_log_verbose(struct imsg *);
 void	 proc_peer_lost(struct imsgev *);
 __dead void proc_child_run(void (*)(int, short, void *));
@@ -450,6 +480,7 @@ extern const double metrics_run_le[METRICS_RUN_BUCKETS];
 void	 vault_metrics_start(void);
 void	 vault_metrics_run(uint32_t, uint32_t, uint32_t);
 void	 vault_metrics_db_error(void);
+void	 vault_metrics_request(void);
 
 /* exec_metrics.c */
 void	 exec_metrics_start(struct imsgev *);

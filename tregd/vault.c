@@ -9,12 +9,23 @@
  *
  * This file: the process, the request dispatch, authentication and the
  * helpers the route handlers in vault_*.c share.
+ *
+ * There are "vault workers" of it (prefork): each its own process, its
+ * own database connection, its own channels to the frontend (which gives
+ * a request to the worker with the fewest outstanding) and to exec (a
+ * run's end comes back to the worker that started it, which holds its
+ * record).  What is the host's and not a worker's is shared: the rows
+ * (store_version() moves with any connection's write, so each worker's
+ * listing cache stays right), the run slots (vault_slots.c) and the
+ * keyring (a worker that changes it has the parent tell the others).
  */
 
 #include <sys/types.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <event.h>
 #include <pwd.h>
@@ -33,7 +44,7 @@
 
 struct tregd_conf	 vault_conf;
 const char		*vault_root;	/* the state directory, seen from here */
-struct procinfo		 vault_procs[PROC_MAX];
+struct procinfo		 vault_procs[PROCINFO_MAX];
 struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
 
 static struct imsgev	 iev_parent, iev_frontend, iev_exec;
@@ -41,6 +52,7 @@ static struct blob_list	 vault_blobs = TAILQ_HEAD_INITIALIZER(vault_blobs);
 static const struct vault_route *route_index[ROUTE_MAX];
 static int		 control_fd = -1;
 static int		 conf_ready;
+static int		 have_worker;
 static uint64_t		 conf_generation;	/* bumped by each reload */
 
 static void	vault_config(struct imsg *);
@@ -52,6 +64,8 @@ static void	vault_request(struct blob *);
 static void	vault_open_db(const char *);
 static void	vault_index_routes(void);
 static void	vault_sig(int, short, void *);
+static void	vault_worker_recv(struct imsg *);
+static int	vault_init_lock(void);
 
 static struct proc_peer	 vault_peers[] = {
 	{ PROC_FRONTEND,	&iev_frontend,	vault_dispatch_frontend, 0 },
@@ -64,17 +78,19 @@ vault_main(int debug, int verbose)
 {
 	struct sandbox_paths	 paths;
 	struct passwd		*pw = NULL;
-	char			 dbpath[PATH_MAX], keypath[PATH_MAX];
+	char			 dbpath[PATH_MAX];
 	const char		*root;
 	struct group		*gr;
 	gid_t			 ctl_gid = (gid_t)-1;
+	int			 initfd;
 
 	vault_parent = &iev_parent;
 	vault_frontend = &iev_frontend;
 	vault_exec = &iev_exec;
 	proc_child_init(PROC_VAULT, &iev_parent, debug, verbose,
 	    vault_dispatch_parent, vault_closed, vault_config);
-	if (!proc_peers_complete(vault_peers, NPEERS) || control_fd == -1)
+	if (!proc_peers_complete(vault_peers, NPEERS) || control_fd == -1 ||
+	    !have_worker)
 		fatalx("vault: incomplete configuration");
 
 	if (sodium_init() == -1)
@@ -94,8 +110,7 @@ vault_main(int debug, int verbose)
 	root = pw != NULL ? "" : vault_conf.state;
 	vault_root = root;
 	if (snprintf(dbpath, sizeof(dbpath), "%s/%s", root, TREGD_DB) >=
-	    (int)sizeof(dbpath) || snprintf(keypath, sizeof(keypath), "%s/%s",
-	    root, TREGD_KEY) >= (int)sizeof(keypath))
+	    (int)sizeof(dbpath))
 		fatalx("state directory path too long");
 	if (vault_conf.socket_group[0] != '\0') {
 		if ((gr = getgrnam(vault_conf.socket_group)) == NULL)
@@ -103,6 +118,8 @@ vault_main(int debug, int verbose)
 		ctl_gid = gr->gr_gid;
 	}
 
+	/* One worker at a time makes the key, the schema, a rotation's end. */
+	initfd = vault_init_lock();
 	/* PostgreSQL: now, while the network is there (see store_pg.c). */
 	if (vault_conf.db_engine == DB_POSTGRESQL) {
 		vault_open_db(NULL);
@@ -119,12 +136,13 @@ vault_main(int debug, int verbose)
 	sandbox_confine(SANDBOX_VAULT, &paths);
 
 	umask(0077);
-	if (crypto_init(keypath) == -1)
-		fatalx("cannot set up the master key");
+	if (crypto_init(root) == -1)
+		fatalx("cannot set up the keyring");
 	if (vault_conf.db_engine == DB_SQLITE)
 		vault_open_db(dbpath);
 	if (crypto_settle() == -1)
-		fatalx("cannot finish the interrupted key rotation");
+		fatalx("cannot move master.key into the keyring");
+	close(initfd);		/* the lock goes with it */
 	vault_index_routes();
 	ctl_init(control_fd, ctl_gid);
 	vault_metrics_start();
@@ -137,6 +155,63 @@ vault_sig(int sig, short event, void *arg)
 {
 	store_close();
 	exit(0);
+}
+
+/*
+ * The workers start together on one state directory: whoever comes
+ * first creates the keyring and the schema (or moves an old master.key
+ * in), the others then find them (flock on the directory itself).
+ */
+static int
+vault_init_lock(void)
+{
+	int	 fd;
+
+	if ((fd = open(vault_conf.state, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
+		fatal("open %s", vault_conf.state);
+	if (flock(fd, LOCK_EX) == -1)
+		fatal("flock %s", vault_conf.state);
+	return (fd);
+}
+
+/* IMSG_CONF_WORKER: which worker this is; the shared run slots. */
+static void
+vault_worker_recv(struct imsg *imsg)
+{
+	struct conf_worker	 cw;
+
+	if (imsg->fd == -1 || imsg->datalen != sizeof(cw) || have_worker)
+		fatalx("bad IMSG_CONF_WORKER");
+	memcpy(&cw, imsg->data, sizeof(cw));
+	if (cw.count < 1 || cw.count > VAULT_WORKERS_MAX ||
+	    cw.index >= cw.count)
+		fatalx("bad IMSG_CONF_WORKER %u of %u", cw.index, cw.count);
+	slots_init(imsg->fd, cw.index);
+	imsg->fd = -1;
+	have_worker = 1;
+	setproctitle("%s", proc_worker_name(cw.index));
+	log_procinit(proc_worker_name(cw.index));
+}
+
+/* A tregctl command here changed the keyring: the others reload it. */
+void
+vault_keyring_changed(void)
+{
+	if (vault_conf.vault_workers > 1)
+		imsgev_compose(vault_parent, IMSG_KEYRING, 0, -1, NULL, 0);
+}
+
+/*
+ * Another worker changed the keyring (tregctl key ...): read keys/ again,
+ * so this one opens what it re-sealed and seals under the key it uses.
+ * A worker that cannot is not left sealing under a stale key.
+ */
+static void
+vault_keyring_reload(void)
+{
+	if (crypto_reload() == -1)
+		fatalx("keyring: cannot reload what another worker changed");
 }
 
 /*
@@ -210,6 +285,9 @@ vault_config(struct imsg *imsg)
 	case IMSG_CONF_PEER:
 		proc_peer_recv(imsg, vault_peers, NPEERS, vault_closed);
 		break;
+	case IMSG_CONF_WORKER:
+		vault_worker_recv(imsg);
+		break;
 	default:
 		fatalx("%s: bad imsg %u from parent", __func__,
 		    imsg->hdr.type);
@@ -220,6 +298,7 @@ static void
 vault_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 {
 	struct ctl_reload_done	 rd;
+	int			 i;
 
 	switch (imsg->hdr.type) {
 	case IMSG_CONF:
@@ -230,6 +309,7 @@ vault_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 	case IMSG_CONF_END:
 		conf_ready = 1;
 		conf_generation++;
+		crypto_reload();	/* SIGHUP, tregctl reload */
 		break;
 	case IMSG_LOG_VERBOSE:
 		proc_log_verbose(imsg);
@@ -238,6 +318,14 @@ vault_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 		if (imsg->datalen != sizeof(vault_procs))
 			fatalx("bad IMSG_PROCINFO");
 		memcpy(vault_procs, imsg->data, sizeof(vault_procs));
+		for (i = 0; i < PROCINFO_MAX; i++)
+			vault_procs[i].name[sizeof(vault_procs[i].name) - 1] =
+			    '\0';
+		break;
+	case IMSG_KEYRING_RELOAD:
+		if (imsg->datalen != 0)
+			fatalx("bad IMSG_KEYRING_RELOAD");
+		vault_keyring_reload();
 		break;
 	case IMSG_CTL_RELOAD_DONE:
 		if (imsg->datalen != sizeof(rd))
@@ -554,6 +642,7 @@ vault_request(struct blob *b)
 		resp.status = 0;
 	}
  done:
+	vault_metrics_request();
 	if (resp.status != 0)
 		vault_respond(req.reqid, &resp);
 	asker_org = asker_user = 0;

@@ -79,9 +79,10 @@ extern const struct vault_route vault_run_routes[];	/* vault_run.c */
 /* vault.c */
 extern struct tregd_conf	 vault_conf;
 extern const char		*vault_root;	/* "" after the chroot */
-extern struct procinfo		 vault_procs[PROC_MAX];
+extern struct procinfo		 vault_procs[PROCINFO_MAX];
 extern struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
 void		 vault_respond(uint32_t, struct vault_resp *);
+void		 vault_keyring_changed(void);	/* tell the other workers */
 void		 db_fail(struct vault_resp *, const char *);	/* 500 + log */
 void		 resp_error(struct vault_resp *, int, const char *, ...)
 		    __attribute__((__format__ (printf, 3, 4)));
@@ -157,6 +158,16 @@ void		 run_exit(struct imsg *);	/* IMSG_RUN_EXIT from exec */
 int		 run_slots_used(void);
 /* Mask credential-looking arguments and registered secret values. */
 json_t		*argv_mask(int64_t, json_t *);
+
+/* vault_slots.c: the host's run slots, shared by the workers. */
+#define SLOTS_FULL		1	/* every run slot is taken */
+#define SLOTS_USER		2	/* the user's share is */
+void		 slots_init(int, uint32_t);
+int		 slots_claim(int64_t, int, int, int *, int *);
+void		 slots_started(int, int64_t);
+void		 slots_release(int);
+int		 slots_in_flight(int64_t);
+int		 slots_used(int);	/* 1: this worker's only */
 
 /* vault_inject.c: a secret turned into what a CLI sees; a run's mask set. */
 #define REDSET_MAX		512	/* exec takes at most this many */
@@ -263,7 +274,7 @@ int		 deny_match(int64_t, json_t *, json_t *, char *, size_t,
 		    const char **);
 
 /* vault_crypto.c */
-int		 crypto_init(const char *);	/* key file path */
+int		 crypto_init(const char *);	/* the state directory */
 int		 secret_seal(int64_t, int64_t, const void *, size_t,
 		    void **, size_t *);
 int		 secret_unseal(int64_t, int64_t, const void *, size_t,
@@ -271,7 +282,17 @@ int		 secret_unseal(int64_t, int64_t, const void *, size_t,
 void		 secret_free(unsigned char *, size_t);
 int		 crypto_rotate(const char *);
 int		 crypto_settle(void);
-const char	*crypto_key_id(void);
-const char	*crypto_key_file(void);	/* the keyring's file name */
+const char	*crypto_key_id(void);	/* the sealing key's, in hex */
+
+/* vault_keyring.c: the key commands; err gets why a command failed. */
+int		 crypto_key_new(char *, char *, size_t);
+int		 crypto_key_use(const char *, int64_t *, char *, size_t);
+int		 crypto_key_retire(const char *, char *, size_t);
+int		 crypto_reload(void);
+json_t		*crypto_key_list(void);
+json_t		*crypto_key_files(void);	/* relative to the state dir */
+
+/* vault_ctl_key.c */
+int		 ctl_key(const struct ctl_request *, json_t **);
 
 #endif /* VAULT_H */

@@ -1,23 +1,27 @@
 /*
- * The master key and sealing of secret values.
+ * The keyring and sealing of secret values.
  *
  * A sealed value is: key id (8 bytes) | nonce (24) | XChaCha20-Poly1305
  * ciphertext and tag, with the org id and secret id as associated data,
- * so a sealed value copied into another row does not open.  The key lives
- * in the state directory (mode 0600) and in locked memory here.
+ * so a sealed value copied into another row does not open.
  *
- * Rotation writes master.key.new, re-seals every secret under it in one
- * transaction, then renames it over master.key after zeroing the old
- * file.  If the vault dies in between, the next start finishes (secrets
- * already under the new key) or abandons (none are) the rotation.
+ * The keyring is the directory keys/ of the state directory: one file
+ * per key, keys/<id>.key (mode 0600, the 8-byte id then the 32-byte
+ * key), and keys/current naming the key new values are sealed under.
+ * Every key file is loaded at start; a value sealed under a key that
+ * arrived later (another host, another worker wrote it) loads its file
+ * when it is first opened, and keys/current is read at every seal, so
+ * every vault of a host agrees on the sealing key.  The commands on the
+ * keyring (new, use, retire, reload, rotate) are in vault_keyring.c.
  */
 
 #include <sys/types.h>
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,58 +30,64 @@
 #include <sodium.h>
 
 #include "vault.h"
-
-#define KEY_ID_LEN	8
-#define KEY_LEN		crypto_aead_xchacha20poly1305_ietf_KEYBYTES
-#define NONCE_LEN	crypto_aead_xchacha20poly1305_ietf_NPUBBYTES
-#define TAG_LEN		crypto_aead_xchacha20poly1305_ietf_ABYTES
-#define KEYFILE_LEN	(KEY_ID_LEN + KEY_LEN)
+#include "vault_keyring.h"
 
 struct mkey {
 	unsigned char	*buf;		/* id | key, sodium_malloc'd */
+	char		 hex[KEY_HEX_LEN + 1];
 	int		 loaded;
 };
 
-static struct mkey	 cur, next;
-static char		 key_path[PATH_MAX];
-static char		 npath[PATH_MAX + 8];	/* key_path.new */
-static char		 key_id_hex[KEY_ID_LEN * 2 + 1];
+static struct mkey	 ring[KEYRING_MAX];
+static int		 cur = -1;	/* the sealing key */
+static char		 ring_dir[PATH_MAX];
 
-static int	key_load(const char *, struct mkey *);
-static int	key_create(const char *, struct mkey *);
-static void	key_unload(struct mkey *);
-static int	key_reseal_all(const struct mkey *, const struct mkey *);
-static int	key_count(const struct mkey *);
-static int	key_reseal_one(int64_t, int64_t, const void *, size_t, void *);
-static int	key_finish_rotation(void);
+static int	key_read_file(const char *, const char *, struct mkey *);
+static int	keyring_put(const char *, const void *, size_t);
+static int	key_slot_free(void);
+static int	current_read(char *);
+static void	make_ad(int64_t, int64_t, unsigned char[24]);
+static int	seal_with(const struct mkey *, int64_t, int64_t,
+		    const void *, size_t, void **, size_t *);
 
-static void
-key_alloc(struct mkey *k)
+/* ------------------------------------------------------------------ */
+/* Files.                                                              */
+
+int
+keyring_path(char *buf, size_t len, const char *name)
 {
-	if ((k->buf = sodium_malloc(KEYFILE_LEN)) == NULL)
-		fatal("%s: sodium_malloc", __func__);
+	if (snprintf(buf, len, "%s/%s", ring_dir, name) >= (int)len) {
+		log_warnx("keyring: path too long");
+		return (-1);
+	}
+	return (0);
 }
 
-static void
-key_unload(struct mkey *k)
+int
+keyring_hex_ok(const char *hex)
 {
-	if (k->buf != NULL)
-		sodium_free(k->buf);
-	k->buf = NULL;
-	k->loaded = 0;
+	size_t	 i;
+
+	for (i = 0; i < KEY_HEX_LEN; i++)
+		if (!((hex[i] >= '0' && hex[i] <= '9') ||
+		    (hex[i] >= 'a' && hex[i] <= 'f')))
+			return (0);
+	return (hex[KEY_HEX_LEN] == '\0');
 }
 
+/* keys/<hex>.key into k; its id must be the one its name says. */
 static int
-key_load(const char *path, struct mkey *k)
+key_read_file(const char *path, const char *hex, struct mkey *k)
 {
 	struct stat	 st;
 	ssize_t		 n;
+	char		 idhex[KEY_HEX_LEN + 1];
 	int		 fd;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
 		return (-1);
 	if (fstat(fd, &st) == -1 || st.st_size != KEYFILE_LEN) {
-		log_warnx("%s: not a tregd master key", path);
+		log_warnx("%s: not a tregd key file", path);
 		close(fd);
 		errno = EINVAL;
 		return (-1);
@@ -85,97 +95,310 @@ key_load(const char *path, struct mkey *k)
 	if ((st.st_mode & 077) != 0)
 		log_warnx("%s: mode %o, should be 0600", path,
 		    (unsigned)(st.st_mode & 0777));
-	key_alloc(k);
+	if ((k->buf = sodium_malloc(KEYFILE_LEN)) == NULL)
+		fatal("%s: sodium_malloc", __func__);
 	n = read(fd, k->buf, KEYFILE_LEN);
 	close(fd);
-	if (n != KEYFILE_LEN) {
-		key_unload(k);
-		errno = EIO;
+	sodium_bin2hex(idhex, sizeof(idhex), k->buf, KEY_ID_LEN);
+	if (n != KEYFILE_LEN || (hex != NULL && strcmp(idhex, hex) != 0)) {
+		log_warnx("%s: %s", path, n != KEYFILE_LEN ? "short read" :
+		    "holds another key id than its name");
+		sodium_free(k->buf);
+		k->buf = NULL;
+		errno = EINVAL;
 		return (-1);
 	}
+	strlcpy(k->hex, idhex, sizeof(k->hex));
 	k->loaded = 1;
 	return (0);
 }
 
 static int
-key_create(const char *path, struct mkey *k)
+key_slot_free(void)
 {
-	int	 fd;
+	int	 i;
 
-	key_alloc(k);
-	randombytes_buf(k->buf, KEYFILE_LEN);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-	    0600);
-	if (fd == -1) {
-		log_warn("create %s", path);
-		key_unload(k);
-		return (-1);
-	}
-	if (write(fd, k->buf, KEYFILE_LEN) != KEYFILE_LEN || fsync(fd) == -1) {
-		log_warn("write %s", path);
-		close(fd);
-		unlink(path);
-		key_unload(k);
-		return (-1);
-	}
-	close(fd);
-	k->loaded = 1;
-	return (0);
+	for (i = 0; i < KEYRING_MAX; i++)
+		if (!ring[i].loaded)
+			return (i);
+	return (-1);
 }
 
-static void
-key_set_id(void)
+/* The key of this id: its slot, loading keys/<hex>.key if need be. */
+int
+keyring_find(const char *hex)
 {
-	sodium_bin2hex(key_id_hex, sizeof(key_id_hex), cur.buf, KEY_ID_LEN);
+	char	 name[KEY_HEX_LEN + 8], path[PATH_MAX];
+	int	 i;
+
+	for (i = 0; i < KEYRING_MAX; i++)
+		if (ring[i].loaded && strcmp(ring[i].hex, hex) == 0)
+			return (i);
+	if (!keyring_hex_ok(hex) || (i = key_slot_free()) == -1)
+		return (-1);
+	snprintf(name, sizeof(name), "%s.key", hex);
+	if (keyring_path(path, sizeof(path), name) == -1 ||
+	    key_read_file(path, hex, &ring[i]) == -1)
+		return (-1);
+	log_info("keyring: loaded key %s", hex);
+	return (i);
+}
+
+/* A key file of another layout (master.key) into the ring, not written. */
+int
+keyring_adopt(const char *path, char *hex)
+{
+	struct mkey	 k;
+	int		 i;
+
+	memset(&k, 0, sizeof(k));
+	if (key_read_file(path, NULL, &k) == -1)
+		return (-1);
+	strlcpy(hex, k.hex, KEY_HEX_LEN + 1);
+	for (i = 0; i < KEYRING_MAX; i++)
+		if (ring[i].loaded && strcmp(ring[i].hex, k.hex) == 0) {
+			sodium_free(k.buf);
+			return (i);
+		}
+	if ((i = key_slot_free()) == -1) {
+		sodium_free(k.buf);
+		return (-1);
+	}
+	ring[i] = k;
+	return (i);
+}
+
+/* keys/NAME := buf, whole or not at all: temporary file, fsync, rename. */
+static int
+keyring_put(const char *name, const void *buf, size_t len)
+{
+	char	 path[PATH_MAX], tmp[PATH_MAX];
+	int	 fd;
+
+	if (keyring_path(path, sizeof(path), name) == -1 ||
+	    keyring_path(tmp, sizeof(tmp), "new.tmp") == -1)
+		return (-1);
+	unlink(tmp);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
+	    O_NOFOLLOW, 0600)) == -1) {
+		log_warn("keyring: create %s", tmp);
+		return (-1);
+	}
+	if (write(fd, buf, len) != (ssize_t)len || fsync(fd) == -1 ||
+	    close(fd) == -1 || rename(tmp, path) == -1) {
+		log_warn("keyring: write %s", path);
+		unlink(tmp);
+		return (-1);
+	}
+	return (keyring_sync_dir());
+}
+
+/* Slot i's key as keys/<hex>.key. */
+int
+keyring_write(int i)
+{
+	char	 name[KEY_HEX_LEN + 8];
+
+	snprintf(name, sizeof(name), "%s.key", ring[i].hex);
+	return (keyring_put(name, ring[i].buf, KEYFILE_LEN));
 }
 
 int
-crypto_init(const char *path)
+keyring_sync_dir(void)
 {
-	if (strlcpy(key_path, path, sizeof(key_path)) >= sizeof(key_path))
+	int	 fd;
+
+	if ((fd = open(ring_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    fsync(fd) == -1) {
+		log_warn("keyring: fsync %s", ring_dir);
+		if (fd != -1)
+			close(fd);
 		return (-1);
-	snprintf(npath, sizeof(npath), "%s.new", key_path);
-	if (key_load(key_path, &cur) == -1) {
-		if (errno != ENOENT) {
-			log_warn("master key %s", key_path);
-			return (-1);
-		}
-		if (key_create(key_path, &cur) == -1)
-			return (-1);
-		log_info("created a new master key");
 	}
-	key_set_id();
-	if (key_load(npath, &next) == 0)
-		log_warnx("found an unfinished key rotation");
+	close(fd);
 	return (0);
 }
 
-/* After the schema exists: settle a rotation a crash interrupted. */
-static int
-key_finish_rotation(void)
+/* A new random key in a free slot (not written): the slot, or -1. */
+int
+keyring_generate(void)
 {
-	if (!next.loaded)
-		return (0);
-	if (key_count(&next) > 0 && key_count(&cur) == 0) {
-		if (rename(npath, key_path) == -1)
-			return (-1);
-		key_unload(&cur);
-		cur = next;
-		memset(&next, 0, sizeof(next));
-		key_set_id();
-		log_info("finished the interrupted key rotation");
-	} else if (key_count(&next) == 0) {
-		unlink(npath);
-		key_unload(&next);
-		log_info("abandoned the interrupted key rotation");
+	int	 i;
+
+	if ((i = key_slot_free()) == -1) {
+		log_warnx("keyring: %d keys already, retire one first",
+		    KEYRING_MAX);
+		return (-1);
+	}
+	if ((ring[i].buf = sodium_malloc(KEYFILE_LEN)) == NULL)
+		fatal("%s: sodium_malloc", __func__);
+	do
+		randombytes_buf(ring[i].buf, KEYFILE_LEN);
+	while (keyring_find_id(ring[i].buf) != -1);
+	sodium_bin2hex(ring[i].hex, sizeof(ring[i].hex), ring[i].buf,
+	    KEY_ID_LEN);
+	ring[i].loaded = 1;
+	return (i);
+}
+
+/* The slot holding this raw id, without loading anything. */
+int
+keyring_find_id(const unsigned char *id)
+{
+	int	 i;
+
+	for (i = 0; i < KEYRING_MAX; i++)
+		if (ring[i].loaded && ring[i].buf != NULL &&
+		    sodium_memcmp(ring[i].buf, id, KEY_ID_LEN) == 0)
+			return (i);
+	return (-1);
+}
+
+void
+keyring_unload(int i)
+{
+	if (ring[i].buf != NULL)
+		sodium_free(ring[i].buf);	/* zeroes */
+	memset(&ring[i], 0, sizeof(ring[i]));
+	if (cur == i)
+		cur = -1;
+}
+
+const char *
+keyring_hex(int i)
+{
+	return (ring[i].loaded ? ring[i].hex : NULL);
+}
+
+/* The raw id of slot i, for store_sealed_count(). */
+const unsigned char *
+keyring_id(int i)
+{
+	return (ring[i].buf);
+}
+
+int
+keyring_current(void)
+{
+	return (cur);
+}
+
+void
+keyring_set_current(int i)
+{
+	cur = i;
+}
+
+/* keys/current into hex: 0, or -1 (absent or malformed). */
+static int
+current_read(char *hex)
+{
+	char	 path[PATH_MAX], buf[KEY_HEX_LEN + 2];
+	ssize_t	 n;
+	int	 fd;
+
+	if (keyring_path(path, sizeof(path), KEY_CURRENT) == -1 ||
+	    (fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return (-1);
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n < KEY_HEX_LEN || (n > KEY_HEX_LEN && buf[KEY_HEX_LEN] != '\n'))
+		return (-1);
+	buf[KEY_HEX_LEN] = '\0';
+	if (!keyring_hex_ok(buf))
+		return (-1);
+	strlcpy(hex, buf, KEY_HEX_LEN + 1);
+	return (0);
+}
+
+/* The key keys/current names, loaded: its slot, or -1. */
+int
+keyring_current_file(void)
+{
+	char	 hex[KEY_HEX_LEN + 1];
+
+	if (current_read(hex) == -1)
+		return (-1);
+	return (keyring_find(hex));
+}
+
+/* keys/current := slot i's id. */
+int
+keyring_current_write(int i)
+{
+	char	 line[KEY_HEX_LEN + 2];
+
+	snprintf(line, sizeof(line), "%s\n", ring[i].hex);
+	if (keyring_put(KEY_CURRENT, line, KEY_HEX_LEN + 1) == -1)
+		return (-1);
+	cur = i;
+	return (0);
+}
+
+/*
+ * Load every keys/<id>.key not loaded yet; with drop, unload the keys
+ * whose file is gone (never the sealing key).  The number of keys.
+ */
+int
+keyring_scan(int drop)
+{
+	DIR		*d;
+	struct dirent	*de;
+	char		 hex[KEY_HEX_LEN + 1], path[PATH_MAX], name[32];
+	int		 i, n = 0;
+
+	if ((d = opendir(ring_dir)) == NULL) {
+		log_warn("keyring: %s", ring_dir);
+		return (-1);
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strlen(de->d_name) != KEY_HEX_LEN + 4 ||
+		    strcmp(de->d_name + KEY_HEX_LEN, ".key") != 0)
+			continue;
+		memcpy(hex, de->d_name, KEY_HEX_LEN);
+		hex[KEY_HEX_LEN] = '\0';
+		if (keyring_find(hex) == -1)
+			log_warnx("keyring: %s not loaded", de->d_name);
+	}
+	closedir(d);
+	for (i = 0; i < KEYRING_MAX; i++) {
+		if (!ring[i].loaded)
+			continue;
+		snprintf(name, sizeof(name), "%s.key", ring[i].hex);
+		if (drop && i != cur && keyring_path(path, sizeof(path),
+		    name) == 0 && access(path, F_OK) == -1 &&
+		    errno == ENOENT) {
+			log_info("keyring: key %s unloaded, its file is gone",
+			    ring[i].hex);
+			keyring_unload(i);
+			continue;
+		}
+		n++;
+	}
+	return (n);
+}
+
+/* Where the keyring lives: "<state>/keys", made if absent. */
+int
+keyring_open(const char *state)
+{
+	if (snprintf(ring_dir, sizeof(ring_dir), "%s/%s", state,
+	    TREGD_KEYRING) >= (int)sizeof(ring_dir))
+		return (-1);
+	if (mkdir(ring_dir, 0700) == -1 && errno != EEXIST) {
+		log_warn("keyring: mkdir %s", ring_dir);
+		return (-1);
 	}
 	return (0);
 }
+
+/* ------------------------------------------------------------------ */
+/* Sealing.                                                            */
 
 const char *
 crypto_key_id(void)
 {
-	return (key_id_hex);
+	return (cur >= 0 ? ring[cur].hex : "");
 }
 
 static void
@@ -207,11 +430,40 @@ seal_with(const struct mkey *k, int64_t org, int64_t id, const void *pt,
 	return (0);
 }
 
+/* Under slot i's key (re-sealing), or i -1: under keys/current's. */
+int
+keyring_seal(int i, int64_t org, int64_t id, const void *pt, size_t ptlen,
+    void **out, size_t *outlen)
+{
+	int	 k;
+
+	if (i < 0) {
+		/* Another vault of this host may have run "key use". */
+		if ((k = keyring_current_file()) != -1)
+			cur = k;
+		if ((i = cur) < 0) {
+			log_warnx("keyring: no sealing key");
+			return (-1);
+		}
+	}
+	return (seal_with(&ring[i], org, id, pt, ptlen, out, outlen));
+}
+
 int
 secret_seal(int64_t org, int64_t id, const void *pt, size_t ptlen,
     void **out, size_t *outlen)
 {
-	return (seal_with(&cur, org, id, pt, ptlen, out, outlen));
+	return (keyring_seal(-1, org, id, pt, ptlen, out, outlen));
+}
+
+/* The key id a sealed value carries, in hex: 0, or -1 (too short). */
+int
+keyring_sealed_hex(const void *sealed, size_t len, char *hex)
+{
+	if (len < KEY_ID_LEN + NONCE_LEN + TAG_LEN)
+		return (-1);
+	sodium_bin2hex(hex, KEY_HEX_LEN + 1, sealed, KEY_ID_LEN);
+	return (0);
 }
 
 int
@@ -219,20 +471,20 @@ secret_unseal(int64_t org, int64_t id, const void *sealed, size_t len,
     unsigned char **out, size_t *outlen)
 {
 	const unsigned char	*s = sealed;
-	const struct mkey	*k;
 	unsigned char		 ad[24], *pt;
 	unsigned long long	 plen;
+	char			 hex[KEY_HEX_LEN + 1];
+	int			 k;
 
 	*out = NULL;
 	*outlen = 0;
-	if (len < KEY_ID_LEN + NONCE_LEN + TAG_LEN)
+	if (keyring_sealed_hex(sealed, len, hex) == -1)
 		return (-1);
-	if (cur.loaded && sodium_memcmp(s, cur.buf, KEY_ID_LEN) == 0)
-		k = &cur;
-	else if (next.loaded && sodium_memcmp(s, next.buf, KEY_ID_LEN) == 0)
-		k = &next;
-	else
+	if ((k = keyring_find_id(s)) == -1 && (k = keyring_find(hex)) == -1) {
+		log_warnx("secret %lld is sealed under key %s, which is not "
+		    "in this host's keyring", (long long)id, hex);
 		return (-1);
+	}
 	/* One spare byte: callers may treat the value as a C string. */
 	if ((pt = sodium_malloc(len - KEY_ID_LEN - NONCE_LEN - TAG_LEN + 1)) ==
 	    NULL)
@@ -240,7 +492,7 @@ secret_unseal(int64_t org, int64_t id, const void *sealed, size_t len,
 	make_ad(org, id, ad);
 	if (crypto_aead_xchacha20poly1305_ietf_decrypt(pt, &plen, NULL,
 	    s + KEY_ID_LEN + NONCE_LEN, len - KEY_ID_LEN - NONCE_LEN, ad,
-	    sizeof(ad), s + KEY_ID_LEN, k->buf + KEY_ID_LEN) != 0) {
+	    sizeof(ad), s + KEY_ID_LEN, ring[k].buf + KEY_ID_LEN) != 0) {
 		sodium_free(pt);
 		return (-1);
 	}
@@ -255,125 +507,4 @@ secret_free(unsigned char *pt, size_t len)
 {
 	if (pt != NULL)
 		sodium_free(pt);	/* zeroes */
-}
-
-static int
-key_count(const struct mkey *k)
-{
-	int64_t		 n;
-
-	if (store_sealed_count(k->buf, KEY_ID_LEN, &n) == -1)
-		return (-1);
-	return (n > INT_MAX ? INT_MAX : (int)n);
-}
-
-struct reseal {
-	const struct mkey	*to;
-	int			 failed;
-};
-
-static int
-key_reseal_one(int64_t id, int64_t org, const void *old, size_t oldlen,
-    void *arg)
-{
-	struct reseal	*rs = arg;
-	unsigned char	*pt;
-	void		*sealed;
-	size_t		 ptlen, slen;
-	int		 r;
-
-	if (secret_unseal(org, id, old, oldlen, &pt, &ptlen) == -1) {
-		log_warnx("key rotate: secret %lld does not open",
-		    (long long)id);
-		rs->failed = 1;
-		return (-1);
-	}
-	r = seal_with(rs->to, org, id, pt, ptlen, &sealed, &slen);
-	secret_free(pt, ptlen);
-	if (r == -1) {
-		rs->failed = 1;
-		return (-1);
-	}
-	r = store_secret_set_sealed(id, sealed, slen);
-	free(sealed);
-	if (r == -1) {
-		rs->failed = 1;
-		return (-1);
-	}
-	return (0);
-}
-
-/* Re-seal every secret sealed under from with to; inside a transaction. */
-static int
-key_reseal_all(const struct mkey *from, const struct mkey *to)
-{
-	struct reseal	 rs;
-
-	rs.to = to;
-	rs.failed = 0;
-	(void)from;
-	if (store_secrets_each_sealed(key_reseal_one, &rs) == -1 ||
-	    rs.failed)
-		return (-1);
-	return (0);
-}
-
-/* Overwrite the old key file's bytes before it is replaced. */
-static void
-key_wipe_file(const char *path)
-{
-	unsigned char	 zero[KEYFILE_LEN];
-	int		 fd;
-
-	memset(zero, 0, sizeof(zero));
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
-		return;
-	if (write(fd, zero, sizeof(zero)) != sizeof(zero))
-		log_warn("wipe %s", path);
-	fsync(fd);
-	close(fd);
-}
-
-int
-crypto_rotate(const char *why)
-{
-	if (key_finish_rotation() == -1)
-		return (-1);
-	unlink(npath);
-	if (key_create(npath, &next) == -1)
-		return (-1);
-	if (store_begin() == -1)
-		goto fail;
-	if (key_reseal_all(&cur, &next) == -1 || store_commit() == -1) {
-		store_rollback();
-		goto fail;
-	}
-	key_wipe_file(key_path);
-	if (rename(npath, key_path) == -1) {
-		log_warn("rename %s", npath);
-		return (-1);	/* the next start finishes it */
-	}
-	key_unload(&cur);
-	cur = next;
-	memset(&next, 0, sizeof(next));
-	key_set_id();
-	log_info("master key rotated (%s), new key id %s", why, key_id_hex);
-	return (0);
- fail:
-	unlink(npath);
-	key_unload(&next);
-	return (-1);
-}
-
-/* Called once the schema is in place. */
-int
-crypto_settle(void)
-{
-	return (key_finish_rotation());
-}
-
-const char *
-crypto_key_file(void)
-{
-	return (TREGD_KEY);
 }

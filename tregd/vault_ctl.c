@@ -204,6 +204,7 @@ ctl_dispatch(struct imsgev *iev, struct imsg *imsg)
 	cr.email[sizeof(cr.email) - 1] = '\0';
 	cr.org[sizeof(cr.org) - 1] = '\0';
 	cr.role[sizeof(cr.role) - 1] = '\0';
+	cr.key[sizeof(cr.key) - 1] = '\0';
 
 	switch (cr.cmd) {
 	case CTL_SHOW_STATUS:
@@ -235,6 +236,17 @@ ctl_dispatch(struct imsgev *iev, struct imsg *imsg)
 		break;
 	case CTL_KEY_ROTATE:
 		rc = ctl_key_rotate(&cr, &reply);
+		if (rc == 0)
+			vault_keyring_changed();
+		break;
+	case CTL_KEY_NEW:
+	case CTL_KEY_USE:
+	case CTL_KEY_RETIRE:
+	case CTL_KEY_LIST:
+	case CTL_KEY_RELOAD:
+		rc = ctl_key(&cr, &reply);
+		if (rc == 0 && cr.cmd != CTL_KEY_LIST)
+			vault_keyring_changed();
 		break;
 	case CTL_METRICS:
 		rc = ctl_metrics(&cr, &reply);
@@ -305,16 +317,21 @@ ctl_status(const struct ctl_request *cr, json_t **reply)
 	int	 i;
 
 	procs = json_array();
-	for (i = PROC_PARENT; i < PROC_CONTROL; i++)
+	for (i = 0; i < PROCINFO_MAX && vault_procs[i].name[0] != '\0'; i++)
 		json_array_append_new(procs, json_pack("{s:s,s:i,s:I}",
-		    "name", proc_names[i], "pid", (int)vault_procs[i].pid,
+		    "name", vault_procs[i].name, "pid", (int)vault_procs[i].pid,
 		    "uptime_s", (json_int_t)(vault_procs[i].started ?
 		    now - vault_procs[i].started : 0)));
 	if (store_counts(&n) == -1) {
 		*reply = ctl_errorf("database error");
 		return (-1);
 	}
-	snprintf(db, sizeof(db), "sqlite %s/%s", vault_conf.state, TREGD_DB);
+	/* Not the conninfo: it may hold a password. */
+	if (vault_conf.db_engine == DB_POSTGRESQL)
+		strlcpy(db, "postgresql", sizeof(db));
+	else
+		snprintf(db, sizeof(db), "sqlite %s/%s", vault_conf.state,
+		    TREGD_DB);
 	j = json_pack("{s:s,s:s,s:o,s:s,s:s,s:I,s:o,s:{s:i,s:i,s:i},"
 	    "s:{s:I,s:I,s:I,s:I,s:I}}",
 	    "version", TREGD_VERSION,
@@ -322,8 +339,8 @@ ctl_status(const struct ctl_request *cr, json_t **reply)
 	    "listen", ctl_listeners(),
 	    "signup", vault_conf.signup_open ? "open" : "closed",
 	    "database", db,
-	    "uptime_s", (json_int_t)(vault_procs[PROC_PARENT].started ?
-	    now - vault_procs[PROC_PARENT].started : 0),
+	    "uptime_s", (json_int_t)(vault_procs[0].started ?
+	    now - vault_procs[0].started : 0),
 	    "processes", procs,
 	    "run_slots", "used", run_slots_used(), "max", vault_conf.run_slots,
 	    "per_user", vault_conf.run_slots_user,
@@ -342,6 +359,7 @@ static int
 ctl_metrics(const struct ctl_request *cr, json_t **reply)
 {
 	struct store_counts	 c;
+	const char		*name, *w;
 	char			 buf[4096];
 	int			 n = 0, i;
 
@@ -352,10 +370,19 @@ ctl_metrics(const struct ctl_request *cr, json_t **reply)
 	n += snprintf(buf + n, sizeof(buf) - n,
 	    "# HELP tregd_up Whether a tregd process is running.\n"
 	    "# TYPE tregd_up gauge\n");
-	for (i = PROC_PARENT; i < PROC_CONTROL; i++)
-		n += snprintf(buf + n, sizeof(buf) - n,
-		    "tregd_up{process=\"%s\"} %d\n", proc_names[i],
-		    vault_procs[i].pid > 0);
+	/* "vault 1": process="vault",worker="1". */
+	for (i = 0; i < PROCINFO_MAX && vault_procs[i].name[0] != '\0'; i++) {
+		name = vault_procs[i].name;
+		if ((w = strchr(name, ' ')) == NULL)
+			n += snprintf(buf + n, sizeof(buf) - n,
+			    "tregd_up{process=\"%s\"} %d\n", name,
+			    vault_procs[i].pid > 0);
+		else
+			n += snprintf(buf + n, sizeof(buf) - n,
+			    "tregd_up{process=\"%.*s\",worker=\"%s\"} %d\n",
+			    (int)(w - name), name, w + 1,
+			    vault_procs[i].pid > 0);
+	}
 	n += snprintf(buf + n, sizeof(buf) - n,
 	    "# HELP tregd_runs_total Server runs started.\n"
 	    "# TYPE tregd_runs_total counter\n"
@@ -674,13 +701,20 @@ ctl_user_delete(const struct ctl_request *cr, json_t **reply)
 /*
  * tregctl backup: a consistent copy of the database, written while the
  * vault serves, into the state directory; tregctl moves it out with the
- * keyring named here.
+ * keyring named here.  A PostgreSQL database is pg_dump's: the keyring
+ * only.
  */
 static int
 ctl_backup(const struct ctl_request *cr, json_t **reply)
 {
 	char	 path[PATH_MAX];
 
+	if (vault_conf.db_engine == DB_POSTGRESQL) {
+		*reply = json_pack("{s:s, s:n, s:o}", "state",
+		    vault_conf.state, "database", "keyring",
+		    crypto_key_files());
+		return (0);
+	}
 	if (snprintf(path, sizeof(path), "%s/%s", vault_root, TREGD_BACKUP) >=
 	    (int)sizeof(path)) {
 		*reply = ctl_errorf("state directory path too long");
@@ -693,8 +727,8 @@ ctl_backup(const struct ctl_request *cr, json_t **reply)
 		return (-1);
 	}
 	log_info("database backed up for tregctl");
-	*reply = json_pack("{s:s, s:s, s:[s]}", "state", vault_conf.state,
-	    "database", TREGD_BACKUP, "keyring", crypto_key_file());
+	*reply = json_pack("{s:s, s:s, s:o}", "state", vault_conf.state,
+	    "database", TREGD_BACKUP, "keyring", crypto_key_files());
 	if (*reply == NULL)
 		fatalx("%s: json_pack", __func__);
 	return (0);

@@ -1,8 +1,10 @@
 /*
  * The vault's counters for GET /metrics: runs by outcome and how long
- * they took, redactions, database errors, run slots.  Kept in memory
- * (since the vault started) and sent to the frontend every second as one
- * struct metrics_vault; a scrape never waits on the vault.
+ * they took, redactions, database errors, run slots, requests answered.
+ * Kept in memory (since the vault started) and sent to the frontend every
+ * second as one struct metrics_vault; a scrape never waits on the vault.
+ * Each worker reports its own (the slots it holds, not the host's): the
+ * frontend adds them up.
  */
 
 #include <sys/types.h>
@@ -29,7 +31,7 @@ vault_metrics_send(int fd, short event, void *arg)
 {
 	struct timeval	 tv = { 1, 0 };
 
-	vm.slots_in_use = run_slots_used();
+	vm.slots_in_use = slots_used(1);
 	vm.slots_max = vault_conf.run_slots;
 	if (imsgev_compose(vault_frontend, IMSG_METRICS_VAULT, 0, -1, &vm,
 	    sizeof(vm)) == -1)
@@ -58,4 +60,10 @@ void
 vault_metrics_db_error(void)
 {
 	vm.db_errors++;
+}
+
+void
+vault_metrics_request(void)
+{
+	vm.requests++;
 }

@@ -35,6 +35,7 @@ struct vrun {
 	uint32_t		 runid;
 	uint32_t		 reqid;
 	int64_t			 audit_id;	/* its runs row */
+	int			 slot;		/* vault_slots.c */
 	int64_t			 org_id;
 	int64_t			 user_id;
 	char			 email[256];
@@ -59,13 +60,11 @@ struct strv {
 
 static struct vrun_list	 vruns = TAILQ_HEAD_INITIALIZER(vruns);
 static uint32_t		 next_runid = 1;
-static int		 nvruns;
 
 static void	run_post(struct vault_req *, struct vault_resp *);
 static void	runs_get(struct vault_req *, struct vault_resp *);
 static int	run_args(struct vault_req *, struct vault_resp *, json_t **,
 		    int *);
-static int	run_slots_user(int64_t);
 static void	base_url_path(const char *, char *, size_t);
 static struct isecret *secs_get(struct secs *, int64_t, int64_t,
 		    struct vault_resp *);
@@ -178,7 +177,7 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	char			 path[URL_LEN_MAX + 1], *val, *kv, *margv;
 	size_t			 i, vlen, n;
 	int64_t			 sid, audit_id;
-	int			 timeout, used, rc;
+	int			 timeout, used, rc, slot = -1;
 
 	memset(&t, 0, sizeof(t));
 	memset(&env, 0, sizeof(env));
@@ -234,13 +233,14 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	json_decref(noargs);
 	if (rc == -1)
 		goto out;
-	/* 6. Slots: the server's, then the caller's share. */
-	if (nvruns >= vault_conf.run_slots) {
+	/* 6. Slots (the host's, every worker's): the server's, the user's. */
+	switch (slots_claim(a->user_id, vault_conf.run_slots,
+	    vault_conf.run_slots_user, &slot, &used)) {
+	case SLOTS_FULL:
 		resp_error(resp, 429, "the server is busy running other jobs "
 		    "— try again in a moment");
 		goto out;
-	}
-	if ((used = run_slots_user(a->user_id)) >= vault_conf.run_slots_user) {
+	case SLOTS_USER:
 		resp_error(resp, 429, "you already have %d server runs in "
 		    "flight — wait for one to finish", used);
 		goto out;
@@ -337,6 +337,9 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 		next_runid = 1;
 	vr->reqid = req->reqid;
 	vr->audit_id = audit_id;
+	vr->slot = slot;
+	slots_started(slot, audit_id);
+	slot = -1;
 	vr->org_id = a->org_id;
 	vr->user_id = a->user_id;
 	strlcpy(vr->email, a->email, sizeof(vr->email));
@@ -363,13 +366,14 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	    &who, sizeof(who)) == -1)
 		fatal("%s: send to frontend", __func__);
 	TAILQ_INSERT_TAIL(&vruns, vr, entry);
-	nvruns++;
 	resp->status = 0;	/* exec and run_exit() answer */
 	goto out;
  toomany:
 	resp_error(resp, 422, "the secrets of tool '%s' have too many parts "
 	    "to be masked", t.name);
  out:
+	if (slot != -1)
+		slots_release(slot);
 	redset_clear(mask);
 	free(mask);
 	pack_free(&pk);
@@ -380,22 +384,11 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	tool_row_clear(&t);
 }
 
-static int
-run_slots_user(int64_t user)
-{
-	struct vrun	*vr;
-	int		 n = 0;
-
-	TAILQ_FOREACH(vr, &vruns, entry)
-		if (vr->user_id == user)
-			n++;
-	return (n);
-}
-
+/* The host's, every worker's. */
 int
 run_slots_used(void)
 {
-	return (nvruns);
+	return (slots_used(0));
 }
 
 /* The path of a base URL, for deny rules: "/" when it has none. */
@@ -497,15 +490,11 @@ run_outcome_name(uint32_t o)
 	return (names[o]);
 }
 
+/* On any worker: each started it in the table of slots. */
 static int
 run_in_flight(int64_t audit_id)
 {
-	struct vrun	*vr;
-
-	TAILQ_FOREACH(vr, &vruns, entry)
-		if (vr->audit_id == audit_id)
-			return (1);
-	return (0);
+	return (slots_in_flight(audit_id));
 }
 
 /* IMSG_RUN_EXIT from exec: the end record, the slot, the answer. */
@@ -526,7 +515,7 @@ run_exit(struct imsg *imsg)
 	if (vr == NULL || vr->reqid != imsg->hdr.id)
 		fatalx("%s: IMSG_RUN_EXIT for no run from exec", __func__);
 	TAILQ_REMOVE(&vruns, vr, entry);
-	nvruns--;
+	slots_release(vr->slot);
 
 	if (rx.notfound || rx.failed) {
 		/* Nothing ran: an answer, and not a run in GET /runs. */

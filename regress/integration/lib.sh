@@ -59,6 +59,19 @@ tregd_pg_line() {
 	echo "database postgresql \"host=$pg_host user=tregd dbname=$PG_DB\""
 }
 
+# tregd_sql SQL: SQL on the running daemon's database, whichever engine
+# this pass uses; one "a|b" line per row.  For what the API cannot
+# reach (expiring an invite, planting a row): keep it to SQL both
+# engines speak.
+tregd_sql() {
+	if [ "$(tregd_engine)" = pg ]; then
+		psql -X -q -At -v ON_ERROR_STOP=1 -d "$(sed -n \
+		    's/^database postgresql "\(.*\)"$/\1/p' "$CONF")" -c "$1"
+	else
+		sqlite3 -cmd ".timeout 5000" "$T/state/tregd.db" "$1"
+	fi
+}
+
 # Start tregd on the configuration already in $CONF.
 tregd_launch() {
 	if [ "$(tregd_engine)" = pg ] && ! grep -q '^database ' "$CONF"; then
@@ -100,6 +113,7 @@ tregd_stop() {
 			sh "$TOP/scripts/pg.sh" dropdb \
 			    "$(atf_config_get pg_host)" "$db"
 		done < "$T/pg-dbs"
+		PG_DB=		# the next tregd_start makes a fresh one
 	fi
 	rm -rf "$T"
 	rm -f tregd-test-dir

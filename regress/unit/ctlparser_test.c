@@ -119,6 +119,12 @@ ATF_TC_BODY(every_command_parses_in_full, tc)
 	    NULL);
 	expect_cmd(CTL_ORG_DELETE, "org", "delete", "acme", NULL);
 	expect_cmd(CTL_KEY_ROTATE, "key", "rotate", NULL);
+	expect_cmd(CTL_KEY_NEW, "key", "new", NULL);
+	expect_cmd(CTL_KEY_LIST, "key", "list", NULL);
+	expect_cmd(CTL_KEY_RELOAD, "key", "reload", NULL);
+	expect_cmd(CTL_KEY_USE, "key", "use", "0123456789abcdef", NULL);
+	expect_cmd(CTL_KEY_RETIRE, "key", "retire", "0123456789abcdef",
+	    NULL);
 	expect_cmd(CTL_RELOAD, "reload", NULL);
 	expect_cmd(CTL_LOG_VERBOSE, "log", "verbose", NULL);
 	expect_cmd(CTL_LOG_BRIEF, "log", "brief", NULL);
@@ -268,7 +274,9 @@ ATF_TC_BODY(missing_argument_lists_what_may_follow, tc)
 	expect_error("missing argument", "admin member owner viewer", "user",
 	    "add", "a@example.com", "role", NULL);
 	expect_error("missing argument", "N", "show", "runs", "limit", NULL);
-	expect_error("missing argument", "rotate", "key", NULL);
+	expect_error("missing argument", "list new reload retire rotate use",
+	    "key", NULL);
+	expect_error("missing argument", "ID", "key", "use", NULL);
 }
 
 ATF_TC_WITHOUT_HEAD(trailing_words_are_refused);
@@ -430,6 +438,24 @@ ATF_TC_BODY(empty_or_control_characters_are_refused, tc)
 	    "tools", "ac\033[2Jme", NULL);
 }
 
+ATF_TC_WITHOUT_HEAD(a_key_id_is_sixteen_lower_case_hex_digits);
+ATF_TC_BODY(a_key_id_is_sixteen_lower_case_hex_digits, tc)
+{
+	struct parse_result	 res;
+
+	ATF_REQUIRE_EQ(parse_words(&res, "key", "use", "00ff00ff00ff00ff",
+	    NULL), 0);
+	ATF_CHECK_STREQ(res.key, "00ff00ff00ff00ff");
+	expect_error("key id 00FF00FF00FF00FF: not 16 lower-case hex digits "
+	    "(see key list)", NULL, "key", "use", "00FF00FF00FF00FF", NULL);
+	expect_error("key id 00ff: not 16 lower-case hex digits (see key "
+	    "list)", NULL, "key", "retire", "00ff", NULL);
+	expect_error("key id ../../etc/passwd: not 16 lower-case hex digits "
+	    "(see key list)", NULL, "key", "use", "../../etc/passwd", NULL);
+	expect_error("ambiguous argument: re", "reload retire", "key", "re",
+	    NULL);
+}
+
 ATF_TC_WITHOUT_HEAD(a_failed_parse_leaves_no_command);
 ATF_TC_BODY(a_failed_parse_leaves_no_command, tc)
 {
@@ -462,6 +488,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, token_revoke_takes_an_optional_org);
 	ATF_TP_ADD_TC(tp, email_and_org_lengths_match_the_request);
 	ATF_TP_ADD_TC(tp, empty_or_control_characters_are_refused);
+	ATF_TP_ADD_TC(tp, a_key_id_is_sixteen_lower_case_hex_digits);
 	ATF_TP_ADD_TC(tp, a_failed_parse_leaves_no_command);
 	return (atf_no_error());
 }

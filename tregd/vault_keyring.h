@@ -1,0 +1,42 @@
+/*
+ * The keyring between vault_crypto.c (the keys in memory, their files,
+ * sealing) and vault_keyring.c (start, migration, the key commands).
+ * Keys are named by slot, 0..KEYRING_MAX-1.
+ */
+
+#ifndef VAULT_KEYRING_H
+#define VAULT_KEYRING_H
+
+#include <sodium.h>
+
+#define KEY_ID_LEN	8
+#define KEY_HEX_LEN	(KEY_ID_LEN * 2)
+#define KEY_LEN		crypto_aead_xchacha20poly1305_ietf_KEYBYTES
+#define NONCE_LEN	crypto_aead_xchacha20poly1305_ietf_NPUBBYTES
+#define TAG_LEN		crypto_aead_xchacha20poly1305_ietf_ABYTES
+#define KEYFILE_LEN	(KEY_ID_LEN + KEY_LEN)
+#define KEYRING_MAX	16
+#define KEY_CURRENT	"current"	/* keys/current: the sealing key */
+
+int		 keyring_open(const char *);
+int		 keyring_path(char *, size_t, const char *);
+int		 keyring_hex_ok(const char *);
+int		 keyring_find(const char *);
+int		 keyring_find_id(const unsigned char *);
+int		 keyring_adopt(const char *, char *);
+int		 keyring_write(int);
+int		 keyring_sync_dir(void);
+int		 keyring_generate(void);
+void		 keyring_unload(int);
+const char	*keyring_hex(int);
+const unsigned char *keyring_id(int);
+int		 keyring_current(void);
+void		 keyring_set_current(int);
+int		 keyring_current_file(void);
+int		 keyring_current_write(int);
+int		 keyring_scan(int);
+int		 keyring_seal(int, int64_t, int64_t, const void *, size_t,
+		    void **, size_t *);
+int		 keyring_sealed_hex(const void *, size_t, char *);
+
+#endif /* VAULT_KEYRING_H */
