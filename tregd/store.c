@@ -280,4 +280,10 @@ store_deny_delete(int64_t org, int64_t id)
 
 /* batched run ends */
 
+int
+store_run_ends_insert(const struct store_run_end *e, size_t n)
+{
+	return (ops->run_ends_insert(e, n));
+}
+
 /* treg compatibility */

@@ -267,6 +267,7 @@ struct store_ops {
 	/* ops: calls and daily caps (the relay) */
 
 	/* ops: batched run ends */
+	int	(*run_ends_insert)(const struct store_run_end *, size_t);
 
 	/* ops: treg compatibility */
 };
@@ -357,6 +358,8 @@ int		 store_deny_delete(int64_t, int64_t);
 /* calls and daily caps (the relay) */
 
 /* batched run ends */
+/* n ends in one transaction: all are committed, or none (-1). */
+int		 store_run_ends_insert(const struct store_run_end *, size_t);
 
 /* treg compatibility */
 

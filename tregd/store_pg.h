@@ -87,6 +87,7 @@ int	pg_deny_delete(int64_t, int64_t);
 /* calls and daily caps (the relay) */
 
 /* batched run ends */
+int	pg_run_ends_insert(const struct store_run_end *, size_t);
 
 /* treg compatibility */
 

@@ -79,6 +79,7 @@ int		 sq_calls_page(int64_t, int64_t, store_calls_fn, void *);
 /* calls and daily caps (the relay) */
 
 /* batched run ends */
+int		 sq_run_ends_insert(const struct store_run_end *, size_t);
 
 /* treg compatibility */
 
