@@ -876,6 +876,7 @@ static void
 run_done(struct run *r)
 {
 	struct run_exit	 rx;
+	struct run_result rr;
 	char		 note[64];
 	int		 n = 0, i, truncated = 0;
 	size_t		 redacted = 0;
@@ -900,10 +901,6 @@ run_done(struct run *r)
 	/* A capped stderr still says why the run ended. */
 	if (r->timed_out && redact_truncated(r->out[1].rd))
 		run_emit(&r->out[1], note + 1, n - 1);
-	if (imsgev_compose(&iev_frontend, IMSG_RUN_EOF, r->reqid, -1, NULL,
-	    0) == -1)
-		fatal("%s: compose", __func__);
-
 	memset(&rx, 0, sizeof(rx));
 	rx.runid = r->runid;
 	if (WIFEXITED(r->status))
@@ -917,10 +914,25 @@ run_done(struct run *r)
 	rx.duration_ms = r->duration_ms;
 	rx.redacted = redacted > UINT32_MAX ? UINT32_MAX : redacted;
 	rx.truncated = truncated;
+	/*
+	 * The vault first (the slot, the end record), then the answer
+	 * straight to the frontend: a client that has its answer finds
+	 * its run ended in the vault (run_exits_read()).
+	 */
 	run_report(r->reqid, r->runid, &rx);
-	/* The answer leaves now; the run directory goes afterwards. */
-	exec_flush(&iev_frontend);
 	exec_flush(&iev_vault);
+	memset(&rr, 0, sizeof(rr));
+	rr.exit_code = rx.exit_code;
+	rr.timed_out = rx.timed_out != 0;
+	rr.duration_ms = rx.duration_ms;
+	rr.redacted = rx.redacted;
+	rr.outcome = run_outcome_of(&rx);
+	rr.truncated = truncated;
+	if (imsgev_compose(&iev_frontend, IMSG_RUN_EOF, r->reqid, -1, &rr,
+	    sizeof(rr)) == -1)
+		fatal("%s: compose", __func__);
+	/* The answer leaves now; the sandbox goes afterwards. */
+	exec_flush(&iev_frontend);
 	/* The pool's next sandbox, made once this answer is out. */
 	exec_refill_soon();
 	run_stages(r, t_done);

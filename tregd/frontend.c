@@ -59,8 +59,7 @@ struct front_req {
 	int			 accepted;	/* exec has it */
 	int			 cancel;	/* cancel once accepted */
 	int			 paused;	/* exec stopped reading it */
-	int			 eof;		/* exec sent every chunk */
-	int			 have_result;	/* vault sent the result */
+	int			 eof;		/* exec sent every chunk, result */
 	int			 answering;	/* the answer is leaving */
 	struct run_result	 result;
 	struct evbuffer		*out[2];	/* stdout, stderr: UTF-8 */
@@ -361,7 +360,6 @@ front_find(uint32_t id)
 static void
 front_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
 {
-	struct front_req	*fr;
 	struct blob		*b;
 	int			 bad;
 
@@ -384,16 +382,6 @@ front_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
 	case IMSG_RUN_ACCEPTED:
 		front_run_accepted(imsg);
 		break;
-	case IMSG_RUN_RESULT:
-		if (imsg->datalen != sizeof(struct run_result) ||
-		    (fr = front_find(imsg->hdr.id)) == NULL || !fr->is_run ||
-		    fr->have_result)
-			fatalx("bad IMSG_RUN_RESULT from vault");
-		memcpy(&fr->result, imsg->data, sizeof(fr->result));
-		fr->have_result = 1;
-		if (fr->eof)
-			front_run_finish(fr);
-		break;
 	case IMSG_METRICS_VAULT:
 		metrics_vault_report(imsg);
 		break;
@@ -412,13 +400,13 @@ front_dispatch_exec(struct imsgev *iev, struct imsg *imsg)
 		front_run_output(imsg);
 		break;
 	case IMSG_RUN_EOF:
-		if (imsg->datalen != 0 ||
+		if (imsg->datalen != sizeof(struct run_result) ||
 		    (fr = front_find(imsg->hdr.id)) == NULL || !fr->is_run ||
 		    fr->eof)
 			fatalx("bad IMSG_RUN_EOF from exec");
+		memcpy(&fr->result, imsg->data, sizeof(fr->result));
 		fr->eof = 1;
-		if (fr->have_result)
-			front_run_finish(fr);
+		front_run_finish(fr);
 		break;
 	case IMSG_METRICS_EXEC:
 		metrics_exec_report(imsg);
@@ -954,10 +942,6 @@ front_run_finish(struct front_req *fr)
 	fr->answering = 1;
 	if (fr->conn == NULL)
 		goto done;
-	if (fr->result.error && !fr->started) {
-		front_error(fr->conn, 500, "the run could not be started");
-		goto done;
-	}
 	/* Flush what a split UTF-8 sequence held back. */
 	for (i = 0; i < 2; i++) {
 		n = utf8_sanitize(&fr->u8[i], "", 0, tail, sizeof(tail), 1);
