@@ -7,9 +7,10 @@
  * Raw output never leaves this process.  It may create and remove run
  * directories under the run directory (when runs get no tmpfs), start
  * programs found on the run path and signal its own run children; it
- * never opens a socket and keeps no caches, so its address space stays
- * small and cloning a run stays cheap.  It keeps a pool of sandboxes
- * ready ("run pool"), refilled one per turn of its loop after answers.
+ * never opens a socket.  Its one cache is the compiled redaction sets,
+ * one per tool and version of its secrets (exec_rset.c).  It keeps a
+ * pool of sandboxes ready ("run pool"), refilled one per turn of its loop
+ * after answers.
  */
 
 #include <sys/types.h>
@@ -37,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exec_rset.h"
 #include "pack.h"
 #include "proc.h"
 #include "redact.h"
@@ -83,7 +85,7 @@ struct run {
 	struct event		 ev_timeout;
 	struct event		 ev_drain;
 	struct run_out		 out[2];
-	struct redact_set	*set;
+	struct rset		*rset;		/* its compiled redaction set */
 	char			 dir[PATH_MAX];
 };
 TAILQ_HEAD(run_list, run);
@@ -172,6 +174,7 @@ exec_main(int debug, int verbose)
 	evtimer_set(&ev_refill, exec_refill, NULL);
 	exec_refill_soon();
 	exec_metrics_start(&iev_frontend);
+	rset_init();
 	proc_child_run(exec_sig);
 }
 
@@ -308,6 +311,7 @@ exec_atexit(void)
 		nanosleep(&ts, NULL);
 	}
 	sbx_cleanup();
+	rset_clear();
 }
 
 static void
@@ -497,8 +501,10 @@ exec_start(struct blob *b)
 {
 	struct run_start	 rs;
 	struct run_exit		 rx;
-	struct unpack		 up;
+	struct unpack		 up, sup;
 	struct run		*r;
+	struct redact_set	*set;
+	struct rset_digest	 dg;
 	const char		*bin, *s;
 	char			 path[PATH_MAX], **argv = NULL, **env = NULL;
 	size_t			 len;
@@ -538,23 +544,35 @@ exec_start(struct blob *b)
 	r->sb.pid = r->sb.pgid = -1;
 	r->sb.slot = -1;
 	r->out[0].fd = r->out[1].fd = -1;
-	if ((r->set = redact_set_new()) == NULL)
-		fatal("%s: redact_set_new", __func__);
 	nsec = unpack_u32(&up);
 	if (up.bad || nsec > RUN_SECRETS_MAX)
 		fatalx("%s: bad run order (secrets)", __func__);
+	/* The secrets once for their digest, again if there is no set. */
+	sup = up;
+	rset_digest_init(&dg);
 	for (i = 0; i < nsec; i++) {
 		if ((s = unpack_bytes(&up, &len)) == NULL)
 			fatalx("%s: bad run order (secret %u)", __func__, i);
-		if (redact_set_add(r->set, s, len) == -1)
-			fatal("%s: redact_set_add", __func__);
+		rset_digest_add(&dg, s, len);
 	}
+	rset_digest_final(&dg);
 	if (unpack_done(&up) == -1 || bin == NULL || *bin == '\0' ||
 	    strchr(bin, '/') != NULL || strlen(bin) >= CONF_BIN_LEN ||
 	    rs.timeout_s < 1 || rs.timeout_s > RUN_TIMEOUT_MAX)
 		fatalx("%s: bad run order", __func__);
-	if (redact_set_compile(r->set) == -1)
-		fatal("%s: redact_set_compile", __func__);
+	if ((r->rset = rset_get(rs.tool_id, &dg)) == NULL) {
+		if ((set = redact_set_new()) == NULL)
+			fatal("%s: redact_set_new", __func__);
+		for (i = 0; i < nsec; i++) {
+			s = unpack_bytes(&sup, &len);
+			if (redact_set_add(set, s, len) == -1)
+				fatal("%s: redact_set_add", __func__);
+		}
+		if (redact_set_compile(set) == -1)
+			fatal("%s: redact_set_compile", __func__);
+		r->rset = rset_add(rs.tool_id, &dg, set);
+	}
+	explicit_bzero(&dg, sizeof(dg));
 	r->timeout_s = rs.timeout_s;
 
 	memset(&rx, 0, sizeof(rx));
@@ -683,8 +701,8 @@ run_spawn(struct run *r, const char *path, char **argv, char **env,
 		r->out[i].stream = i + 1;
 		if (fcntl(r->out[i].fd, F_SETFL, O_NONBLOCK) == -1)
 			fatal("%s: O_NONBLOCK", __func__);
-		if ((r->out[i].rd = redact_new(r->set, RUN_OUTPUT_MAX)) ==
-		    NULL)
+		if ((r->out[i].rd = redact_new(rset_set(r->rset),
+		    RUN_OUTPUT_MAX)) == NULL)
 			fatal("%s: redact_new", __func__);
 		event_set(&r->out[i].ev, r->out[i].fd, EV_READ | EV_PERSIST,
 		    run_read, &r->out[i]);
@@ -1031,7 +1049,7 @@ run_free(struct run *r)
 	if (r->made_dir)
 		rm_dir(r->dir);
 	sbx_release(&r->sb);
-	redact_set_free(r->set);
+	rset_put(r->rset);
 	free(r);
 }
 

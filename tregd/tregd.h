@@ -282,6 +282,7 @@ struct run_start {
 	int64_t		 cpu;
 	int64_t		 filesize;
 	uint32_t	 network;	/* 0: "network": false in the CLI */
+	int64_t		 tool_id;	/* its redaction set's cache key */
 	/* packed: bin path, argc, argv[], envc, env[], nsecrets, secrets[] */
 };
 

@@ -379,6 +379,7 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	rs.cpu = vault_conf.run_cpu;
 	rs.filesize = vault_conf.run_filesize;
 	rs.network = !json_is_false(json_object_get(t.cli, "network"));
+	rs.tool_id = t.id;
 	if (imsgev_send_blob(vault_exec, IMSG_RUN_START, req->reqid, &rs,
 	    sizeof(rs), pk.buf, pk.len) == -1)
 		fatal("%s: send to exec", __func__);
