@@ -74,6 +74,7 @@ struct front_req {
 	struct event		 ev_beat;
 	int			 beat_armed;
 	struct timespec		 begun, last_event;
+	struct timespec		 t_sent, t_acc, t_eof;	/* bench/run.sh -v */
 };
 RB_HEAD(front_tree, front_req);
 TAILQ_HEAD(front_list, front_req);
@@ -406,7 +407,10 @@ front_dispatch_exec(struct imsgev *iev, struct imsg *imsg)
 			fatalx("bad IMSG_RUN_EOF from exec");
 		memcpy(&fr->result, imsg->data, sizeof(fr->result));
 		fr->eof = 1;
-		front_run_finish(fr);
+		clock_gettime(CLOCK_MONOTONIC, &fr->t_eof);
+		/* The vault's word may come after exec's end: it will. */
+		if (fr->accepted)
+			front_run_finish(fr);
 		break;
 	case IMSG_METRICS_EXEC:
 		metrics_exec_report(imsg);
@@ -632,6 +636,7 @@ front_request(struct http_conn *conn, const struct http_head *h,
 	if (imsgev_send_blob(&iev_vault, IMSG_API_REQUEST, fr->id, &ar,
 	    sizeof(ar), payload, namelen + querylen + bodylen) == -1)
 		fatal("%s: send to vault", __func__);
+	clock_gettime(CLOCK_MONOTONIC, &fr->t_sent);
 	freezero(payload, namelen + querylen + bodylen + 1);
  out:
 	explicit_bzero(&ar, sizeof(ar));
@@ -778,6 +783,7 @@ front_run_accepted(struct imsg *imsg)
 		fatalx("bad IMSG_RUN_ACCEPTED from vault");
 	memcpy(&who, imsg->data, sizeof(who));
 	fr->accepted = 1;
+	clock_gettime(CLOCK_MONOTONIC, &fr->t_acc);
 	if (fr->conn != NULL)
 		http_set_log(fr->conn, NULL, who.org_id, who.user_id);
 	if (fr->stream) {
@@ -786,7 +792,9 @@ front_run_accepted(struct imsg *imsg)
 		evtimer_set(&fr->ev_beat, front_beat, fr);
 		front_beat_arm(fr);
 	}
-	if (fr->cancel)
+	if (fr->eof)
+		front_run_finish(fr);	/* exec's answer came first */
+	else if (fr->cancel)
 		front_to_exec(fr, IMSG_RUN_CANCEL);
 }
 
@@ -980,6 +988,12 @@ front_run_finish(struct front_req *fr)
 	http_write(fr->conn, s, slen - 1);
 	http_write(fr->conn, ",\"stdout\":\"", strlen(",\"stdout\":\""));
 	free(s);
+	if (log_getverbose() >= 1)
+		log_debug("run: frontend us: fe-accepted %.0f, "
+		    "fe-result %.0f, fe-answer %.0f",
+		    (ts_since(&fr->t_sent) - ts_since(&fr->t_acc)) * 1e6,
+		    (ts_since(&fr->t_sent) - ts_since(&fr->t_eof)) * 1e6,
+		    ts_since(&fr->t_eof) * 1e6);
 	fr->phase = 0;
 	fr->off = 0;
 	if (http_is_head(fr->conn)) {
