@@ -135,12 +135,16 @@ python3 "$top/bench/run-py/server.py" "$pyport" "$tok" true &
 ppid=$!
 while ! curl -sf -o /dev/null "http://127.0.0.1:$pyport/meta"; do sleep 0.1; done
 
-cat > "$T/run.lua" <<LUA
+# run_lua TOKEN: wrk's script of POST /run of the tool t.
+run_lua() {
+	cat <<LUA
 wrk.method = "POST"
 wrk.body = '{"tool": "t", "args": []}'
 wrk.headers["Content-Type"] = "application/json"
-wrk.headers["X-Treg-Token"] = "$tok"
+wrk.headers["X-Treg-Token"] = "$1"
 LUA
+}
+run_lua "$tok" > "$T/run.lua"
 # The Python server names the tool after its bin.
 sed 's/"tool": "t"/"tool": "true"/' "$T/run.lua" > "$T/runpy.lua"
 [ -z "$other" ] || sed "s/$tok/$otok/" "$T/run.lua" > "$T/runother.lua"
@@ -287,12 +291,7 @@ END {
 
 # Batching: 4 clients on the verbose tregd, the ends per commit.
 before=$(wc -l < "$T/verbose/log")
-cat > "$T/runv.lua" <<LUA
-wrk.method = "POST"
-wrk.body = '{"tool": "t", "args": []}'
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["X-Treg-Token"] = "$tok"
-LUA
+run_lua "$tok" > "$T/runv.lua"
 wrk -t4 -c4 -d3s -s "$T/runv.lua" "http://127.0.0.1:$vport/run" >/dev/null
 sleep 0.5
 tail -n +$((before + 1)) "$T/verbose/log" | awk '

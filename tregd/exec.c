@@ -44,6 +44,7 @@
 #include "redact.h"
 #include "sandbox.h"
 #include "tregd.h"
+#include "util.h"
 
 /* argv is bin + args + what argv inject entries add (32 x 32). */
 #define RUN_ARGC_MAX	(1 + ARGV_MAX + 32 * 32)
@@ -144,7 +145,6 @@ static void	rm_tree_at(int, const char *, int, int);
 static void	rm_dir(const char *);
 static void	exec_refill(int, short, void *);
 static void	exec_refill_soon(void);
-static int64_t	exec_now(void);
 static void	run_stages(const struct run *, int64_t);
 
 __dead void
@@ -510,7 +510,7 @@ exec_start(struct blob *b)
 	size_t			 len;
 	uint32_t		 argc, envc, nsec, i, n;
 
-	int64_t			 t_order = exec_now();
+	int64_t			 t_order = mono_ns();
 
 	memcpy(&rs, b->head, sizeof(rs));
 	unpack_init(&up, b->data, b->datalen);
@@ -693,7 +693,7 @@ run_spawn(struct run *r, const char *path, char **argv, char **env,
 	clock_gettime(CLOCK_MONOTONIC, &r->start);
 	if (sbx_spawn(&exec_conf, &sp, &r->sb, rd) == -1)
 		goto fail;
-	r->t_spawned = exec_now();
+	r->t_spawned = mono_ns();
 	r->out[0].fd = rd[0];
 	r->out[1].fd = rd[1];
 	for (i = 0; i < 2; i++) {
@@ -898,7 +898,7 @@ run_done(struct run *r)
 	char		 note[64];
 	int		 n = 0, i, truncated = 0;
 	size_t		 redacted = 0;
-	int64_t		 t_done = exec_now();
+	int64_t		 t_done = mono_ns();
 
 	evtimer_del(&r->ev_drain);
 	if (r->timed_out) {
@@ -974,7 +974,7 @@ run_done(struct run *r)
 static void
 run_stages(const struct run *r, int64_t t_done)
 {
-	int64_t	 t_out = exec_now();
+	int64_t	 t_out = mono_ns();
 
 	if (log_getverbose() < 1)
 		return;
@@ -992,15 +992,6 @@ run_stages(const struct run *r, int64_t t_done)
 		    (long long)(r->sb.st.end - r->sb.st.execve) / 1000,
 		    (long long)(t_done - r->sb.st.end) / 1000,
 		    (long long)(t_out - t_done) / 1000);
-}
-
-static int64_t
-exec_now(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
 }
 
 /* The pool is refilled off the run's path: from the loop, one a turn. */

@@ -101,7 +101,6 @@ static void	run_audit_end(const struct vrun *, const struct run_exit *,
 		    const char *);
 static void	run_ends_commit(int, short, void *);
 static void	run_exits_read(void);
-static int64_t	run_now(void);
 static int	run_in_flight(int64_t);
 static int	runs_row(const struct store_runs_row *, void *);
 static json_t	*runs_query(int64_t, const struct auth *, int, char,
@@ -200,7 +199,7 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	const char		*name, *bin, *via, *env_name;
 	char			 path[URL_LEN_MAX + 1], *val, *kv, *margv;
 	size_t			 i, vlen, n;
-	int64_t			 sid, audit_id, t_in = run_now(), t_audit;
+	int64_t			 sid, audit_id, t_in = mono_ns(), t_audit;
 	int			 timeout, used, rc;
 
 	memset(&t, 0, sizeof(t));
@@ -350,7 +349,7 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 		fatalx("%s: argv", __func__);
 	json_decref(masked);
 	/* Audit first: no committed row, nothing goes to exec. */
-	t_audit = run_now();
+	t_audit = mono_ns();
 	if ((audit_id = run_audit_start(a, t.name, margv)) == -1) {
 		free(margv);
 		resp_error(resp, 503, "the audit log cannot be written — "
@@ -397,7 +396,7 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	if (log_getverbose() >= 1)
 		log_debug("run %u: vault us: decide %lld, audit %lld",
 		    vr->runid, (long long)(t_audit - t_in) / 1000,
-		    (long long)(run_now() - t_audit) / 1000);
+		    (long long)(mono_ns() - t_audit) / 1000);
 	goto out;
  toomany:
 	resp_error(resp, 422, "the secrets of tool '%s' have too many parts "
@@ -526,7 +525,7 @@ run_ends_flush(void)
 {
 	struct store_run_end	 e[RUN_ENDS_BATCH];
 	size_t			 i, n = nvends;
-	int64_t			 t0 = run_now();
+	int64_t			 t0 = mono_ns();
 
 	if (n == 0)
 		return;
@@ -541,7 +540,7 @@ run_ends_flush(void)
 			    vends[i].tool, store_error());
 	if (log_getverbose() >= 1)
 		log_debug("run ends: %zu committed together in %lld us", n,
-		    (long long)(run_now() - t0) / 1000);
+		    (long long)(mono_ns() - t0) / 1000);
 }
 
 /*
@@ -564,15 +563,6 @@ run_exits_read(void)
 		return;		/* its handler sees the error too */
 	imsgev_drain(vault_exec);
 	run_ends_flush();
-}
-
-static int64_t
-run_now(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
 }
 
 /* exec's answer and the vault's record say the same. */
