@@ -255,6 +255,9 @@ function p50(name,    n, i, j, t, a) {
 /torn down/ {
 	sub(/.*torn down /, ""); v["teardown", ++cnt["teardown"]] = $1 + 0
 }
+/pool: refill turn took/ {
+	sub(/.*took /, ""); v["refill", ++cnt["refill"]] = $1 + 0
+}
 /run ends: [0-9]+ committed/ {
 	sub(/.*run ends: /, ""); v["commit", ++cnt["commit"]] = $5 + 0
 }
@@ -285,6 +288,7 @@ END {
 	printf "  %-44s %8d\n", "HTTP, token lookup, hops (client - frontend)", client - x - p50("fe-answer")
 	printf "  %-44s %8d\n", "client p50 (keep-alive, POST to answer)", client
 	printf "  %-44s %8d\n", "end record commit (after the answer)", p50("commit")
+	printf "  %-44s %8d\n", "exec busy making a pool sandbox (after)", p50("refill")
 	x = p50("teardown")
 	printf "  %-44s %8s\n", "teardown (after the answer, off the path)", x < 0 ? "-" : x
 }' "$T/verbose/log"

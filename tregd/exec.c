@@ -1007,7 +1007,15 @@ exec_refill_soon(void)
 static void
 exec_refill(int fd, short event, void *arg)
 {
-	if (sbx_refill(&exec_conf, nruns))
+	int64_t	 t0 = mono_ns();
+	int	 more;
+
+	more = sbx_refill(&exec_conf, nruns);
+	/* bench/run.sh -v: how long exec's loop was busy making one. */
+	if (log_getverbose() >= 1)
+		log_debug("pool: refill turn took %lld us",
+		    (long long)(mono_ns() - t0) / 1000);
+	if (more)
 		exec_refill_soon();
 }
 
