@@ -59,7 +59,7 @@ struct front_req {
 	int			 accepted;	/* exec has it */
 	int			 cancel;	/* cancel once accepted */
 	int			 paused;	/* exec stopped reading it */
-	int			 eof;		/* exec sent every chunk, result */
+	int			 eof;		/* exec sent its result */
 	int			 answering;	/* the answer is leaving */
 	struct run_result	 result;
 	struct evbuffer		*out[2];	/* stdout, stderr: UTF-8 */
