@@ -13,12 +13,15 @@
 # the same way, as "tregd (other)", for a before/after comparison.
 #
 # -v: then a per-stage breakdown of one client's runs, from a tregd of
-# its own started with -v (exec logs each run's stages, from
-# clock_gettime stamps: its own, the CLI's just before execve and the
-# init's once the CLI was reaped) and a keep-alive client timing each
-# request.  What lies outside exec (frontend parse, vault auth + unseal +
-# audit, the imsg hops and the HTTP answer) is the client's time less
-# exec's: it is not split further.
+# its own started with -v (each process logs its share from
+# clock_gettime stamps: the frontend from the order sent to the vault to
+# the run accepted, to exec's result, to the answer written; the vault
+# its decision and the audit row's commit; exec its own stages, the
+# CLI's stamp just before execve and the init's once the CLI was reaped)
+# and a keep-alive client timing each request.  What the client sees
+# beyond the frontend's time is HTTP, the token's lookup and the hops.
+# Then 4 clients for a few seconds on the same tregd: how many run ends
+# each commit of the vault carried.
 
 set -e
 verbose=0
@@ -132,12 +135,16 @@ python3 "$top/bench/run-py/server.py" "$pyport" "$tok" true &
 ppid=$!
 while ! curl -sf -o /dev/null "http://127.0.0.1:$pyport/meta"; do sleep 0.1; done
 
-cat > "$T/run.lua" <<LUA
+# run_lua TOKEN: wrk's script of POST /run of the tool t.
+run_lua() {
+	cat <<LUA
 wrk.method = "POST"
 wrk.body = '{"tool": "t", "args": []}'
 wrk.headers["Content-Type"] = "application/json"
-wrk.headers["X-Treg-Token"] = "$tok"
+wrk.headers["X-Treg-Token"] = "$1"
 LUA
+}
+run_lua "$tok" > "$T/run.lua"
 # The Python server names the tool after its bin.
 sed 's/"tool": "t"/"tool": "true"/' "$T/run.lua" > "$T/runpy.lua"
 [ -z "$other" ] || sed "s/$tok/$otok/" "$T/run.lua" > "$T/runother.lua"
@@ -237,8 +244,8 @@ function p50(name,    n, i, j, t, a) {
 			t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
 	return a[int((n + 1) / 2)]
 }
-/stages us:/ {
-	sub(/.*stages us: /, "")
+/(stages|vault|frontend) us:/ {
+	sub(/.* us: /, "")
 	n = split($0, f, ", ")
 	for (i = 1; i <= n; i++) {
 		split(f[i], kv, " ")
@@ -248,7 +255,19 @@ function p50(name,    n, i, j, t, a) {
 /torn down/ {
 	sub(/.*torn down /, ""); v["teardown", ++cnt["teardown"]] = $1 + 0
 }
+/pool: refill turn took/ {
+	sub(/.*took /, ""); v["refill", ++cnt["refill"]] = $1 + 0
+}
+/run ends: [0-9]+ committed/ {
+	sub(/.*run ends: /, ""); v["commit", ++cnt["commit"]] = $5 + 0
+}
 END {
+	label["fe-accepted"] = "frontend: order sent to run accepted"
+	label["decide"] = "  vault: tool, access, unseal, argv mask"
+	label["audit"] = "  vault: the start record committed"
+	printf "  %-44s %8d\n", label["fe-accepted"], p50("fe-accepted")
+	printf "  %-44s %8d\n", label["decide"], p50("decide")
+	printf "  %-44s %8d\n", label["audit"], p50("audit")
 	split("setup spawn-to-execve child output answer", st, " ")
 	label["setup"] = "exec setup (order in to sandbox handed)"
 	label["spawn-to-execve"] = "spawn to execve"
@@ -263,8 +282,22 @@ END {
 		sum += x
 	}
 	printf "  %-44s %8d\n", "exec, sum of the above", sum
-	printf "  %-44s %8d\n", "frontend + vault + hops (client - exec)", client - sum
+	printf "  %-44s %8d\n", "frontend: exec\047s result to answer written", p50("fe-answer")
+	x = p50("fe-result")
+	printf "  %-44s %8d\n", "frontend: order sent to exec\047s result", x
+	printf "  %-44s %8d\n", "HTTP, token lookup, hops (client - frontend)", client - x - p50("fe-answer")
 	printf "  %-44s %8d\n", "client p50 (keep-alive, POST to answer)", client
+	printf "  %-44s %8d\n", "end record commit (after the answer)", p50("commit")
+	printf "  %-44s %8d\n", "exec busy making a pool sandbox (after)", p50("refill")
 	x = p50("teardown")
 	printf "  %-44s %8s\n", "teardown (after the answer, off the path)", x < 0 ? "-" : x
 }' "$T/verbose/log"
+
+# Batching: 4 clients on the verbose tregd, the ends per commit.
+before=$(wc -l < "$T/verbose/log")
+run_lua "$tok" > "$T/runv.lua"
+wrk -t4 -c4 -d3s -s "$T/runv.lua" "http://127.0.0.1:$vport/run" >/dev/null
+sleep 0.5
+tail -n +$((before + 1)) "$T/verbose/log" | awk '
+/run ends: [0-9]+ committed/ { sub(/.*run ends: /, ""); n++; s += $1; if ($1 > m) m = $1 }
+END { if (n) printf "4 clients, 3 s: %d run ends in %d commits (%.2f a commit, at most %d)\n", s, n, s / n, m }'

@@ -5,6 +5,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/event.h>
 #include <jansson.h>
@@ -97,4 +98,13 @@ token_wellformed(const char *s, size_t len)
 		    (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '_'))
 			return (0);
 	return (1);
+}
+
+int64_t
+mono_ns(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
 }

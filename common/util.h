@@ -18,5 +18,7 @@ void	token_hash(const char *, size_t, uint8_t [32]);
 /* A new token (NUL-terminated, TOKEN_LEN chars) and its hash. */
 void	token_new(char [TOKEN_LEN + 1], uint8_t [32]);
 int	token_wellformed(const char *, size_t);
+/* CLOCK_MONOTONIC in ns: the stage stamps of a run. */
+int64_t	mono_ns(void);
 
 #endif /* UTIL_H */

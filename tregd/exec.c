@@ -7,9 +7,10 @@
  * Raw output never leaves this process.  It may create and remove run
  * directories under the run directory (when runs get no tmpfs), start
  * programs found on the run path and signal its own run children; it
- * never opens a socket and keeps no caches, so its address space stays
- * small and cloning a run stays cheap.  It keeps a pool of sandboxes
- * ready ("run pool"), refilled one per turn of its loop after answers.
+ * never opens a socket.  Its one cache is the compiled redaction sets,
+ * one per tool and version of its secrets (exec_rset.c).  It keeps a
+ * pool of sandboxes ready ("run pool"), refilled one per turn of its loop
+ * after answers.
  */
 
 #include <sys/types.h>
@@ -37,11 +38,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exec_rset.h"
 #include "pack.h"
 #include "proc.h"
 #include "redact.h"
 #include "sandbox.h"
 #include "tregd.h"
+#include "util.h"
 
 /* argv is bin + args + what argv inject entries add (32 x 32). */
 #define RUN_ARGC_MAX	(1 + ARGV_MAX + 32 * 32)
@@ -84,7 +87,7 @@ struct run {
 	struct event		 ev_timeout;
 	struct event		 ev_drain;
 	struct run_out		 out[2];
-	struct redact_set	*set;
+	struct rset		*rset;		/* its compiled redaction set */
 	char			 dir[PATH_MAX];
 };
 TAILQ_HEAD(run_list, run);
@@ -145,7 +148,6 @@ static void	rm_tree_at(int, const char *, int, int);
 static void	rm_dir(const char *);
 static void	exec_refill(int, short, void *);
 static void	exec_refill_soon(void);
-static int64_t	exec_now(void);
 static void	run_stages(const struct run *, int64_t);
 
 __dead void
@@ -176,6 +178,7 @@ exec_main(int debug, int verbose)
 	evtimer_set(&ev_refill, exec_refill, NULL);
 	exec_refill_soon();
 	exec_metrics_start(&iev_frontend);
+	rset_init();
 	proc_child_run(exec_sig);
 }
 
@@ -312,6 +315,7 @@ exec_atexit(void)
 		nanosleep(&ts, NULL);
 	}
 	sbx_cleanup();
+	rset_clear();
 }
 
 static void
@@ -505,14 +509,16 @@ exec_start(struct blob *b)
 {
 	struct run_start	 rs;
 	struct run_exit		 rx;
-	struct unpack		 up;
+	struct unpack		 up, sup;
 	struct run		*r;
+	struct redact_set	*set;
+	struct rset_digest	 dg;
 	const char		*bin, *s;
 	char			 path[PATH_MAX], **argv = NULL, **env = NULL;
 	size_t			 len;
 	uint32_t		 argc, envc, nsec, i, n;
 
-	int64_t			 t_order = exec_now();
+	int64_t			 t_order = mono_ns();
 
 	memcpy(&rs, b->head, sizeof(rs));
 	unpack_init(&up, b->data, b->datalen);
@@ -547,23 +553,35 @@ exec_start(struct blob *b)
 	r->sb.pid = r->sb.pgid = -1;
 	r->sb.slot = -1;
 	r->out[0].fd = r->out[1].fd = -1;
-	if ((r->set = redact_set_new()) == NULL)
-		fatal("%s: redact_set_new", __func__);
 	nsec = unpack_u32(&up);
 	if (up.bad || nsec > RUN_SECRETS_MAX)
 		fatalx("%s: bad run order (secrets)", __func__);
+	/* The secrets once for their digest, again if there is no set. */
+	sup = up;
+	rset_digest_init(&dg);
 	for (i = 0; i < nsec; i++) {
 		if ((s = unpack_bytes(&up, &len)) == NULL)
 			fatalx("%s: bad run order (secret %u)", __func__, i);
-		if (redact_set_add(r->set, s, len) == -1)
-			fatal("%s: redact_set_add", __func__);
+		rset_digest_add(&dg, s, len);
 	}
+	rset_digest_final(&dg);
 	if (unpack_done(&up) == -1 || bin == NULL || *bin == '\0' ||
 	    strchr(bin, '/') != NULL || strlen(bin) >= CONF_BIN_LEN ||
 	    rs.timeout_s < 1 || rs.timeout_s > RUN_TIMEOUT_MAX)
 		fatalx("%s: bad run order", __func__);
-	if (redact_set_compile(r->set) == -1)
-		fatal("%s: redact_set_compile", __func__);
+	if ((r->rset = rset_get(rs.tool_id, &dg)) == NULL) {
+		if ((set = redact_set_new()) == NULL)
+			fatal("%s: redact_set_new", __func__);
+		for (i = 0; i < nsec; i++) {
+			s = unpack_bytes(&sup, &len);
+			if (redact_set_add(set, s, len) == -1)
+				fatal("%s: redact_set_add", __func__);
+		}
+		if (redact_set_compile(set) == -1)
+			fatal("%s: redact_set_compile", __func__);
+		r->rset = rset_add(rs.tool_id, &dg, set);
+	}
+	explicit_bzero(&dg, sizeof(dg));
 	r->timeout_s = rs.timeout_s;
 
 	memset(&rx, 0, sizeof(rx));
@@ -684,7 +702,7 @@ run_spawn(struct run *r, const char *path, char **argv, char **env,
 	clock_gettime(CLOCK_MONOTONIC, &r->start);
 	if (sbx_spawn(&exec_conf, &sp, &r->sb, rd) == -1)
 		goto fail;
-	r->t_spawned = exec_now();
+	r->t_spawned = mono_ns();
 	r->out[0].fd = rd[0];
 	r->out[1].fd = rd[1];
 	for (i = 0; i < 2; i++) {
@@ -692,8 +710,8 @@ run_spawn(struct run *r, const char *path, char **argv, char **env,
 		r->out[i].stream = i + 1;
 		if (fcntl(r->out[i].fd, F_SETFL, O_NONBLOCK) == -1)
 			fatal("%s: O_NONBLOCK", __func__);
-		if ((r->out[i].rd = redact_new(r->set, RUN_OUTPUT_MAX)) ==
-		    NULL)
+		if ((r->out[i].rd = redact_new(rset_set(r->rset),
+		    RUN_OUTPUT_MAX)) == NULL)
 			fatal("%s: redact_new", __func__);
 		event_set(&r->out[i].ev, r->out[i].fd, EV_READ | EV_PERSIST,
 		    run_read, &r->out[i]);
@@ -885,10 +903,11 @@ static void
 run_done(struct run *r)
 {
 	struct run_exit	 rx;
+	struct run_result rr;
 	char		 note[64];
 	int		 n = 0, i, truncated = 0;
 	size_t		 redacted = 0;
-	int64_t		 t_done = exec_now();
+	int64_t		 t_done = mono_ns();
 
 	evtimer_del(&r->ev_drain);
 	if (r->timed_out) {
@@ -909,10 +928,6 @@ run_done(struct run *r)
 	/* A capped stderr still says why the run ended. */
 	if (r->timed_out && redact_truncated(r->out[1].rd))
 		run_emit(&r->out[1], note + 1, n - 1);
-	if (imsgev_compose(&iev_frontend, IMSG_RUN_EOF, r->reqid, -1, NULL,
-	    0) == -1)
-		fatal("%s: compose", __func__);
-
 	memset(&rx, 0, sizeof(rx));
 	rx.runid = r->runid;
 	if (WIFEXITED(r->status))
@@ -926,10 +941,25 @@ run_done(struct run *r)
 	rx.duration_ms = r->duration_ms;
 	rx.redacted = redacted > UINT32_MAX ? UINT32_MAX : redacted;
 	rx.truncated = truncated;
+	/*
+	 * The vault first (the slot, the end record), then the answer
+	 * straight to the frontend: a client that has its answer finds
+	 * its run ended in the vault (run_exits_read()).
+	 */
 	run_report(r, &rx);
-	/* The answer leaves now; the run directory goes afterwards. */
-	exec_flush(&iev_frontend);
 	exec_flush(&iev_vaults[r->worker]);
+	memset(&rr, 0, sizeof(rr));
+	rr.exit_code = rx.exit_code;
+	rr.timed_out = rx.timed_out != 0;
+	rr.duration_ms = rx.duration_ms;
+	rr.redacted = rx.redacted;
+	rr.outcome = run_outcome_of(&rx);
+	rr.truncated = truncated;
+	if (imsgev_compose(&iev_frontend, IMSG_RUN_EOF, r->reqid, -1, &rr,
+	    sizeof(rr)) == -1)
+		fatal("%s: compose", __func__);
+	/* The answer leaves now; the sandbox goes afterwards. */
+	exec_flush(&iev_frontend);
 	/* The pool's next sandbox, made once this answer is out. */
 	exec_refill_soon();
 	run_stages(r, t_done);
@@ -953,7 +983,7 @@ run_done(struct run *r)
 static void
 run_stages(const struct run *r, int64_t t_done)
 {
-	int64_t	 t_out = exec_now();
+	int64_t	 t_out = mono_ns();
 
 	if (log_getverbose() < 1)
 		return;
@@ -973,15 +1003,6 @@ run_stages(const struct run *r, int64_t t_done)
 		    (long long)(t_out - t_done) / 1000);
 }
 
-static int64_t
-exec_now(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
-}
-
 /* The pool is refilled off the run's path: from the loop, one a turn. */
 static void
 exec_refill_soon(void)
@@ -995,7 +1016,15 @@ exec_refill_soon(void)
 static void
 exec_refill(int fd, short event, void *arg)
 {
-	if (sbx_refill(&exec_conf, nruns))
+	int64_t	 t0 = mono_ns();
+	int	 more;
+
+	more = sbx_refill(&exec_conf, nruns);
+	/* bench/run.sh -v: how long exec's loop was busy making one. */
+	if (log_getverbose() >= 1)
+		log_debug("pool: refill turn took %lld us",
+		    (long long)(mono_ns() - t0) / 1000);
+	if (more)
 		exec_refill_soon();
 }
 
@@ -1028,7 +1057,7 @@ run_free(struct run *r)
 	if (r->made_dir)
 		rm_dir(r->dir);
 	sbx_release(&r->sb);
-	redact_set_free(r->set);
+	rset_put(r->rset);
 	free(r);
 }
 

@@ -66,6 +66,7 @@
 
 #include "sandbox.h"
 #include "tregd.h"
+#include "util.h"
 
 #define SBX_STATUS_SET	0x40000000	/* the init left the CLI's status */
 #define SBX_CG_PREFIX	"tregd-run-"
@@ -160,7 +161,6 @@ static __dead void sbx_fail(int, const char *);
 static void	sbx_limits(const struct tregd_conf *);
 static void	sbx_signals(void);
 static int	sbx_exec_gone(void);
-static int64_t	sbx_now(void);
 static void	sbx_pool_close(struct sbx_run *);
 static void	sbx_stamps(struct sbx_run *);
 static int	sbx_idmap(void);
@@ -799,7 +799,7 @@ sbx_orphan(pid_t pid)
 			if (sbx_status[i].end != 0)
 				log_debug("sandbox of uid %u: torn down "
 				    "%lld us after its CLI ended",
-				    sbx_first + i, (long long)(sbx_now() -
+				    sbx_first + i, (long long)(mono_ns() -
 				    sbx_status[i].end) / 1000);
 			sbx_drain[i] = 0;
 			sbx_busy[i] = 0;
@@ -826,15 +826,6 @@ sbx_stamps(struct sbx_run *sr)
 	    __ATOMIC_ACQUIRE);
 	sr->st.end = __atomic_load_n(&sbx_status[sr->slot].end,
 	    __ATOMIC_ACQUIRE);
-}
-
-static int64_t
-sbx_now(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
 }
 
 /* The run order, to a ready init: 0, or -1 when it is gone. */
@@ -1051,7 +1042,7 @@ sbx_init_main(void *arg)
 		if (pid == -1 && errno != EINTR)
 			_exit(127);
 	}
-	__atomic_store_n(&sbx_status[c->sr->slot].end, sbx_now(),
+	__atomic_store_n(&sbx_status[c->sr->slot].end, mono_ns(),
 	    __ATOMIC_RELEASE);
 	__atomic_store_n(&sbx_status[c->sr->slot].status, SBX_STATUS_SET |
 	    (status & 0xffff), __ATOMIC_RELEASE);
@@ -1125,7 +1116,7 @@ sbx_cli(const struct sbx_child *c)
 	if (sp->test != NULL)
 		_exit(sp->test(conf, sr));
 	if (sbx_mounts())
-		__atomic_store_n(&sbx_status[sr->slot].execve, sbx_now(),
+		__atomic_store_n(&sbx_status[sr->slot].execve, mono_ns(),
 		    __ATOMIC_RELEASE);
 	execve(sp->path, sp->argv, sp->env);
 	sbx_fail(err, sp->argv[0]);

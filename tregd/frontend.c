@@ -65,8 +65,7 @@ struct front_req {
 	int			 accepted;	/* exec has it */
 	int			 cancel;	/* cancel once accepted */
 	int			 paused;	/* exec stopped reading it */
-	int			 eof;		/* exec sent every chunk */
-	int			 have_result;	/* vault sent the result */
+	int			 eof;		/* exec sent its result */
 	int			 answering;	/* the answer is leaving */
 	struct run_result	 result;
 	struct evbuffer		*out[2];	/* stdout, stderr: UTF-8 */
@@ -81,6 +80,7 @@ struct front_req {
 	struct event		 ev_beat;
 	int			 beat_armed;
 	struct timespec		 begun, last_event;
+	struct timespec		 t_sent, t_acc, t_eof;	/* bench/run.sh -v */
 };
 RB_HEAD(front_tree, front_req);
 TAILQ_HEAD(front_list, front_req);
@@ -416,7 +416,6 @@ front_vault_done(struct front_req *fr)
 static void
 front_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
 {
-	struct front_req	*fr;
 	struct blob		*b;
 	int			 bad, w = iev - iev_vaults;
 
@@ -440,16 +439,6 @@ front_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
 		front_run_accepted(front_of_worker(imsg, w,
 		    "IMSG_RUN_ACCEPTED"), imsg);
 		break;
-	case IMSG_RUN_RESULT:
-		fr = front_of_worker(imsg, w, "IMSG_RUN_RESULT");
-		if (imsg->datalen != sizeof(struct run_result) ||
-		    !fr->is_run || fr->have_result)
-			fatalx("bad IMSG_RUN_RESULT from vault");
-		memcpy(&fr->result, imsg->data, sizeof(fr->result));
-		fr->have_result = 1;
-		if (fr->eof)
-			front_run_finish(fr);
-		break;
 	case IMSG_METRICS_VAULT:
 		metrics_vault_report(w, imsg);
 		break;
@@ -468,12 +457,15 @@ front_dispatch_exec(struct imsgev *iev, struct imsg *imsg)
 		front_run_output(imsg);
 		break;
 	case IMSG_RUN_EOF:
-		if (imsg->datalen != 0 ||
+		if (imsg->datalen != sizeof(struct run_result) ||
 		    (fr = front_find(imsg->hdr.id)) == NULL || !fr->is_run ||
 		    fr->eof)
 			fatalx("bad IMSG_RUN_EOF from exec");
+		memcpy(&fr->result, imsg->data, sizeof(fr->result));
 		fr->eof = 1;
-		if (fr->have_result)
+		clock_gettime(CLOCK_MONOTONIC, &fr->t_eof);
+		/* The vault's word may come after exec's end: it will. */
+		if (fr->accepted)
 			front_run_finish(fr);
 		break;
 	case IMSG_METRICS_EXEC:
@@ -704,6 +696,7 @@ front_request(struct http_conn *conn, const struct http_head *h,
 	    fr->id, &ar, sizeof(ar), payload, namelen + querylen + bodylen) ==
 	    -1)
 		fatal("%s: send to vault", __func__);
+	clock_gettime(CLOCK_MONOTONIC, &fr->t_sent);
 	freezero(payload, namelen + querylen + bodylen + 1);
  out:
 	explicit_bzero(&ar, sizeof(ar));
@@ -850,6 +843,7 @@ front_run_accepted(struct front_req *fr, struct imsg *imsg)
 	memcpy(&who, imsg->data, sizeof(who));
 	fr->accepted = 1;
 	front_vault_done(fr);
+	clock_gettime(CLOCK_MONOTONIC, &fr->t_acc);
 	if (fr->conn != NULL)
 		http_set_log(fr->conn, NULL, who.org_id, who.user_id);
 	if (fr->stream) {
@@ -858,7 +852,9 @@ front_run_accepted(struct front_req *fr, struct imsg *imsg)
 		evtimer_set(&fr->ev_beat, front_beat, fr);
 		front_beat_arm(fr);
 	}
-	if (fr->cancel)
+	if (fr->eof)
+		front_run_finish(fr);	/* exec's answer came first */
+	else if (fr->cancel)
 		front_to_exec(fr, IMSG_RUN_CANCEL);
 }
 
@@ -1014,10 +1010,6 @@ front_run_finish(struct front_req *fr)
 	fr->answering = 1;
 	if (fr->conn == NULL)
 		goto done;
-	if (fr->result.error && !fr->started) {
-		front_error(fr->conn, 500, "the run could not be started");
-		goto done;
-	}
 	/* Flush what a split UTF-8 sequence held back. */
 	for (i = 0; i < 2; i++) {
 		n = utf8_sanitize(&fr->u8[i], "", 0, tail, sizeof(tail), 1);
@@ -1056,6 +1048,12 @@ front_run_finish(struct front_req *fr)
 	http_write(fr->conn, s, slen - 1);
 	http_write(fr->conn, ",\"stdout\":\"", strlen(",\"stdout\":\""));
 	free(s);
+	if (log_getverbose() >= 1)
+		log_debug("run: frontend us: fe-accepted %.0f, "
+		    "fe-result %.0f, fe-answer %.0f",
+		    (ts_since(&fr->t_sent) - ts_since(&fr->t_acc)) * 1e6,
+		    (ts_since(&fr->t_sent) - ts_since(&fr->t_eof)) * 1e6,
+		    ts_since(&fr->t_eof) * 1e6);
 	fr->phase = 0;
 	fr->off = 0;
 	if (http_is_head(fr->conn)) {

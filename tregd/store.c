@@ -439,4 +439,10 @@ store_health(int64_t org, const char *access, int64_t user,
 
 /* batched run ends */
 
+int
+store_run_ends_insert(const struct store_run_end *e, size_t n)
+{
+	return (ops->run_ends_insert(e, n));
+}
+
 /* treg compatibility */

@@ -369,6 +369,7 @@ struct store_ops {
 	/* ops: calls and daily caps (the relay) */
 
 	/* ops: batched run ends */
+	int	(*run_ends_insert)(const struct store_run_end *, size_t);
 
 	/* ops: treg compatibility */
 };
@@ -535,6 +536,8 @@ int		 store_health(int64_t, const char *, int64_t,
 /* calls and daily caps (the relay) */
 
 /* batched run ends */
+/* n ends in one transaction: all are committed, or none (-1). */
+int		 store_run_ends_insert(const struct store_run_end *, size_t);
 
 /* treg compatibility */
 

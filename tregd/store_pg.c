@@ -118,6 +118,7 @@ const struct store_ops store_pg_ops = {
 	/* calls and daily caps (the relay) */
 
 	/* batched run ends */
+	.run_ends_insert = pg_run_ends_insert,
 
 	/* treg compatibility */
 };

@@ -127,6 +127,7 @@ int		 pg_health(int64_t, const char *, int64_t,
 /* calls and daily caps (the relay) */
 
 /* batched run ends */
+int	pg_run_ends_insert(const struct store_run_end *, size_t);
 
 /* treg compatibility */
 

@@ -311,3 +311,31 @@ calls_row(const PGresult *res, int i, store_calls_fn fn, void *arg)
 	r.org_slug = pg_text(res, i, 17);
 	return (fn(&r, arg));
 }
+
+/* batched run ends */
+
+/*
+ * Several ends, one commit (one wait for the WAL flush): the vault
+ * appends the ends that came in one turn of its loop together.  All or
+ * none.
+ */
+int
+pg_run_ends_insert(const struct store_run_end *e, size_t n)
+{
+	size_t	 i;
+
+	if (n == 0)
+		return (0);
+	if (pg_exec("BEGIN") == -1)
+		return (-1);
+	for (i = 0; i < n; i++)
+		if (pg_run_end_insert(&e[i]) == -1)
+			goto fail;
+	if (pg_exec("COMMIT") == -1)
+		goto fail;
+	return (0);
+ fail:
+	if (PQtransactionStatus(pg_conn) != PQTRANS_IDLE)
+		(void)pg_exec("ROLLBACK");
+	return (-1);
+}

@@ -124,6 +124,7 @@ const struct store_ops store_sqlite_ops = {
 	/* calls and daily caps (the relay) */
 
 	/* batched run ends */
+	.run_ends_insert = sq_run_ends_insert,
 
 	/* treg compatibility */
 };

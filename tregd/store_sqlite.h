@@ -121,6 +121,7 @@ int		 sq_health(int64_t, const char *, int64_t,
 /* calls and daily caps (the relay) */
 
 /* batched run ends */
+int		 sq_run_ends_insert(const struct store_run_end *, size_t);
 
 /* treg compatibility */
 

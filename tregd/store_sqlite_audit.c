@@ -282,3 +282,30 @@ sq_calls_page(int64_t org, int64_t bid, store_calls_fn fn, void *arg)
 		return (stop < 0 ? -1 : 0);
 	return (rc == SQLITE_DONE ? 0 : -1);
 }
+
+/* batched run ends */
+
+/*
+ * Several ends, one commit: the vault appends the ends that came in one
+ * turn of its loop together.  All or none.
+ */
+int
+sq_run_ends_insert(const struct store_run_end *e, size_t n)
+{
+	size_t	 i;
+
+	if (n == 0)
+		return (0);
+	if (db_exec("BEGIN IMMEDIATE") == -1)
+		return (-1);
+	for (i = 0; i < n; i++)
+		if (sq_run_end_insert(&e[i]) == -1)
+			goto fail;
+	if (db_exec("COMMIT") == -1)
+		goto fail;
+	return (0);
+ fail:
+	if (!sqlite3_get_autocommit(vault_db))
+		sqlite3_exec(vault_db, "ROLLBACK", NULL, NULL, NULL);
+	return (-1);
+}

@@ -176,7 +176,6 @@ enum imsg_type {
 	/* vault -> frontend */
 	IMSG_API_RESPONSE,	/* blob: struct api_response + JSON body */
 	IMSG_RUN_ACCEPTED,	/* struct api_response: handed to exec */
-	IMSG_RUN_RESULT,	/* struct run_result: the audit row is written */
 	IMSG_METRICS_VAULT,	/* struct metrics_vault, every second */
 
 	/* vault -> exec */
@@ -184,7 +183,7 @@ enum imsg_type {
 
 	/* exec -> frontend */
 	IMSG_RUN_OUTPUT,	/* uint8_t stream (1, 2) + redacted bytes */
-	IMSG_RUN_EOF,		/* no data: every output chunk was sent */
+	IMSG_RUN_EOF,		/* struct run_result: every chunk was sent */
 	IMSG_METRICS_EXEC,	/* struct metrics_exec, every second */
 
 	/* exec -> vault */
@@ -301,6 +300,7 @@ struct run_start {
 	int64_t		 cpu;
 	int64_t		 filesize;
 	uint32_t	 network;	/* 0: "network": false in the CLI */
+	int64_t		 tool_id;	/* its redaction set's cache key */
 	/* packed: bin path, argc, argv[], envc, env[], nsecrets, secrets[] */
 };
 
@@ -328,13 +328,12 @@ enum run_outcome {
 	RUN_INTERRUPTED
 };
 
-/* vault -> frontend: the run's final status, sent after the audit row. */
+/* exec -> frontend: the run's final status, after its last chunk. */
 struct run_result {
 	int32_t		 exit_code;
 	uint32_t	 timed_out;
 	uint32_t	 duration_ms;
 	uint32_t	 redacted;
-	uint32_t	 error;		/* 1: the run could not start */
 	uint32_t	 outcome;	/* enum run_outcome */
 	uint32_t	 truncated;	/* RUN_TRUNC_STDOUT, RUN_TRUNC_STDERR */
 };
@@ -488,6 +487,7 @@ void	 exec_metrics_running(int);
 
 /* vault_run.c */
 const char *run_outcome_name(uint32_t);	/* enum run_outcome: "ok" ... */
+enum run_outcome run_outcome_of(const struct run_exit *);
 
 /* store_pg.c */
 int	 pg_conninfo_check(const char *, char *, size_t);

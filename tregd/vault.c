@@ -153,6 +153,7 @@ vault_main(int debug, int verbose)
 static void
 vault_sig(int sig, short event, void *arg)
 {
+	run_ends_flush();
 	store_close();
 	exit(0);
 }

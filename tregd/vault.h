@@ -155,6 +155,7 @@ void		 ctl_reload_done(uint32_t, const struct ctl_reload_done *);
 
 /* vault_run.c */
 void		 run_exit(struct imsg *);	/* IMSG_RUN_EXIT from exec */
+void		 run_ends_flush(void);	/* the ends queued, committed */
 int		 run_slots_used(void);
 /* Mask credential-looking arguments and registered secret values. */
 json_t		*argv_mask(int64_t, json_t *);

@@ -4,20 +4,29 @@
  * audit record of a command line goes through.
  *
  * A run is decided here, in the order of SPEC.md section 6.  Its audit
- * row is committed before anything is sent to exec (no row, no run: 503);
- * exec answers IMSG_RUN_EXIT once the run is over (or could not start),
- * its end is appended as a second record (run_ends), and only then does
- * the frontend get IMSG_RUN_RESULT.  A row without an end is a run in
- * flight, or one whose end was never recorded: "interrupted".
+ * row is committed before anything is sent to exec (no row, no run: 503).
+ * exec answers the frontend itself once the run is over (IMSG_RUN_EOF
+ * with the result) and tells the vault (IMSG_RUN_EXIT): the slot is
+ * free, and the end is appended as a second record (run_ends), batched:
+ * the ends that come in one turn of the vault's loop are committed
+ * together at the end of that turn.  An end is acknowledged when that
+ * commit returned, and not before: the client's answer does not wait for
+ * it, so a vault that dies within that turn loses the ends of the batch,
+ * and those runs show what a row without an end shows, "interrupted" (as
+ * a run in flight when tregd died does).  A stop (SIGTERM) commits the
+ * batch first; reads of the run log commit it before they read.
  */
 
 #include <sys/types.h>
 
 #include <ctype.h>
+#include <errno.h>
+#include <event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "pack.h"
 #include "vault.h"
@@ -28,6 +37,7 @@
 #define MASK			"***"
 #define MASK_TOKEN_MIN		24	/* a bare token this long is a key */
 #define MASK_SECRET_MIN		3	/* shorter values would mask noise */
+#define RUN_ENDS_BATCH		64	/* ends committed together, at most */
 
 /* A run handed to exec: what its audit row needs. */
 struct vrun {
@@ -45,6 +55,13 @@ struct vrun {
 };
 TAILQ_HEAD(vrun_list, vrun);
 
+/* An end waiting for its batch's commit. */
+struct vend {
+	struct store_run_end	 e;
+	char			 at[32];
+	char			 tool[NAME_LEN_MAX + 1];
+};
+
 /* Unsealed secrets of one run, each once. */
 struct secs {
 	struct isecret	 s[RUN_SECRETS_MAX];
@@ -60,6 +77,10 @@ struct strv {
 
 static struct vrun_list	 vruns = TAILQ_HEAD_INITIALIZER(vruns);
 static uint32_t		 next_runid = 1;
+static struct vend	 vends[RUN_ENDS_BATCH];
+static size_t		 nvends;
+static struct event	 ev_ends;
+static int		 ev_ends_set;
 
 static void	run_post(struct vault_req *, struct vault_resp *);
 static void	runs_get(struct vault_req *, struct vault_resp *);
@@ -77,7 +98,8 @@ static int64_t	run_audit_start(const struct auth *, const char *,
 		    const char *);
 static void	run_audit_end(const struct vrun *, const struct run_exit *,
 		    const char *);
-static enum run_outcome run_outcome_of(const struct run_exit *);
+static void	run_ends_commit(int, short, void *);
+static void	run_exits_read(void);
 static int	run_in_flight(int64_t);
 static int	runs_row(const struct store_runs_row *, void *);
 static json_t	*runs_query(int64_t, const struct auth *, int, char,
@@ -176,7 +198,7 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	const char		*name, *bin, *via, *env_name;
 	char			 path[URL_LEN_MAX + 1], *val, *kv, *margv;
 	size_t			 i, vlen, n;
-	int64_t			 sid, audit_id;
+	int64_t			 sid, audit_id, t_in = mono_ns(), t_audit;
 	int			 timeout, used, rc, slot = -1;
 
 	memset(&t, 0, sizeof(t));
@@ -233,9 +255,17 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	json_decref(noargs);
 	if (rc == -1)
 		goto out;
-	/* 6. Slots (the host's, every worker's): the server's, the user's. */
-	switch (slots_claim(a->user_id, vault_conf.run_slots,
-	    vault_conf.run_slots_user, &slot, &used)) {
+	/*
+	 * 6. Slots (the host's, every worker's): the server's, the user's.
+	 * A run that ended may not be read yet: read exec's news first.
+	 */
+	if ((rc = slots_claim(a->user_id, vault_conf.run_slots,
+	    vault_conf.run_slots_user, &slot, &used)) != 0) {
+		run_exits_read();
+		rc = slots_claim(a->user_id, vault_conf.run_slots,
+		    vault_conf.run_slots_user, &slot, &used);
+	}
+	switch (rc) {
 	case SLOTS_FULL:
 		resp_error(resp, 429, "the server is busy running other jobs "
 		    "— try again in a moment");
@@ -324,6 +354,7 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 		fatalx("%s: argv", __func__);
 	json_decref(masked);
 	/* Audit first: no committed row, nothing goes to exec. */
+	t_audit = mono_ns();
 	if ((audit_id = run_audit_start(a, t.name, margv)) == -1) {
 		free(margv);
 		resp_error(resp, 503, "the audit log cannot be written — "
@@ -355,6 +386,7 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	rs.cpu = vault_conf.run_cpu;
 	rs.filesize = vault_conf.run_filesize;
 	rs.network = !json_is_false(json_object_get(t.cli, "network"));
+	rs.tool_id = t.id;
 	if (imsgev_send_blob(vault_exec, IMSG_RUN_START, req->reqid, &rs,
 	    sizeof(rs), pk.buf, pk.len) == -1)
 		fatal("%s: send to exec", __func__);
@@ -367,6 +399,11 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 		fatal("%s: send to frontend", __func__);
 	TAILQ_INSERT_TAIL(&vruns, vr, entry);
 	resp->status = 0;	/* exec and run_exit() answer */
+	/* bench/run.sh -v: the vault's share, in µs. */
+	if (log_getverbose() >= 1)
+		log_debug("run %u: vault us: decide %lld, audit %lld",
+		    vr->runid, (long long)(t_audit - t_in) / 1000,
+		    (long long)(mono_ns() - t_audit) / 1000);
 	goto out;
  toomany:
 	resp_error(resp, 422, "the secrets of tool '%s' have too many parts "
@@ -438,33 +475,96 @@ run_audit_start(const struct auth *a, const char *tool, const char *argv)
 	return (id);
 }
 
-/* How it ended, appended: the runs row itself is never changed. */
+/*
+ * How it ended, appended (the runs row itself is never changed): queued
+ * for the commit at the end of this turn of the loop, or now when the
+ * batch is full.  outcome is a static string.
+ */
 static void
 run_audit_end(const struct vrun *vr, const struct run_exit *rx,
     const char *outcome)
 {
-	struct store_run_end	 e;
-	char			 now[32];
+	struct vend		*v;
+	struct timeval		 tv = { 0, 0 };
 
-	now_iso(now, sizeof(now));
-	memset(&e, 0, sizeof(e));
-	e.run_id = vr->audit_id;
-	e.org_id = vr->org_id;
-	e.outcome = outcome;
-	e.has_exit = strcmp(outcome, "not_run") != 0;
-	e.exit_code = rx->exit_code;
-	e.duration_ms = rx->duration_ms;
-	e.timed_out = rx->timed_out != 0;
-	e.redacted = rx->redacted;
-	e.truncated = rx->truncated & (RUN_TRUNC_STDOUT | RUN_TRUNC_STDERR);
-	e.created_at = now;
-	/* The run is on record as started; GET /runs says "interrupted". */
-	if (store_run_end_insert(&e) == -1)
-		log_warnx("run %lld of '%s': its end was not recorded: %s",
-		    (long long)vr->audit_id, vr->tool, store_error());
+	if (nvends == RUN_ENDS_BATCH)
+		run_ends_flush();
+	v = &vends[nvends++];
+	memset(v, 0, sizeof(*v));
+	now_iso(v->at, sizeof(v->at));
+	strlcpy(v->tool, vr->tool, sizeof(v->tool));
+	v->e.run_id = vr->audit_id;
+	v->e.org_id = vr->org_id;
+	v->e.outcome = outcome;
+	v->e.has_exit = strcmp(outcome, "not_run") != 0;
+	v->e.exit_code = rx->exit_code;
+	v->e.duration_ms = rx->duration_ms;
+	v->e.timed_out = rx->timed_out != 0;
+	v->e.redacted = rx->redacted;
+	v->e.truncated = rx->truncated & (RUN_TRUNC_STDOUT | RUN_TRUNC_STDERR);
+	v->e.created_at = v->at;
+	if (!ev_ends_set) {
+		evtimer_set(&ev_ends, run_ends_commit, NULL);
+		ev_ends_set = 1;
+	}
+	if (!evtimer_pending(&ev_ends, NULL))
+		evtimer_add(&ev_ends, &tv);
 }
 
-static enum run_outcome
+static void
+run_ends_commit(int fd, short event, void *arg)
+{
+	run_ends_flush();
+}
+
+/* The queued ends, in one transaction. */
+void
+run_ends_flush(void)
+{
+	struct store_run_end	 e[RUN_ENDS_BATCH];
+	size_t			 i, n = nvends;
+	int64_t			 t0 = mono_ns();
+
+	if (n == 0)
+		return;
+	nvends = 0;
+	for (i = 0; i < n; i++)
+		e[i] = vends[i].e;
+	/* Those runs are on record as started: GET /runs says "interrupted". */
+	if (store_run_ends_insert(e, n) == -1)
+		for (i = 0; i < n; i++)
+			log_warnx("run %lld of '%s': its end was not "
+			    "recorded: %s", (long long)vends[i].e.run_id,
+			    vends[i].tool, store_error());
+	if (log_getverbose() >= 1)
+		log_debug("run ends: %zu committed together in %lld us", n,
+		    (long long)(mono_ns() - t0) / 1000);
+}
+
+/*
+ * What exec has said already, then the queued ends committed: before a
+ * read of the run log, and before a run is refused for its slots.  exec
+ * writes a run's exit to the vault before it answers the frontend, so a
+ * client that got its answer finds its run ended here.
+ */
+static void
+run_exits_read(void)
+{
+	ssize_t	 n;
+
+	if (vault_exec->dead) {
+		run_ends_flush();
+		return;
+	}
+	n = imsgbuf_read(&vault_exec->ibuf);
+	if (n == -1 && errno != EAGAIN)
+		return;		/* its handler sees the error too */
+	imsgev_drain(vault_exec);
+	run_ends_flush();
+}
+
+/* exec's answer and the vault's record say the same. */
+enum run_outcome
 run_outcome_of(const struct run_exit *rx)
 {
 	if (rx->cancelled)
@@ -497,14 +597,14 @@ run_in_flight(int64_t audit_id)
 	return (slots_in_flight(audit_id));
 }
 
-/* IMSG_RUN_EXIT from exec: the end record, the slot, the answer. */
+/* IMSG_RUN_EXIT from exec: the end record, the slot, an error's answer. */
 void
 run_exit(struct imsg *imsg)
 {
 	struct run_exit		 rx;
-	struct run_result	 rr;
 	struct vault_resp	 resp;
 	struct vrun		*vr;
+	enum run_outcome	 outcome;
 
 	if (imsg->datalen != sizeof(rx))
 		fatalx("%s: bad IMSG_RUN_EXIT from exec", __func__);
@@ -532,22 +632,14 @@ run_exit(struct imsg *imsg)
 		goto done;
 	}
 
-	memset(&rr, 0, sizeof(rr));
-	rr.exit_code = rx.exit_code;
-	rr.timed_out = rx.timed_out != 0;
-	rr.duration_ms = rx.duration_ms;
-	rr.redacted = rx.redacted;
-	rr.outcome = run_outcome_of(&rx);
-	rr.truncated = rx.truncated & (RUN_TRUNC_STDOUT | RUN_TRUNC_STDERR);
+	/* exec answered the frontend itself: the end is for the record. */
+	outcome = run_outcome_of(&rx);
 	log_info("run %u ended: tool %s user %lld %s exit %d %u ms %u redacted",
 	    vr->runid, vr->tool, (long long)vr->user_id,
-	    run_outcome_name(rr.outcome), rx.exit_code, rx.duration_ms,
+	    run_outcome_name(outcome), rx.exit_code, rx.duration_ms,
 	    rx.redacted);
-	run_audit_end(vr, &rx, run_outcome_name(rr.outcome));
-	vault_metrics_run(rr.outcome, rx.duration_ms, rx.redacted);
-	if (imsgev_compose(vault_frontend, IMSG_RUN_RESULT, vr->reqid, -1,
-	    &rr, sizeof(rr)) == -1)
-		fatal("%s: send to frontend", __func__);
+	run_audit_end(vr, &rx, run_outcome_name(outcome));
+	vault_metrics_run(outcome, rx.duration_ms, rx.redacted);
  done:
 	free(vr->argv);
 	free(vr);
@@ -731,6 +823,7 @@ runs_get(struct vault_req *req, struct vault_resp *resp)
 			return;
 		}
 	}
+	run_exits_read();
 	if ((list = runs_query(req->auth->org_id, req->auth, limit, buf[0],
 	    bid, &gone)) == NULL) {
 		if (gone)
@@ -764,6 +857,7 @@ ctl_show_runs(const struct ctl_request *cr, json_t **reply)
 			return (-1);
 		}
 	}
+	run_exits_read();
 	if ((*reply = runs_query(org, NULL, limit, 0, 0, &gone)) == NULL) {
 		*reply = ctl_errorf("database error: %s", store_error());
 		return (-1);
@@ -978,7 +1072,9 @@ argv_mask(int64_t org, json_t *argv)
 	size_t		 i, n;
 	int		 next_is_value = 0;
 
-	if ((out = json_array()) == NULL || !json_is_array(argv))
+	/* No argument, nothing to mask: no secret of the org unsealed. */
+	if ((out = json_array()) == NULL || !json_is_array(argv) ||
+	    json_array_size(argv) == 0)
 		return (out);
 	if ((ss = calloc(1, sizeof(*ss))) == NULL)
 		fatal("%s: calloc", __func__);

@@ -324,6 +324,45 @@ ATF_TC_BODY(audit_rows_are_append_only, tc)
 	ATF_REQUIRE(!other_fails("SELECT 1"));
 }
 
+ATF_TC(run_ends_batch_commits_all_or_none);
+ATF_TC_HEAD(run_ends_batch_commits_all_or_none, tc)
+{
+	NEED_PG(tc);
+}
+ATF_TC_BODY(run_ends_batch_commits_all_or_none, tc)
+{
+	struct store_run	 r;
+	struct store_run_end	 e[3];
+	int64_t			 id;
+	int			 i;
+
+	pg_setup(tc);
+	fixture_member();
+	memset(&r, 0, sizeof(r));
+	r.org_id = 1;
+	r.user_email = "ann@example.com";
+	r.tool = "gh";
+	r.argv = "[]";
+	r.created_at = "2026-01-02T00:00:00Z";
+	memset(e, 0, sizeof(e));
+	for (i = 0; i < 3; i++) {
+		ATF_REQUIRE(store_pg_ops.run_insert(&r, &id) == 0);
+		e[i].run_id = id;
+		e[i].org_id = 1;
+		e[i].outcome = "ok";
+		e[i].has_exit = 1;
+		e[i].created_at = r.created_at;
+	}
+	/* The last run has its end: a batch with it again fails whole. */
+	ATF_REQUIRE(store_pg_ops.run_end_insert(&e[2]) == 0);
+	ATF_CHECK(store_pg_ops.run_ends_insert(e, 3) == -1);
+	ATF_CHECK(store_pg_ops.run_end_insert(&e[0]) == 0);
+	ATF_CHECK(store_pg_ops.run_ends_insert(e, 2) == -1);
+	ATF_CHECK(store_pg_ops.run_ends_insert(&e[1], 1) == 0);
+	ATF_CHECK(store_pg_ops.run_end_insert(&e[1]) == -1);
+	ATF_CHECK(store_pg_ops.run_ends_insert(e, 0) == 0);
+}
+
 struct seen {
 	char	 ids[64][24];
 	int	 n, stop;
@@ -512,6 +551,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, version_moves_with_every_write_of_any_connection);
 	ATF_TP_ADD_TC(tp, sealed_values_round_trip_and_reseal);
 	ATF_TP_ADD_TC(tp, audit_rows_are_append_only);
+	ATF_TP_ADD_TC(tp, run_ends_batch_commits_all_or_none);
 	ATF_TP_ADD_TC(tp, runs_page_merges_newest_first_and_pages);
 	ATF_TP_ADD_TC(tp, calls_page_walks_ids_down);
 	ATF_TP_ADD_TC(tp, deny_rules_round_trip_with_null_for_empty);

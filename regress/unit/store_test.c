@@ -257,6 +257,34 @@ ATF_TC_BODY(run_end_is_recorded_once, tc)
 	store_close();
 }
 
+ATF_TC_WITHOUT_HEAD(run_ends_batch_commits_all_or_none);
+ATF_TC_BODY(run_ends_batch_commits_all_or_none, tc)
+{
+	struct store_run_end	 e[3];
+	int			 i;
+
+	seed();
+	memset(e, 0, sizeof(e));
+	for (i = 0; i < 3; i++) {
+		add_run("r", "2026-01-01T00:00:00Z");
+		e[i].run_id = i + 1;
+		e[i].org_id = 1;
+		e[i].outcome = "ok";
+		e[i].has_exit = 1;
+		e[i].created_at = "2026-01-01T00:00:01Z";
+	}
+	/* Run 3 has its end: a batch with it again fails whole. */
+	ATF_REQUIRE(store_run_end_insert(&e[2]) == 0);
+	ATF_CHECK(store_run_ends_insert(e, 3) == -1);
+	ATF_CHECK(store_run_end_insert(&e[0]) == 0);
+	/* Ends of runs 2 and, again, 1: none of it stays. */
+	ATF_CHECK(store_run_ends_insert(e, 2) == -1);
+	ATF_CHECK(store_run_ends_insert(&e[1], 1) == 0);
+	ATF_CHECK(store_run_end_insert(&e[1]) == -1);
+	ATF_CHECK(store_run_ends_insert(e, 0) == 0);
+	store_close();
+}
+
 ATF_TC_WITHOUT_HEAD(version_moves_with_every_write);
 ATF_TC_BODY(version_moves_with_every_write, tc)
 {
@@ -278,6 +306,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, runs_pages_by_before_id_see_each_row_once);
 	ATF_TP_ADD_TC(tp, calls_page_stops_when_the_caller_has_enough);
 	ATF_TP_ADD_TC(tp, run_end_is_recorded_once);
+	ATF_TP_ADD_TC(tp, run_ends_batch_commits_all_or_none);
 	ATF_TP_ADD_TC(tp, version_moves_with_every_write);
 	return (atf_no_error());
 }
