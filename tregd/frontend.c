@@ -138,7 +138,7 @@ struct route_match {
 };
 
 static struct tregd_conf	 front_conf;
-static struct imsgev		 iev_parent, iev_vault, iev_exec;
+static struct imsgev		 iev_parent, iev_vault, iev_exec, iev_relay;
 static int			 listen_fds[CONF_LISTEN_MAX];
 static int			 nlisten_fds;
 static int			 metrics_fds[CONF_LISTEN_MAX];
@@ -176,10 +176,12 @@ static void	front_pressure(struct front_req *);
 static void	front_release(void);
 static void	front_req_free(struct front_req *);
 static void	front_sig(int, short, void *);
+static uint32_t	front_new_id(void);
 
 static struct proc_peer	 front_peers[] = {
 	{ PROC_VAULT,	&iev_vault,	front_dispatch_vault, 0 },
 	{ PROC_EXEC,	&iev_exec,	front_dispatch_exec, 0 },
+	{ PROC_RELAY,	&iev_relay,	front_call_dispatch_relay, 0 },
 };
 #define NPEERS	(sizeof(front_peers) / sizeof(front_peers[0]))
 
@@ -202,6 +204,7 @@ frontend_main(int debug, int verbose)
 	    front_dispatch_parent, front_closed, front_config);
 	if (!proc_peers_complete(front_peers, NPEERS))
 		fatalx("frontend: incomplete configuration");
+	front_call_init(&front_conf, &iev_vault, &iev_relay);
 
 	if (sodium_init() == -1)
 		fatalx("sodium_init");
@@ -374,11 +377,21 @@ front_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
 		if (b->datalen == 0)
 			front_response(b);
 		break;
+	case IMSG_CALL_REFUSED:
+		b = blob_start(&front_blobs, imsg, PROC_VAULT,
+		    sizeof(struct api_response), 1024 * 1024);
+		if (b == NULL)
+			fatalx("bad IMSG_CALL_REFUSED from vault");
+		if (b->datalen == 0)
+			front_call_refused(b);
+		break;
 	case IMSG_DATA:
 		b = blob_add(&front_blobs, imsg, PROC_VAULT, &bad);
 		if (bad)
 			fatalx("bad IMSG_DATA from vault");
-		if (b != NULL)
+		if (b != NULL && b->type == IMSG_CALL_REFUSED)
+			front_call_refused(b);
+		else if (b != NULL)
 			front_response(b);
 		break;
 	case IMSG_RUN_ACCEPTED:
@@ -559,6 +572,13 @@ front_request(struct http_conn *conn, const struct http_head *h,
 		}
 		return;
 	}
+	if (front_call_path(path)) {
+		if (bodylen > (size_t)front_conf.http_body_max)
+			front_error(conn, 413, "request body too large");
+		else
+			front_call(conn, h, bodytext, bodylen, front_new_id());
+		return;
+	}
 	if ((r = route_match(path, method, &m)) != 0) {
 		http_set_log(conn, m.pattern, 0, 0);
 		http_allow(conn, m.allow);
@@ -606,9 +626,7 @@ front_request(struct http_conn *conn, const struct http_head *h,
 
 	if ((fr = calloc(1, sizeof(*fr))) == NULL)
 		fatal("%s: calloc", __func__);
-	fr->id = next_id++;
-	if (next_id == 0)
-		next_id = 1;
+	fr->id = front_new_id();
 	fr->conn = conn;
 	fr->route = m.route;
 	if (m.route == ROUTE_RUN) {
@@ -660,6 +678,10 @@ static int
 front_gone(void *arg, int eof)
 {
 	struct front_req	*fr = arg;
+	int			 r;
+
+	if ((r = front_call_gone(arg, eof)) != -1)
+		return (r);
 
 	if (eof && !fr->is_run)
 		return (0);
@@ -675,6 +697,17 @@ front_gone(void *arg, int eof)
 			fr->cancel = 1;
 	}
 	return (1);
+}
+
+/* Request ids, shared by the API and /call: never 0, never reused soon. */
+static uint32_t
+front_new_id(void)
+{
+	uint32_t	 id = next_id++;
+
+	if (next_id == 0)
+		next_id = 1;
+	return (id);
 }
 
 static void

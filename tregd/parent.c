@@ -73,9 +73,10 @@ static char	*parent_read_file(const char *, size_t *);
 __dead static void parent_shutdown(int);
 static void	parent_check_users(void);
 static void	parent_ready(struct child *);
+static int	parent_talk(enum tregd_proc, enum tregd_proc);
 
 static const enum tregd_proc core_procs[] = {
-	PROC_VAULT, PROC_EXEC, PROC_FRONTEND
+	PROC_VAULT, PROC_EXEC, PROC_FRONTEND, PROC_RELAY
 };
 #define NCORE	(sizeof(core_procs) / sizeof(core_procs[0]))
 
@@ -136,8 +137,8 @@ parent_main(struct tregd_conf *conf, const char *conffile, int debug,
 		for (j = i + 1; j < NCORE; j++) {
 			a = core_procs[i];
 			b = core_procs[j];
-			if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
-			    pairs[a][b]) == -1)
+			if (parent_talk(a, b) && socketpair(AF_UNIX,
+			    SOCK_STREAM | SOCK_CLOEXEC, 0, pairs[a][b]) == -1)
 				fatal("socketpair");
 		}
 
@@ -152,6 +153,8 @@ parent_main(struct tregd_conf *conf, const char *conffile, int debug,
 
 			a = core_procs[i];
 			b = core_procs[j];
+			if (!parent_talk(a, b))
+				continue;
 			pa = a;
 			pb = b;
 			imsgev_compose(&children[a].iev, IMSG_CONF_PEER, 0,
@@ -177,10 +180,19 @@ parent_main(struct tregd_conf *conf, const char *conffile, int debug,
 	parent_shutdown(1);
 }
 
+/* The relay talks to the frontend and the vault only, never to exec. */
+static int
+parent_talk(enum tregd_proc a, enum tregd_proc b)
+{
+	return (!((a == PROC_EXEC && b == PROC_RELAY) ||
+	    (a == PROC_RELAY && b == PROC_EXEC)));
+}
+
 static void
 parent_check_users(void)
 {
-	const char	*users[] = { TREGD_USER, TREGD_VAULT_USER };
+	const char	*users[] = { TREGD_USER, TREGD_VAULT_USER,
+			    TREGD_RELAY_USER };
 	struct stat	 st;
 	size_t		 i;
 

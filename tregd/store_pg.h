@@ -85,6 +85,14 @@ int	pg_deny_delete(int64_t, int64_t);
 /* vault_tool.c */
 
 /* calls and daily caps (the relay) */
+int		 pg_call_end_insert(const struct store_call_end *);
+int		 pg_call_cap_take(int64_t, int64_t, const char *, int64_t,
+		    int64_t *);
+int		 pg_call_used(int64_t, int64_t, const char *, int64_t *);
+int		 pg_call_cap_get(int64_t, int64_t, int *, int64_t *);
+int		 pg_call_cap_set(int64_t, int64_t, int, int64_t);
+int		 pg_tools_by_host(int64_t, const char *, store_tool_url_fn,
+		    void *);
 
 /* batched run ends */
 

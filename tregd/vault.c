@@ -35,8 +35,9 @@ struct tregd_conf	 vault_conf;
 const char		*vault_root;	/* the state directory, seen from here */
 struct procinfo		 vault_procs[PROC_MAX];
 struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
+struct imsgev		*vault_relay;
 
-static struct imsgev	 iev_parent, iev_frontend, iev_exec;
+static struct imsgev	 iev_parent, iev_frontend, iev_exec, iev_relay;
 static struct blob_list	 vault_blobs = TAILQ_HEAD_INITIALIZER(vault_blobs);
 static const struct vault_route *route_index[ROUTE_MAX];
 static int		 control_fd = -1;
@@ -47,6 +48,7 @@ static void	vault_config(struct imsg *);
 static void	vault_dispatch_parent(struct imsgev *, struct imsg *);
 static void	vault_dispatch_frontend(struct imsgev *, struct imsg *);
 static void	vault_dispatch_exec(struct imsgev *, struct imsg *);
+static void	vault_dispatch_relay(struct imsgev *, struct imsg *);
 static void	vault_closed(struct imsgev *);
 static void	vault_request(struct blob *);
 static void	vault_open_db(const char *);
@@ -56,6 +58,7 @@ static void	vault_sig(int, short, void *);
 static struct proc_peer	 vault_peers[] = {
 	{ PROC_FRONTEND,	&iev_frontend,	vault_dispatch_frontend, 0 },
 	{ PROC_EXEC,		&iev_exec,	vault_dispatch_exec, 0 },
+	{ PROC_RELAY,		&iev_relay,	vault_dispatch_relay, 0 },
 };
 #define NPEERS	(sizeof(vault_peers) / sizeof(vault_peers[0]))
 
@@ -72,6 +75,7 @@ vault_main(int debug, int verbose)
 	vault_parent = &iev_parent;
 	vault_frontend = &iev_frontend;
 	vault_exec = &iev_exec;
+	vault_relay = &iev_relay;
 	proc_child_init(PROC_VAULT, &iev_parent, debug, verbose,
 	    vault_dispatch_parent, vault_closed, vault_config);
 	if (!proc_peers_complete(vault_peers, NPEERS) || control_fd == -1)
@@ -269,11 +273,22 @@ vault_dispatch_frontend(struct imsgev *iev, struct imsg *imsg)
 		if (b->datalen == 0)
 			vault_request(b);
 		break;
+	case IMSG_CALL_REQUEST:
+		b = blob_start(&vault_blobs, imsg, PROC_FRONTEND,
+		    sizeof(struct call_request),
+		    (size_t)vault_conf.http_body_max + 2 * HTTP_HEADERS_MAX);
+		if (b == NULL)
+			fatalx("bad IMSG_CALL_REQUEST from frontend");
+		if (b->datalen == 0)
+			call_request(b);
+		break;
 	case IMSG_DATA:
 		b = blob_add(&vault_blobs, imsg, PROC_FRONTEND, &bad);
 		if (bad)
 			fatalx("bad IMSG_DATA from frontend");
-		if (b != NULL)
+		if (b != NULL && b->type == IMSG_CALL_REQUEST)
+			call_request(b);
+		else if (b != NULL)
 			vault_request(b);
 		break;
 	default:
@@ -291,6 +306,18 @@ vault_dispatch_exec(struct imsgev *iev, struct imsg *imsg)
 		break;
 	default:
 		fatalx("%s: bad imsg %u from exec", __func__, imsg->hdr.type);
+	}
+}
+
+static void
+vault_dispatch_relay(struct imsgev *iev, struct imsg *imsg)
+{
+	switch (imsg->hdr.type) {
+	case IMSG_CALL_DONE:
+		call_done(imsg);
+		break;
+	default:
+		fatalx("%s: bad imsg %u from relay", __func__, imsg->hdr.type);
 	}
 }
 

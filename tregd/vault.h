@@ -81,6 +81,7 @@ extern struct tregd_conf	 vault_conf;
 extern const char		*vault_root;	/* "" after the chroot */
 extern struct procinfo		 vault_procs[PROC_MAX];
 extern struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
+extern struct imsgev		*vault_relay;
 void		 vault_respond(uint32_t, struct vault_resp *);
 void		 db_fail(struct vault_resp *, const char *);	/* 500 + log */
 void		 resp_error(struct vault_resp *, int, const char *, ...)
@@ -253,6 +254,12 @@ int		 deny_pattern_check(const char *, size_t, char *, size_t);
 /* 1: a pattern (copied out) matched, or a limit decided (why); 0: none. */
 int		 deny_match(int64_t, json_t *, json_t *, char *, size_t,
 		    const char **);
+
+/* vault_call.c: the relay's requests, their audit and the daily caps */
+void		 call_request(struct blob *);	/* IMSG_CALL_REQUEST */
+void		 call_done(struct imsg *);	/* IMSG_CALL_DONE from relay */
+/* daily_call_cap and used_today of a membership into a view: 0 or -1. */
+int		 call_usage(int64_t, int64_t, json_t *);
 
 /* vault_crypto.c */
 int		 crypto_init(const char *);	/* key file path */
