@@ -16,12 +16,18 @@ Usage: relay_upstream.py PORTFILE [CERT KEY]
 """
 
 import base64
+import hashlib
+import urllib.parse
 import json
 import socketserver
 import ssl
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
+
+
+def sha(text):
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -37,11 +43,12 @@ class Handler(BaseHTTPRequestHandler):
     def send(self, status, data, ctype="application/json", extra=()):
         self.send_response(status)
         self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(data)))
+        if status not in (204, 304):
+            self.send_header("Content-Length", str(len(data)))
         for k, v in extra:
             self.send_header(k, v)
         self.end_headers()
-        if self.command != "HEAD":
+        if self.command != "HEAD" and status not in (204, 304):
             self.wfile.write(data)
 
     def chunk(self, data):
@@ -86,10 +93,17 @@ class Handler(BaseHTTPRequestHandler):
             self.send(200, self.echo(body))
 
     def echo(self, body):
+        # What was injected comes back masked: its hashes say what it was.
+        query = self.path.split("?", 1)[1] if "?" in self.path else ""
         return json.dumps({
             "method": self.command,
             "target": self.path,
             "headers": [[k, v] for k, v in self.headers.items()],
+            "header_sha256": {k.lower(): sha(v)
+                              for k, v in self.headers.items()},
+            "query_sha256": [[p.split("=", 1)[0],
+                              sha(urllib.parse.unquote(p.split("=", 1)[-1]))]
+                             for p in query.split("&") if p],
             "body_b64": base64.b64encode(body).decode(),
         }).encode()
 
