@@ -572,7 +572,10 @@ vault_request(struct blob *b)
 			goto done;
 		}
 	}
+	if (call_view_before(&req, &resp) == -1)
+		goto done;
 	r->handler(&req, &resp);
+	call_view_after(&req, &resp);
 	if (cacheable && resp.status == 200 && resp.body != NULL) {
 		if ((text = json_dumps(resp.body, JSON_COMPACT)) == NULL)
 			fatalx("%s: json_dumps", __func__);

@@ -260,6 +260,9 @@ void		 call_request(struct blob *);	/* IMSG_CALL_REQUEST */
 void		 call_done(struct imsg *);	/* IMSG_CALL_DONE from relay */
 /* daily_call_cap and used_today of a membership into a view: 0 or -1. */
 int		 call_usage(int64_t, int64_t, json_t *);
+/* Around the member routes: daily_call_cap checked, stored, shown. */
+int		 call_view_before(struct vault_req *, struct vault_resp *);
+void		 call_view_after(struct vault_req *, struct vault_resp *);
 
 /* vault_crypto.c */
 int		 crypto_init(const char *);	/* key file path */

@@ -31,6 +31,7 @@
 #define CALL_TOOLS_MAX		64	/* of one host, for URL resolution */
 #define CALL_SECRETS_MAX	BINDINGS_MAX
 #define CALL_PATH_LOG_MAX	1024	/* the audited path */
+#define CALL_CAP_MAX		1000000000	/* daily_call_cap */
 
 /* A call handed to the relay: what its end record needs. */
 struct vcall {
@@ -797,4 +798,69 @@ call_done(struct imsg *imsg)
 		vault_metrics_db_error();
 	}
 	free(vc);
+}
+
+/* ------------------------------------------------------------------ */
+/* daily_call_cap and used_today in the member and agent views.        */
+
+/*
+ * The member routes (vault_org.c) answer as they always did; these two
+ * hooks around them check and store daily_call_cap of PATCH
+ * .../access and add the two fields to every view of a membership.
+ */
+int
+call_view_before(struct vault_req *req, struct vault_resp *resp)
+{
+	json_t	*v;
+
+	if (req->route != ROUTE_MEMBER_ACCESS || req->body == NULL ||
+	    (v = json_object_get(req->body, "daily_call_cap")) == NULL)
+		return (0);
+	if (json_is_null(v) || (json_is_integer(v) &&
+	    json_integer_value(v) >= 0 &&
+	    json_integer_value(v) <= CALL_CAP_MAX))
+		return (0);
+	resp_error(resp, 422, "field 'daily_call_cap' must be null or an "
+	    "integer from 0 to %d", CALL_CAP_MAX);
+	return (-1);
+}
+
+static void
+call_view_add(int64_t org, json_t *view)
+{
+	json_t	*uid = json_object_get(view, "user_id");
+
+	if (json_is_integer(uid) &&
+	    call_usage(org, json_integer_value(uid), view) == -1)
+		log_warnx("daily call usage: %s", store_error());
+}
+
+void
+call_view_after(struct vault_req *req, struct vault_resp *resp)
+{
+	json_t	*v, *e;
+	size_t	 i;
+
+	if (resp->status != 200 || resp->body == NULL)
+		return;
+	switch (req->route) {
+	case ROUTE_MEMBER_ACCESS:
+		v = json_object_get(req->body, "daily_call_cap");
+		if (v != NULL && store_call_cap_set(req->id1, req->id2,
+		    !json_is_null(v), json_integer_value(v)) == -1) {
+			db_fail(resp, "daily call cap");
+			return;
+		}
+		/* FALLTHROUGH */
+	case ROUTE_AGENTS_CREATE:
+		call_view_add(req->id1, resp->body);
+		break;
+	case ROUTE_MEMBERS_LIST:
+	case ROUTE_AGENTS_LIST:
+		json_array_foreach(resp->body, i, e)
+			call_view_add(req->id1, e);
+		break;
+	default:
+		break;
+	}
 }
