@@ -1107,4 +1107,5 @@ front_print_routes(FILE *fp)
 		}
 		fprintf(fp, "%s %s\n", m, routes[i].pattern);
 	}
+	front_call_print_routes(fp);
 }

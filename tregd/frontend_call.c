@@ -428,3 +428,16 @@ fcall_drain(struct http_conn *conn, void *arg)
 		fcall_to_relay(fc, IMSG_CALL_RESUME);
 	}
 }
+
+/* tregd -T routes: the relay's, as the OpenAPI document names them. */
+void
+front_call_print_routes(FILE *fp)
+{
+	static const char *const m[] = {
+		"GET", "POST", "PUT", "PATCH", "DELETE", NULL
+	};
+	size_t	 i;
+
+	for (i = 0; m[i] != NULL; i++)
+		fprintf(fp, "%s %s*/*\n", m[i], CALL_PREFIX);
+}

@@ -528,6 +528,7 @@ void	 front_call(struct http_conn *, const struct http_head *,
 int	 front_call_gone(void *, int);
 void	 front_call_refused(struct blob *);
 void	 front_call_dispatch_relay(struct imsgev *, struct imsg *);
+void	 front_call_print_routes(FILE *);
 
 /* openapi_doc.c, made from doc/openapi.json by make */
 extern const char openapi_doc[];
