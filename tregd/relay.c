@@ -42,6 +42,23 @@
 #include "sandbox.h"
 
 #define CA_FILE_MAX	(4 * 1024 * 1024)
+#define RSET_CACHE	32	/* compiled redaction sets kept */
+
+/*
+ * Compiling a set (every form of every secret) costs more than the rest
+ * of a call; the same tool with the same secrets sends the same set, so
+ * the compiled ones are kept, keyed by their exact bytes, least recently
+ * used first out (zeroed).  A set in use by a call is never dropped.
+ */
+struct rset {
+	char			*key;		/* the packed secrets */
+	size_t			 keylen;
+	struct redact_set	*set;
+	int			 refs;
+	uint64_t		 used;
+};
+static struct rset		 rsets[RSET_CACHE];
+static uint64_t			 rset_tick;
 
 struct tregd_conf		 relay_conf;
 static struct imsgev		 iev_parent, iev_frontend, iev_vault;
@@ -64,6 +81,8 @@ static void	relay_resolved(int, struct evutil_addrinfo *, void *);
 static void	relay_resolved_go(int, short, void *);
 static struct rcall *relay_find(uint32_t);
 static void	relay_free(struct rcall *);
+static struct redact_set *rset_get(const char *, size_t, struct rset **);
+static void	rset_put(struct rset *);
 
 static struct proc_peer	 relay_peers[] = {
 	{ PROC_FRONTEND,	&iev_frontend,	relay_dispatch_frontend, 0 },
@@ -281,8 +300,8 @@ static int
 relay_unpack(struct rcall *rc, struct blob *b)
 {
 	struct unpack	 u;
-	const char	*s;
-	size_t		 len, i, n;
+	const char	*s, *key;
+	size_t		 len, i, n, keylen;
 
 	unpack_init(&u, b->data, b->datalen);
 	if ((s = unpack_str(&u)) == NULL || (rc->method = strdup(s)) == NULL)
@@ -304,23 +323,94 @@ relay_unpack(struct rcall *rc, struct blob *b)
 		return (-1);
 	memcpy(rc->body, s, len);
 	rc->bodylen = len;
-	if ((rc->set = redact_set_new()) == NULL)
-		fatal("%s: redact_set_new", __func__);
+	/* The rest is the redaction set: its bytes are the cache's key. */
+	key = u.p;
+	keylen = u.left;
 	n = unpack_u32(&u);
 	if (n > REDSET_MAX)
 		return (-1);
-	for (i = 0; i < n; i++) {
-		if ((s = unpack_bytes(&u, &len)) == NULL)
+	for (i = 0; i < n; i++)
+		if (unpack_bytes(&u, &len) == NULL)
 			return (-1);
-		if (redact_set_add(rc->set, s, len) == -1)
-			fatal("%s: redact_set_add", __func__);
-	}
 	if (unpack_done(&u) != 0)
 		return (-1);
-	if (redact_set_compile(rc->set) == -1 ||
-	    (rc->rd = redact_new(rc->set, SIZE_MAX)) == NULL)
-		fatal("%s: redact", __func__);
+	if ((rc->set = rset_get(key, keylen, &rc->rset)) == NULL)
+		return (-1);
+	if ((rc->rd = redact_new(rc->set, SIZE_MAX)) == NULL)
+		fatal("%s: redact_new", __func__);
 	return (0);
+}
+
+static struct redact_set *
+rset_compile(const char *key, size_t keylen)
+{
+	struct redact_set	*set;
+	struct unpack		 u;
+	const char		*s;
+	size_t			 len, i, n;
+
+	if ((set = redact_set_new()) == NULL)
+		fatal("%s: redact_set_new", __func__);
+	unpack_init(&u, key, keylen);
+	n = unpack_u32(&u);
+	for (i = 0; i < n; i++) {
+		if ((s = unpack_bytes(&u, &len)) == NULL) {
+			redact_set_free(set);
+			return (NULL);
+		}
+		if (redact_set_add(set, s, len) == -1)
+			fatal("%s: redact_set_add", __func__);
+	}
+	if (redact_set_compile(set) == -1)
+		fatal("%s: redact_set_compile", __func__);
+	return (set);
+}
+
+static struct redact_set *
+rset_get(const char *key, size_t keylen, struct rset **out)
+{
+	struct rset	*r, *lru = NULL;
+	size_t		 i;
+
+	*out = NULL;
+	for (i = 0; i < RSET_CACHE; i++) {
+		r = &rsets[i];
+		if (r->set != NULL && r->keylen == keylen &&
+		    memcmp(r->key, key, keylen) == 0) {
+			r->refs++;
+			r->used = ++rset_tick;
+			*out = r;
+			return (r->set);
+		}
+		if (r->refs == 0 && (lru == NULL || r->set == NULL ||
+		    (lru->set != NULL && r->used < lru->used)))
+			lru = r;
+	}
+	if (lru == NULL)		/* every one in use: this call's own */
+		return (rset_compile(key, keylen));
+	if (lru->set != NULL) {
+		redact_set_free(lru->set);
+		freezero(lru->key, lru->keylen);
+	}
+	memset(lru, 0, sizeof(*lru));
+	if ((lru->set = rset_compile(key, keylen)) == NULL)
+		return (NULL);
+	if ((lru->key = malloc(keylen)) == NULL)
+		fatal("%s: malloc", __func__);
+	memcpy(lru->key, key, keylen);
+	lru->keylen = keylen;
+	lru->refs = 1;
+	lru->used = ++rset_tick;
+	*out = lru;
+	return (lru->set);
+}
+
+static void
+rset_put(struct rset *r)
+{
+	if (r->refs <= 0)
+		fatalx("%s: a redaction set released twice", __func__);
+	r->refs--;
 }
 
 /* The host and port of the URL, without brackets: 0, or -1. */
@@ -592,7 +682,9 @@ relay_free(struct rcall *rc)
 		freezero(rc->head, rc->headlen);
 	if (rc->rd != NULL)
 		redact_free(rc->rd);
-	if (rc->set != NULL)
+	if (rc->rset != NULL)
+		rset_put(rc->rset);
+	else if (rc->set != NULL)
 		redact_set_free(rc->set);
 	freezero(rc, sizeof(*rc));
 }

@@ -25,6 +25,7 @@
 
 struct redact_set;
 struct redact;
+struct rset;
 struct evdns_getaddrinfo_request;
 struct evutil_addrinfo;
 
@@ -42,6 +43,7 @@ struct rcall {
 	char			*body;
 	size_t			 bodylen;
 	struct redact_set	*set;
+	struct rset		*rset;		/* the cache's, or NULL: own */
 	struct redact		*rd;
 	struct evdns_getaddrinfo_request *dns;
 	int			 resolving;	/* until relay_resolved_go() */

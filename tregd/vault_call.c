@@ -170,19 +170,27 @@ call_request(struct blob *b)
 		    resp.status == 403 ? "policy" : NULL, &resp);
 		goto done;
 	}
+	/* The count and the call's row: one transaction, one commit. */
+	if (store_begin() == -1) {
+		db_fail(&resp, "begin");
+		goto refused;
+	}
 	if (call_cap(&auth, &resp) == -1) {
+		store_rollback();
 		call_refuse(b->id, &auth, out->t.name, in.method, logpath,
 		    resp.status == 429 ? "cap" : NULL, &resp);
 		goto done;
 	}
 	if (call_build(&auth, &in, out, &pk, &resp) == -1) {
+		store_rollback();
 		call_refuse(b->id, &auth, out->t.name, in.method, logpath,
 		    NULL, &resp);
 		goto done;
 	}
 	/* Fail closed: no audit row, nothing is sent. */
 	if (call_audit(&auth, out->t.name, in.method, logpath, NULL, 0,
-	    &audit_id) == -1) {
+	    &audit_id) == -1 || store_commit() == -1) {
+		store_rollback();
 		resp_error(&resp, 503, "the audit log cannot be written — "
 		    "nothing was sent");
 		goto refused;
