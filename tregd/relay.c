@@ -116,6 +116,7 @@ relay_main(int debug, int verbose)
 		log_warnx("relay: /etc/resolv.conf: using the defaults");
 	evdns_base_load_hosts(dns, "/etc/hosts");
 	rhttp_init(ca, calen);
+	free(ca);
 
 	sandbox_nodump();
 	if (pw != NULL)

@@ -21,6 +21,10 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
 #include "redact.h"
 #include "relay.h"
 
@@ -31,11 +35,12 @@ struct rsock {
 
 static CURLM		*multi;
 static struct event	 multi_timer;
-static struct curl_blob	 ca_blob;
+static X509_STORE	*ca_store;	/* parsed once, shared by every TLS */
 
 static int	 rh_socket(CURL *, curl_socket_t, int, void *, void *);
 static int	 rh_timer(CURLM *, long, void *);
 static void	 rh_event(int, short, void *);
+static void	 rh_ca_parse(const char *, size_t);
 static void	 rh_timeout(int, short, void *);
 static void	 rh_check(void);
 static curl_socket_t rh_open(void *, curlsocktype, struct curl_sockaddr *);
@@ -46,6 +51,7 @@ static void	 rh_head_done(struct rcall *);
 static int	 rh_head_kept(const char *, size_t);
 static void	 rh_done(struct rcall *, CURLcode);
 static int	 rh_setup(struct rcall *);
+static CURLcode	 rh_ssl_ctx(CURL *, void *, void *);
 
 void
 rhttp_init(const char *ca, size_t calen)
@@ -56,9 +62,43 @@ rhttp_init(const char *ca, size_t calen)
 	curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, rh_timer);
 	curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, 256L);
 	evtimer_set(&multi_timer, rh_timeout, NULL);
-	ca_blob.data = (void *)ca;
-	ca_blob.len = calen;
-	ca_blob.flags = CURL_BLOB_NOCOPY;
+	rh_ca_parse(ca, calen);
+}
+
+/*
+ * The CA bundle as an X509_STORE, once: curl would otherwise parse (and,
+ * given as a blob, copy) the whole bundle for every new connection.
+ */
+static void
+rh_ca_parse(const char *ca, size_t calen)
+{
+	X509	*x;
+	BIO	*bio;
+	int	 n = 0;
+
+	if ((ca_store = X509_STORE_new()) == NULL)
+		fatalx("%s: X509_STORE_new", __func__);
+	if (ca == NULL || calen == 0)
+		return;
+	if ((bio = BIO_new_mem_buf(ca, calen)) == NULL)
+		fatalx("%s: BIO_new_mem_buf", __func__);
+	while ((x = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
+		if (X509_STORE_add_cert(ca_store, x) == 1)
+			n++;
+		X509_free(x);
+	}
+	BIO_free(bio);
+	log_debug("relay: %d CA certificates", n);
+}
+
+/* Every TLS context of the relay trusts the store, and only it. */
+static CURLcode
+rh_ssl_ctx(CURL *e, void *sslctx, void *arg)
+{
+	if (X509_STORE_up_ref(ca_store) != 1)
+		return (CURLE_SSL_CACERT_BADFILE);
+	SSL_CTX_set_cert_store(sslctx, ca_store);
+	return (CURLE_OK);
 }
 
 /* ------------------------------------------------------------------ */
@@ -242,8 +282,7 @@ rh_setup(struct rcall *rc)
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
 	curl_easy_setopt(e, CURLOPT_CAPATH, NULL);
 	curl_easy_setopt(e, CURLOPT_CAINFO, NULL);
-	if (ca_blob.len > 0)
-		curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &ca_blob);
+	curl_easy_setopt(e, CURLOPT_SSL_CTX_FUNCTION, rh_ssl_ctx);
 	curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, rh_open);
 	curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, rc);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, rh_header);
