@@ -36,10 +36,10 @@ struct fcall {
 	RB_ENTRY(fcall)		 by_id;
 	RB_ENTRY(fcall)		 by_ptr;
 	uint32_t		 id;
-	struct http_conn	*conn;		/* NULL once it left or was answered */
+	struct http_conn	*conn;		/* NULL: gone or answered */
 	int			 started;	/* the relayed head was sent */
 	int			 paused;
-	int			 recancel;	/* cancelled before the relay had it */
+	int			 recancel;	/* tell the relay again */
 };
 RB_HEAD(fcall_ids, fcall);
 RB_HEAD(fcall_ptrs, fcall);

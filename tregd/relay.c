@@ -62,7 +62,8 @@ static uint64_t			 rset_tick;
 
 struct tregd_conf		 relay_conf;
 static struct imsgev		 iev_parent, iev_frontend, iev_vault;
-static struct blob_list		 relay_blobs = TAILQ_HEAD_INITIALIZER(relay_blobs);
+static struct blob_list		 relay_blobs =
+				    TAILQ_HEAD_INITIALIZER(relay_blobs);
 static struct rcall_list	 rcalls = TAILQ_HEAD_INITIALIZER(rcalls);
 static int			 ncalls;
 static struct evdns_base	*dns;
@@ -223,8 +224,9 @@ relay_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
 	switch (imsg->hdr.type) {
 	case IMSG_CALL_START:
 		b = blob_start(&relay_blobs, imsg, PROC_VAULT,
-		    sizeof(struct call_start), (size_t)relay_conf.http_body_max +
-		    2 * HTTP_HEADERS_MAX + REDSET_MAX * (4 * SECRET_LEN_MAX));
+		    sizeof(struct call_start),
+		    (size_t)relay_conf.http_body_max + 2 * HTTP_HEADERS_MAX +
+		    REDSET_MAX * (4 * SECRET_LEN_MAX));
 		if (b == NULL)
 			fatalx("bad IMSG_CALL_START from vault");
 		if (b->datalen == 0)
@@ -253,7 +255,7 @@ relay_dispatch_frontend(struct imsgev *iev, struct imsg *imsg)
 	rc = relay_find(imsg->hdr.id);
 	switch (imsg->hdr.type) {
 	case IMSG_CALL_CANCEL:
-		/* Not here yet (the vault still has it): the frontend repeats. */
+		/* Not here yet (the vault has it): the frontend repeats. */
 		if (rc == NULL || rc->cancelled)
 			break;
 		rc->cancelled = 1;

@@ -238,7 +238,7 @@ rh_headers(struct rcall *rc, int has_body)
 			ctype = 1;
 		if (n == 6 && strncasecmp(h, "Accept", n) == 0)
 			accept = 1;
-		/* "Name:" alone tells curl to drop it; "Name;" sends it empty. */
+		/* "Name:" alone makes curl drop it; "Name;" sends it empty. */
 		if (colon[strspn(colon + 1, " \t") + 1] == '\0') {
 			if ((line = strndup(h, n + 1)) == NULL)
 				fatal("%s: strndup", __func__);

@@ -149,8 +149,8 @@ call_request(struct blob *b)
 	}
 	if ((rc = auth_lookup(cr.token_hash, &auth)) != 0) {
 		if (rc == -1)
-			resp_error(&resp, 503, "the database cannot be read — "
-			    "try again in a moment");
+			resp_error(&resp, 503, "the database cannot be "
+			    "read — try again in a moment");
 		else
 			resp_error(&resp, 401, "invalid token");
 		log_info("call refused: %s from %s", rc == -1 ?
@@ -290,7 +290,7 @@ static void
 call_log_path(const char *path, const char *query, char *buf, size_t len)
 {
 	const char	*p, *e;
-	size_t		 n;
+	size_t		 n, o;
 
 	strlcpy(buf, *path == '/' ? "" : "/", len);
 	strlcat(buf, path, len);
@@ -298,10 +298,11 @@ call_log_path(const char *path, const char *query, char *buf, size_t len)
 		if ((e = strchr(p, '&')) == NULL)
 			e = p + strlen(p);
 		n = strcspn(p, "=&");
-		if (strlen(buf) + n + 2 > len)
+		if ((o = strlen(buf)) + n + 2 > len)
 			break;
-		strlcat(buf, p == query ? "?" : "&", len);
-		strncat(buf, p, n);
+		buf[o] = p == query ? '?' : '&';
+		memcpy(buf + o + 1, p, n);
+		buf[o + 1 + n] = '\0';
 	}
 }
 
