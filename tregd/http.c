@@ -764,6 +764,9 @@ void
 http_reply_relayed(struct http_conn *c, int status)
 {
 	c->relayed = 1;
+	/* No body, so no chunks: the end is the close. */
+	if (status == 204 || status == 304)
+		c->close = 1;
 	http_reply_start(c, status, NULL, -1);
 }
 

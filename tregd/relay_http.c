@@ -238,6 +238,9 @@ rh_headers(struct rcall *rc, int has_body)
 			ctype = 1;
 		if (n == 6 && strncasecmp(h, "Accept", n) == 0)
 			accept = 1;
+		/* A compressed answer could not be masked: identity only. */
+		if (n == 15 && strncasecmp(h, "Accept-Encoding", n) == 0)
+			continue;
 		/* "Name:" alone makes curl drop it; "Name;" sends it empty. */
 		if (colon[strspn(colon + 1, " \t") + 1] == '\0') {
 			if ((line = strndup(h, n + 1)) == NULL)
@@ -250,6 +253,7 @@ rh_headers(struct rcall *rc, int has_body)
 	}
 	/* Nothing curl would add on its own. */
 	rc->hlist = curl_slist_append(rc->hlist, "Expect:");
+	rc->hlist = curl_slist_append(rc->hlist, "Accept-Encoding: identity");
 	if (!accept)
 		rc->hlist = curl_slist_append(rc->hlist, "Accept:");
 	if (!ctype && has_body)
@@ -358,15 +362,17 @@ rh_line_out(void *arg, const void *p, size_t len)
 }
 
 /*
- * The head is complete: filtered, each line redacted alone (so that a
- * mask never joins two lines), sent.  1xx heads are skipped.
+ * The head is complete: filtered, redacted, sent; 1xx heads are skipped.
+ * One stream (a redactor's window is 64 KiB) over the kept lines with a
+ * NUL between them, which no pattern holds: a mask never joins two lines.
  */
 static void
 rh_head_done(struct rcall *rc)
 {
-	struct evbuffer	*out;
+	struct evbuffer	*raw, *out;
 	struct redact	*rd;
-	const char	*p, *e, *end = rc->head + rc->headlen;
+	const char	*p, *e, *end = rc->head + rc->headlen, *r, *z;
+	size_t		 n;
 	long		 code = 0;
 
 	curl_easy_getinfo(rc->easy, CURLINFO_RESPONSE_CODE, &code);
@@ -374,8 +380,10 @@ rh_head_done(struct rcall *rc)
 		rc->headlen = 0;
 		return;
 	}
-	if ((out = evbuffer_new()) == NULL)
+	if ((raw = evbuffer_new()) == NULL || (out = evbuffer_new()) == NULL)
 		fatal("%s: evbuffer_new", __func__);
+	if ((rd = redact_new(rc->set, SIZE_MAX)) == NULL)
+		fatal("%s: redact_new", __func__);
 	/* The first line is the status line. */
 	if ((p = memchr(rc->head, '\n', rc->headlen)) != NULL)
 		p++;
@@ -384,18 +392,26 @@ rh_head_done(struct rcall *rc)
 			break;
 		if (!rh_head_kept(p, e - p))
 			continue;
-		if ((rd = redact_new(rc->set, SIZE_MAX)) == NULL)
-			fatal("%s: redact_new", __func__);
 		if (redact_write(rd, p, e - p - (e > p && e[-1] == '\r'),
-		    rh_line_out, out) == -1 ||
-		    redact_finish(rd, rh_line_out, out) == -1)
-			fatal("%s: redact", __func__);
-		rc->redacted += redact_count(rd);
-		redact_free(rd);
+		    rh_line_out, raw) == -1 ||
+		    redact_write(rd, "", 1, rh_line_out, raw) == -1)
+			fatal("%s: redact_write", __func__);
+	}
+	if (redact_finish(rd, rh_line_out, raw) == -1)
+		fatal("%s: redact_finish", __func__);
+	rc->redacted += redact_count(rd);
+	redact_free(rd);
+	n = evbuffer_get_length(raw);
+	r = (const char *)evbuffer_pullup(raw, -1);
+	for (p = r; p != NULL && p < r + n; p = z + 1) {
+		if ((z = memchr(p, '\0', r + n - p)) == NULL)
+			break;
+		evbuffer_add(out, p, z - p);
 		evbuffer_add(out, "\r\n", 2);
 	}
 	relay_send_head(rc, code, 0, (const char *)evbuffer_pullup(out, -1),
 	    evbuffer_get_length(out));
+	evbuffer_free(raw);
 	evbuffer_free(out);
 }
 
