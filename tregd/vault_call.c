@@ -172,7 +172,11 @@ call_request(struct blob *b)
 	}
 	/* The count and the call's row: one transaction, one commit. */
 	if (store_begin() == -1) {
-		db_fail(&resp, "begin");
+		log_warnx("audit: the call's record cannot be written: %s",
+		    store_error());
+		vault_metrics_db_error();
+		resp_error(&resp, 503, "the audit log cannot be written — "
+		    "nothing was sent");
 		goto refused;
 	}
 	if (call_cap(&auth, &resp) == -1) {

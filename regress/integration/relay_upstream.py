@@ -17,6 +17,7 @@ Usage: relay_upstream.py PORTFILE [CERT KEY]
 
 import base64
 import hashlib
+import os
 import urllib.parse
 import json
 import socketserver
@@ -63,6 +64,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def handle_any(self):
         body = self.body()
+        if os.environ.get("RELAY_UPSTREAM_LOG"):
+            with open(os.environ["RELAY_UPSTREAM_LOG"], "a") as f:
+                f.write(self.path + "\n")
         path = self.path.split("?")[0]
         if path.startswith("/status/"):
             code = int(path.split("/")[2])
@@ -124,7 +128,6 @@ def main():
         srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     with open(sys.argv[1] + ".tmp", "w") as f:
         f.write(str(srv.server_address[1]))
-    import os
     os.rename(sys.argv[1] + ".tmp", sys.argv[1])
     srv.serve_forever()
 
