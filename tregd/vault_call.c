@@ -96,6 +96,7 @@ static int	 call_bind(const struct auth *, json_t *, struct call_keys *,
 		    struct vault_resp *);
 static void	 call_keys_clear(struct call_keys *);
 static int	 header_bound(json_t *, const char *, size_t);
+static int	 dot_segments(const char *);
 static void	 call_target(struct call_out *, const char *);
 static void	 day_utc(char *, size_t);
 
@@ -313,10 +314,45 @@ call_log_path(const char *path, const char *query, char *buf, size_t len)
 /* ------------------------------------------------------------------ */
 /* Resolution.                                                         */
 
+/*
+ * A "." or ".." segment (or its %2e spelling) would let the upstream's
+ * normalisation take the call outside the tool's base path and past the
+ * deny rules, which see the path as sent: refused.
+ */
+static int
+dot_segments(const char *path)
+{
+	const char	*p, *e;
+	size_t		 n, dots;
+
+	for (p = path; *p != '\0'; p = *e ? e + 1 : e) {
+		e = p + strcspn(p, "/");
+		for (n = 0, dots = 0; p + n < e; dots++) {
+			if (p[n] == '.')
+				n++;
+			else if (e - (p + n) >= 3 && p[n] == '%' &&
+			    p[n + 1] == '2' && (p[n + 2] == 'e' ||
+			    p[n + 2] == 'E'))
+				n += 3;
+			else
+				break;
+		}
+		if (p + n == e && (dots == 1 || dots == 2))
+			return (1);
+	}
+	return (0);
+}
+
 static int
 call_resolve(const struct auth *a, struct call_in *in, struct call_out *out,
     struct vault_resp *resp, const char **why)
 {
+	if (dot_segments(in->target)) {
+		*why = "resolution";
+		resp_error(resp, 400, "the path may not have . or .. "
+		    "segments");
+		return (-1);
+	}
 	if (strncasecmp(in->target, "https:/", 7) == 0 ||
 	    strncasecmp(in->target, "http:/", 6) == 0)
 		return (call_by_url(a, in->target, out, resp, why));
@@ -707,6 +743,12 @@ call_bind(const struct auth *a, json_t *b, struct call_keys *k,
 		freezero(val, vlen + 1);
 		resp_error(resp, 500, "internal error: too many secret forms "
 		    "to mask");
+		return (-1);
+	}
+	if (strcmp(loc, "header") == 0 && strpbrk(val, "\r\n") != NULL) {
+		freezero(val, vlen + 1);
+		resp_error(resp, 422, "the secret '%s' has a line break and "
+		    "cannot be sent in the header '%s'", sc->name, name);
 		return (-1);
 	}
 	if (strcmp(loc, "query") == 0)
