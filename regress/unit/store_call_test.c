@@ -42,7 +42,7 @@ static void
 open_engine(const atf_tc_t *tc, int pg)
 {
 	struct store_params	 p;
-	char			 err[STORE_ERROR_MAX], ci[512], sql[128];
+	char			 err[STORE_ERROR_MAX], ci[512], sql[128], db[64];
 	PGconn			*c;
 	PGresult		*res;
 
@@ -61,15 +61,16 @@ open_engine(const atf_tc_t *tc, int pg)
 	c = PQconnectdb(ci);
 	ATF_REQUIRE_MSG(PQstatus(c) == CONNECTION_OK, "%s",
 	    PQerrorMessage(c));
-	snprintf(sql, sizeof(sql), "CREATE DATABASE call_test_%ld_%lld",
-	    (long)getpid(), (long long)time(NULL));
+	/* Named once: the second may turn between two time() calls. */
+	snprintf(db, sizeof(db), "call_test_%ld_%lld", (long)getpid(),
+	    (long long)time(NULL));
+	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", db);
 	res = PQexec(c, sql);
 	ATF_REQUIRE(PQresultStatus(res) == PGRES_COMMAND_OK);
 	PQclear(res);
 	PQfinish(c);
-	snprintf(ci, sizeof(ci), "host=%s user=tregd dbname=call_test_%ld_%lld",
-	    atf_tc_get_config_var(tc, "pg_host"), (long)getpid(),
-	    (long long)time(NULL));
+	snprintf(ci, sizeof(ci), "host=%s user=tregd dbname=%s",
+	    atf_tc_get_config_var(tc, "pg_host"), db);
 	p.engine = STORE_POSTGRESQL;
 	p.conninfo = ci;
 	ATF_REQUIRE_MSG(store_open(&p, err, sizeof(err)) == 0, "%s", err);
