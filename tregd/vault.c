@@ -140,6 +140,7 @@ vault_main(int debug, int verbose)
 static void
 vault_sig(int sig, short event, void *arg)
 {
+	call_flush();
 	store_close();
 	exit(0);
 }

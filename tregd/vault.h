@@ -258,6 +258,7 @@ int		 deny_match(int64_t, json_t *, json_t *, char *, size_t,
 /* vault_call.c: the relay's requests, their audit and the daily caps */
 void		 call_request(struct blob *);	/* IMSG_CALL_REQUEST */
 void		 call_done(struct imsg *);	/* IMSG_CALL_DONE from relay */
+void		 call_flush(void);		/* the pending end records */
 /* daily_call_cap and used_today of a membership into a view: 0 or -1. */
 int		 call_usage(int64_t, int64_t, json_t *);
 /* Around the member routes: daily_call_cap checked, stored, shown. */

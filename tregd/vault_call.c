@@ -25,6 +25,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include <event.h>
+
 #include "pack.h"
 #include "vault.h"
 
@@ -818,14 +820,63 @@ call_build(const struct auth *a, struct call_in *in, struct call_out *out,
 /* ------------------------------------------------------------------ */
 /* How it ended (relay -> vault).                                      */
 
+/*
+ * End records are written in batches: one transaction per CALL_ENDS_MAX
+ * calls or CALL_ENDS_MS, and before GET /calls reads them or the vault
+ * stops.  The call's own row was written before it was sent.
+ */
+#define CALL_ENDS_MAX	64
+#define CALL_ENDS_MS	20
+struct call_end_rec {
+	struct store_call_end	 e;
+	char			 at[STORE_TIME_MAX];
+};
+static struct call_end_rec	 ends[CALL_ENDS_MAX];
+static int			 nends;
+static struct event		 ends_timer;
+static int			 ends_armed;
+
+static void
+call_ends_timer(int fd, short ev, void *arg)
+{
+	ends_armed = 0;
+	call_flush();
+}
+
+void
+call_flush(void)
+{
+	int	 i, rc;
+
+	if (nends == 0)
+		return;
+	if (ends_armed) {
+		evtimer_del(&ends_timer);
+		ends_armed = 0;
+	}
+	rc = store_begin();
+	for (i = 0; i < nends && rc == 0; i++)
+		rc = store_call_end_insert(&ends[i].e);
+	if (rc == 0)
+		rc = store_commit();
+	if (rc != 0) {
+		store_rollback();
+		log_warnx("audit: the end of %d calls cannot be written: %s",
+		    nends, store_error());
+		vault_metrics_db_error();
+	}
+	explicit_bzero(ends, sizeof(ends));
+	nends = 0;
+}
+
 void
 call_done(struct imsg *imsg)
 {
 	static const char *const why[] = { NULL, "ssrf", "upstream" };
+	struct timeval		 tv = { 0, CALL_ENDS_MS * 1000 };
 	struct call_done	 cd;
-	struct store_call_end	 e;
+	struct store_call_end	*e;
 	struct vcall		*vc;
-	char			 now[STORE_TIME_MAX];
 
 	if (imsg->datalen != sizeof(cd))
 		fatalx("bad IMSG_CALL_DONE from relay");
@@ -836,21 +887,24 @@ call_done(struct imsg *imsg)
 	if (vc == NULL || cd.refused > CALL_UPSTREAM)
 		fatalx("bad IMSG_CALL_DONE from relay");
 	TAILQ_REMOVE(&vcalls, vc, entry);
-	now_iso(now, sizeof(now));
-	memset(&e, 0, sizeof(e));
-	e.call_id = vc->audit_id;
-	e.org_id = vc->org_id;
-	e.has_status = cd.status != 0;
-	e.status_code = cd.status;
-	e.refused_by = why[cd.refused];
-	e.duration_ms = cd.duration_ms;
-	e.bytes = cd.bytes;
-	e.redacted = cd.redacted;
-	e.created_at = now;
-	if (store_call_end_insert(&e) == -1) {
-		log_warnx("audit: the end of call %lld cannot be written: %s",
-		    (long long)vc->audit_id, store_error());
-		vault_metrics_db_error();
+	if (nends == CALL_ENDS_MAX)
+		call_flush();
+	e = &ends[nends].e;
+	now_iso(ends[nends].at, sizeof(ends[nends].at));
+	e->call_id = vc->audit_id;
+	e->org_id = vc->org_id;
+	e->has_status = cd.status != 0;
+	e->status_code = cd.status;
+	e->refused_by = why[cd.refused];
+	e->duration_ms = cd.duration_ms;
+	e->bytes = cd.bytes;
+	e->redacted = cd.redacted;
+	e->created_at = ends[nends].at;
+	nends++;
+	if (!ends_armed) {
+		evtimer_set(&ends_timer, call_ends_timer, NULL);
+		evtimer_add(&ends_timer, &tv);
+		ends_armed = 1;
 	}
 	free(vc);
 }
@@ -868,6 +922,8 @@ call_view_before(struct vault_req *req, struct vault_resp *resp)
 {
 	json_t	*v;
 
+	if (req->route == ROUTE_CALLS_LIST)
+		call_flush();		/* the list shows how calls ended */
 	if (req->route != ROUTE_MEMBER_ACCESS || req->body == NULL ||
 	    (v = json_object_get(req->body, "daily_call_cap")) == NULL)
 		return (0);
