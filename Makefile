@@ -22,7 +22,7 @@ YACC    ?= byacc
 CC      ?= cc
 
 PKGS     = libevent jansson sqlite3 libsodium libbsd-overlay libseccomp \
-	   libpcre2-8 libevent_openssl libssl libcrypto libpq
+	   libpcre2-8 libevent_openssl libssl libcrypto libpq libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -99,6 +99,7 @@ tregctl/tregctl: $(CTL_OBJS) common/libcommon.a
 $(COMMON_OBJS) $(TREGD_OBJS) $(CTL_OBJS): common/*.h tregd/tregd.h
 $(TREGD_OBJS): tregd/vault.h
 $(filter tregd/store_pg%.o,$(TREGD_OBJS)): tregd/store.h tregd/store_pg.h
+$(filter tregd/relay%.o,$(TREGD_OBJS)): tregd/relay.h
 $(CTL_OBJS): tregctl/*.h
 # The parser test compiles tregctl/parser.c in.
 regress/unit/ctlparser_test: tregctl/parser.c tregctl/parser.h

@@ -140,6 +140,14 @@ static const char *const sb_allow_vault[] = {
 	NULL
 };
 
+/*
+ * The relay (libcurl, OpenSSL, evdns): outbound TCP and UDP sockets of
+ * IPv4 and IPv6 only, connected, never bound or listening; the CA bundle
+ * was read before the filter, so a file open is refused (EACCES: a
+ * library probing a path falls back) rather than killed.
+ */
+static const int sb_relay_families[] = { AF_INET, AF_INET6 };
+
 #ifdef TREGD_SANITIZE
 /* ASan/UBSan runtimes: alternate stacks, /proc/self, CPU masks. */
 static const char *const sb_allow_sanitize[] = {
@@ -195,6 +203,7 @@ static void	sb_ll_exec(struct sb_ll *, const struct sandbox_paths *);
 static void	sb_seccomp(enum sandbox_proc, int);
 static int	sb_selftest_eperm(const char *);
 static void	sb_prefetch(void);
+static void	sb_relay(scmp_filter_ctx);
 
 void
 sandbox_demote(const struct passwd *pw, const char *root)
@@ -351,6 +360,7 @@ sandbox_selftest(const char *name)
 	struct sandbox_child	 sc;
 	char			*argv[] = { "/bin/true", NULL };
 	char			*envp[] = { NULL };
+	int			 fd = -1;
 
 	if (strcmp(name, "frontend") == 0) {
 		sandbox_confine(SANDBOX_FRONTEND, NULL);
@@ -364,6 +374,17 @@ sandbox_selftest(const char *name)
 			printf("selftest vault: socket: %s\n",
 			    strerror(errno));
 		execve(argv[0], argv, envp);
+	} else if (strcmp(name, "relay") == 0) {
+		sandbox_confine(SANDBOX_RELAY, NULL);
+		if (open("/etc/passwd", O_RDONLY | O_CLOEXEC) == -1)
+			printf("selftest relay: open: %s\n", strerror(errno));
+		if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+			printf("selftest relay: socket: %s\n",
+			    strerror(errno));
+		else
+			printf("selftest relay: socket: allowed\n");
+		fflush(stdout);
+		listen(fd, 1);
 	} else if (strcmp(name, "exec") == 0) {
 		sandbox_confine(SANDBOX_EXEC, NULL);
 		return (sb_selftest_eperm(name));
@@ -467,7 +488,29 @@ sb_seccomp(enum sandbox_proc proc, int mounts)
 	sb_allow_common(ctx);
 	if (proc == SANDBOX_VAULT)
 		sb_rules(ctx, SCMP_ACT_ALLOW, sb_allow_vault);
+	if (proc == SANDBOX_RELAY)
+		sb_relay(ctx);
 	sb_load(ctx);
+}
+
+static void
+sb_relay(scmp_filter_ctx ctx)
+{
+	struct scmp_arg_cmp	 cmp;
+	size_t			 i;
+
+	for (i = 0; i < sizeof(sb_relay_families) /
+	    sizeof(sb_relay_families[0]); i++) {
+		cmp = SCMP_A0(SCMP_CMP_EQ, sb_relay_families[i], 0);
+		sb_rule(ctx, SCMP_ACT_ALLOW, "socket", 1, &cmp);
+	}
+	sb_rule(ctx, SCMP_ACT_ALLOW, "connect", 0, NULL);
+	sb_rule(ctx, SCMP_ACT_ERRNO(EACCES), "open", 0, NULL);
+	sb_rule(ctx, SCMP_ACT_ERRNO(EACCES), "openat", 0, NULL);
+	sb_rule(ctx, SCMP_ACT_ERRNO(EACCES), "stat", 0, NULL);
+	sb_rule(ctx, SCMP_ACT_ERRNO(EACCES), "access", 0, NULL);
+	sb_rule(ctx, SCMP_ACT_ERRNO(EACCES), "faccessat", 0, NULL);
+	sb_rule(ctx, SCMP_ACT_ERRNO(EACCES), "faccessat2", 0, NULL);
 }
 
 static scmp_filter_ctx
@@ -699,8 +742,10 @@ sb_ll_confine(enum sandbox_proc proc, const struct sandbox_paths *paths)
 	attr.fs = ll.fs;
 	size = sizeof(attr.fs);
 	if (ll.abi >= 4) {
-		/* Run children need the network; the others never do. */
-		if (proc != SANDBOX_EXEC)
+		/* Run children need the network; the relay connects only. */
+		if (proc == SANDBOX_RELAY)
+			attr.net = SB_LL_NET_BIND_TCP;
+		else if (proc != SANDBOX_EXEC)
 			attr.net = SB_LL_NET_BIND_TCP | SB_LL_NET_CONNECT_TCP;
 		size = offsetof(struct sb_ll_attr, scoped);
 	}
@@ -715,6 +760,7 @@ sb_ll_confine(enum sandbox_proc proc, const struct sandbox_paths *paths)
 
 	switch (proc) {
 	case SANDBOX_FRONTEND:
+	case SANDBOX_RELAY:
 		break;		/* no filesystem at all */
 	case SANDBOX_VAULT:
 		if (paths->state != NULL)

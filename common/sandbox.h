@@ -27,7 +27,8 @@ struct passwd;
 enum sandbox_proc {
 	SANDBOX_FRONTEND,
 	SANDBOX_VAULT,
-	SANDBOX_EXEC
+	SANDBOX_EXEC,
+	SANDBOX_RELAY
 };
 
 struct sandbox_paths {		/* filesystem the process keeps (Landlock) */
@@ -80,7 +81,9 @@ void	sandbox_child_free(struct sandbox_child *);
  * then execve) do not return when the filter works: SIGSYS kills them.
  * "exec" and "child" have deny-lists: ptrace(PTRACE_TRACEME) and
  * unshare(CLONE_NEWUSER) must fail with EPERM, and for "child" mount(2)
- * too; they print the results and return 0 when all failed.  Returns 1
+ * too; they print the results and return 0 when all failed.  "relay"
+ * may make an outbound socket but not open a file (EACCES) nor listen
+ * (SIGSYS kills it).  Returns 1
  * after printing "selftest NAME: forbidden call was allowed" when a call
  * went through, -1 for an unknown NAME.
  */

@@ -34,6 +34,7 @@ listen on 127.0.0.1 port $port
 state "$dir/state"
 socket "$dir/tregd.sock"
 signup open
+relay allow-private yes
 run allow { "sh", "echo", "true", "cat" }
 run directory "$rundir"
 CONF

@@ -26,7 +26,7 @@ static struct imsgev	*log_iev;	/* the parent channel */
 struct event_base	*proc_base;	/* the event base */
 
 const char *const proc_names[PROC_MAX] = {
-	"parent", "frontend", "vault", "exec", "control"
+	"parent", "frontend", "vault", "exec", "relay", "control"
 };
 
 /* "vault 0" ...: titles, log prefixes and channel names of the workers. */

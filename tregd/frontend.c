@@ -144,7 +144,7 @@ struct route_match {
 };
 
 static struct tregd_conf	 front_conf;
-static struct imsgev		 iev_parent, iev_exec;
+static struct imsgev		 iev_parent, iev_exec, iev_relay;
 static struct imsgev		 iev_vaults[VAULT_WORKERS_MAX];
 static int			 nvaults;
 static uint32_t			 vault_load[VAULT_WORKERS_MAX];
@@ -189,9 +189,11 @@ static void	front_pressure(struct front_req *);
 static void	front_release(void);
 static void	front_req_free(struct front_req *);
 static void	front_sig(int, short, void *);
+static uint32_t	front_new_id(void);
 
 static struct proc_peer	 front_peers[] = {
 	{ PROC_EXEC,	&iev_exec,	front_dispatch_exec, 0 },
+	{ PROC_RELAY,	&iev_relay,	front_call_dispatch_relay, 0 },
 };
 #define NPEERS	(sizeof(front_peers) / sizeof(front_peers[0]))
 
@@ -216,6 +218,7 @@ frontend_main(int debug, int verbose)
 	    nvaults != front_conf.vault_workers)
 		fatalx("frontend: incomplete configuration");
 	metrics_vault_workers(nvaults);
+	front_call_init(&front_conf, &iev_relay);
 
 	if (sodium_init() == -1)
 		fatalx("sodium_init");
@@ -403,6 +406,20 @@ front_of_worker(struct imsg *imsg, int w, const char *what)
 	return (fr);
 }
 
+struct imsgev *
+front_vault_take(int *w)
+{
+	*w = front_vault_pick();
+	vault_load[*w]++;
+	return (&iev_vaults[*w]);
+}
+
+void
+front_vault_give(int w)
+{
+	vault_load[w]--;
+}
+
 /* The worker is done with it (answered, or handed the run to exec). */
 static void
 front_vault_done(struct front_req *fr)
@@ -428,11 +445,21 @@ front_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
 		if (b->datalen == 0)
 			front_response(b, w);
 		break;
+	case IMSG_CALL_REFUSED:
+		b = blob_start(&front_blobs, imsg, PROC_WORKER(w),
+		    sizeof(struct api_response), 1024 * 1024);
+		if (b == NULL)
+			fatalx("bad IMSG_CALL_REFUSED from %s", iev->name);
+		if (b->datalen == 0)
+			front_call_refused(b, w);
+		break;
 	case IMSG_DATA:
 		b = blob_add(&front_blobs, imsg, PROC_WORKER(w), &bad);
 		if (bad)
 			fatalx("bad IMSG_DATA from %s", iev->name);
-		if (b != NULL)
+		if (b != NULL && b->type == IMSG_CALL_REFUSED)
+			front_call_refused(b, w);
+		else if (b != NULL)
 			front_response(b, w);
 		break;
 	case IMSG_RUN_ACCEPTED:
@@ -607,6 +634,13 @@ front_request(struct http_conn *conn, const struct http_head *h,
 		}
 		return;
 	}
+	if (front_call_path(path)) {
+		if (bodylen > (size_t)front_conf.http_body_max)
+			front_error(conn, 413, "request body too large");
+		else
+			front_call(conn, h, bodytext, bodylen, front_new_id());
+		return;
+	}
 	if ((r = route_match(path, method, &m)) != 0) {
 		http_set_log(conn, m.pattern, 0, 0);
 		http_allow(conn, m.allow);
@@ -654,9 +688,7 @@ front_request(struct http_conn *conn, const struct http_head *h,
 
 	if ((fr = calloc(1, sizeof(*fr))) == NULL)
 		fatal("%s: calloc", __func__);
-	fr->id = next_id++;
-	if (next_id == 0)
-		next_id = 1;
+	fr->id = front_new_id();
 	fr->conn = conn;
 	fr->route = m.route;
 	if (m.route == ROUTE_RUN) {
@@ -713,6 +745,10 @@ static int
 front_gone(void *arg, int eof)
 {
 	struct front_req	*fr = arg;
+	int			 r;
+
+	if ((r = front_call_gone(arg, eof)) != -1)
+		return (r);
 
 	if (eof && !fr->is_run)
 		return (0);
@@ -728,6 +764,17 @@ front_gone(void *arg, int eof)
 			fr->cancel = 1;
 	}
 	return (1);
+}
+
+/* Request ids, shared by the API and /call: never 0, never reused soon. */
+static uint32_t
+front_new_id(void)
+{
+	uint32_t	 id = next_id++;
+
+	if (next_id == 0)
+		next_id = 1;
+	return (id);
 }
 
 static void
@@ -1132,4 +1179,5 @@ front_print_routes(FILE *fp)
 		}
 		fprintf(fp, "%s %s\n", m, routes[i].pattern);
 	}
+	front_call_print_routes(fp);
 }

@@ -90,6 +90,10 @@ struct http_conn {
 	/* The frontend's request while it has one. */
 	void			*arg;
 	http_drain_fn		 drain;
+	/* A relayed answer (/call): headers of the upstream's, added. */
+	int			 relayed;
+	char			*extra;
+	size_t			 extralen;
 };
 TAILQ_HEAD(conn_list, http_conn);
 
@@ -689,10 +693,17 @@ http_head_out(struct http_conn *c, int status, const char *type,
 	c->status = status;
 	if (clen < 0 && c->method != HTTP_M_HEAD && !c->chunked)
 		c->close = 1;		/* HTTP/1.0: the end is the close */
-	head_add(h, &n, sizeof(h), "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
-	    "X-Request-Id: %s\r\nX-Content-Type-Options: nosniff\r\n"
-	    "X-Frame-Options: DENY\r\nCache-Control: no-store\r\n"
-	    "Server: tregd\r\n", status, http_reason(status), type, c->reqid);
+	if (c->relayed)
+		head_add(h, &n, sizeof(h), "HTTP/1.1 %d %s\r\n"
+		    "X-Request-Id: %s\r\nX-Content-Type-Options: nosniff\r\n",
+		    status, http_reason(status), c->reqid);
+	else
+		head_add(h, &n, sizeof(h), "HTTP/1.1 %d %s\r\n"
+		    "Content-Type: %s\r\nX-Request-Id: %s\r\n"
+		    "X-Content-Type-Options: nosniff\r\n"
+		    "X-Frame-Options: DENY\r\nCache-Control: no-store\r\n"
+		    "Server: tregd\r\n", status, http_reason(status), type,
+		    c->reqid);
 	if (clen >= 0)
 		head_add(h, &n, sizeof(h), "Content-Length: %lld\r\n",
 		    (long long)clen);
@@ -710,8 +721,76 @@ http_head_out(struct http_conn *c, int status, const char *type,
 		head_add(h, &n, sizeof(h), "Connection: close\r\n");
 	else if (c->minor == 0)
 		head_add(h, &n, sizeof(h), "Connection: keep-alive\r\n");
+	if (c->extra != NULL) {
+		evbuffer_add(bufferevent_get_output(c->bev), h, n);
+		evbuffer_add(bufferevent_get_output(c->bev), c->extra,
+		    c->extralen);
+		n = 0;
+	}
 	head_add(h, &n, sizeof(h), "\r\n");
 	evbuffer_add(bufferevent_get_output(c->bev), h, n);
+}
+
+/*
+ * Header lines ("Name: value" and CRLF each) for the next answer's head:
+ * X-Treg-Error on a /call refusal, the upstream's on a relayed answer.
+ */
+void
+http_add_header(struct http_conn *c, const char *lines, size_t len)
+{
+	char	*p;
+
+	if ((p = realloc(c->extra, c->extralen + len)) == NULL)
+		fatal("%s: realloc", __func__);
+	memcpy(p + c->extralen, lines, len);
+	c->extra = p;
+	c->extralen += len;
+}
+
+/* The raw request head (request line and headers) while it is served. */
+const char *
+http_head_raw(struct http_conn *c, size_t *len)
+{
+	*len = c->head != NULL ? c->headlen : 0;
+	return (c->head);
+}
+
+/*
+ * A relayed answer: the upstream's status and headers (added before),
+ * then the body in chunks; tregd's own headers are the few that say
+ * where it came from.
+ */
+void
+http_reply_relayed(struct http_conn *c, int status)
+{
+	c->relayed = 1;
+	/* No body, so no chunks: the end is the close. */
+	if (status == 204 || status == 304)
+		c->close = 1;
+	http_reply_start(c, status, NULL, -1);
+}
+
+/* The end of a chunked answer with a trailer line (with its CRLF). */
+void
+http_reply_end_trailer(struct http_conn *c, const char *trailer)
+{
+	struct evbuffer	*out = bufferevent_get_output(c->bev);
+
+	if (c->chunked && !c->head_only) {
+		evbuffer_add(out, "0\r\n", 3);
+		evbuffer_add(out, trailer, strlen(trailer));
+		evbuffer_add(out, "\r\n", 2);
+		c->chunked = 0;
+	}
+	http_reply_end(c);
+}
+
+/* The answer cannot be completed: drop the connection, the client sees it. */
+void
+http_abort(struct http_conn *c)
+{
+	c->arg = NULL;
+	http_free(c);
 }
 
 /* The whole answer at once. */
@@ -820,6 +899,10 @@ http_finish(struct http_conn *c)
 	c->allow = 0;
 	c->chunked = 0;
 	c->head_only = 0;
+	c->relayed = 0;
+	free(c->extra);
+	c->extra = NULL;
+	c->extralen = 0;
 	http_deadline(c, &hc.idle);
 	http_process(c);
 }
@@ -903,6 +986,7 @@ http_free(struct http_conn *c)
 		close(c->fd);
 	if (c->head != NULL)
 		freezero(c->head, c->headlen + 1);
+	free(c->extra);
 	addr_put(c->addr);
 	nconns--;
 	TAILQ_REMOVE(&conns, c, entry);

@@ -108,6 +108,12 @@ void	 http_write(struct http_conn *, const void *, size_t);
 void	 http_reply_end(struct http_conn *);
 size_t	 http_pending(struct http_conn *);
 void	 http_allow(struct http_conn *, int);
+/* The relay's answers (frontend_call.c). */
+void	 http_add_header(struct http_conn *, const char *, size_t);
+const char *http_head_raw(struct http_conn *, size_t *);
+void	 http_reply_relayed(struct http_conn *, int);
+void	 http_reply_end_trailer(struct http_conn *, const char *);
+void	 http_abort(struct http_conn *);
 
 #define HTTP_LISTEN_TLS		0x1	/* http_listen flags */
 #define HTTP_LISTEN_METRICS	0x2	/* GET /metrics only */

@@ -309,10 +309,14 @@ metrics_text(struct evbuffer *eb)
 	    "Database statements that failed.");
 	evbuffer_add_printf(eb, "tregd_db_errors_total %llu\n",
 	    (unsigned long long)mv.db_errors);
-	/*
-	 * tregd_relay_calls_total{code} goes here once the relay exists:
-	 * the vault reports it in struct metrics_vault.
-	 */
+	/* /call's answers: the upstream's codes and tregd's refusals. */
+	text_head(eb, "tregd_relay_calls_total", "counter",
+	    "Calls through the relay (/call), by status.");
+	for (i = 0; i < nmcodes; i++)
+		if (strcmp(mroutes[mcodes[i].route].name, "/call") == 0)
+			evbuffer_add_printf(eb, "tregd_relay_calls_total"
+			    "{code=\"%u\"} %llu\n", mcodes[i].status,
+			    (unsigned long long)mcodes[i].n);
 }
 
 static void

@@ -51,9 +51,9 @@ static struct tregd_conf	 parent_conf;
 static const char		*parent_conffile;
 static char			 self_path[PATH_MAX];
 /* frontend, vault 0 .. vault N-1, exec: in the order they start. */
-static struct child		 children[2 + VAULT_WORKERS_MAX];
+static struct child		 children[3 + VAULT_WORKERS_MAX];
 static int			 nchildren;
-static struct child		*child_frontend, *child_exec;
+static struct child		*child_frontend, *child_exec, *child_relay;
 static struct child		*child_vault[VAULT_WORKERS_MAX];
 static int			 nworkers;
 static int			 slots_fd = -1;	/* the workers' run slots */
@@ -141,12 +141,15 @@ parent_main(struct tregd_conf *conf, const char *conffile, int debug,
 	for (i = 0; i < nworkers; i++)
 		child_vault[i] = parent_start(PROC_VAULT, i);
 	child_exec = parent_start(PROC_EXEC, -1);
+	child_relay = parent_start(PROC_RELAY, -1);
 
 	/* A socketpair per pair that talks: each worker has its own. */
 	parent_connect(child_frontend, child_exec);
+	parent_connect(child_frontend, child_relay);
 	for (i = 0; i < nworkers; i++) {
 		parent_connect(child_vault[i], child_frontend);
 		parent_connect(child_vault[i], child_exec);
+		parent_connect(child_vault[i], child_relay);
 	}
 	parent_send_workers();
 	for (i = 0; i < nchildren; i++)
@@ -167,10 +170,12 @@ parent_main(struct tregd_conf *conf, const char *conffile, int debug,
 	parent_shutdown(1);
 }
 
+/* The relay talks to the frontend and the vault only, never to exec. */
 static void
 parent_check_users(void)
 {
-	const char	*users[] = { TREGD_USER, TREGD_VAULT_USER };
+	const char	*users[] = { TREGD_USER, TREGD_VAULT_USER,
+			    TREGD_RELAY_USER };
 	struct stat	 st;
 	size_t		 i;
 

@@ -47,6 +47,9 @@
 #define DEF_LISTEN_ADDR		"127.0.0.1"
 #define DEF_LISTEN_PORT		8790
 #define DEF_RUN_TIMEOUT		120
+#define DEF_RELAY_T_CONNECT	10
+#define DEF_RELAY_T_TOTAL	300
+#define RELAY_TIMEOUT_MAX	3600
 #define DEF_RUN_SLOTS		4
 #define DEF_RUN_SLOTS_USER	2
 #define DEF_VAULT_WORKERS	2	/* one answers while one is busy */
@@ -210,6 +213,7 @@ const char *const run_builtin_allow[] = {
 %token	POOL
 %token	METRICS
 %token	VAULT WORKERS
+%token	CA CONNECT
 %token	ERROR
 %token	<v.string>	STRING
 %token	<v.number>	NUMBER
@@ -308,9 +312,7 @@ main		: LISTEN ON STRING PORT NUMBER listentls {
 		| SIGNUP OPEN		{ conf->signup_open = 1; }
 		| SIGNUP CLOSED		{ conf->signup_open = 0; }
 		| RUN runopt
-		| RELAY ALLOW_PRIVATE yesno {
-			conf->relay_allow_private = $3;
-		}
+		| RELAY relayopt
 		| HTTP httpopt
 		| DATABASE dbopt
 		| VAULT WORKERS NUMBER {
@@ -320,6 +322,33 @@ main		: LISTEN ON STRING PORT NUMBER listentls {
 				YYERROR;
 			}
 			conf->vault_workers = $3;
+		}
+		;
+
+relayopt	: ALLOW_PRIVATE yesno	{ conf->relay_allow_private = $2; }
+		| CA STRING {
+			if ($2[0] != '/' ||
+			    strlen($2) >= sizeof(conf->relay_ca)) {
+				yyerror("relay ca: an absolute path is needed");
+				YYERROR;
+			}
+			strlcpy(conf->relay_ca, $2, sizeof(conf->relay_ca));
+		}
+		| TIMEOUT CONNECT NUMBER {
+			if ($3 < 1 || $3 > RELAY_TIMEOUT_MAX) {
+				yyerror("relay timeout connect %lld out of "
+				    "range (1..%d)", $3, RELAY_TIMEOUT_MAX);
+				YYERROR;
+			}
+			conf->relay_timeout_connect = $3;
+		}
+		| TIMEOUT TOTAL NUMBER {
+			if ($3 < 1 || $3 > RELAY_TIMEOUT_MAX) {
+				yyerror("relay timeout total %lld out of "
+				    "range (1..%d)", $3, RELAY_TIMEOUT_MAX);
+				YYERROR;
+			}
+			conf->relay_timeout_total = $3;
 		}
 		;
 
@@ -607,8 +636,10 @@ static const struct keyword keywords[] = {
 	{ "body",		BODY },
 	{ "body-limit",		BODY_LIMIT },
 	{ "buffer",		BUFFER },
+	{ "ca",			CA },
 	{ "certificate",	CERTIFICATE },
 	{ "closed",		CLOSED },
+	{ "connect",		CONNECT },
 	{ "connections",	CONNECTIONS },
 	{ "cpu",		CPU },
 	{ "database",		DATABASE },
@@ -1493,6 +1524,8 @@ conf_defaults(struct tregd_conf *c)
 	strlcpy(c->run_path, TREGD_RUN_PATH, sizeof(c->run_path));
 	strlcpy(c->run_dir, TREGD_RUN_DIR, sizeof(c->run_dir));
 	c->relay_allow_private = 0;
+	c->relay_timeout_connect = DEF_RELAY_T_CONNECT;
+	c->relay_timeout_total = DEF_RELAY_T_TOTAL;
 	c->http_body_max = HTTP_BODY_MAX;
 	c->http_max_conns = DEF_HTTP_CONNS;
 	c->http_timeout = HTTP_TIMEOUT;
@@ -1807,6 +1840,13 @@ print_config(const struct tregd_conf *c, FILE *fp)
 		fputs("# run proof is set\n", fp);
 	fprintf(fp, "relay allow-private %s\n",
 	    c->relay_allow_private ? "yes" : "no");
+	if (c->relay_ca[0] != '\0') {
+		fputs("relay ca ", fp);
+		print_string(fp, c->relay_ca);
+		fputc('\n', fp);
+	}
+	fprintf(fp, "relay timeout connect %d\nrelay timeout total %d\n",
+	    c->relay_timeout_connect, c->relay_timeout_total);
 	fputs("http body-limit ", fp);
 	print_size(fp, c->http_body_max);
 	fprintf(fp, "\nhttp max-connections %d\n", c->http_max_conns);

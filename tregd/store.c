@@ -437,6 +437,48 @@ store_health(int64_t org, const char *access, int64_t user,
 
 /* calls and daily caps (the relay) */
 
+int
+store_call_end_insert(const struct store_call_end *e)
+{
+	return (ops->call_end_insert(e));
+}
+
+int
+store_call_cap_take(int64_t org, int64_t user, const char *day, int64_t cap,
+    int64_t *used)
+{
+	*used = 0;
+	return (ops->call_cap_take(org, user, day, cap, used));
+}
+
+int
+store_call_used(int64_t org, int64_t user, const char *day, int64_t *used)
+{
+	*used = 0;
+	return (ops->call_used(org, user, day, used));
+}
+
+int
+store_call_cap_get(int64_t org, int64_t user, int *has, int64_t *cap)
+{
+	*has = 0;
+	*cap = 0;
+	return (ops->call_cap_get(org, user, has, cap));
+}
+
+int
+store_call_cap_set(int64_t org, int64_t user, int has, int64_t cap)
+{
+	return (ops->call_cap_set(org, user, has, cap));
+}
+
+int
+store_tools_by_host(int64_t org, const char *host, store_tool_url_fn fn,
+    void *arg)
+{
+	return (ops->tools_by_host(org, host, fn, arg));
+}
+
 /* batched run ends */
 
 int

@@ -158,6 +158,8 @@ struct store_calls_row {
 	struct store_call c;		/* its fields; NULL: a NULL column */
 	int		 has_grant;
 	const char	*org_slug;
+	int		 has_bytes;	/* a relayed call that ended */
+	int64_t		 bytes;
 };
 typedef int	(*store_calls_fn)(const struct store_calls_row *, void *);
 
@@ -285,6 +287,27 @@ struct store_org_row {
 typedef int	(*store_org_row_fn)(const struct store_org_row *, void *);
 typedef int	(*store_text_fn)(const char *, void *);
 
+/* How a relayed call ended (table call_ends), appended after it. */
+struct store_call_end {
+	int64_t		 call_id;
+	int64_t		 org_id;
+	int		 has_status;	/* 0: no answer from the upstream */
+	int64_t		 status_code;
+	const char	*refused_by;	/* ssrf, upstream or NULL */
+	int64_t		 duration_ms;
+	int64_t		 bytes;		/* body bytes to the client */
+	int64_t		 redacted;
+	const char	*created_at;
+};
+
+/* A tool of a host, for resolving /call/<full URL>. */
+struct store_tool_url {
+	int64_t		 id;
+	const char	*name;
+	const char	*base_url;
+};
+typedef int	(*store_tool_url_fn)(const struct store_tool_url *, void *);
+
 /* A sealed value, for re-sealing every secret under a new key. */
 typedef int	(*store_sealed_fn)(int64_t id, int64_t org, const void *,
 		    size_t, void *);
@@ -367,6 +390,14 @@ struct store_ops {
 	/* ops: vault_tool.c */
 
 	/* ops: calls and daily caps (the relay) */
+	int	(*call_end_insert)(const struct store_call_end *);
+	int	(*call_cap_take)(int64_t, int64_t, const char *, int64_t,
+		    int64_t *);
+	int	(*call_used)(int64_t, int64_t, const char *, int64_t *);
+	int	(*call_cap_get)(int64_t, int64_t, int *, int64_t *);
+	int	(*call_cap_set)(int64_t, int64_t, int, int64_t);
+	int	(*tools_by_host)(int64_t, const char *, store_tool_url_fn,
+		    void *);
 
 	/* ops: batched run ends */
 	int	(*run_ends_insert)(const struct store_run_end *, size_t);
@@ -534,6 +565,22 @@ int		 store_health(int64_t, const char *, int64_t,
 /* vault_tool.c */
 
 /* calls and daily caps (the relay) */
+int		 store_call_end_insert(const struct store_call_end *);
+/*
+ * Count one call of user in org on day ("YYYY-MM-DD", UTC) unless cap
+ * are already counted: 0 taken, 1 at the cap (nothing counted), -1;
+ * *used the count after.  Atomic across workers and hosts.
+ */
+int		 store_call_cap_take(int64_t, int64_t, const char *, int64_t,
+		    int64_t *);
+/* The calls counted for user in org on day (0 when none). */
+int		 store_call_used(int64_t, int64_t, const char *, int64_t *);
+/* The membership's daily_call_cap: *has 0 for none (null). */
+int		 store_call_cap_get(int64_t, int64_t, int *, int64_t *);
+int		 store_call_cap_set(int64_t, int64_t, int, int64_t);
+/* The tools of org whose host is host (lower case), by id. */
+int		 store_tools_by_host(int64_t, const char *, store_tool_url_fn,
+		    void *);
 
 /* batched run ends */
 /* n ends in one transaction: all are committed, or none (-1). */

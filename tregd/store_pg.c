@@ -116,6 +116,12 @@ const struct store_ops store_pg_ops = {
 	/* vault_tool.c */
 
 	/* calls and daily caps (the relay) */
+	.call_end_insert = pg_call_end_insert,
+	.call_cap_take = pg_call_cap_take,
+	.call_used = pg_call_used,
+	.call_cap_get = pg_call_cap_get,
+	.call_cap_set = pg_call_cap_set,
+	.tools_by_host = pg_tools_by_host,
 
 	/* batched run ends */
 	.run_ends_insert = pg_run_ends_insert,

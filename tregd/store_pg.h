@@ -125,6 +125,14 @@ int		 pg_health(int64_t, const char *, int64_t,
 /* vault_tool.c */
 
 /* calls and daily caps (the relay) */
+int		 pg_call_end_insert(const struct store_call_end *);
+int		 pg_call_cap_take(int64_t, int64_t, const char *, int64_t,
+		    int64_t *);
+int		 pg_call_used(int64_t, int64_t, const char *, int64_t *);
+int		 pg_call_cap_get(int64_t, int64_t, int *, int64_t *);
+int		 pg_call_cap_set(int64_t, int64_t, int, int64_t);
+int		 pg_tools_by_host(int64_t, const char *, store_tool_url_fn,
+		    void *);
 
 /* batched run ends */
 int	pg_run_ends_insert(const struct store_run_end *, size_t);

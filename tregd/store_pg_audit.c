@@ -56,9 +56,13 @@ static struct pg_stmt	 runs_all = { RUNS_S "$1::bigint = 0" RUNS_S_KEY
 
 #define CALLS_COLS							\
 	"SELECT c.id, c.org_id, c.user_id, c.user_email, c.tool_name, "	\
-	"c.method, c.path, c.status_code, c.kind, c.action, c.refused_by, " \
-	"c.argv, c.exit_code, c.verdict, c.grant_id, c.duration_ms, "	\
-	"c.created_at, o.slug FROM calls c JOIN orgs o ON o.id = c.org_id " \
+	"c.method, c.path, coalesce(e.status_code, c.status_code), "	\
+	"c.kind, c.action, coalesce(e.refused_by, c.refused_by), "	\
+	"c.argv, c.exit_code, c.verdict, c.grant_id, "			\
+	"coalesce(e.duration_ms, c.duration_ms), "			\
+	"c.created_at, o.slug, e.bytes FROM calls c "			\
+	"JOIN orgs o ON o.id = c.org_id "				\
+	"LEFT JOIN call_ends e ON e.call_id = c.id "			\
 	"WHERE ($2 = 0 OR c.id < $2) AND "
 #define CALLS_END	" ORDER BY c.id DESC LIMIT 64"
 
@@ -309,6 +313,8 @@ calls_row(const PGresult *res, int i, store_calls_fn fn, void *arg)
 	c->duration_ms = pg_int(res, i, 15);
 	c->created_at = pg_text(res, i, 16);
 	r.org_slug = pg_text(res, i, 17);
+	r.has_bytes = !pg_null(res, i, 18);
+	r.bytes = pg_int(res, i, 18);
 	return (fn(&r, arg));
 }
 

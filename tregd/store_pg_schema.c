@@ -200,6 +200,27 @@ static const char *const migrations[] = {
 	"  WHERE kind = 'local_run' AND action = 'GRANT';"
 	"CREATE INDEX tools_org_bundle ON tools(bundle_id);"
 	"CREATE INDEX secrets_bundle ON secrets(bundle_id);",
+
+	/* 4: the relay: call ends, daily call caps, tools by host. */
+	"ALTER TABLE memberships ADD COLUMN daily_call_cap BIGINT;"
+	"CREATE TABLE call_caps ("
+	"  org_id BIGINT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+	"  user_id BIGINT NOT NULL,"
+	"  day TEXT NOT NULL,"
+	"  n BIGINT NOT NULL,"
+	"  PRIMARY KEY (org_id, user_id, day));"
+	"CREATE TABLE call_ends ("
+	"  call_id BIGINT PRIMARY KEY REFERENCES calls(id) ON DELETE CASCADE,"
+	"  org_id BIGINT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+	"  status_code BIGINT,"
+	"  refused_by TEXT,"
+	"  duration_ms BIGINT,"
+	"  bytes BIGINT NOT NULL DEFAULT 0,"
+	"  redacted BIGINT NOT NULL DEFAULT 0,"
+	"  created_at TEXT NOT NULL);"
+	"CREATE INDEX tools_org_host ON tools(org_id, host);"
+	PG_APPEND_ONLY("call_ends")
+	PG_BUMP("call_ends"),
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 

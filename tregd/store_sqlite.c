@@ -122,6 +122,12 @@ const struct store_ops store_sqlite_ops = {
 	/* vault_tool.c */
 
 	/* calls and daily caps (the relay) */
+	.call_end_insert = sq_call_end_insert,
+	.call_cap_take = sq_call_cap_take,
+	.call_used = sq_call_used,
+	.call_cap_get = sq_call_cap_get,
+	.call_cap_set = sq_call_cap_set,
+	.tools_by_host = sq_tools_by_host,
 
 	/* batched run ends */
 	.run_ends_insert = sq_run_ends_insert,

@@ -119,6 +119,14 @@ int		 sq_health(int64_t, const char *, int64_t,
 /* vault_tool.c */
 
 /* calls and daily caps (the relay) */
+int		 sq_call_end_insert(const struct store_call_end *);
+int		 sq_call_cap_take(int64_t, int64_t, const char *, int64_t,
+		    int64_t *);
+int		 sq_call_used(int64_t, int64_t, const char *, int64_t *);
+int		 sq_call_cap_get(int64_t, int64_t, int *, int64_t *);
+int		 sq_call_cap_set(int64_t, int64_t, int, int64_t);
+int		 sq_tools_by_host(int64_t, const char *, store_tool_url_fn,
+		    void *);
 
 /* batched run ends */
 int		 sq_run_ends_insert(const struct store_run_end *, size_t);

@@ -225,12 +225,15 @@ sq_runs_page(int64_t org, char bsrc, int64_t bid, store_runs_fn fn,
 	"SELECT c.id AS id, c.org_id AS org_id, c.user_id AS user_id, "	\
 	"c.user_email AS user_email, c.tool_name AS tool_name, "	\
 	"c.method AS method, c.path AS path, "				\
-	"c.status_code AS status_code, c.kind AS kind, "		\
-	"c.action AS action, c.refused_by AS refused_by, "		\
+	"coalesce(e.status_code, c.status_code) AS status_code, "	\
+	"c.kind AS kind, c.action AS action, "				\
+	"coalesce(e.refused_by, c.refused_by) AS refused_by, "		\
 	"c.argv AS argv, c.exit_code AS exit_code, "			\
 	"c.verdict AS verdict, c.grant_id AS grant_id, "		\
-	"c.duration_ms AS duration_ms, c.created_at AS created_at, "	\
-	"o.slug AS slug FROM calls c JOIN orgs o ON o.id = c.org_id "
+	"coalesce(e.duration_ms, c.duration_ms) AS duration_ms, "	\
+	"c.created_at AS created_at, e.bytes AS bytes, "		\
+	"o.slug AS slug FROM calls c JOIN orgs o ON o.id = c.org_id "	\
+	"LEFT JOIN call_ends e ON e.call_id = c.id "
 
 int
 sq_calls_page(int64_t org, int64_t bid, store_calls_fn fn, void *arg)
@@ -273,6 +276,8 @@ sq_calls_page(int64_t org, int64_t bid, store_calls_fn fn, void *arg)
 		r.c.has_duration = !sq_cnull(st, "duration_ms");
 		r.c.duration_ms = sq_cint(st, "duration_ms");
 		r.c.created_at = sq_ctext(st, "created_at");
+		r.has_bytes = !sq_cnull(st, "bytes");
+		r.bytes = sq_cint(st, "bytes");
 		r.org_slug = sq_ctext(st, "slug");
 		stop = fn(&r, arg);
 	}

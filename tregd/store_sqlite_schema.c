@@ -186,6 +186,34 @@ static const char *const migrations[] = {
 	"  WHERE kind = 'local_run' AND action = 'GRANT';"
 	"CREATE INDEX tools_org_bundle ON tools(bundle_id);"
 	"CREATE INDEX secrets_bundle ON secrets(bundle_id);",
+
+	/*
+	 * 4: the relay.  A call's row is written before the upstream is
+	 * asked; how it ended is a second, append-only record.  Daily call
+	 * caps per membership, counted per UTC day in one upsert.
+	 */
+	"ALTER TABLE memberships ADD COLUMN daily_call_cap INTEGER;"
+	"CREATE TABLE call_caps ("
+	"  org_id INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+	"  user_id INTEGER NOT NULL,"
+	"  day TEXT NOT NULL,"			/* YYYY-MM-DD, UTC */
+	"  n INTEGER NOT NULL,"
+	"  PRIMARY KEY (org_id, user_id, day));"
+	"CREATE TABLE call_ends ("
+	"  call_id INTEGER PRIMARY KEY REFERENCES calls(id) ON DELETE CASCADE,"
+	"  org_id INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+	"  status_code INTEGER,"
+	"  refused_by TEXT,"
+	"  duration_ms INTEGER,"
+	"  bytes INTEGER NOT NULL DEFAULT 0,"
+	"  redacted INTEGER NOT NULL DEFAULT 0,"
+	"  created_at TEXT NOT NULL);"
+	"CREATE INDEX tools_org_host ON tools(org_id, host);"
+	"CREATE TRIGGER call_ends_no_update BEFORE UPDATE ON call_ends BEGIN"
+	"  SELECT RAISE(ABORT, 'audit records are append-only'); END;"
+	"CREATE TRIGGER call_ends_no_delete BEFORE DELETE ON call_ends"
+	"  WHEN EXISTS (SELECT 1 FROM orgs WHERE id = OLD.org_id) BEGIN"
+	"  SELECT RAISE(ABORT, 'audit records are append-only'); END;",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -84,6 +84,8 @@ main(int argc, char *argv[], char *envp[])
 		/* "child": the filter, then a real sandboxed run. */
 		if (strcmp(selftest, "child") == 0)
 			return (sbx_selftest());
+		if (strcmp(selftest, "relay") == 0)
+			return (relay_selftest());
 		if ((ch = sandbox_selftest(selftest)) == -1)
 			errx(1, "unknown selftest %s", selftest);
 		return (ch);
@@ -95,6 +97,8 @@ main(int argc, char *argv[], char *envp[])
 			vault_main(debug, verbose);
 		else if (strcmp(title, "exec") == 0)
 			exec_main(debug, verbose);
+		else if (strcmp(title, "relay") == 0)
+			relay_main(debug, verbose);
 		errx(1, "unknown process %s", title);
 	}
 

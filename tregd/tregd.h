@@ -30,6 +30,8 @@
 #define TREGD_EMPTY		"/var/empty"
 #define TREGD_USER		"_tregd"	/* frontend */
 #define TREGD_VAULT_USER	"_tregvault"	/* vault */
+#define TREGD_RELAY_USER	"_tregrelay"	/* relay */
+#define TREGD_CA_BUNDLE		"/etc/ssl/certs/ca-certificates.crt"
 #define TREGD_DB		"tregd.db"	/* in the state directory */
 #define TREGD_KEYRING		"keys"	/* in the state directory: <id>.key */
 #define TREGD_BACKUP		"tregd-backup.db"	/* tregctl backup's copy */
@@ -56,7 +58,7 @@
 #define RUN_USERS_MAX		65536	/* uids in "run users" */
 #define TOKEN_HASH_LEN		32
 #define VAULT_WORKERS_MAX	16	/* vault workers */
-#define PROCINFO_MAX		(3 + VAULT_WORKERS_MAX)
+#define PROCINFO_MAX		(4 + VAULT_WORKERS_MAX)
 #define RUN_SLOTS_TABLE_SIZE	(32 * 1024)	/* vault_slots.c's memfd */
 
 /* Processes.  The numbers index the parent's table and tag senders. */
@@ -65,6 +67,7 @@ enum tregd_proc {
 	PROC_FRONTEND,
 	PROC_VAULT,
 	PROC_EXEC,
+	PROC_RELAY,		/* /call: outbound HTTP(S) */
 	PROC_CONTROL,		/* a tregctl connection to the vault */
 	PROC_MAX
 };
@@ -118,6 +121,9 @@ struct tregd_conf {
 	char			 run_dir[PATH_MAX];
 	char			 run_proof[CONF_PROOF_LEN];	/* "" = none */
 	int			 relay_allow_private;
+	char			 relay_ca[PATH_MAX];	/* "" = system only */
+	int			 relay_timeout_connect;	/* seconds */
+	int			 relay_timeout_total;	/* seconds */
 	long long		 http_body_max;		/* bytes */
 	int			 http_max_conns;
 	int			 http_timeout;		/* seconds */
@@ -193,6 +199,28 @@ enum imsg_type {
 	IMSG_RUN_CANCEL,	/* no data: the client went away, kill it */
 	IMSG_RUN_PAUSE,		/* no data: the client is not reading */
 	IMSG_RUN_RESUME,	/* no data: read the run's pipes again */
+
+	/* frontend -> vault (the relay, /call) */
+	IMSG_CALL_REQUEST,	/* blob: struct call_request + payload */
+
+	/* vault -> frontend */
+	IMSG_CALL_REFUSED,	/* blob: struct api_response + JSON detail */
+
+	/* vault -> relay */
+	IMSG_CALL_START,	/* blob: struct call_start + packed strings */
+
+	/* relay -> frontend (hdr.id: the frontend's request) */
+	IMSG_CALL_HEAD,		/* blob: struct call_head + header lines */
+	IMSG_CALL_BODY,		/* redacted body bytes */
+	IMSG_CALL_END,		/* struct call_end */
+
+	/* relay -> vault */
+	IMSG_CALL_DONE,		/* struct call_done */
+
+	/* frontend -> relay (hdr.id: the frontend's request) */
+	IMSG_CALL_CANCEL,	/* no data: the client went away */
+	IMSG_CALL_PAUSE,	/* no data: the client is not reading */
+	IMSG_CALL_RESUME,	/* no data: read the upstream again */
 
 	/* tregctl <-> vault (control socket) */
 	IMSG_CTL_REQUEST,	/* struct ctl_request */
@@ -289,6 +317,58 @@ struct api_response {
 	uint32_t	 status;	/* HTTP status */
 	int64_t		 org_id;	/* who asked, for the request log */
 	int64_t		 user_id;
+};
+
+/*
+ * frontend -> vault: a /call request.  The payload is target (the raw
+ * path after "/call/", still percent-encoded, then '?' and the raw query
+ * when there is one), headers (the client's header lines, "Name: value"
+ * each ending in CRLF, those that are never relayed already removed)
+ * and body, in that order.
+ */
+struct call_request {
+	uint32_t	 has_token;
+	uint8_t		 token_hash[TOKEN_HASH_LEN];
+	char		 method[16];
+	uint32_t	 targetlen;
+	uint32_t	 headerslen;
+	uint32_t	 bodylen;
+	char		 peer[64];
+};
+
+/* vault -> relay: a call to make.  Strings follow, packed (pack.h). */
+struct call_start {
+	uint32_t	 callid;	/* the vault's, for IMSG_CALL_DONE */
+	uint32_t	 allow_private;
+	/* packed: method, url, nheaders, headers[], body, nsecrets, secrets[] */
+};
+
+/* relay -> frontend: the upstream's status line and headers, redacted. */
+struct call_head {
+	uint32_t	 status;
+	uint32_t	 refused;	/* 1: tregd's own refusal, JSON detail */
+};
+
+struct call_end {
+	uint32_t	 redacted;	/* masked in headers and body */
+	uint32_t	 failed;	/* the upstream broke off mid-body */
+};
+
+/* Why the relay refused a call, for refused_by. */
+enum call_refusal {
+	CALL_OK,
+	CALL_SSRF,
+	CALL_UPSTREAM
+};
+
+/* relay -> vault: how a call ended, for its audit record. */
+struct call_done {
+	uint32_t	 callid;
+	uint32_t	 status;	/* 0: no answer from the upstream */
+	uint32_t	 refused;	/* enum call_refusal */
+	uint32_t	 duration_ms;
+	uint64_t	 bytes;		/* body bytes sent to the client */
+	uint32_t	 redacted;
 };
 
 /* vault -> exec: a run order.  Strings follow, packed (see pack.h). */
@@ -465,6 +545,23 @@ void	 notify_send(const char *);
 __dead void frontend_main(int, int);
 void	 front_print_routes(FILE *);
 
+/* frontend.c: a call's vault worker, counted as a request's load. */
+struct imsgev	*front_vault_take(int *);
+void		 front_vault_give(int);
+
+/* frontend_call.c */
+struct http_conn;
+struct http_head;
+struct blob;
+void	 front_call_init(const struct tregd_conf *, struct imsgev *);
+int	 front_call_path(const char *);
+void	 front_call(struct http_conn *, const struct http_head *,
+	    const char *, size_t, uint32_t);
+int	 front_call_gone(void *, int);
+void	 front_call_refused(struct blob *, int);
+void	 front_call_dispatch_relay(struct imsgev *, struct imsg *);
+void	 front_call_print_routes(FILE *);
+
 /* openapi_doc.c, made from doc/openapi.json by make */
 extern const char openapi_doc[];
 extern const size_t openapi_doc_len;
@@ -496,6 +593,10 @@ char	*pg_password_read(const char *, char *, size_t);
 
 /* exec.c */
 __dead void exec_main(int, int);
+
+/* relay.c */
+__dead void relay_main(int, int);
+int	 relay_selftest(void);
 
 /* exec_sandbox.c */
 struct sbx_stamps {		/* clock_gettime stamps of one run, ns */

@@ -46,8 +46,9 @@ struct tregd_conf	 vault_conf;
 const char		*vault_root;	/* the state directory, seen from here */
 struct procinfo		 vault_procs[PROCINFO_MAX];
 struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
+struct imsgev		*vault_relay;
 
-static struct imsgev	 iev_parent, iev_frontend, iev_exec;
+static struct imsgev	 iev_parent, iev_frontend, iev_exec, iev_relay;
 static struct blob_list	 vault_blobs = TAILQ_HEAD_INITIALIZER(vault_blobs);
 static const struct vault_route *route_index[ROUTE_MAX];
 static int		 control_fd = -1;
@@ -59,6 +60,7 @@ static void	vault_config(struct imsg *);
 static void	vault_dispatch_parent(struct imsgev *, struct imsg *);
 static void	vault_dispatch_frontend(struct imsgev *, struct imsg *);
 static void	vault_dispatch_exec(struct imsgev *, struct imsg *);
+static void	vault_dispatch_relay(struct imsgev *, struct imsg *);
 static void	vault_closed(struct imsgev *);
 static void	vault_request(struct blob *);
 static void	vault_open_db(const char *);
@@ -70,6 +72,7 @@ static int	vault_init_lock(void);
 static struct proc_peer	 vault_peers[] = {
 	{ PROC_FRONTEND,	&iev_frontend,	vault_dispatch_frontend, 0 },
 	{ PROC_EXEC,		&iev_exec,	vault_dispatch_exec, 0 },
+	{ PROC_RELAY,		&iev_relay,	vault_dispatch_relay, 0 },
 };
 #define NPEERS	(sizeof(vault_peers) / sizeof(vault_peers[0]))
 
@@ -87,6 +90,7 @@ vault_main(int debug, int verbose)
 	vault_parent = &iev_parent;
 	vault_frontend = &iev_frontend;
 	vault_exec = &iev_exec;
+	vault_relay = &iev_relay;
 	proc_child_init(PROC_VAULT, &iev_parent, debug, verbose,
 	    vault_dispatch_parent, vault_closed, vault_config);
 	if (!proc_peers_complete(vault_peers, NPEERS) || control_fd == -1 ||
@@ -154,6 +158,7 @@ static void
 vault_sig(int sig, short event, void *arg)
 {
 	run_ends_flush();
+	call_flush();
 	store_close();
 	exit(0);
 }
@@ -357,11 +362,22 @@ vault_dispatch_frontend(struct imsgev *iev, struct imsg *imsg)
 		if (b->datalen == 0)
 			vault_request(b);
 		break;
+	case IMSG_CALL_REQUEST:
+		b = blob_start(&vault_blobs, imsg, PROC_FRONTEND,
+		    sizeof(struct call_request),
+		    (size_t)vault_conf.http_body_max + 2 * HTTP_HEADERS_MAX);
+		if (b == NULL)
+			fatalx("bad IMSG_CALL_REQUEST from frontend");
+		if (b->datalen == 0)
+			call_request(b);
+		break;
 	case IMSG_DATA:
 		b = blob_add(&vault_blobs, imsg, PROC_FRONTEND, &bad);
 		if (bad)
 			fatalx("bad IMSG_DATA from frontend");
-		if (b != NULL)
+		if (b != NULL && b->type == IMSG_CALL_REQUEST)
+			call_request(b);
+		else if (b != NULL)
 			vault_request(b);
 		break;
 	default:
@@ -379,6 +395,18 @@ vault_dispatch_exec(struct imsgev *iev, struct imsg *imsg)
 		break;
 	default:
 		fatalx("%s: bad imsg %u from exec", __func__, imsg->hdr.type);
+	}
+}
+
+static void
+vault_dispatch_relay(struct imsgev *iev, struct imsg *imsg)
+{
+	switch (imsg->hdr.type) {
+	case IMSG_CALL_DONE:
+		call_done(imsg);
+		break;
+	default:
+		fatalx("%s: bad imsg %u from relay", __func__, imsg->hdr.type);
 	}
 }
 
@@ -633,7 +661,10 @@ vault_request(struct blob *b)
 			goto done;
 		}
 	}
+	if (call_view_before(&req, &resp) == -1)
+		goto done;
 	r->handler(&req, &resp);
+	call_view_after(&req, &resp);
 	if (cacheable && resp.status == 200 && resp.body != NULL) {
 		if ((text = json_dumps(resp.body, JSON_COMPACT)) == NULL)
 			fatalx("%s: json_dumps", __func__);

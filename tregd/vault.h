@@ -81,6 +81,7 @@ extern struct tregd_conf	 vault_conf;
 extern const char		*vault_root;	/* "" after the chroot */
 extern struct procinfo		 vault_procs[PROCINFO_MAX];
 extern struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
+extern struct imsgev		*vault_relay;
 void		 vault_respond(uint32_t, struct vault_resp *);
 void		 vault_keyring_changed(void);	/* tell the other workers */
 void		 db_fail(struct vault_resp *, const char *);	/* 500 + log */
@@ -273,6 +274,16 @@ int		 deny_pattern_check(const char *, size_t, char *, size_t);
 /* 1: a pattern (copied out) matched, or a limit decided (why); 0: none. */
 int		 deny_match(int64_t, json_t *, json_t *, char *, size_t,
 		    const char **);
+
+/* vault_call.c: the relay's requests, their audit and the daily caps */
+void		 call_request(struct blob *);	/* IMSG_CALL_REQUEST */
+void		 call_done(struct imsg *);	/* IMSG_CALL_DONE from relay */
+void		 call_flush(void);		/* the pending end records */
+/* daily_call_cap and used_today of a membership into a view: 0 or -1. */
+int		 call_usage(int64_t, int64_t, json_t *);
+/* Around the member routes: daily_call_cap checked, stored, shown. */
+int		 call_view_before(struct vault_req *, struct vault_resp *);
+void		 call_view_after(struct vault_req *, struct vault_resp *);
 
 /* vault_crypto.c */
 int		 crypto_init(const char *);	/* the state directory */

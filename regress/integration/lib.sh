@@ -184,3 +184,50 @@ expect_no_run_process() {
 		sleep 0.1
 	done
 }
+
+# upstream_start [tls]: the local upstream of the relay tests
+# (relay_upstream.py) on a free loopback port; sets UP (its URL) and
+# UP_PORT.  With tls: HTTPS under a throwaway CA, $T/ca.pem, made here.
+upstream_start() {
+	_f="$T/up$$.port"
+	rm -f "$_f"
+	if [ "${1:-}" = tls ]; then
+		openssl req -x509 -newkey rsa:2048 -nodes -days 2 \
+		    -subj "/CN=tregd test CA" -keyout "$T/ca.key" \
+		    -out "$T/ca.pem" >/dev/null 2>&1 || atf_fail "openssl CA"
+		openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+		    -keyout "$T/up.key" -out "$T/up.csr" >/dev/null 2>&1 ||
+		    atf_fail "openssl key"
+		printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' \
+		    > "$T/up.ext"
+		openssl x509 -req -in "$T/up.csr" -CA "$T/ca.pem" \
+		    -CAkey "$T/ca.key" -CAcreateserial -days 2 \
+		    -extfile "$T/up.ext" -out "$T/up.pem" >/dev/null 2>&1 ||
+		    atf_fail "openssl certificate"
+		python3 "$TOP/regress/integration/relay_upstream.py" "$_f" \
+		    "$T/up.pem" "$T/up.key" &
+		_s=https
+	else
+		python3 "$TOP/regress/integration/relay_upstream.py" "$_f" &
+		_s=http
+	fi
+	echo $! >> "$T/upstream.pids"
+	_i=0
+	while [ ! -s "$_f" ]; do
+		_i=$((_i + 1))
+		[ $_i -lt 100 ] || atf_fail "the upstream did not start"
+		sleep 0.05
+	done
+	UP_PORT=$(cat "$_f")
+	UP="$_s://127.0.0.1:$UP_PORT"
+}
+
+# upstream_stop: from a cleanup, before tregd_stop.
+upstream_stop() {
+	[ -f tregd-test-dir ] || return 0
+	_t=$(cat tregd-test-dir)
+	[ -f "$_t/upstream.pids" ] || return 0
+	while read -r _p; do
+		kill "$_p" 2>/dev/null
+	done < "$_t/upstream.pids"
+}

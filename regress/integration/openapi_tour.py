@@ -241,6 +241,11 @@ def main():
     check("DELETE", "/orgs/{org_id}", "/orgs/%d?confirm=second" %
           o2["org_id"], token=o2["token"], want=200)
 
+    # /call: tregd's own refusal of a tool the org does not have.
+    for m in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+        check(m, "/call/{tool}/{path}", "/call/nosuch/x", token=tok,
+              want=404)
+
     missing = [(m, p) for p, ops in doc["paths"].items() for m in ops
                if (m, p) not in seen]
     for m, p in missing:

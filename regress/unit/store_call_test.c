@@ -1,0 +1,244 @@
+/*
+ * store_call_test: the relay's part of store.h (calls and daily caps) on
+ * both engines: sqlite on an in-memory database, PostgreSQL on a fresh
+ * database of scripts/pg.sh's server when the kyua variable pg_host is
+ * set (make check-pg).  The same case body runs on each.
+ */
+
+#include <sys/types.h>
+
+#include <atf-c.h>
+#include <libpq-fe.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store_sqlite.h"
+
+#define FIXTURE								\
+	"INSERT INTO users (email, created_at) VALUES "			\
+	"('a@example.com', '2026-01-01T00:00:00Z');"			\
+	"INSERT INTO orgs (slug, name, created_at) VALUES "		\
+	"('a', 'A', '2026-01-01T00:00:00Z'), "				\
+	"('b', 'B', '2026-01-01T00:00:00Z');"				\
+	"INSERT INTO memberships (user_id, org_id, role, token_hash, "	\
+	"created_at) VALUES (1, 1, 'owner', 'AAAA', "			\
+	"'2026-01-01T00:00:00Z');"					\
+	"INSERT INTO tools (org_id, name, owner_id, base_url, host, "	\
+	"created_at) VALUES "						\
+	"(1, 'v1', 1, 'https://api.x.com/v1', 'api.x.com', 'now'), "	\
+	"(1, 'other', 1, 'https://api.y.com', 'api.y.com', 'now'), "	\
+	"(2, 'theirs', 1, 'https://api.x.com', 'api.x.com', 'now'), "	\
+	"(1, 'root', 1, 'https://api.x.com', 'api.x.com', 'now')"
+
+static void	 open_engine(const atf_tc_t *, int);
+static int	 collect_tool(const struct store_tool_url *, void *);
+static int	 first_call(const struct store_calls_row *, void *);
+
+/* engine 0: sqlite in memory; 1: a fresh PostgreSQL database. */
+static void
+open_engine(const atf_tc_t *tc, int pg)
+{
+	struct store_params	 p;
+	char			 err[STORE_ERROR_MAX], ci[512], sql[128], db[64];
+	PGconn			*c;
+	PGresult		*res;
+
+	memset(&p, 0, sizeof(p));
+	err[0] = '\0';
+	if (!pg) {
+		p.engine = STORE_SQLITE;
+		p.path = ":memory:";
+		ATF_REQUIRE_MSG(store_open(&p, err, sizeof(err)) == 0, "%s",
+		    err);
+		ATF_REQUIRE(db_exec(FIXTURE) == 0);
+		return;
+	}
+	snprintf(ci, sizeof(ci), "host=%s user=tregd dbname=postgres",
+	    atf_tc_get_config_var(tc, "pg_host"));
+	c = PQconnectdb(ci);
+	ATF_REQUIRE_MSG(PQstatus(c) == CONNECTION_OK, "%s",
+	    PQerrorMessage(c));
+	/* Named once: the second may turn between two time() calls. */
+	snprintf(db, sizeof(db), "call_test_%ld_%lld", (long)getpid(),
+	    (long long)time(NULL));
+	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", db);
+	res = PQexec(c, sql);
+	ATF_REQUIRE(PQresultStatus(res) == PGRES_COMMAND_OK);
+	PQclear(res);
+	PQfinish(c);
+	snprintf(ci, sizeof(ci), "host=%s user=tregd dbname=%s",
+	    atf_tc_get_config_var(tc, "pg_host"), db);
+	p.engine = STORE_POSTGRESQL;
+	p.conninfo = ci;
+	ATF_REQUIRE_MSG(store_open(&p, err, sizeof(err)) == 0, "%s", err);
+	c = PQconnectdb(ci);
+	res = PQexec(c, FIXTURE);
+	ATF_REQUIRE_MSG(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
+	    PQerrorMessage(c));
+	PQclear(res);
+	PQfinish(c);
+}
+
+static void
+a_cap_counts_up_to_it_and_no_further_body(const atf_tc_t *tc, int pg)
+{
+	int64_t	 used;
+
+	open_engine(tc, pg);
+	ATF_REQUIRE(store_call_used(1, 1, "2026-01-02", &used) == 0);
+	ATF_CHECK_EQ(used, 0);
+	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 2, &used) == 0);
+	ATF_CHECK_EQ(used, 1);
+	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 2, &used) == 0);
+	ATF_CHECK_EQ(used, 2);
+	/* At the cap: refused and not counted. */
+	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 2, &used) == 1);
+	ATF_CHECK_EQ(used, 2);
+	ATF_REQUIRE(store_call_used(1, 1, "2026-01-02", &used) == 0);
+	ATF_CHECK_EQ(used, 2);
+	/* Another day, another org: counted apart. */
+	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-03", 2, &used) == 0);
+	ATF_CHECK_EQ(used, 1);
+	ATF_REQUIRE(store_call_cap_take(2, 1, "2026-01-02", 2, &used) == 0);
+	ATF_CHECK_EQ(used, 1);
+	store_close();
+}
+
+static void
+the_cap_is_null_until_set_body(const atf_tc_t *tc, int pg)
+{
+	int64_t	 cap;
+	int	 has;
+
+	open_engine(tc, pg);
+	ATF_REQUIRE(store_call_cap_get(1, 1, &has, &cap) == 0);
+	ATF_CHECK_EQ(has, 0);
+	ATF_REQUIRE(store_call_cap_set(1, 1, 1, 7) == 0);
+	ATF_REQUIRE(store_call_cap_get(1, 1, &has, &cap) == 0);
+	ATF_CHECK(has == 1 && cap == 7);
+	ATF_REQUIRE(store_call_cap_set(1, 1, 0, 0) == 0);
+	ATF_REQUIRE(store_call_cap_get(1, 1, &has, &cap) == 0);
+	ATF_CHECK_EQ(has, 0);
+	/* No such membership. */
+	ATF_CHECK_EQ(store_call_cap_get(2, 1, &has, &cap), 1);
+	store_close();
+}
+
+struct tools {
+	char	 names[8][32];
+	int	 n;
+};
+
+static int
+collect_tool(const struct store_tool_url *t, void *arg)
+{
+	struct tools	*ts = arg;
+
+	if (ts->n < 8)
+		strlcpy(ts->names[ts->n++], t->name, sizeof(ts->names[0]));
+	return (0);
+}
+
+static void
+tools_by_host_are_the_orgs_own_body(const atf_tc_t *tc, int pg)
+{
+	struct tools	 ts;
+
+	open_engine(tc, pg);
+	memset(&ts, 0, sizeof(ts));
+	ATF_REQUIRE(store_tools_by_host(1, "api.x.com", collect_tool,
+	    &ts) == 0);
+	ATF_REQUIRE_EQ(ts.n, 2);
+	ATF_CHECK_STREQ(ts.names[0], "v1");
+	ATF_CHECK_STREQ(ts.names[1], "root");
+	store_close();
+}
+
+static int
+first_call(const struct store_calls_row *r, void *arg)
+{
+	struct store_calls_row	*out = arg;
+
+	ATF_REQUIRE(r->c.refused_by == NULL || out->c.refused_by == NULL);
+	out->has_bytes = r->has_bytes;
+	out->bytes = r->bytes;
+	out->c.has_status = r->c.has_status;
+	out->c.status_code = r->c.status_code;
+	out->c.has_duration = r->c.has_duration;
+	out->c.duration_ms = r->c.duration_ms;
+	out->id = r->c.refused_by != NULL;	/* refused_by set */
+	return (1);
+}
+
+static void
+a_call_end_shows_in_calls_page_body(const atf_tc_t *tc, int pg)
+{
+	struct store_call	 c;
+	struct store_call_end	 e;
+	struct store_calls_row	 got;
+	int64_t			 id;
+
+	open_engine(tc, pg);
+	memset(&c, 0, sizeof(c));
+	c.org_id = 1;
+	c.user_id = 1;
+	c.user_email = "a@example.com";
+	c.tool_name = "v1";
+	c.method = "GET";
+	c.path = "/v1/x";
+	c.kind = "call";
+	c.created_at = "2026-01-02T00:00:00Z";
+	ATF_REQUIRE(store_call_insert(&c, &id) == 0);
+	memset(&got, 0, sizeof(got));
+	ATF_REQUIRE(store_calls_page(1, 0, first_call, &got) == 0);
+	ATF_CHECK(!got.c.has_status && !got.has_bytes);
+	memset(&e, 0, sizeof(e));
+	e.call_id = id;
+	e.org_id = 1;
+	e.has_status = 1;
+	e.status_code = 201;
+	e.duration_ms = 12;
+	e.bytes = 345;
+	e.created_at = "2026-01-02T00:00:01Z";
+	ATF_REQUIRE(store_call_end_insert(&e) == 0);
+	memset(&got, 0, sizeof(got));
+	ATF_REQUIRE(store_calls_page(1, 0, first_call, &got) == 0);
+	ATF_CHECK(got.c.has_status && got.c.status_code == 201);
+	ATF_CHECK(got.c.has_duration && got.c.duration_ms == 12);
+	ATF_CHECK(got.has_bytes && got.bytes == 345);
+	ATF_CHECK_EQ(got.id, 0);
+	/* Append-only: a second end of the same call is refused. */
+	ATF_CHECK_EQ(store_call_end_insert(&e), -1);
+	store_close();
+}
+
+#define BOTH(name)							\
+ATF_TC_WITHOUT_HEAD(name##_sqlite);					\
+ATF_TC_BODY(name##_sqlite, tc) { name##_body(tc, 0); }			\
+ATF_TC(name##_pg);							\
+ATF_TC_HEAD(name##_pg, tc)						\
+{									\
+	atf_tc_set_md_var(tc, "require.config", "pg_host");		\
+}									\
+ATF_TC_BODY(name##_pg, tc) { name##_body(tc, 1); }
+
+BOTH(a_cap_counts_up_to_it_and_no_further)
+BOTH(the_cap_is_null_until_set)
+BOTH(tools_by_host_are_the_orgs_own)
+BOTH(a_call_end_shows_in_calls_page)
+
+ATF_TP_ADD_TCS(tp)
+{
+	ATF_TP_ADD_TC(tp, a_cap_counts_up_to_it_and_no_further_sqlite);
+	ATF_TP_ADD_TC(tp, a_cap_counts_up_to_it_and_no_further_pg);
+	ATF_TP_ADD_TC(tp, the_cap_is_null_until_set_sqlite);
+	ATF_TP_ADD_TC(tp, the_cap_is_null_until_set_pg);
+	ATF_TP_ADD_TC(tp, tools_by_host_are_the_orgs_own_sqlite);
+	ATF_TP_ADD_TC(tp, tools_by_host_are_the_orgs_own_pg);
+	ATF_TP_ADD_TC(tp, a_call_end_shows_in_calls_page_sqlite);
+	ATF_TP_ADD_TC(tp, a_call_end_shows_in_calls_page_pg);
+	return (atf_no_error());
+}

@@ -1,0 +1,86 @@
+/*
+ * The relay process's internal interface (relay.c: the process, its
+ * channels, name resolution and the SSRF guard; relay_http.c: libcurl's
+ * multi interface on libevent, one transfer per call).
+ */
+
+#ifndef RELAY_H
+#define RELAY_H
+
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+#include <stdint.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "tregd.h"
+#include "vault.h"		/* validate.c: the address rules of base_url */
+
+#define RELAY_CALLS_MAX		1024	/* in flight at once */
+#define RELAY_HEAD_MAX		(128 * 1024)	/* upstream header lines */
+#define RELAY_ADDRS_MAX		16	/* pinned per call */
+#define RELAY_HEADERS_MAX	(100 + BINDINGS_MAX)	/* of a request */
+
+struct redact_set;
+struct redact;
+struct rset;
+struct evdns_getaddrinfo_request;
+struct evutil_addrinfo;
+
+struct rcall {
+	TAILQ_ENTRY(rcall)	 entry;
+	uint32_t		 reqid;		/* the frontend's */
+	uint32_t		 callid;	/* the vault's */
+	int			 worker;	/* the vault worker that sent it */
+	int			 allow_private;
+	char			*method;
+	char			*url;
+	char			 host[HOST_LEN_MAX];	/* no brackets */
+	long			 port;
+	char			**headers;	/* "Name: value" */
+	size_t			 nheaders;
+	char			*body;
+	size_t			 bodylen;
+	struct redact_set	*set;
+	struct rset		*rset;		/* the cache's, or NULL: own */
+	struct redact		*rd;
+	struct evdns_getaddrinfo_request *dns;
+	int			 resolving;	/* until relay_resolved_go() */
+	int			 dns_done;
+	int			 dns_err;
+	struct evutil_addrinfo	*dns_res;
+	char			 resolve[RELAY_ADDRS_MAX * 48 + HOST_LEN_MAX];
+	CURL			*easy;
+	struct curl_slist	*hlist;
+	struct curl_slist	*rlist;
+	char			*head;		/* response header lines */
+	size_t			 headlen;
+	int			 head_over;	/* too long: refused */
+	int			 status;
+	int			 head_sent;
+	int			 paused;
+	int			 cancelled;
+	uint32_t		 refused;	/* enum call_refusal */
+	uint64_t		 bytes;
+	uint32_t		 redacted;
+	struct timespec		 start;
+};
+TAILQ_HEAD(rcall_list, rcall);
+
+/* relay.c */
+extern struct tregd_conf	 relay_conf;
+int	 relay_addr_ok(const struct rcall *, const struct sockaddr *);
+void	 relay_send_head(struct rcall *, int, int, const char *, size_t);
+void	 relay_send_body(struct rcall *, const void *, size_t);
+void	 relay_finish(struct rcall *, int);
+void	 relay_refuse(struct rcall *, int, uint32_t, const char *);
+
+/* relay_http.c */
+void	 rhttp_init(const char *, size_t);
+int	 rhttp_start(struct rcall *);
+void	 rhttp_stop(struct rcall *);
+void	 rhttp_pause(struct rcall *, int);
+
+#endif /* RELAY_H */

@@ -1,0 +1,156 @@
+/*
+ * The PostgreSQL engine's part of the relay: how a call ended
+ * (call_ends), the daily call counts (call_caps, one upsert: atomic
+ * across hosts) and each membership's cap, and the tools of a host.
+ */
+
+#include <stdint.h>
+#include <string.h>
+
+#include "store_pg.h"
+
+int
+pg_call_end_insert(const struct store_call_end *e)
+{
+	static struct pg_stmt	 st = { "INSERT INTO call_ends (call_id, "
+	    "org_id, status_code, refused_by, duration_ms, bytes, redacted, "
+	    "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+
+	pgq_init(&q);
+	pgq_int(&q, e->call_id);
+	pgq_int(&q, e->org_id);
+	if (e->has_status)
+		pgq_int(&q, e->status_code);
+	else
+		pgq_null(&q);
+	pgq_text(&q, e->refused_by);
+	pgq_int(&q, e->duration_ms);
+	pgq_int(&q, e->bytes);
+	pgq_int(&q, e->redacted);
+	pgq_text(&q, e->created_at);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	PQclear(res);
+	return (0);
+}
+
+int
+pg_call_cap_take(int64_t org, int64_t user, const char *day, int64_t cap,
+    int64_t *used)
+{
+	static struct pg_stmt	 st = { "INSERT INTO call_caps (org_id, "
+	    "user_id, day, n) VALUES ($1, $2, $3, 1) ON CONFLICT (org_id, "
+	    "user_id, day) DO UPDATE SET n = call_caps.n + 1 WHERE "
+	    "call_caps.n < $4 RETURNING n", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+	int			 n;
+
+	pgq_init(&q);
+	pgq_int(&q, org);
+	pgq_int(&q, user);
+	pgq_text(&q, day);
+	pgq_int(&q, cap);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	if ((n = PQntuples(res)) == 1)
+		*used = pg_int(res, 0, 0);
+	PQclear(res);
+	if (n == 1)
+		return (0);
+	*used = cap;
+	return (1);
+}
+
+int
+pg_call_used(int64_t org, int64_t user, const char *day, int64_t *used)
+{
+	static struct pg_stmt	 st = { "SELECT n FROM call_caps WHERE "
+	    "org_id = $1 AND user_id = $2 AND day = $3", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+
+	pgq_init(&q);
+	pgq_int(&q, org);
+	pgq_int(&q, user);
+	pgq_text(&q, day);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	if (PQntuples(res) == 1)
+		*used = pg_int(res, 0, 0);
+	PQclear(res);
+	return (0);
+}
+
+int
+pg_call_cap_get(int64_t org, int64_t user, int *has, int64_t *cap)
+{
+	static struct pg_stmt	 st = { "SELECT daily_call_cap FROM "
+	    "memberships WHERE org_id = $1 AND user_id = $2", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+	int			 n;
+
+	pgq_init(&q);
+	pgq_int(&q, org);
+	pgq_int(&q, user);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	if ((n = PQntuples(res)) == 1) {
+		*has = !pg_null(res, 0, 0);
+		*cap = pg_int(res, 0, 0);
+	}
+	PQclear(res);
+	return (n == 1 ? 0 : 1);
+}
+
+int
+pg_call_cap_set(int64_t org, int64_t user, int has, int64_t cap)
+{
+	static struct pg_stmt	 st = { "UPDATE memberships SET "
+	    "daily_call_cap = $3 WHERE org_id = $1 AND user_id = $2", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+
+	pgq_init(&q);
+	pgq_int(&q, org);
+	pgq_int(&q, user);
+	if (has)
+		pgq_int(&q, cap);
+	else
+		pgq_null(&q);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	PQclear(res);
+	return (0);
+}
+
+int
+pg_tools_by_host(int64_t org, const char *host, store_tool_url_fn fn,
+    void *arg)
+{
+	static struct pg_stmt	 st = { "SELECT id, name, base_url FROM tools "
+	    "WHERE org_id = $1 AND host = $2 ORDER BY id", 0 };
+	struct store_tool_url	 t;
+	struct pgq		 q;
+	PGresult		*res;
+	int			 i, n, rc = 0;
+
+	pgq_init(&q);
+	pgq_int(&q, org);
+	pgq_text(&q, host);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	n = PQntuples(res);
+	for (i = 0; i < n && rc == 0; i++) {
+		memset(&t, 0, sizeof(t));
+		t.id = pg_int(res, i, 0);
+		t.name = pg_text(res, i, 1);
+		t.base_url = pg_text(res, i, 2);
+		rc = fn(&t, arg);
+	}
+	PQclear(res);
+	return (rc < 0 ? -1 : 0);
+}

@@ -1,0 +1,977 @@
+/*
+ * vault_call.c: the vault's side of the relay (/call/..., SPEC.md
+ * section 10).
+ *
+ * A call is decided here, in this order (first failure wins, each
+ * refusal audited with its refused_by): the token (auth), the tool the
+ * target names (resolution: /call/<tool>/<path>, or /call/<full URL> by
+ * host and the longest base_url prefix on a segment boundary), the
+ * caller's access list (access), the deny rules on the real method, host
+ * and path (policy), the daily call cap (cap).  Then the secrets are
+ * unsealed, the bindings applied through inject_value() (the one function
+ * that turns a secret into what a consumer sees), the call's row is
+ * committed (no row, no call: 503), and the relay gets the request with
+ * the key in it and the call's redaction set.  The vault never opens a
+ * socket; the relay answers the frontend and reports here how it ended,
+ * which is appended to the audit (call_ends).
+ */
+
+#include <sys/types.h>
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <event.h>
+
+#include "pack.h"
+#include "vault.h"
+
+#define CALL_TOOLS_MAX		64	/* of one host, for URL resolution */
+#define CALL_SECRETS_MAX	BINDINGS_MAX
+#define CALL_PATH_LOG_MAX	1024	/* the audited path */
+#define CALL_CAP_MAX		1000000000	/* daily_call_cap */
+
+/* A call handed to the relay: what its end record needs. */
+struct vcall {
+	TAILQ_ENTRY(vcall)	 entry;
+	uint32_t		 callid;
+	int64_t			 audit_id;
+	int64_t			 org_id;
+};
+TAILQ_HEAD(vcall_list, vcall);
+
+/* The request as the frontend sent it, split. */
+struct call_in {
+	const char	*method;
+	char		*target;	/* path after /call/, query cut off */
+	const char	*query;		/* raw, "" when none */
+	const char	*headers;	/* CRLF lines */
+	size_t		 headerslen;
+	const char	*body;
+	size_t		 bodylen;
+};
+
+/* Where the call goes. */
+struct call_out {
+	struct tool_row	 t;
+	int		 have_tool;
+	char		 path[URL_LEN_MAX + 1];	/* upstream path, raw */
+	char		 origin[URL_LEN_MAX + 1];	/* scheme://authority */
+};
+
+/* Candidates of a host, for /call/<full URL>. */
+struct call_match {
+	const char	*path;
+	size_t		 best;
+	int		 nbest;
+	char		 names[CALL_TOOLS_MAX][NAME_LEN_MAX + 1];
+};
+
+static struct vcall_list vcalls = TAILQ_HEAD_INITIALIZER(vcalls);
+static uint32_t		 next_callid = 1;
+
+static void	 call_refuse(uint32_t, const struct auth *, const char *,
+		    const char *, const char *, const char *,
+		    struct vault_resp *);
+static int	 call_audit(const struct auth *, const char *, const char *,
+		    const char *, const char *, int, int64_t *);
+static void	 call_log_path(const char *, const char *, char *, size_t);
+static int	 call_resolve(const struct auth *, struct call_in *,
+		    struct call_out *, struct vault_resp *, const char **);
+static int	 call_by_name(const struct auth *, const char *,
+		    struct call_out *, struct vault_resp *, const char **);
+static int	 call_by_url(const struct auth *, const char *,
+		    struct call_out *, struct vault_resp *, const char **);
+static int	 call_match_fn(const struct store_tool_url *, void *);
+static size_t	 base_path_len(const char *, const char **);
+static int	 call_allowed(const struct auth *, const struct tool_row *);
+static int	 call_cap(const struct auth *, struct vault_resp *);
+static int	 call_build(const struct auth *, struct call_in *,
+		    struct call_out *, struct pack *, struct vault_resp *);
+static char	*query_set(char *, const char *, const char *, size_t);
+struct call_keys;
+static int	 call_bind(const struct auth *, json_t *, struct call_keys *,
+		    struct vault_resp *);
+static void	 call_keys_clear(struct call_keys *);
+static int	 header_bound(json_t *, const char *, size_t);
+static int	 dot_segments(const char *);
+static void	 call_target(struct call_out *, const char *);
+static void	 day_utc(char *, size_t);
+
+/* ------------------------------------------------------------------ */
+/* The request.                                                        */
+
+void
+call_request(struct blob *b)
+{
+	struct call_request	 cr;
+	struct vault_resp	 resp;
+	struct auth		 auth;
+	struct call_in		 in;
+	struct call_out		*out;
+	struct call_start	 cs;
+	struct vcall		*vc;
+	struct pack		 pk;
+	const char		*why = NULL;
+	char			*q, logpath[CALL_PATH_LOG_MAX + 1];
+	int64_t			 audit_id;
+	int			 rc;
+
+	memcpy(&cr, b->head, sizeof(cr));
+	if ((uint64_t)cr.targetlen + cr.headerslen + cr.bodylen !=
+	    b->datalen || memchr(cr.method, '\0', sizeof(cr.method)) == NULL ||
+	    memchr(b->data, '\0', cr.targetlen + cr.headerslen) != NULL)
+		fatalx("bad IMSG_CALL_REQUEST from frontend");
+	memset(&resp, 0, sizeof(resp));
+	memset(&auth, 0, sizeof(auth));
+	memset(&in, 0, sizeof(in));
+	if ((out = calloc(1, sizeof(*out))) == NULL)
+		fatal("%s: calloc", __func__);
+	pack_init(&pk);
+	in.method = cr.method;
+	if ((in.target = strndup(b->data, cr.targetlen)) == NULL)
+		fatal("%s: strndup", __func__);
+	in.query = "";
+	if ((q = strchr(in.target, '?')) != NULL) {
+		*q = '\0';
+		in.query = q + 1;
+	}
+	in.headers = b->data + cr.targetlen;
+	in.headerslen = cr.headerslen;
+	in.body = b->data + cr.targetlen + cr.headerslen;
+	in.bodylen = cr.bodylen;
+
+	/* auth: an unknown token has no org to audit in; it is logged. */
+	if (!cr.has_token) {
+		resp_error(&resp, 401, "not authenticated");
+		goto refused;
+	}
+	if ((rc = auth_lookup(cr.token_hash, &auth)) != 0) {
+		if (rc == -1)
+			resp_error(&resp, 503, "the database cannot be "
+			    "read — try again in a moment");
+		else
+			resp_error(&resp, 401, "invalid token");
+		log_info("call refused: %s from %s", rc == -1 ?
+		    "database" : "invalid token", cr.peer);
+		goto refused;
+	}
+	call_log_path(in.target, in.query, logpath, sizeof(logpath));
+	if (call_resolve(&auth, &in, out, &resp, &why) == -1) {
+		call_refuse(b->id, &auth, out->have_tool ? out->t.name : NULL,
+		    in.method, logpath, why, &resp);
+		goto done;
+	}
+	call_log_path(out->path, in.query, logpath, sizeof(logpath));
+	if (deny_check(&auth, out->t.host, out->path, in.method,
+	    &resp) == -1) {
+		call_refuse(b->id, &auth, out->t.name, in.method, logpath,
+		    resp.status == 403 ? "policy" : NULL, &resp);
+		goto done;
+	}
+	/* The count and the call's row: one transaction, one commit. */
+	if (store_begin() == -1) {
+		log_warnx("audit: the call's record cannot be written: %s",
+		    store_error());
+		vault_metrics_db_error();
+		resp_error(&resp, 503, "the audit log cannot be written — "
+		    "nothing was sent");
+		goto refused;
+	}
+	if (call_cap(&auth, &resp) == -1) {
+		store_rollback();
+		call_refuse(b->id, &auth, out->t.name, in.method, logpath,
+		    resp.status == 429 ? "cap" : NULL, &resp);
+		goto done;
+	}
+	if (call_build(&auth, &in, out, &pk, &resp) == -1) {
+		store_rollback();
+		call_refuse(b->id, &auth, out->t.name, in.method, logpath,
+		    NULL, &resp);
+		goto done;
+	}
+	/* Fail closed: no audit row, nothing is sent. */
+	if (call_audit(&auth, out->t.name, in.method, logpath, NULL, 0,
+	    &audit_id) == -1 || store_commit() == -1) {
+		store_rollback();
+		resp_error(&resp, 503, "the audit log cannot be written — "
+		    "nothing was sent");
+		goto refused;
+	}
+	if ((vc = calloc(1, sizeof(*vc))) == NULL)
+		fatal("%s: calloc", __func__);
+	vc->callid = next_callid++;
+	if (next_callid == 0)
+		next_callid = 1;
+	vc->audit_id = audit_id;
+	vc->org_id = auth.org_id;
+	TAILQ_INSERT_TAIL(&vcalls, vc, entry);
+	memset(&cs, 0, sizeof(cs));
+	cs.callid = vc->callid;
+	cs.allow_private = vault_conf.relay_allow_private;
+	if (imsgev_send_blob(vault_relay, IMSG_CALL_START, b->id, &cs,
+	    sizeof(cs), pk.buf, pk.len) == -1)
+		fatal("%s: send to relay", __func__);
+	goto done;
+ refused:
+	call_refuse(b->id, NULL, NULL, NULL, NULL, NULL, &resp);
+ done:
+	pack_free(&pk);
+	if (out->have_tool)
+		tool_row_clear(&out->t);
+	free(out);
+	json_decref(resp.body);
+	free(in.target);
+	auth_clear(&auth);
+	explicit_bzero(&cr, sizeof(cr));
+	blob_free(b);
+}
+
+/* Answer a refusal (X-Treg-Error) and audit it when there is an org. */
+static void
+call_refuse(uint32_t reqid, const struct auth *a, const char *tool,
+    const char *method, const char *path, const char *why,
+    struct vault_resp *resp)
+{
+	struct api_response	 ar;
+	char			*text;
+
+	if (a != NULL && why != NULL && call_audit(a, tool, method, path, why,
+	    resp->status, NULL) == -1) {
+		resp_error(resp, 503, "the audit log cannot be written — "
+		    "nothing was sent");
+	}
+	if (resp->body == NULL)
+		resp->body = json_object();
+	if ((text = json_dumps(resp->body, JSON_COMPACT)) == NULL)
+		fatalx("%s: json_dumps", __func__);
+	memset(&ar, 0, sizeof(ar));
+	ar.status = resp->status;
+	if (a != NULL) {
+		ar.org_id = a->org_id;
+		ar.user_id = a->user_id;
+	}
+	if (imsgev_send_blob(vault_frontend, IMSG_CALL_REFUSED, reqid, &ar,
+	    sizeof(ar), text, strlen(text)) == -1)
+		fatal("%s: send", __func__);
+	free(text);
+}
+
+static int
+call_audit(const struct auth *a, const char *tool, const char *method,
+    const char *path, const char *refused_by, int status, int64_t *id)
+{
+	struct store_call	 c;
+	char			 now[STORE_TIME_MAX];
+
+	now_iso(now, sizeof(now));
+	memset(&c, 0, sizeof(c));
+	c.org_id = a->org_id;
+	c.user_id = a->user_id;
+	c.user_email = a->email;
+	c.tool_name = tool;
+	c.method = method;
+	c.path = path;
+	c.kind = "call";
+	c.refused_by = refused_by;
+	if (refused_by != NULL) {
+		c.has_status = 1;
+		c.status_code = status;
+	}
+	c.created_at = now;
+	if (store_call_insert(&c, id) == -1) {
+		log_warnx("audit: the call's record cannot be written: %s",
+		    store_error());
+		vault_metrics_db_error();
+		return (-1);
+	}
+	return (0);
+}
+
+/* The path as audited: no query values, only the parameter names. */
+static void
+call_log_path(const char *path, const char *query, char *buf, size_t len)
+{
+	const char	*p, *e;
+	size_t		 n, o;
+
+	strlcpy(buf, *path == '/' ? "" : "/", len);
+	strlcat(buf, path, len);
+	for (p = query; *p != '\0'; p = *e ? e + 1 : e) {
+		if ((e = strchr(p, '&')) == NULL)
+			e = p + strlen(p);
+		n = strcspn(p, "=&");
+		if ((o = strlen(buf)) + n + 2 > len)
+			break;
+		buf[o] = p == query ? '?' : '&';
+		memcpy(buf + o + 1, p, n);
+		buf[o + 1 + n] = '\0';
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Resolution.                                                         */
+
+/*
+ * A "." or ".." segment (or its %2e spelling) would let the upstream's
+ * normalisation take the call outside the tool's base path and past the
+ * deny rules, which see the path as sent: refused.
+ */
+static int
+dot_segments(const char *path)
+{
+	const char	*p, *e;
+	size_t		 n, dots;
+
+	for (p = path; *p != '\0'; p = *e ? e + 1 : e) {
+		e = p + strcspn(p, "/");
+		for (n = 0, dots = 0; p + n < e; dots++) {
+			if (p[n] == '.')
+				n++;
+			else if (e - (p + n) >= 3 && p[n] == '%' &&
+			    p[n + 1] == '2' && (p[n + 2] == 'e' ||
+			    p[n + 2] == 'E'))
+				n += 3;
+			else
+				break;
+		}
+		if (p + n == e && (dots == 1 || dots == 2))
+			return (1);
+	}
+	return (0);
+}
+
+static int
+call_resolve(const struct auth *a, struct call_in *in, struct call_out *out,
+    struct vault_resp *resp, const char **why)
+{
+	if (dot_segments(in->target)) {
+		*why = "resolution";
+		resp_error(resp, 400, "the path may not have . or .. "
+		    "segments");
+		return (-1);
+	}
+	if (strncasecmp(in->target, "https:/", 7) == 0 ||
+	    strncasecmp(in->target, "http:/", 6) == 0)
+		return (call_by_url(a, in->target, out, resp, why));
+	return (call_by_name(a, in->target, out, resp, why));
+}
+
+/* The scheme and authority of a base_url, and its path. */
+static size_t
+base_path_len(const char *url, const char **path)
+{
+	const char	*p;
+	size_t		 n;
+
+	if ((p = strstr(url, "://")) == NULL)
+		p = url;
+	else
+		p += 3;
+	p += strcspn(p, "/?#");
+	*path = p;
+	n = strcspn(p, "?#");
+	while (n > 0 && p[n - 1] == '/')
+		n--;
+	return (n);
+}
+
+static int
+call_allowed(const struct auth *a, const struct tool_row *t)
+{
+	return (access_allows(a, t->name) ||
+	    (t->bundle[0] != '\0' && access_allows(a, t->bundle)));
+}
+
+/* The tool's origin and the upstream path: base path + rest. */
+static void
+call_target(struct call_out *out, const char *rest)
+{
+	const char	*bp;
+	size_t		 n;
+
+	n = base_path_len(out->t.base_url, &bp);
+	strlcpy(out->origin, out->t.base_url, sizeof(out->origin));
+	out->origin[bp - out->t.base_url] = '\0';
+	if (n + 1 > sizeof(out->path))
+		n = sizeof(out->path) - 1;
+	memcpy(out->path, bp, n);
+	out->path[n] = '\0';
+	if (*rest != '\0' && *rest != '/')
+		strlcat(out->path, "/", sizeof(out->path));
+	strlcat(out->path, rest, sizeof(out->path));
+	if (out->path[0] == '\0')
+		strlcpy(out->path, "/", sizeof(out->path));
+}
+
+static int
+call_by_name(const struct auth *a, const char *target, struct call_out *out,
+    struct vault_resp *resp, const char **why)
+{
+	char		 raw[NAME_LEN_MAX * 3 + 1], name[NAME_LEN_MAX + 1];
+	const char	*rest;
+	size_t		 n, i, o;
+	int		 rc, h, l;
+
+	n = strcspn(target, "/");
+	rest = target + n;
+	*why = "resolution";
+	if (n == 0 || n >= sizeof(raw)) {
+		resp_error(resp, 404, "no such tool in this org");
+		return (-1);
+	}
+	memcpy(raw, target, n);
+	raw[n] = '\0';
+	for (i = o = 0; i < n && o < NAME_LEN_MAX; i++, o++) {
+		if (raw[i] == '%' && i + 2 < n + 1 &&
+		    sscanf(raw + i + 1, "%1x%1x", &h, &l) == 2) {
+			name[o] = h * 16 + l;
+			i += 2;
+		} else
+			name[o] = raw[i];
+	}
+	name[o] = '\0';
+	if (i < n || strlen(name) != o || !valid_name(name)) {
+		resp_error(resp, 404, "no such tool in this org");
+		return (-1);
+	}
+	if ((rc = tool_load(a->org_id, name, &out->t)) == -1) {
+		db_fail(resp, "tool lookup");
+		*why = NULL;
+		return (-1);
+	}
+	if (rc == 1) {
+		resp_error(resp, 404, "no tool '%s' in this org", name);
+		return (-1);
+	}
+	out->have_tool = 1;
+	if (!call_allowed(a, &out->t)) {
+		*why = "access";
+		resp_error(resp, 403, "you don't have access to the tool '%s' "
+		    "in this team — ask an admin to add it to your access "
+		    "list", out->t.name);
+		return (-1);
+	}
+	call_target(out, rest);
+	return (0);
+}
+
+static int
+call_match_fn(const struct store_tool_url *t, void *arg)
+{
+	struct call_match	*m = arg;
+	const char		*bp;
+	size_t			 n;
+
+	n = base_path_len(t->base_url, &bp);
+	if (strncmp(m->path, bp, n) != 0 ||
+	    (m->path[n] != '\0' && m->path[n] != '/'))
+		return (0);
+	if (m->nbest > 0 && n < m->best)
+		return (0);
+	if (m->nbest == 0 || n > m->best) {
+		m->best = n;
+		m->nbest = 0;
+	}
+	if (m->nbest < CALL_TOOLS_MAX)
+		strlcpy(m->names[m->nbest++], t->name, NAME_LEN_MAX + 1);
+	return (0);
+}
+
+/*
+ * /call/https://host/path: the tools of that host whose base path is the
+ * longest prefix of path on a segment boundary.  Of those the caller may
+ * use, one wins; two are a tie (409, naming them); none is 403, naming
+ * none.
+ */
+static int
+call_by_url(const struct auth *a, const char *target, struct call_out *out,
+    struct vault_resp *resp, const char **why)
+{
+	struct call_match	*m;
+	struct tool_row		 t;
+	char			 host[HOST_LEN_MAX], tie[512];
+	const char		*p, *path;
+	size_t			 n, i;
+	int			 usable = 0, rc = -1;
+
+	p = strchr(target, ':') + 1;
+	while (*p == '/')
+		p++;
+	n = strcspn(p, "/");
+	path = p + n;
+	*why = "resolution";
+	if (n == 0 || n >= sizeof(host)) {
+		resp_error(resp, 404, "no tool in this org serves that URL");
+		return (-1);
+	}
+	for (i = 0; i < n; i++)
+		host[i] = tolower((unsigned char)p[i]);
+	host[n] = '\0';
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		fatal("%s: calloc", __func__);
+	m->path = path;
+	if (store_tools_by_host(a->org_id, host, call_match_fn, m) == -1) {
+		db_fail(resp, "tools by host");
+		*why = NULL;
+		goto out;
+	}
+	tie[0] = '\0';
+	for (i = 0; i < (size_t)m->nbest; i++) {
+		if (tool_load(a->org_id, m->names[i], &t) != 0)
+			continue;
+		if (call_allowed(a, &t)) {
+			if (usable++ == 0) {
+				out->t = t;
+				out->have_tool = 1;
+			} else
+				tool_row_clear(&t);
+			strlcat(tie, usable > 1 ? "', '" : "'", sizeof(tie));
+			strlcat(tie, m->names[i], sizeof(tie));
+		} else
+			tool_row_clear(&t);
+	}
+	if (m->nbest == 0)
+		resp_error(resp, 404, "no tool in this org serves that URL");
+	else if (usable == 0) {
+		*why = "access";
+		resp_error(resp, 403, "you don't have access to the tool for "
+		    "that URL in this team");
+	} else if (usable > 1) {
+		resp_error(resp, 409, "several tools match that URL: %s' — "
+		    "call one by name: /call/<tool>/<path>", tie);
+	} else {
+		/* The path as given: the base path is a prefix of it. */
+		call_target(out, "");
+		strlcpy(out->path, *path ? path : "/", sizeof(out->path));
+		rc = 0;
+	}
+ out:
+	free(m);
+	return (rc);
+}
+
+/* ------------------------------------------------------------------ */
+/* Daily call caps.                                                    */
+
+static void
+day_utc(char *buf, size_t len)
+{
+	time_t		 t = time(NULL);
+	struct tm	 tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%d", &tm);
+}
+
+/* Counted in the database, so it holds across workers and hosts. */
+static int
+call_cap(const struct auth *a, struct vault_resp *resp)
+{
+	char		 day[16];
+	int64_t		 cap, used;
+	int		 has, rc;
+
+	day_utc(day, sizeof(day));
+	if (store_call_cap_get(a->org_id, a->user_id, &has, &cap) == -1) {
+		db_fail(resp, "daily call cap");
+		return (-1);
+	}
+	if (has && cap <= 0)
+		rc = store_call_used(a->org_id, a->user_id, day, &used) == -1 ?
+		    -1 : 1;
+	else
+		rc = store_call_cap_take(a->org_id, a->user_id, day,
+		    has ? cap : INT64_MAX, &used);
+	if (rc == -1) {
+		db_fail(resp, "daily call count");
+		return (-1);
+	}
+	if (rc == 1) {
+		resp_error(resp, 429, "daily usage limit reached (%lld/%lld) "
+		    "— ask an admin to raise your cap", (long long)used,
+		    (long long)cap);
+		return (-1);
+	}
+	return (0);
+}
+
+/* The membership's cap and today's count, for the member views. */
+int
+call_usage(int64_t org, int64_t user, json_t *view)
+{
+	char		 day[16];
+	int64_t		 cap, used;
+	int		 has;
+
+	day_utc(day, sizeof(day));
+	if (store_call_cap_get(org, user, &has, &cap) == -1 ||
+	    store_call_used(org, user, day, &used) == -1)
+		return (-1);
+	json_object_set_new(view, "daily_call_cap", has ?
+	    json_integer(cap) : json_null());
+	json_object_set_new(view, "used_today", json_integer(used));
+	return (0);
+}
+
+/* ------------------------------------------------------------------ */
+/* The request for the relay, with the key in it.                      */
+
+/* Every name= of the query replaced by one name=value (value encoded). */
+static char *
+query_set(char *q, const char *name, const char *val, size_t vlen)
+{
+	static const char	 hex[] = "0123456789ABCDEF";
+	char			*out, *p, *e;
+	size_t			 n = 0, nl = strlen(name), i, size;
+
+	size = strlen(q) + nl + 3 * vlen + 3;
+	if ((out = malloc(size)) == NULL)
+		fatal("%s: malloc", __func__);
+	for (p = q; *p != '\0'; p = *e ? e + 1 : e) {
+		if ((e = strchr(p, '&')) == NULL)
+			e = p + strlen(p);
+		if (strncmp(p, name, nl) == 0 && (p[nl] == '=' ||
+		    p + nl == e))
+			continue;
+		if (n > 0)
+			out[n++] = '&';
+		memcpy(out + n, p, e - p);
+		n += e - p;
+	}
+	if (n > 0)
+		out[n++] = '&';
+	memcpy(out + n, name, nl);
+	n += nl;
+	out[n++] = '=';
+	for (i = 0; i < vlen; i++) {
+		if (isalnum((unsigned char)val[i]) || strchr("-._~", val[i]))
+			out[n++] = val[i];
+		else {
+			out[n++] = '%';
+			out[n++] = hex[(unsigned char)val[i] >> 4];
+			out[n++] = hex[(unsigned char)val[i] & 0xf];
+		}
+	}
+	out[n] = '\0';
+	freezero(q, strlen(q) + 1);
+	return (out);
+}
+
+/* A client header line whose name a header binding sets: dropped. */
+static int
+header_bound(json_t *bindings, const char *line, size_t len)
+{
+	const char	*colon, *loc, *name;
+	json_t		*b;
+	size_t		 i;
+
+	if ((colon = memchr(line, ':', len)) == NULL)
+		return (1);
+	json_array_foreach(bindings, i, b) {
+		loc = json_string_value(json_object_get(b, "location"));
+		name = json_string_value(json_object_get(b, "name"));
+		if (loc != NULL && name != NULL && strcmp(loc, "header") == 0 &&
+		    strlen(name) == (size_t)(colon - line) &&
+		    strncasecmp(line, name, colon - line) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/* What the bindings make of the secrets: header lines, a query, a set. */
+struct call_keys {
+	struct isecret	 secs[CALL_SECRETS_MAX];
+	size_t		 nsecs;
+	char		*lines[BINDINGS_MAX];
+	size_t		 nlines;
+	char		*query;
+	struct redset	 rs;
+};
+
+static void
+call_keys_clear(struct call_keys *k)
+{
+	size_t	 i;
+
+	for (i = 0; i < k->nsecs; i++)
+		isecret_close(&k->secs[i]);
+	for (i = 0; i < k->nlines; i++)
+		freezero(k->lines[i], strlen(k->lines[i]) + 1);
+	if (k->query != NULL)
+		freezero(k->query, strlen(k->query) + 1);
+	redset_clear(&k->rs);
+}
+
+/* Each binding in order: the header set, or the query parameter replaced. */
+static int
+call_bind(const struct auth *a, json_t *b, struct call_keys *k,
+    struct vault_resp *resp)
+{
+	struct isecret	*sc;
+	const char	*loc, *name, *fmt;
+	char		*val, *line;
+	size_t		 vlen, j;
+	int64_t		 sid;
+
+	sid = json_integer_value(json_object_get(b, "secret_id"));
+	for (j = 0; j < k->nsecs; j++)
+		if (k->secs[j].id == sid)
+			break;
+	if (j == k->nsecs) {
+		if (k->nsecs >= CALL_SECRETS_MAX || isecret_open(a->org_id,
+		    sid, &k->secs[j], resp, 500) == -1)
+			return (-1);
+		k->nsecs++;
+	}
+	sc = &k->secs[j];
+	fmt = json_string_value(json_object_get(b, "format"));
+	if (inject_value(sc, b, fmt, resp, 500, &val, &vlen) == -1)
+		return (-1);
+	loc = json_string_value(json_object_get(b, "location"));
+	name = json_string_value(json_object_get(b, "name"));
+	if (loc == NULL || name == NULL) {
+		freezero(val, vlen + 1);
+		resp_error(resp, 500, "internal error: a binding without "
+		    "location or name");
+		return (-1);
+	}
+	if (!sc->param && (redset_add(&k->rs, val, vlen) == -1 ||
+	    redset_secret(&k->rs, sc) == -1)) {
+		freezero(val, vlen + 1);
+		resp_error(resp, 500, "internal error: too many secret forms "
+		    "to mask");
+		return (-1);
+	}
+	if (strcmp(loc, "header") == 0 && strpbrk(val, "\r\n") != NULL) {
+		freezero(val, vlen + 1);
+		resp_error(resp, 422, "the secret '%s' has a line break and "
+		    "cannot be sent in the header '%s'", sc->name, name);
+		return (-1);
+	}
+	if (strcmp(loc, "query") == 0)
+		k->query = query_set(k->query, name, val, vlen);
+	else if (k->nlines < BINDINGS_MAX) {
+		if (asprintf(&line, "%s: %s", name, val) == -1)
+			fatal("%s: asprintf", __func__);
+		k->lines[k->nlines++] = line;
+	}
+	freezero(val, vlen + 1);
+	return (0);
+}
+
+/*
+ * Packed for the relay: method, url, the headers (the client's, then one
+ * per header binding), body, then the redaction set: every value as
+ * injected, each secret raw, trimmed and its JSON leaves (param secrets
+ * are never masked).
+ */
+static int
+call_build(const struct auth *a, struct call_in *in, struct call_out *out,
+    struct pack *pk, struct vault_resp *resp)
+{
+	struct call_keys	*k;
+	const char		*p, *e, *end = in->headers + in->headerslen;
+	char			*url = NULL;
+	json_t			*b;
+	size_t			 i, nh;
+	int			 rc = -1;
+
+	if ((k = calloc(1, sizeof(*k))) == NULL ||
+	    (k->query = strdup(in->query)) == NULL)
+		fatal("%s: calloc", __func__);
+	json_array_foreach(out->t.bindings, i, b)
+		if (call_bind(a, b, k, resp) == -1)
+			goto out;
+	if (asprintf(&url, "%s%s%s%s", out->origin, out->path,
+	    *k->query ? "?" : "", k->query) == -1)
+		fatal("%s: asprintf", __func__);
+	pack_str(pk, in->method);
+	pack_str(pk, url);
+	nh = k->nlines;
+	for (p = in->headers; p < end && (e = memmem(p, end - p, "\r\n",
+	    2)) != NULL; p = e + 2)
+		if (!header_bound(out->t.bindings, p, e - p))
+			nh++;
+	pack_u32(pk, nh);
+	for (p = in->headers; p < end && (e = memmem(p, end - p, "\r\n",
+	    2)) != NULL; p = e + 2)
+		if (!header_bound(out->t.bindings, p, e - p))
+			pack_bytes(pk, p, e - p);
+	for (i = 0; i < k->nlines; i++)
+		pack_str(pk, k->lines[i]);
+	pack_bytes(pk, in->body, in->bodylen);
+	pack_u32(pk, k->rs.n);
+	for (i = 0; i < k->rs.n; i++)
+		pack_bytes(pk, k->rs.v[i], k->rs.len[i]);
+	rc = 0;
+ out:
+	if (url != NULL)
+		freezero(url, strlen(url) + 1);
+	call_keys_clear(k);
+	freezero(k, sizeof(*k));
+	return (rc);
+}
+
+/* ------------------------------------------------------------------ */
+/* How it ended (relay -> vault).                                      */
+
+/*
+ * End records are written in batches: one transaction per CALL_ENDS_MAX
+ * calls or CALL_ENDS_MS, and before GET /calls reads them or the vault
+ * stops.  The call's own row was written before it was sent.
+ */
+#define CALL_ENDS_MAX	64
+#define CALL_ENDS_MS	20
+struct call_end_rec {
+	struct store_call_end	 e;
+	char			 at[STORE_TIME_MAX];
+};
+static struct call_end_rec	 ends[CALL_ENDS_MAX];
+static int			 nends;
+static struct event		 ends_timer;
+static int			 ends_armed;
+
+static void
+call_ends_timer(int fd, short ev, void *arg)
+{
+	ends_armed = 0;
+	call_flush();
+}
+
+void
+call_flush(void)
+{
+	int	 i, rc;
+
+	if (nends == 0)
+		return;
+	if (ends_armed) {
+		evtimer_del(&ends_timer);
+		ends_armed = 0;
+	}
+	rc = store_begin();
+	for (i = 0; i < nends && rc == 0; i++)
+		rc = store_call_end_insert(&ends[i].e);
+	if (rc == 0)
+		rc = store_commit();
+	if (rc != 0) {
+		store_rollback();
+		log_warnx("audit: the end of %d calls cannot be written: %s",
+		    nends, store_error());
+		vault_metrics_db_error();
+	}
+	explicit_bzero(ends, sizeof(ends));
+	nends = 0;
+}
+
+void
+call_done(struct imsg *imsg)
+{
+	static const char *const why[] = { NULL, "ssrf", "upstream" };
+	struct timeval		 tv = { 0, CALL_ENDS_MS * 1000 };
+	struct call_done	 cd;
+	struct store_call_end	*e;
+	struct vcall		*vc;
+
+	if (imsg->datalen != sizeof(cd))
+		fatalx("bad IMSG_CALL_DONE from relay");
+	memcpy(&cd, imsg->data, sizeof(cd));
+	TAILQ_FOREACH(vc, &vcalls, entry)
+		if (vc->callid == cd.callid)
+			break;
+	if (vc == NULL || cd.refused > CALL_UPSTREAM)
+		fatalx("bad IMSG_CALL_DONE from relay");
+	TAILQ_REMOVE(&vcalls, vc, entry);
+	if (nends == CALL_ENDS_MAX)
+		call_flush();
+	e = &ends[nends].e;
+	now_iso(ends[nends].at, sizeof(ends[nends].at));
+	e->call_id = vc->audit_id;
+	e->org_id = vc->org_id;
+	e->has_status = cd.status != 0;
+	e->status_code = cd.status;
+	e->refused_by = why[cd.refused];
+	e->duration_ms = cd.duration_ms;
+	e->bytes = cd.bytes;
+	e->redacted = cd.redacted;
+	e->created_at = ends[nends].at;
+	nends++;
+	if (!ends_armed) {
+		evtimer_set(&ends_timer, call_ends_timer, NULL);
+		evtimer_add(&ends_timer, &tv);
+		ends_armed = 1;
+	}
+	free(vc);
+}
+
+/* ------------------------------------------------------------------ */
+/* daily_call_cap and used_today in the member and agent views.        */
+
+/*
+ * The member routes (vault_org.c) answer as they always did; these two
+ * hooks around them check and store daily_call_cap of PATCH
+ * .../access and add the two fields to every view of a membership.
+ */
+int
+call_view_before(struct vault_req *req, struct vault_resp *resp)
+{
+	json_t	*v;
+
+	if (req->route == ROUTE_CALLS_LIST)
+		call_flush();		/* the list shows how calls ended */
+	if (req->route != ROUTE_MEMBER_ACCESS || req->body == NULL ||
+	    (v = json_object_get(req->body, "daily_call_cap")) == NULL)
+		return (0);
+	if (json_is_null(v) || (json_is_integer(v) &&
+	    json_integer_value(v) >= 0 &&
+	    json_integer_value(v) <= CALL_CAP_MAX))
+		return (0);
+	resp_error(resp, 422, "field 'daily_call_cap' must be null or an "
+	    "integer from 0 to %d", CALL_CAP_MAX);
+	return (-1);
+}
+
+static void
+call_view_add(int64_t org, json_t *view)
+{
+	json_t	*uid = json_object_get(view, "user_id");
+
+	if (json_is_integer(uid) &&
+	    call_usage(org, json_integer_value(uid), view) == -1)
+		log_warnx("daily call usage: %s", store_error());
+}
+
+void
+call_view_after(struct vault_req *req, struct vault_resp *resp)
+{
+	json_t	*v, *e;
+	size_t	 i;
+
+	if (resp->status != 200 || resp->body == NULL)
+		return;
+	switch (req->route) {
+	case ROUTE_MEMBER_ACCESS:
+		v = json_object_get(req->body, "daily_call_cap");
+		if (v != NULL && store_call_cap_set(req->id1, req->id2,
+		    !json_is_null(v), json_integer_value(v)) == -1) {
+			db_fail(resp, "daily call cap");
+			return;
+		}
+		/* FALLTHROUGH */
+	case ROUTE_AGENTS_CREATE:
+		call_view_add(req->id1, resp->body);
+		break;
+	case ROUTE_MEMBERS_LIST:
+	case ROUTE_AGENTS_LIST:
+		json_array_foreach(resp->body, i, e)
+			call_view_add(req->id1, e);
+		break;
+	default:
+		break;
+	}
+}
