@@ -60,6 +60,7 @@ struct vend {
 	struct store_run_end	 e;
 	char			 at[32];
 	char			 tool[NAME_LEN_MAX + 1];
+	int			 slot;	/* held until the end is on record */
 };
 
 /* Unsealed secrets of one run, each once. */
@@ -503,6 +504,7 @@ run_audit_end(const struct vrun *vr, const struct run_exit *rx,
 	v->e.redacted = rx->redacted;
 	v->e.truncated = rx->truncated & (RUN_TRUNC_STDOUT | RUN_TRUNC_STDERR);
 	v->e.created_at = v->at;
+	v->slot = vr->slot;
 	if (!ev_ends_set) {
 		evtimer_set(&ev_ends, run_ends_commit, NULL);
 		ev_ends_set = 1;
@@ -536,6 +538,13 @@ run_ends_flush(void)
 			log_warnx("run %lld of '%s': its end was not "
 			    "recorded: %s", (long long)vends[i].e.run_id,
 			    vends[i].tool, store_error());
+	/*
+	 * Only now is the run no longer in flight for every worker: one
+	 * that reads the log in between shows it running, never
+	 * interrupted.
+	 */
+	for (i = 0; i < n; i++)
+		slots_release(vends[i].slot);
 	if (log_getverbose() >= 1)
 		log_debug("run ends: %zu committed together in %lld us", n,
 		    (long long)(mono_ns() - t0) / 1000);
@@ -615,8 +624,8 @@ run_exit(struct imsg *imsg)
 	if (vr == NULL || vr->reqid != imsg->hdr.id)
 		fatalx("%s: IMSG_RUN_EXIT for no run from exec", __func__);
 	TAILQ_REMOVE(&vruns, vr, entry);
-	slots_release(vr->slot);
 
+	/* The slot goes with the end's commit: see run_ends_flush(). */
 	if (rx.notfound || rx.failed) {
 		/* Nothing ran: an answer, and not a run in GET /runs. */
 		run_audit_end(vr, &rx, "not_run");
