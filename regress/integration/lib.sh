@@ -231,3 +231,19 @@ upstream_stop() {
 		kill "$_p" 2>/dev/null
 	done < "$_t/upstream.pids"
 }
+
+# calls_settled [TOKEN]: GET /calls once the newest call has its end (a
+# status or a refusal): the end of a relayed call is appended a moment
+# after its answer, and another vault worker may answer the read.  Up to
+# 5 s; BODY and body hold the last read.
+calls_settled() {
+	_n=0
+	while :; do
+		api GET /calls "" "${1:-$TOKEN}"
+		jq -e '.[0] | .status_code != null or .refused_by != null' \
+		    body >/dev/null && return 0
+		_n=$((_n + 1))
+		[ $_n -lt 50 ] || return 0
+		sleep 0.1
+	done
+}
