@@ -1,6 +1,6 @@
 #!/bin/sh
 # Build bench/redact.c with -O2 against common/redact.c and run it on one
-# core.  Arguments go to the benchmark: [-m MiB] [-r rounds].
+# core.  Arguments go to the benchmark: [-c] [-m MiB] [-r rounds] [-S len].
 set -eu
 cd "$(dirname "$0")/.."
 out="${TMPDIR:-/tmp}/tregd-bench-redact"

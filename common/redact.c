@@ -13,6 +13,9 @@
  * match), so base64 or hex wrapped at any width matches.  A ring of the
  * stream offsets of the last bytes stepped gives each match its span.
  *
+ * A write is scanned in the caller's buffer; only the undecided tail is
+ * copied, to be scanned on with the next write.
+ *
  * Scanning mostly never enters the automaton.  While no match is in
  * progress, a hashed bitmap of W-grams (W is 2 to 4, from the shortest
  * pattern) is probed every K bytes: it holds the W-grams at offsets 0 to
@@ -46,7 +49,7 @@
 
 /* Transition rows kept dense; deeper states walk failure links. */
 #define REDACT_DENSE_BUDGET	(512 * 1024)
-/* Bytes copied into a stream's window per scan. */
+/* Bytes of a write scanned before what is decided leaves. */
 #define REDACT_CHUNK		(64 * 1024)
 #define REDACT_MAXSTATES	(UINT32_MAX / 2)
 /* The start filter: 2^19 bits, 64 KiB, in L2 beside the text. */
@@ -57,6 +60,9 @@
 #define RS_HASZERO32(x)	(((x) - 0x01010101U) & ~(x) & 0x80808080U)
 #define RS_HASLB32(x)	(RS_HASZERO32((x) ^ 0x0a0a0a0aU) | \
 			    RS_HASZERO32((x) ^ 0x0d0d0d0dU))
+/* Cheaper and coarser: a byte from 0x08 to 0x0f (a tab too). */
+#define RS_HASCTL32(x)	((((x) ^ 0x08080808U) - 0x08080808U) & \
+			    ~((x) ^ 0x08080808U) & 0x80808080U)
 #define REDACT_FILTER_HASH(v) \
 	((uint32_t)((v) * 0x9e3779b1U) >> (32 - REDACT_FILTER_BITS))
 
@@ -117,9 +123,16 @@ struct rstack {
 
 struct redact {
 	const struct redact_set	*rs;
-	uint8_t		*buf;		/* the held-back tail, then a chunk */
+	uint8_t		*buf;		/* the held-back tail */
 	size_t		 bufsz;
 	size_t		 buflen;
+	/*
+	 * The bytes scanned: the caller's buffer during a write, right
+	 * after the held-back tail in the stream, or the tail itself.
+	 */
+	const uint8_t	*w;
+	uint64_t	 wbase;		/* stream offset of w[0] */
+	size_t		 wlen;
 	/* Scan state; positions are stream offsets, buf[0] is at base. */
 	uint64_t	 base;
 	uint64_t	 pos;		/* next byte to scan */
@@ -163,6 +176,8 @@ static inline size_t rs_skip(struct redact *, size_t, size_t);
 static void	 rs_filter_add(struct redact_set *, uint32_t, uint32_t,
 		    uint8_t *);
 static void	 redact_emit(struct redact *, const void *, size_t,
+		    redact_out_fn, void *);
+static void	 redact_emit_range(struct redact *, uint64_t, uint64_t,
 		    redact_out_fn, void *);
 static int	 rstack_push(struct rstack *, const void *, size_t);
 static inline uint64_t redact_bound(const struct redact *);
@@ -827,13 +842,14 @@ redact_new(const struct redact_set *rs, size_t cap)
 	while (ring <= rs->maxlen)
 		ring <<= 1;
 	r->rmask = ring - 1;
-	r->bufsz = (REDACT_MAXLB + 1) * (rs->maxlen + 1) + REDACT_CHUNK;
+	r->bufsz = (REDACT_MAXLB + 1) * (rs->maxlen + 1);
 	if ((r->buf = malloc(r->bufsz)) == NULL ||
 	    (r->ring = calloc(ring, sizeof(*r->ring))) == NULL) {
 		free(r->buf);
 		free(r);
 		return NULL;
 	}
+	r->w = r->buf;
 	return r;
 }
 
@@ -852,6 +868,22 @@ redact_emit(struct redact *r, const void *p, size_t len, redact_out_fn out,
 	}
 	out(arg, p, len);
 	r->emitted += len;
+}
+
+/* Stream bytes [a, b): the held-back tail first, then the window. */
+static void
+redact_emit_range(struct redact *r, uint64_t a, uint64_t b,
+    redact_out_fn out, void *arg)
+{
+	uint64_t	 held = r->base + r->buflen, m;
+
+	if (a < held && r->w != r->buf) {
+		m = b < held ? b : held;
+		redact_emit(r, r->buf + (a - r->base), m - a, out, arg);
+		a = m;
+	}
+	if (a < b)
+		redact_emit(r, r->w + (a - r->wbase), b - a, out, arg);
 }
 
 /* Transition of the automaton. */
@@ -901,15 +933,16 @@ rs_probe_lb(const struct redact_set *rs, const uint8_t *w, size_t p,
 /*
  * The first position from i where a pattern may start, or where fewer
  * than 4 bytes remain after a probe, so the automaton decides alone.
- * Four probes go at once, each window tested for a line break in the
- * word it hashes, with one branch for all; only then is each probe looked
- * at alone (a probe holding a break looks at the bytes past it).
+ * Four probes go at once, each window tested for a byte from 0x08 to
+ * 0x0f (line breaks among them) in the word it hashes, with one branch
+ * for all; only then is each probe looked at alone (a probe holding a
+ * line break looks at the bytes past it).
  */
 static inline size_t
 rs_skip(struct redact *r, size_t i, size_t n)
 {
 	const struct redact_set	*rs = r->rs;
-	const uint8_t		*f = rs->filter, *w = r->buf;
+	const uint8_t		*f = rs->filter, *w = r->w;
 	uint32_t		 m = rs->fmask, k = rs->fstride, h0, h1, h2, h3;
 	uint32_t		 v, v0, v1, v2, v3, j;
 	size_t			 p = i + k - 1;
@@ -930,9 +963,9 @@ rs_skip(struct redact *r, size_t i, size_t n)
 			PROBE(h1, v1);
 			PROBE(h2, v2);
 			PROBE(h3, v3);
-			if (RS_HASLB32(v0) | RS_HASLB32(v1) | RS_HASLB32(v2) |
-			    RS_HASLB32(v3) | HIT(h0) | HIT(h1) | HIT(h2) |
-			    HIT(h3))
+			if (RS_HASCTL32(v0) | RS_HASCTL32(v1) |
+			    RS_HASCTL32(v2) | RS_HASCTL32(v3) | HIT(h0) |
+			    HIT(h1) | HIT(h2) | HIT(h3))
 				break;
 			p += 4 * k;
 		}
@@ -1025,8 +1058,7 @@ redact_settle(struct redact *r, uint64_t bound, int final, redact_out_fn out,
 		if (!final && f->b >= bound) {
 			/* Still growing, but its start is known. */
 			if (!f->starred && f->a <= bound) {
-				redact_emit(r, r->buf + (r->done - r->base),
-				    f->a - r->done, out, arg);
+				redact_emit_range(r, r->done, f->a, out, arg);
 				redact_emit(r, REDACT_MASK,
 				    sizeof(REDACT_MASK) - 1, out, arg);
 				f->starred = 1;
@@ -1034,8 +1066,7 @@ redact_settle(struct redact *r, uint64_t bound, int final, redact_out_fn out,
 			break;
 		}
 		if (!f->starred) {
-			redact_emit(r, r->buf + (r->done - r->base),
-			    f->a - r->done, out, arg);
+			redact_emit_range(r, r->done, f->a, out, arg);
 			redact_emit(r, REDACT_MASK, sizeof(REDACT_MASK) - 1,
 			    out, arg);
 		}
@@ -1044,15 +1075,14 @@ redact_settle(struct redact *r, uint64_t bound, int final, redact_out_fn out,
 	}
 	if (r->spans.head == r->spans.tail) {
 		r->spans.head = r->spans.tail = 0;
-		lim = final ? r->base + r->buflen : bound;
+		lim = final ? r->wbase + r->wlen : bound;
 	} else if (f->starred) {
 		r->done = f->b;
 		lim = r->done;
 	} else
 		lim = f->a < bound ? f->a : bound;
 	if (lim > r->done) {
-		redact_emit(r, r->buf + (r->done - r->base), lim - r->done,
-		    out, arg);
+		redact_emit_range(r, r->done, lim, out, arg);
 		r->done = lim;
 	}
 	/* Counted starts nothing can contain any more. */
@@ -1068,9 +1098,9 @@ redact_scan(struct redact *r, int final, redact_out_fn out, void *arg)
 {
 	const struct redact_set	*rs = r->rs;
 	const struct rstate	*st = rs->st;
-	const uint8_t		*w = r->buf;
+	const uint8_t		*w = r->w;
 	uint64_t		*ring = r->ring, rmask = r->rmask;
-	uint64_t		 base = r->base, end = base + r->buflen;
+	uint64_t		 base = r->wbase, end = base + r->wlen;
 	uint64_t		 pos = r->pos, guard = r->guard, vi = r->vi, p0;
 	uint32_t		 q = r->q, lbrun = r->lbrun, len;
 	uint8_t			 c;
@@ -1086,7 +1116,7 @@ redact_scan(struct redact *r, int final, redact_out_fn out, void *arg)
 			p0 = st[q].pend == 0 ? pos :
 			    ring[(vi - st[q].pend) & rmask];
 			if (p0 >= guard) {
-				pos = base + rs_skip(r, p0 - base, r->buflen);
+				pos = base + rs_skip(r, p0 - base, r->wlen);
 				q = 0;
 				lbrun = 0;
 				if (pos >= end) {
@@ -1133,8 +1163,8 @@ redact_write(struct redact *r, const void *p, size_t len, redact_out_fn out,
     void *arg)
 {
 	const uint8_t	*in = p;
-	size_t		 n, keep;
-	uint64_t	 b;
+	uint64_t	 keep, from, end;
+	size_t		 n, old;
 
 	if (r->finished) {
 		errno = EINVAL;
@@ -1144,23 +1174,51 @@ redact_write(struct redact *r, const void *p, size_t len, redact_out_fn out,
 		redact_emit(r, in, len, out, arg);
 		return 0;
 	}
-	while (len > 0) {
-		n = r->bufsz - r->buflen;
-		if (n > len)
-			n = len;
-		memcpy(r->buf + r->buflen, in, n);
-		r->buflen += n;
-		in += n;
-		len -= n;
-		if (redact_scan(r, 0, out, arg) == -1)
+	if (len == 0)
+		return 0;
+	/*
+	 * Scan the caller's bytes where they are, a chunk at a time so the
+	 * stacks stay small.  No skip starts in the tail before them: the
+	 * automaton steps on until its match in progress starts in them.
+	 */
+	r->w = in;
+	r->wbase = r->base + r->buflen;
+	r->wlen = 0;
+	if (r->guard < r->wbase)
+		r->guard = r->wbase;
+	while (r->wlen < len) {
+		n = len - r->wlen;
+		r->wlen += n < REDACT_CHUNK ? n : REDACT_CHUNK;
+		if (redact_scan(r, 0, out, arg) == -1) {
+			/* The window is the caller's: never scan it again. */
+			r->finished = 1;
+			r->w = r->buf;
+			r->wbase = r->base;
+			r->wlen = r->buflen;
 			return -1;
-		/* Keep the undecided tail, where a rescan may start. */
-		b = redact_bound(r);
-		keep = (b < r->done ? b : r->done) - r->base;
-		memmove(r->buf, r->buf + keep, r->buflen - keep);
-		r->buflen -= keep;
-		r->base += keep;
+		}
 	}
+	/*
+	 * Keep only the undecided tail, where a rescan may start: at most
+	 * (REDACT_MAXLB + 1) * maxlen bytes, the old tail's end and the
+	 * caller's last bytes.
+	 */
+	keep = redact_bound(r);
+	if (r->done < keep)
+		keep = r->done;
+	end = r->wbase + r->wlen;
+	old = 0;
+	if (keep < r->wbase) {
+		old = r->wbase - keep;
+		memmove(r->buf, r->buf + (keep - r->base), old);
+	}
+	from = keep > r->wbase ? keep : r->wbase;
+	memcpy(r->buf + old, in + (from - r->wbase), end - from);
+	r->base = keep;
+	r->buflen = old + (end - from);
+	r->w = r->buf;
+	r->wbase = r->base;
+	r->wlen = r->buflen;
 	return 0;
 }
 

@@ -76,8 +76,10 @@ void	 redact_set_free(struct redact_set *);	/* zeroes all pattern memory */
  * on failure.
  */
 struct redact *redact_new(const struct redact_set *, size_t);
-/* Feed bytes; out() is called with redacted bytes ready to leave.  0 or -1
- * (EINVAL after redact_finish). */
+/* Feed bytes; out() is called with redacted bytes ready to leave.  The
+ * bytes are scanned where they are and nothing of them is used once the
+ * call returns.  0 or -1 (EINVAL after redact_finish; ENOMEM, and the
+ * stream takes no more). */
 int	 redact_write(struct redact *, const void *, size_t, redact_out_fn,
 	    void *);
 /* End of stream: scan and flush the held-back tail.  0 or -1 (EINVAL when

@@ -143,6 +143,7 @@ run(const struct redact_set *rs, const void *in, size_t n,
 {
 	struct redact	*r;
 	const uint8_t	*p = in;
+	uint8_t		*chunk;
 	size_t		 off = 0, k = 0, len, count;
 
 	ob_reset(ob);
@@ -151,7 +152,12 @@ run(const struct redact_set *rs, const void *in, size_t n,
 		len = ncuts == 0 ? n - off : cuts[k++ % ncuts];
 		if (len > n - off)
 			len = n - off;
-		ATF_REQUIRE(redact_write(r, p + off, len, ob_out, ob) == 0);
+		/* A copy, wiped after the call: nothing of it may be used. */
+		ATF_REQUIRE((chunk = malloc(len == 0 ? 1 : len)) != NULL);
+		memcpy(chunk, p + off, len);
+		ATF_REQUIRE(redact_write(r, chunk, len, ob_out, ob) == 0);
+		memset(chunk, '\n', len);
+		free(chunk);
 		/* The held-back tail stays bounded. */
 		ATF_REQUIRE_MSG(redact_held(r) <= (REDACT_MAXLB + 1) *
 		    redact_set_maxlen(rs), "%zu held, maxlen %zu",
@@ -394,6 +400,54 @@ ATF_TC_BODY(secret_written_one_byte_at_a_time, tc)
 	    NULL), 3);
 	ATF_REQUIRE_EQ(ob.len, strlen(want));
 	ATF_REQUIRE(memcmp(ob.p, want, ob.len) == 0);
+	redact_set_free(rs);
+	free(ob.p);
+}
+
+/*
+ * The start filter takes any byte from 0x08 to 0x0f in a probe for a
+ * line break: tabs and form feeds beside a long secret change nothing.
+ */
+ATF_TC_WITHOUT_HEAD(secret_among_tabs_and_control_bytes_is_masked);
+ATF_TC_BODY(secret_among_tabs_and_control_bytes_is_masked, tc)
+{
+	const char		*s[] = { "tok_9f8e7d6c5b4a39281706" };
+	const char		*text = "a\tb\t\ttok_9f8e7d6c5b4a39281706\t\v"
+	    "\f\bx\x0e\x0f\ttok_9f8e7d6c5b4a3928170\ttok_9f8e7d6c5b4a3928"
+	    "\n1706\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t";
+	const char		*want = "a\tb\t\t***\t\v\f\bx\x0e\x0f\t"
+	    "tok_9f8e7d6c5b4a3928170\t***\t\t\t\t\t\t\t\t\t\t\t\t"
+	    "\t\t\t\t\t\t\t\t\t\t";
+	struct redact_set	*rs = mkset(s, 1);
+
+	check_cuts(rs, text, strlen(text), want, 2);
+	redact_set_free(rs);
+}
+
+/* A write is scanned in place: its buffer is free once the call returns. */
+ATF_TC_WITHOUT_HEAD(written_buffer_is_not_used_after_the_call);
+ATF_TC_BODY(written_buffer_is_not_used_after_the_call, tc)
+{
+	const char		*s[] = { "sk_live_0123456789abcdef" };
+	struct redact_set	*rs = mkset(s, 1);
+	struct redact		*r;
+	struct obuf		 ob = { 0 };
+	char			 buf[64];
+
+	ATF_REQUIRE((r = redact_new(rs, SIZE_MAX)) != NULL);
+	memcpy(buf, "key=sk_live_0123", 16);
+	ATF_REQUIRE(redact_write(r, buf, 16, ob_out, &ob) == 0);
+	memset(buf, 'Z', sizeof(buf));
+	memcpy(buf, "456789abcdef ok sk_live_01", 26);
+	ATF_REQUIRE(redact_write(r, buf, 26, ob_out, &ob) == 0);
+	memset(buf, 'Z', sizeof(buf));
+	ATF_REQUIRE(redact_write(r, "23", 2, ob_out, &ob) == 0);
+	ATF_REQUIRE(redact_finish(r, ob_out, &ob) == 0);
+	ATF_REQUIRE_EQ(redact_count(r), 1);
+	ATF_REQUIRE_MSG(ob.len == 23 &&
+	    memcmp(ob.p, "key=*** ok sk_live_0123", 23) == 0, "%.*s",
+	    (int)ob.len, ob.p);
+	redact_free(r);
 	redact_set_free(rs);
 	free(ob.p);
 }
@@ -934,6 +988,8 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, short_secret_is_masked_raw_only);
 	ATF_TP_ADD_TC(tp, secret_split_at_every_byte_position);
 	ATF_TP_ADD_TC(tp, secret_written_one_byte_at_a_time);
+	ATF_TP_ADD_TC(tp, secret_among_tabs_and_control_bytes_is_masked);
+	ATF_TP_ADD_TC(tp, written_buffer_is_not_used_after_the_call);
 	ATF_TP_ADD_TC(tp, overlapping_secrets_mask_their_union);
 	ATF_TP_ADD_TC(tp, nested_secrets_mask_longest_match);
 	ATF_TP_ADD_TC(tp, duplicate_forms_are_stored_once);
