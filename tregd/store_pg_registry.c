@@ -760,9 +760,16 @@ pg_bundle_outside_user(int64_t id, char *tool, char *secret, size_t len)
 	return (rc);
 }
 
+/*
+ * The skill's tools go first, by a statement of their own: PostgreSQL
+ * checks tool_secrets' reference to a cascaded secret before it has
+ * cascaded the tools' rows of it away.  The caller holds a transaction.
+ */
 int
 pg_bundle_delete(int64_t org, int64_t id)
 {
+	static struct pg_stmt	 tools = { "DELETE FROM tools WHERE "
+	    "bundle_id = $1 AND org_id = $2", 0 };
 	static struct pg_stmt	 st = { "DELETE FROM bundles WHERE id = $1 "
 	    "AND org_id = $2", 0 };
 	struct pgq		 q;
@@ -770,5 +777,7 @@ pg_bundle_delete(int64_t org, int64_t id)
 	pgq_init(&q);
 	pgq_int(&q, id);
 	pgq_int(&q, org);
+	if (pg_write(&tools, &q, NULL) == -1)
+		return (-1);
 	return (pg_write(&st, &q, NULL));
 }
