@@ -484,8 +484,9 @@ pg_secret_delete(int64_t org, int64_t id)
 			"t.base_url, t.host, t.bindings, t.cli, " \
 			"t.health_check, t.examples, t.bundle_id, b.name, " \
 			"t.created_at"
-#define PG_TOOL_FROM	" FROM tools t LEFT JOIN users u ON u.id = t.owner_id " \
-			"LEFT JOIN bundles b ON b.id = t.bundle_id "
+#define PG_TOOL_FROM	" FROM tools t LEFT JOIN users u ON " \
+			"u.id = t.owner_id LEFT JOIN bundles b ON " \
+			"b.id = t.bundle_id "
 
 /* The rows of a tools statement; column 14, if any, is the org's slug. */
 static int
@@ -679,7 +680,8 @@ pg_bundles(const struct store_sel *sel, store_bundle_item_fn fn, void *arg)
 		[SEL_ID] = { PG_BUNDLE_COLS PG_BUNDLE_FROM "AND b.id = $2", 0 },
 		[SEL_NAME] = { PG_BUNDLE_COLS PG_BUNDLE_FROM "AND b.name = $2",
 		    0 },
-		[SEL_ALL] = { PG_BUNDLE_COLS PG_BUNDLE_FROM "ORDER BY b.id", 0 },
+		[SEL_ALL] = { PG_BUNDLE_COLS PG_BUNDLE_FROM "ORDER BY b.id",
+		    0 },
 	};
 	struct store_bundle_item b;
 	struct pgq		 q;

@@ -139,11 +139,13 @@ sq_ref_get(enum store_object what, int64_t org, int64_t id,
 		    "WHERE org_id = :org AND id = :id",
 		    NULL },
 		[STORE_TOOL] = {
-		    "SELECT t.id AS id, t.owner_id AS owner_id, t.name AS name, "
-		    "b.name AS detail FROM tools t LEFT JOIN bundles b ON "
-		    "b.id = t.bundle_id WHERE t.org_id = :org AND t.id = :id",
-		    "SELECT t.id AS id, t.owner_id AS owner_id, t.name AS name, "
-		    "b.name AS detail FROM tools t LEFT JOIN bundles b ON "
+		    "SELECT t.id AS id, t.owner_id AS owner_id, "
+		    "t.name AS name, b.name AS detail FROM tools t LEFT JOIN "
+		    "bundles b ON b.id = t.bundle_id WHERE t.org_id = :org AND "
+		    "t.id = :id",
+		    "SELECT t.id AS id, t.owner_id AS owner_id, "
+		    "t.name AS name, b.name AS detail FROM tools t LEFT JOIN "
+		    "bundles b ON "
 		    "b.id = t.bundle_id WHERE t.org_id = :org AND "
 		    "t.name = :name" },
 		[STORE_BUNDLE] = {
@@ -326,15 +328,17 @@ sq_secret_delete(int64_t org, int64_t id)
 /* ------------------------------------------------------------------ */
 /* Tools.                                                              */
 
-#define TOOL_COLS	"SELECT t.id AS id, t.org_id AS org_id, t.name AS name, " \
-			"t.owner_id AS owner_id, u.email AS email, " \
+#define TOOL_COLS	"SELECT t.id AS id, t.org_id AS org_id, " \
+			"t.name AS name, t.owner_id AS owner_id, " \
+			"u.email AS email, " \
 			"t.base_url AS base_url, t.host AS host, " \
 			"t.bindings AS bindings, t.cli AS cli, " \
 			"t.health_check AS health_check, " \
 			"t.examples AS examples, t.bundle_id AS bundle_id, " \
 			"b.name AS bundle, t.created_at AS created_at"
-#define TOOL_FROM	" FROM tools t LEFT JOIN users u ON u.id = t.owner_id " \
-			"LEFT JOIN bundles b ON b.id = t.bundle_id "
+#define TOOL_FROM	" FROM tools t LEFT JOIN users u ON " \
+			"u.id = t.owner_id LEFT JOIN bundles b ON " \
+			"b.id = t.bundle_id "
 
 static const char *const tool_cols[] = {
 	"id", "org_id", "name", "owner_id", "email", "base_url", "host",

@@ -6,10 +6,15 @@
  * org, so another org's ids answer 404 like ids that never existed.
  */
 
+#include <event2/buffer.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vault_registry.h"
+
+/* A string constant into the buffer, without its NUL. */
+#define REG_PUT(b, lit)	evbuffer_add((b), (lit), sizeof(lit) - 1)
 
 static const char *const reg_what[] = {
 	[STORE_SECRET] = "secret",
@@ -17,6 +22,8 @@ static const char *const reg_what[] = {
 	[STORE_BUNDLE] = "skill"
 };
 
+static void	 reg_put_str(struct evbuffer *, const char *);
+static void	 reg_put_raw(struct evbuffer *, const char *);
 static int	 reg_secret_one(const struct store_secret_item *, void *);
 static int	 reg_tool_one(const struct store_tool_item *, void *);
 
@@ -137,29 +144,128 @@ reg_secret_json(const struct store_secret_item *s)
 	return (v);
 }
 
+/* s as a JSON string, escaped exactly as json_dumps writes it. */
+static void
+reg_put_str(struct evbuffer *b, const char *s)
+{
+	const char	*p, *run = s, *e;
+	char		 u[8];
+
+	REG_PUT(b, "\"");
+	for (p = s; *p != '\0'; p++) {
+		if ((unsigned char)*p >= 0x20 && *p != '"' && *p != '\\')
+			continue;
+		switch (*p) {
+		case '"':
+			e = "\\\"";
+			break;
+		case '\\':
+			e = "\\\\";
+			break;
+		case '\b':
+			e = "\\b";
+			break;
+		case '\f':
+			e = "\\f";
+			break;
+		case '\n':
+			e = "\\n";
+			break;
+		case '\r':
+			e = "\\r";
+			break;
+		case '\t':
+			e = "\\t";
+			break;
+		default:
+			snprintf(u, sizeof(u), "\\u%04X", (unsigned char)*p);
+			e = u;
+			break;
+		}
+		evbuffer_add(b, run, p - run);
+		evbuffer_add(b, e, strlen(e));
+		run = p + 1;
+	}
+	evbuffer_add(b, run, p - run);
+	REG_PUT(b, "\"");
+}
+
+/*
+ * A JSON column as stored, or null.  Only reg_dumps writes them
+ * (compact, canonical), so the stored text is what json_dumps of the
+ * parsed value would give.
+ */
+static void
+reg_put_raw(struct evbuffer *b, const char *s)
+{
+	if (s == NULL || *s == '\0')
+		REG_PUT(b, "null");
+	else
+		evbuffer_add(b, s, strlen(s));
+}
+
+/*
+ * A tool as a client sees it, written as JSON text straight from its
+ * row: GET /tools of a thousand tools is mostly this, and building and
+ * dumping a tree for it cost twice as much as the request.
+ */
+void
+reg_tool_text(struct evbuffer *b, const struct store_tool_item *t)
+{
+	json_t	*cli;
+	int	 runnable = 0;
+
+	if (t->cli != NULL && (cli = json_loads(t->cli, 0, NULL)) != NULL) {
+		runnable = json_is_object(cli) && conf_run_allowed(&vault_conf,
+		    json_string_value(json_object_get(cli, "bin")));
+		json_decref(cli);
+	}
+	evbuffer_add_printf(b, "{\"id\":%lld,\"name\":", (long long)t->id);
+	reg_put_str(b, t->name);
+	REG_PUT(b, ",\"owner\":");
+	if (t->owner_email != NULL)
+		reg_put_str(b, t->owner_email);
+	else
+		REG_PUT(b, "null");
+	REG_PUT(b, ",\"base_url\":");
+	reg_put_str(b, t->base_url);
+	REG_PUT(b, ",\"host\":");
+	reg_put_str(b, t->host);
+	REG_PUT(b, ",\"bindings\":");
+	reg_put_raw(b, t->bindings);
+	REG_PUT(b, ",\"cli\":");
+	reg_put_raw(b, t->cli);
+	evbuffer_add_printf(b, ",\"server_runnable\":%s,\"bundle_id\":",
+	    runnable ? "true" : "false");
+	if (t->bundle_id > 0)
+		evbuffer_add_printf(b, "%lld", (long long)t->bundle_id);
+	else
+		REG_PUT(b, "null");
+	REG_PUT(b, ",\"health_check\":");
+	reg_put_raw(b, t->health_check);
+	REG_PUT(b, ",\"examples\":");
+	reg_put_raw(b, t->examples);
+	REG_PUT(b, "}");
+}
+
+/* The same view as a tree, for answers that add to it. */
 json_t *
 reg_tool_json(const struct store_tool_item *t)
 {
-	json_t	*v, *cli;
+	struct evbuffer	*b;
+	json_t		*v;
 
-	cli = reg_json_text(t->cli);
-	v = json_pack("{s:I,s:s,s:o,s:s,s:s,s:o,s:o,s:b,s:o,s:o,s:o}",
-	    "id", (json_int_t)t->id,
-	    "name", t->name,
-	    "owner", reg_email(t->owner_email),
-	    "base_url", t->base_url,
-	    "host", t->host,
-	    "bindings", reg_json_text(t->bindings),
-	    "cli", cli,
-	    "server_runnable", json_is_object(cli) &&
-	    conf_run_allowed(&vault_conf, json_string_value(
-	    json_object_get(cli, "bin"))),
-	    "bundle_id", t->bundle_id > 0 ? json_integer(t->bundle_id) :
-	    json_null(),
-	    "health_check", reg_json_text(t->health_check),
-	    "examples", reg_json_text(t->examples));
-	if (v == NULL)
-		fatalx("%s: json_pack", __func__);
+	if ((b = evbuffer_new()) == NULL)
+		fatal("%s: evbuffer_new", __func__);
+	reg_tool_text(b, t);
+	v = json_loadb((const char *)evbuffer_pullup(b, -1),
+	    evbuffer_get_length(b), 0, NULL);
+	evbuffer_free(b);
+	if (v == NULL) {
+		log_warnx("tool %lld: a stored JSON column does not parse",
+		    (long long)t->id);
+		v = json_null();
+	}
 	return (v);
 }
 

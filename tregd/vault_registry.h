@@ -29,6 +29,9 @@ int		 reg_tool_visible(const struct auth *, const char *,
 json_t		*reg_view(enum store_object, int64_t, int64_t);
 json_t		*reg_secret_json(const struct store_secret_item *);
 json_t		*reg_tool_json(const struct store_tool_item *);
+struct evbuffer;
+void		 reg_tool_text(struct evbuffer *,
+		    const struct store_tool_item *);
 json_t		*reg_json_text(const char *);	/* stored JSON, or null */
 json_t		*reg_email(const char *);	/* NULL: null */
 char		*reg_dumps(json_t *);

@@ -42,6 +42,7 @@ static int	 secret_check_json(struct vault_resp *, int64_t, int64_t,
 		    const char *);
 static int	 secret_fields(struct vault_req *, struct vault_resp *,
 		    const char **, const char **);
+static int	 secret_commit(struct vault_resp *, int, char *, size_t);
 static void	 secret_answer(struct vault_req *, struct vault_resp *,
 		    int64_t, int);
 
@@ -224,6 +225,23 @@ secret_visible(const struct auth *a, int64_t id, int64_t owner)
 	return (s.ok);
 }
 
+/*
+ * The end of a write whose last step answered rc: the plaintext zeroed,
+ * then the commit.  0, or -1 with resp set.
+ */
+static int
+secret_commit(struct vault_resp *resp, int rc, char *pt, size_t ptlen)
+{
+	secret_value_free(pt, ptlen);
+	if (rc == -1)
+		return (-1);
+	if (store_commit() == -1) {
+		db_fail(resp, "commit");
+		return (-1);
+	}
+	return (0);
+}
+
 /* The view of a secret just written, with the short-value warning. */
 static void
 secret_answer(struct vault_req *req, struct vault_resp *resp, int64_t id,
@@ -284,16 +302,10 @@ secrets_create(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "begin");
 		return;
 	}
-	if (secret_insert(resp, req->auth->org_id, req->auth->user_id, name,
-	    kind, pt, ptlen, 0, &id) == -1) {
-		secret_value_free(pt, ptlen);
+	if (secret_commit(resp, secret_insert(resp, req->auth->org_id,
+	    req->auth->user_id, name, kind, pt, ptlen, 0, &id), pt, ptlen) ==
+	    -1)
 		return;
-	}
-	secret_value_free(pt, ptlen);
-	if (store_commit() == -1) {
-		db_fail(resp, "commit");
-		return;
-	}
 	log_info("secret %lld created in org %lld by %s", (long long)id,
 	    (long long)req->auth->org_id, req->auth->email);
 	secret_answer(req, resp, id, tooshort);
@@ -398,15 +410,9 @@ secret_patch(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "secret");
 		return;
 	}
-	if (pt != NULL && secret_store_value(resp, org, id, pt, ptlen) == -1) {
-		secret_value_free(pt, ptlen);
+	if (secret_commit(resp, pt != NULL ? secret_store_value(resp, org, id,
+	    pt, ptlen) : 0, pt, ptlen) == -1)
 		return;
-	}
-	secret_value_free(pt, ptlen);
-	if (store_commit() == -1) {
-		db_fail(resp, "commit");
-		return;
-	}
 	log_info("secret %lld changed by %s", (long long)id, req->auth->email);
 	secret_answer(req, resp, id, tooshort);
 }

@@ -12,6 +12,7 @@
  */
 
 #include <ctype.h>
+#include <event2/buffer.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -48,7 +49,8 @@ struct tool_old {
 /* GET /tools and GET /tools/by-name/X: the caller and what it gets. */
 struct tool_list {
 	const struct auth	*a;
-	json_t			*list;
+	json_t			*list;		/* by name */
+	struct evbuffer		*text;		/* GET /tools */
 	int			 found, visible;
 };
 
@@ -64,6 +66,8 @@ static int	 tool_resolve(struct vault_req *, struct vault_resp *,
 static void	 tool_in_clear(struct tool_in *);
 static int	 tool_fields(struct vault_req *, struct vault_resp *,
 		    json_t *, const char *, int, int, struct tool_in *);
+static int	 tool_extras(struct vault_resp *, json_t *, const char *, int,
+		    struct tool_in *);
 static int	 tool_name_taken(struct vault_resp *, int64_t, const char *,
 		    int64_t);
 static void	 tool_item(struct store_tool_item *, const struct tool_in *);
@@ -81,6 +85,7 @@ static void	 tool_merge(struct tool_in *, json_t *, struct tool_old *);
 static int	 tool_update(struct vault_resp *, int64_t, int64_t,
 		    struct tool_in *);
 static int	 tool_list_row(const struct store_tool_item *, void *);
+static int	 tool_text_row(const struct store_tool_item *, void *);
 static int	 ctl_tool_row(const struct store_tool_item *, void *);
 
 static void	 tools_create(struct vault_req *, struct vault_resp *);
@@ -337,6 +342,17 @@ tool_fields(struct vault_req *req, struct vault_resp *resp, json_t *spec,
 			return (-1);
 		}
 	}
+	return (tool_extras(resp, spec, ctx, partial, in));
+}
+
+/* health_check and examples: stored as given, within limits. */
+static int
+tool_extras(struct vault_resp *resp, json_t *spec, const char *ctx,
+    int partial, struct tool_in *in)
+{
+	const char	*sep = *ctx ? ": " : "";
+	json_t		*v;
+
 	if ((v = json_object_get(spec, "health_check")) != NULL &&
 	    !json_is_null(v)) {
 		if (!json_is_object(v)) {
@@ -524,24 +540,44 @@ tool_list_row(const struct store_tool_item *t, void *arg)
 	return (0);
 }
 
+static int
+tool_text_row(const struct store_tool_item *t, void *arg)
+{
+	struct tool_list	*l = arg;
+
+	if (!reg_tool_visible(l->a, t->name, t->bundle))
+		return (0);
+	evbuffer_add(l->text, l->found++ ? "," : "[", 1);
+	reg_tool_text(l->text, t);
+	return (0);
+}
+
 static void
 tools_list(struct vault_req *req, struct vault_resp *resp)
 {
 	struct store_sel	 sel;
 	struct tool_list	 l;
+	char			*text;
+	size_t			 len;
 
 	memset(&sel, 0, sizeof(sel));
 	memset(&l, 0, sizeof(l));
 	sel.org = req->auth->org_id;
 	l.a = req->auth;
-	if ((l.list = json_array()) == NULL)
-		fatal("%s: json_array", __func__);
-	if (store_tools(&sel, tool_list_row, &l) == -1) {
-		json_decref(l.list);
+	if ((l.text = evbuffer_new()) == NULL)
+		fatal("%s: evbuffer_new", __func__);
+	if (store_tools(&sel, tool_text_row, &l) == -1) {
+		evbuffer_free(l.text);
 		db_fail(resp, "tools");
 		return;
 	}
-	resp_ok(resp, l.list);
+	evbuffer_add(l.text, l.found ? "]" : "[]", l.found ? 1 : 2);
+	len = evbuffer_get_length(l.text);
+	if ((text = malloc(len)) == NULL)
+		fatal("%s: malloc", __func__);
+	evbuffer_remove(l.text, text, len);
+	evbuffer_free(l.text);
+	resp_text(resp, text, len);
 }
 
 static void

@@ -317,7 +317,8 @@ ATF_TC_BODY(tools_are_listed_by_selection_in_id_order, tc)
 	ATF_REQUIRE(add_tool(1, "bb", NULL, 0, &d) == 0);
 	r = tools_of(1, 0, NULL, 0);
 	ATF_REQUIRE_EQ(r.n, 3);
-	ATF_REQUIRE(strstr(r.r[0], ":zz:bob@example.com/{\"bin\":\"gh\"}/") != NULL);
+	ATF_REQUIRE(strstr(r.r[0], ":zz:bob@example.com/{\"bin\":\"gh\"}/") !=
+	    NULL);
 	ATF_REQUIRE(strstr(r.r[1], ":aa:bob@example.com/(null)/ops") != NULL);
 	ATF_REQUIRE(strstr(r.r[2], ":bb:") != NULL);
 	ATF_REQUIRE_EQ(tools_of(1, 0, NULL, skill).n, 1);
@@ -405,7 +406,8 @@ ATF_TC_BODY(a_skill_goes_with_its_tools_and_secrets, tc)
 	ATF_REQUIRE_STREQ(secret, "K");
 	ATF_REQUIRE(store_tool_secrets_set(t2, ids, 0) == 0);
 	ATF_REQUIRE(store_bundle_delete(2, skill) == 1);
-	ATF_REQUIRE_MSG(store_bundle_delete(1, skill) == 0, "%s", store_error());
+	ATF_REQUIRE_MSG(store_bundle_delete(1, skill) == 0, "%s",
+	    store_error());
 	ATF_REQUIRE_EQ(tools_of(1, 0, NULL, 0).n, 1);
 	ATF_REQUIRE(store_ref_get(STORE_SECRET, 1, s, NULL, &ref) == 1);
 	memset(&sel, 0, sizeof(sel));
