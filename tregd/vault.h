@@ -2,7 +2,8 @@
  * The vault's internal interface, shared by its files: vault.c (process,
  * dispatch, authentication), vault_crypto.c (master key, sealing),
  * vault_org.c (users, orgs, invites, members, agents), vault_tool.c
- * (secrets, tools, skills and bundles), vault_run.c (server runs, grants,
+ * (tools; with vault_secret.c, vault_skill.c and vault_registry.c the
+ * registry: secrets, skills and bundles), vault_run.c (server runs, grants,
  * audit reads, deny rules), vault_ctl.c (the tregctl commands).  They
  * reach the database only through store.h.
  */
