@@ -7,6 +7,7 @@
  * access list names or having at least one tool it may see.
  */
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

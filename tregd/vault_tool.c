@@ -11,8 +11,8 @@
  * skill is named.
  */
 
-#include <ctype.h>
 #include <event2/buffer.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
