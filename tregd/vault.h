@@ -75,6 +75,7 @@ struct vault_route {
 extern const struct vault_route vault_org_routes[];	/* vault_org.c */
 extern const struct vault_route vault_tool_routes[];	/* vault_tool.c */
 extern const struct vault_route vault_run_routes[];	/* vault_run.c */
+extern const struct vault_route vault_me_routes[];	/* vault_me.c */
 
 /* vault.c */
 extern struct tregd_conf	 vault_conf;
