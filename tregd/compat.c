@@ -6,8 +6,10 @@
  * exactly: nothing here decides what is allowed.
  */
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "compat.h"
 #include "log.h"
@@ -80,4 +82,81 @@ compat_cli_bin(json_t *spec, const char *name)
 	bin = json_object_get(cli, "bin");
 	if (bin == NULL || json_is_null(bin))
 		json_object_set_new(cli, "bin", json_string(name));
+}
+
+/*
+ * A deny rule's host as treg takes it: a whole URL is reduced to its
+ * lower-cased host (no scheme, credentials, port, path or query).
+ * 0, or -1 when nothing of a host is left or it does not fit.
+ */
+int
+compat_deny_host(const char *in, char *out, size_t outlen)
+{
+	const char	*p, *end, *at;
+	size_t		 n, i;
+
+	if ((p = strstr(in, "://")) != NULL)
+		p += 3;
+	else
+		p = in;
+	end = p + strcspn(p, "/?#");
+	if ((at = memchr(p, '@', end - p)) != NULL)
+		p = at + 1;
+	if (*p == '[') {
+		/* [IPv6]: the port is what follows the bracket. */
+		if ((at = memchr(p, ']', end - p)) != NULL)
+			end = at + 1;
+	} else if ((at = memchr(p, ':', end - p)) != NULL &&
+	    memchr(at + 1, ':', end - at - 1) == NULL)
+		end = at;	/* host:port; two colons: a bare IPv6 */
+	n = end - p;
+	if (n == 0 || n >= outlen)
+		return (-1);
+	for (i = 0; i < n; i++)
+		out[i] = tolower((unsigned char)p[i]);
+	out[n] = '\0';
+	return (0);
+}
+
+/* An HTTP method (any case) in upper case; -1 when it is none. */
+int
+compat_http_method(const char *in, char *out, size_t outlen)
+{
+	static const char *const methods[] = {
+		"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS",
+		"TRACE", "CONNECT", NULL
+	};
+	size_t	 i;
+
+	for (i = 0; methods[i] != NULL; i++)
+		if (strcasecmp(in, methods[i]) == 0)
+			return (strlcpy(out, methods[i], outlen) < outlen ?
+			    0 : -1);
+	return (-1);
+}
+
+/* An integer field of o is brought into lo..hi, as treg clamps it. */
+void
+compat_clamp(json_t *o, const char *field, json_int_t lo, json_int_t hi)
+{
+	json_t		*v;
+	json_int_t	 n;
+
+	v = json_object_get(o, field);
+	if (!json_is_integer(v))
+		return;
+	n = json_integer_value(v);
+	if (n < lo || n > hi)
+		json_object_set_new(o, field, json_integer(n < lo ? lo : hi));
+}
+
+/* An address of the machine identities' domain: never a person's login. */
+int
+compat_agent_email(const char *email)
+{
+	const char	*at;
+
+	if ((at = strrchr(email, '@')) == NULL)
+		return (0);
+	return (strcasecmp(at + 1, "agents.local") == 0);
 }

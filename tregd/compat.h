@@ -9,5 +9,9 @@
 
 int	compat_tool_shorthand(json_t *, int, char *, size_t);
 void	compat_cli_bin(json_t *, const char *);
+int	compat_deny_host(const char *, char *, size_t);
+int	compat_http_method(const char *, char *, size_t);
+void	compat_clamp(json_t *, const char *, json_int_t, json_int_t);
+int	compat_agent_email(const char *);
 
 #endif

@@ -316,6 +316,62 @@ ATF_TC_BODY(template_names_the_catalog_variable, tc)
 	json_decref(t);
 }
 
+ATF_TC_WITHOUT_HEAD(deny_host_url_is_reduced_to_its_host);
+ATF_TC_BODY(deny_host_url_is_reduced_to_its_host, tc)
+{
+	const char *const cases[][2] = {
+		{ "api.example.com", "api.example.com" },
+		{ "API.Example.COM", "api.example.com" },
+		{ "https://API.example.com/v1/x?y=1", "api.example.com" },
+		{ "http://user:pw@api.example.com:8443/", "api.example.com" },
+		{ "api.example.com:443", "api.example.com" },
+		{ "https://[2001:DB8::1]:443/x", "[2001:db8::1]" },
+		{ "2001:db8::1", "2001:db8::1" },
+	};
+	char	 out[64];
+	size_t	 i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ATF_REQUIRE_MSG(compat_deny_host(cases[i][0], out,
+		    sizeof(out)) == 0, "%s", cases[i][0]);
+		ATF_CHECK_STREQ_MSG(out, cases[i][1], "%s", cases[i][0]);
+	}
+	ATF_CHECK(compat_deny_host("https:///path", out, sizeof(out)) == -1);
+	ATF_CHECK(compat_deny_host("", out, sizeof(out)) == -1);
+}
+
+ATF_TC_WITHOUT_HEAD(http_methods_only);
+ATF_TC_BODY(http_methods_only, tc)
+{
+	char	 out[16];
+
+	ATF_CHECK(compat_http_method("delete", out, sizeof(out)) == 0);
+	ATF_CHECK_STREQ(out, "DELETE");
+	ATF_CHECK(compat_http_method("FETCH", out, sizeof(out)) == -1);
+	ATF_CHECK(compat_http_method("GET ", out, sizeof(out)) == -1);
+}
+
+ATF_TC_WITHOUT_HEAD(clamp_and_agent_addresses);
+ATF_TC_BODY(clamp_and_agent_addresses, tc)
+{
+	json_t	*o;
+
+	o = parse("{\"a\": 0, \"b\": 100000, \"c\": 5, \"d\": \"x\"}");
+	compat_clamp(o, "a", 1, 3650);
+	compat_clamp(o, "b", 1, 3650);
+	compat_clamp(o, "c", 1, 3650);
+	compat_clamp(o, "d", 1, 3650);
+	ATF_CHECK_EQ(json_integer_value(json_object_get(o, "a")), 1);
+	ATF_CHECK_EQ(json_integer_value(json_object_get(o, "b")), 3650);
+	ATF_CHECK_EQ(json_integer_value(json_object_get(o, "c")), 5);
+	ATF_CHECK(json_is_string(json_object_get(o, "d")));
+	json_decref(o);
+	ATF_CHECK(compat_agent_email("agent-x-bot@agents.local"));
+	ATF_CHECK(compat_agent_email("Bot@AGENTS.LOCAL"));
+	ATF_CHECK(!compat_agent_email("agents.local@example.com"));
+	ATF_CHECK(!compat_agent_email("nobody"));
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, every_builtin_cli_has_a_catalog_row);
@@ -327,5 +383,8 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, shorthand_becomes_one_binding);
 	ATF_TP_ADD_TC(tp, cli_bin_defaults_to_the_tool_name);
 	ATF_TP_ADD_TC(tp, template_names_the_catalog_variable);
+	ATF_TP_ADD_TC(tp, deny_host_url_is_reduced_to_its_host);
+	ATF_TP_ADD_TC(tp, http_methods_only);
+	ATF_TP_ADD_TC(tp, clamp_and_agent_addresses);
 	return (atf_no_error());
 }
