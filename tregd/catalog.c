@@ -189,3 +189,28 @@ catalog_deny_is_default(json_t *cli, const char *pat)
 			return (0);
 	return (1);
 }
+
+/* Why tregd cannot drive the CLI of profile cli, or NULL when it can. */
+const char *
+catalog_unsupported(json_t *cli)
+{
+	const struct catalog_cli	*c;
+
+	if (!json_is_object(cli))
+		return (NULL);
+	c = catalog_find(json_string_value(json_object_get(cli, "bin")));
+	return (c != NULL ? c->unsupported : NULL);
+}
+
+/*
+ * server_runnable of a tool view: a profile whose bin the server may run
+ * and whose key the server holds (env or argv, not the CLI's own login).
+ */
+int
+catalog_server_runnable(json_t *cli, int allowed)
+{
+	if (!json_is_object(cli) || !allowed || catalog_unsupported(cli))
+		return (0);
+	return (catalog_mechanism_injectable(json_string_value(
+	    json_object_get(cli, "auth_mechanism"))));
+}

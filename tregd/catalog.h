@@ -35,6 +35,8 @@ json_t		*catalog_effective_deny(json_t *, size_t *);
 int		 catalog_deny_is_default(json_t *, const char *);
 /* A mechanism the server can inject: env or argv. */
 int		 catalog_mechanism_injectable(const char *);
+const char	*catalog_unsupported(json_t *);
+int		 catalog_server_runnable(json_t *, int);
 /* The "cli" block a tool without one could take (the 409 template). */
 json_t		*catalog_template(const char *);
 

@@ -708,6 +708,12 @@ bindings_check(json_t *in, int local, json_t **out, char *err,
 			goto fail;
 		name = strcmp(location, "header") == 0 ? "Authorization" :
 		    NULL;
+		/* Left out takes the default; an explicit null is a mistake. */
+		if (json_is_null(json_object_get(b, "name"))) {
+			snprintf(err, errlen, "%s: 'name' may not be null "
+			    "(leave it out for the default)", ctx);
+			goto fail;
+		}
 		if (str_field(b, "name", name == NULL, NAME_LEN_MAX, &name,
 		    ctx, err, errlen) == -1)
 			goto fail;

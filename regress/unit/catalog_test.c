@@ -274,6 +274,12 @@ ATF_TC_BODY(shorthand_becomes_one_binding, tc)
 	ATF_CHECK(strstr(err, "not both") != NULL);
 	json_decref(spec);
 
+	/* A binding's name may be left out, not given as null. */
+	spec = parse("[{\"secret_id\": 1, \"name\": null}]");
+	ATF_CHECK(bindings_check(spec, 0, &out, err, sizeof(err)) == -1);
+	ATF_CHECK(strstr(err, "'name' may not be null") != NULL);
+	json_decref(spec);
+
 	/* A bad shorthand fails as the same binding would. */
 	spec = parse("{\"secret_id\": 1, \"injector\": \"telepathy\"}");
 	ATF_REQUIRE(compat_tool_shorthand(spec, 0, err, sizeof(err)) == 0);
@@ -298,6 +304,26 @@ ATF_TC_BODY(cli_bin_defaults_to_the_tool_name, tc)
 	ATF_CHECK_STREQ(json_string_value(json_object_get(json_object_get(
 	    spec, "cli"), "bin")), "sh");
 	json_decref(spec);
+}
+
+ATF_TC_WITHOUT_HEAD(server_runnable_needs_a_key_the_server_holds);
+ATF_TC_BODY(server_runnable_needs_a_key_the_server_holds, tc)
+{
+	json_t	*c;
+
+	c = parse("{\"bin\": \"gh\", \"auth_mechanism\": \"env\"}");
+	ATF_CHECK(catalog_server_runnable(c, 1));
+	ATF_CHECK(!catalog_server_runnable(c, 0));
+	json_decref(c);
+	c = parse("{\"bin\": \"gcloud\", \"auth_mechanism\": "
+	    "\"config_file\"}");
+	ATF_CHECK(!catalog_server_runnable(c, 1));
+	json_decref(c);
+	c = parse("{\"bin\": \"az\", \"auth_mechanism\": \"env\"}");
+	ATF_CHECK(!catalog_server_runnable(c, 1));
+	ATF_CHECK(strstr(catalog_unsupported(c), "service principal") != NULL);
+	json_decref(c);
+	ATF_CHECK(!catalog_server_runnable(NULL, 1));
 }
 
 ATF_TC_WITHOUT_HEAD(template_names_the_catalog_variable);
@@ -383,6 +409,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, shorthand_becomes_one_binding);
 	ATF_TP_ADD_TC(tp, cli_bin_defaults_to_the_tool_name);
 	ATF_TP_ADD_TC(tp, template_names_the_catalog_variable);
+	ATF_TP_ADD_TC(tp, server_runnable_needs_a_key_the_server_holds);
 	ATF_TP_ADD_TC(tp, deny_host_url_is_reduced_to_its_host);
 	ATF_TP_ADD_TC(tp, http_methods_only);
 	ATF_TP_ADD_TC(tp, clamp_and_agent_addresses);
