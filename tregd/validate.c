@@ -42,6 +42,7 @@ static int	 secret_ref(json_t *, json_t *, int, int, const char *, char *,
 		    size_t);
 static int	 enum_field(json_t *, const char *, const char *const *,
 		    const char *, const char **, const char *, char *, size_t);
+static int	 bool_field(json_t *, const char *, int *, char *, size_t);
 static int	 errors_check(json_t *, const struct catalog_cli *, json_t *,
 		    char *, size_t);
 static int	 inject_check(json_t *, int, json_t **, const char *, char *,
@@ -777,6 +778,23 @@ bindings_check(json_t *in, int local, json_t **out, char *err,
 	return (-1);
 }
 
+/* An optional boolean field of a CLI profile into *val (absent: kept). */
+static int
+bool_field(json_t *in, const char *f, int *val, char *err, size_t errlen)
+{
+	json_t	*e;
+
+	if ((e = json_object_get(in, f)) == NULL || json_is_null(e))
+		return (0);
+	if (!json_is_boolean(e)) {
+		snprintf(err, errlen, "cli: '%s' must be true or false (a "
+		    "boolean)", f);
+		return (-1);
+	}
+	*val = json_is_true(e);
+	return (0);
+}
+
 static const char *const verdicts[] = {
 	"ok", "credential_invalid", "unknown_error", NULL
 };
@@ -958,7 +976,7 @@ cli_check(json_t *in, int local, json_t **out, char *err, size_t errlen)
 	const char	*bin, *mech, *name, *oname;
 	char		 ctx[48];
 	size_t		 i, j;
-	int		 enabled = 1;
+	int		 enabled = 1, network, deny_defaults;
 
 	*out = NULL;
 	if (in == NULL || json_is_null(in))
@@ -978,36 +996,18 @@ cli_check(json_t *in, int local, json_t **out, char *err, size_t errlen)
 		    "^[A-Za-z0-9][A-Za-z0-9._+-]*$");
 		goto fail;
 	}
-	if ((e = json_object_get(in, "enabled")) != NULL &&
-	    !json_is_null(e)) {
-		if (!json_is_boolean(e)) {
-			snprintf(err, errlen, "cli: 'enabled' must be true or "
-			    "false (a boolean)");
-			goto fail;
-		}
-		enabled = json_is_true(e);
-	}
-	if ((e = json_object_get(in, "network")) != NULL &&
-	    !json_is_null(e)) {
-		if (!json_is_boolean(e)) {
-			snprintf(err, errlen, "cli: 'network' must be true or "
-			    "false (a boolean)");
-			goto fail;
-		}
-		if (!json_is_true(e))
-			json_object_set_new(o, "network", json_false());
-	}
+	network = deny_defaults = 1;
+	if (bool_field(in, "enabled", &enabled, err, errlen) == -1 ||
+	    bool_field(in, "network", &network, err, errlen) == -1 ||
+	    bool_field(in, "deny_defaults", &deny_defaults, err,
+	    errlen) == -1)
+		goto fail;
+	/* Only what differs from the default is kept. */
+	if (!network)
+		json_object_set_new(o, "network", json_false());
+	if (!deny_defaults)
+		json_object_set_new(o, "deny_defaults", json_false());
 	cat = catalog_find(bin);
-	if ((e = json_object_get(in, "deny_defaults")) != NULL &&
-	    !json_is_null(e)) {
-		if (!json_is_boolean(e)) {
-			snprintf(err, errlen, "cli: 'deny_defaults' must be "
-			    "true or false (a boolean)");
-			goto fail;
-		}
-		if (!json_is_true(e))
-			json_object_set_new(o, "deny_defaults", json_false());
-	}
 	if (enum_field(in, "auth_mechanism", mechanisms, cat != NULL ?
 	    cat->auth_mechanism : "env", &mech, "cli", err, errlen) == -1 ||
 	    errors_check(json_object_get(in, "errors"), cat, o, err,
