@@ -7,10 +7,12 @@
  */
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
+#include "catalog.h"
 #include "compat.h"
 #include "log.h"
 
@@ -159,4 +161,72 @@ compat_agent_email(const char *email)
 	if ((at = strrchr(email, '@')) == NULL)
 		return (0);
 	return (strcasecmp(at + 1, "agents.local") == 0);
+}
+
+/*
+ * A tool's spec (POST /tools, PATCH /tools/{id}, one of a skill's tools)
+ * in treg's forms, brought to tregd's before it is checked: the shorthand
+ * becomes its binding, a profile without a bin names the tool's command.
+ * What treg refuses that tregd would take is refused here: base_url null
+ * on a PATCH (422), a CLI the catalog knows tregd cannot drive (409).
+ * 0, or the status with err set.
+ */
+int
+compat_tool_spec(json_t *spec, int local, int partial, char *err,
+    size_t errlen)
+{
+	const char	*why;
+	json_t		*v;
+
+	if (!json_is_object(spec))
+		return (0);
+	if (partial && (v = json_object_get(spec, "base_url")) != NULL &&
+	    json_is_null(v)) {
+		snprintf(err, errlen, "field 'base_url' may not be null: a tool "
+		    "always has one");
+		return (422);
+	}
+	if (compat_tool_shorthand(spec, local, err, errlen) == -1)
+		return (422);
+	compat_cli_bin(spec, json_string_value(json_object_get(spec,
+	    "name")));
+	if ((why = catalog_unsupported(json_object_get(spec, "cli"))) !=
+	    NULL) {
+		snprintf(err, errlen, "'%s' is not supported: %s",
+		    json_string_value(json_object_get(json_object_get(spec,
+		    "cli"), "bin")), why);
+		return (409);
+	}
+	return (0);
+}
+
+/* The secret ids a tool's bindings and inject entries name (a new array). */
+json_t *
+compat_tool_secret_ids(json_t *bindings, json_t *cli)
+{
+	json_t	*ids, *e, *id;
+	size_t	 i;
+
+	if ((ids = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	json_array_foreach(bindings, i, e)
+		if (json_is_integer(id = json_object_get(e, "secret_id")))
+			json_array_append(ids, id);
+	json_array_foreach(json_object_get(cli, "inject"), i, e)
+		if (json_is_integer(id = json_object_get(e, "secret_id")))
+			json_array_append(ids, id);
+	return (ids);
+}
+
+/* Whether ids (an array of integers, or NULL) holds id. */
+int
+compat_ids_have(json_t *ids, int64_t id)
+{
+	json_t	*v;
+	size_t	 i;
+
+	json_array_foreach(ids, i, v)
+		if (json_integer_value(v) == id)
+			return (1);
+	return (0);
 }

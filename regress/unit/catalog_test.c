@@ -326,6 +326,37 @@ ATF_TC_BODY(server_runnable_needs_a_key_the_server_holds, tc)
 	ATF_CHECK(!catalog_server_runnable(NULL, 1));
 }
 
+ATF_TC_WITHOUT_HEAD(tool_spec_in_treg_forms);
+ATF_TC_BODY(tool_spec_in_treg_forms, tc)
+{
+	json_t	*spec, *ids;
+	char	 err[256];
+
+	spec = parse("{\"name\": \"gh\", \"secret_id\": 3, "
+	    "\"cli\": {\"enabled\": true, \"inject\": [{\"name\": "
+	    "\"X\", \"secret_id\": 4}]}}");
+	ATF_REQUIRE(compat_tool_spec(spec, 0, 0, err, sizeof(err)) == 0);
+	ATF_CHECK_STREQ(json_string_value(json_object_get(json_object_get(
+	    spec, "cli"), "bin")), "gh");
+	ids = compat_tool_secret_ids(json_object_get(spec, "bindings"),
+	    json_object_get(spec, "cli"));
+	ATF_CHECK(compat_ids_have(ids, 3) && compat_ids_have(ids, 4));
+	ATF_CHECK(!compat_ids_have(ids, 5));
+	json_decref(ids);
+	json_decref(spec);
+
+	spec = parse("{\"base_url\": null}");
+	ATF_CHECK(compat_tool_spec(spec, 0, 1, err, sizeof(err)) == 422);
+	ATF_CHECK(strstr(err, "base_url") != NULL);
+	ATF_CHECK(compat_tool_spec(spec, 0, 0, err, sizeof(err)) == 0);
+	json_decref(spec);
+
+	spec = parse("{\"name\": \"azure\", \"cli\": {\"bin\": \"az\"}}");
+	ATF_CHECK(compat_tool_spec(spec, 0, 0, err, sizeof(err)) == 409);
+	ATF_CHECK(strstr(err, "'az' is not supported") != NULL);
+	json_decref(spec);
+}
+
 ATF_TC_WITHOUT_HEAD(template_names_the_catalog_variable);
 ATF_TC_BODY(template_names_the_catalog_variable, tc)
 {
@@ -409,6 +440,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, shorthand_becomes_one_binding);
 	ATF_TP_ADD_TC(tp, cli_bin_defaults_to_the_tool_name);
 	ATF_TP_ADD_TC(tp, template_names_the_catalog_variable);
+	ATF_TP_ADD_TC(tp, tool_spec_in_treg_forms);
 	ATF_TP_ADD_TC(tp, server_runnable_needs_a_key_the_server_holds);
 	ATF_TP_ADD_TC(tp, deny_host_url_is_reduced_to_its_host);
 	ATF_TP_ADD_TC(tp, http_methods_only);
