@@ -214,3 +214,12 @@ catalog_server_runnable(json_t *cli, int allowed)
 	return (catalog_mechanism_injectable(json_string_value(
 	    json_object_get(cli, "auth_mechanism"))));
 }
+
+/* The same for a tool without a profile, by its name. */
+const char *
+catalog_unsupported_name(const char *name)
+{
+	const struct catalog_cli	*c;
+
+	return ((c = catalog_find(name)) != NULL ? c->unsupported : NULL);
+}

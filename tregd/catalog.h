@@ -36,6 +36,7 @@ int		 catalog_deny_is_default(json_t *, const char *);
 /* A mechanism the server can inject: env or argv. */
 int		 catalog_mechanism_injectable(const char *);
 const char	*catalog_unsupported(json_t *);
+const char	*catalog_unsupported_name(const char *);
 int		 catalog_server_runnable(json_t *, int);
 /* The "cli" block a tool without one could take (the 409 template). */
 json_t		*catalog_template(const char *);

@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -229,4 +230,33 @@ compat_ids_have(json_t *ids, int64_t id)
 		if (json_integer_value(v) == id)
 			return (1);
 	return (0);
+}
+
+/*
+ * treg's path of a local-run audit row: its (masked) argv joined by
+ * spaces, as treg's GET /calls shows it; null when there is none.
+ */
+json_t *
+compat_argv_path(json_t *argv)
+{
+	json_t	*v, *out;
+	char	*s;
+	size_t	 i, len = 1, o = 0;
+
+	if (!json_is_array(argv) || json_array_size(argv) == 0)
+		return (json_null());
+	json_array_foreach(argv, i, v)
+		len += json_string_length(v) + 1;
+	if ((s = malloc(len)) == NULL)
+		fatal("%s: malloc", __func__);
+	json_array_foreach(argv, i, v) {
+		if (i > 0)
+			s[o++] = ' ';
+		memcpy(s + o, json_string_value(v), json_string_length(v));
+		o += json_string_length(v);
+	}
+	s[o] = '\0';
+	out = json_stringn(s, o);
+	free(s);
+	return (out != NULL ? out : json_null());
 }

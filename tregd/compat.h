@@ -18,5 +18,6 @@ int	compat_agent_email(const char *);
 int	compat_tool_spec(json_t *, int, int, char *, size_t);
 json_t	*compat_tool_secret_ids(json_t *, json_t *);
 int	compat_ids_have(json_t *, int64_t);
+json_t	*compat_argv_path(json_t *);
 
 #endif

@@ -345,6 +345,17 @@ ATF_TC_BODY(tool_spec_in_treg_forms, tc)
 	json_decref(ids);
 	json_decref(spec);
 
+	ids = parse("[\"list\", \"--all\"]");
+	spec = compat_argv_path(ids);
+	ATF_CHECK_STREQ(json_string_value(spec), "list --all");
+	json_decref(spec);
+	json_decref(ids);
+	spec = compat_argv_path(NULL);
+	ATF_CHECK(json_is_null(spec));
+	json_decref(spec);
+	ATF_CHECK(catalog_unsupported_name("az") != NULL);
+	ATF_CHECK(catalog_unsupported_name("gh") == NULL);
+
 	spec = parse("{\"base_url\": null}");
 	ATF_CHECK(compat_tool_spec(spec, 0, 1, err, sizeof(err)) == 422);
 	ATF_CHECK(strstr(err, "base_url") != NULL);
