@@ -145,6 +145,7 @@ int		 membership_new(int64_t, int64_t, enum role, const char *, int,
 		    const char *, char *);
 int		 body_email(struct vault_req *, struct vault_resp *, char *,
 		    size_t);
+int		 body_email_person(struct vault_resp *, const char *);
 
 /* vault_member.c */
 extern const struct vault_route vault_member_routes[];
