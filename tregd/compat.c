@@ -16,6 +16,7 @@
 #include "catalog.h"
 #include "compat.h"
 #include "log.h"
+#include "vault.h"
 
 /* treg's flat single-binding fields and the binding field each means. */
 static const struct {
@@ -239,24 +240,14 @@ compat_ids_have(json_t *ids, int64_t id)
 json_t *
 compat_argv_path(json_t *argv)
 {
-	json_t	*v, *out;
+	json_t	*out;
 	char	*s;
-	size_t	 i, len = 1, o = 0;
+	size_t	 len;
 
 	if (!json_is_array(argv) || json_array_size(argv) == 0)
 		return (json_null());
-	json_array_foreach(argv, i, v)
-		len += json_string_length(v) + 1;
-	if ((s = malloc(len)) == NULL)
-		fatal("%s: malloc", __func__);
-	json_array_foreach(argv, i, v) {
-		if (i > 0)
-			s[o++] = ' ';
-		memcpy(s + o, json_string_value(v), json_string_length(v));
-		o += json_string_length(v);
-	}
-	s[o] = '\0';
-	out = json_stringn(s, o);
+	s = argv_join(argv, &len);
+	out = json_stringn(s, len);
 	free(s);
 	return (out != NULL ? out : json_null());
 }

@@ -260,6 +260,7 @@ int		 inject_resolve(const struct tool_row *, json_t *, int64_t *);
 
 /* vault_deny.c */
 int		 deny_pattern_check(const char *, size_t, char *, size_t);
+char		*argv_join(json_t *, size_t *);
 /* 1: a pattern (copied out) matched, or a limit decided (why); 0: none. */
 int		 deny_match(int64_t, json_t *, json_t *, char *, size_t,
 		    const char **);

@@ -295,6 +295,29 @@ deny_now_ms(void)
 	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
+/* argv's strings joined by single spaces (freezero it: len + 1 bytes). */
+char *
+argv_join(json_t *argv, size_t *lenp)
+{
+	json_t	*v;
+	char	*s;
+	size_t	 i, len = 1, o = 0;
+
+	json_array_foreach(argv, i, v)
+		len += json_string_length(v) + 1;
+	if ((s = malloc(len)) == NULL)
+		fatal("%s: malloc", __func__);
+	json_array_foreach(argv, i, v) {
+		if (i > 0)
+			s[o++] = ' ';
+		memcpy(s + o, json_string_value(v), json_string_length(v));
+		o += json_string_length(v);
+	}
+	s[o] = '\0';
+	*lenp = o;
+	return (s);
+}
+
 /*
  * The first pattern of the tool's cli.deny that matches the space-joined
  * argv or one argument: 1 with the pattern in pat (and *why set when a
@@ -328,18 +351,8 @@ deny_match(int64_t tool_id, json_t *cli, json_t *argv, char *pat,
 	}
 	ds = deny_set_get(tool_id, deny);
 
-	json_array_foreach(argv, i, v)
-		len += json_string_length(v) + 1;
-	if ((joined = malloc(len)) == NULL)
-		fatal("%s: malloc", __func__);
-	json_array_foreach(argv, i, v) {
-		if (i > 0)
-			joined[o++] = ' ';
-		memcpy(joined + o, json_string_value(v),
-		    json_string_length(v));
-		o += json_string_length(v);
-	}
-	joined[o] = '\0';
+	joined = argv_join(argv, &o);
+	len = o + 1;
 
 	start = deny_now_ms();
 	for (i = 0; i < ds->n && !hit; i++) {
