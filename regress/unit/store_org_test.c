@@ -597,7 +597,7 @@ health_shows_a_gated_member_its_tools_secrets_and_its_own(void)
 
 	fixture_tools(o, ann);
 	ATF_REQUIRE(store_health(o, NULL, ann, seen_secret, &owner) == 0);
-	ATF_REQUIRE_EQ(owner.n, 3);		/* not the param */
+	ATF_REQUIRE_EQ(owner.n, 4);	/* the param too (treg: "unknown") */
 	ATF_REQUIRE(store_health(o, "[\"gh\"]", bob, seen_secret,
 	    &gated) == 0);
 	ATF_REQUIRE_EQ(gated.n, 2);
