@@ -23,6 +23,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "catalog.h"
+#include "compat.h"
 #include "store_sqlite.h"
 #include "vault.h"
 
@@ -44,6 +46,7 @@ struct tool_in {
 	json_t		*health_check;	/* object or NULL */
 	json_t		*examples;	/* array */
 	json_t		*secret_ids;	/* array of the ids used */
+	json_t		*kept_ids;	/* a PATCH: the ids it held before */
 };
 
 static const char *const secret_kinds[] = {
@@ -81,7 +84,8 @@ static int	 secret_find(int64_t, int64_t, int64_t *, char *, size_t,
 static int	 secret_visible(const struct auth *, int64_t, int64_t);
 static int	 ids_add(json_t *, int64_t);
 static int	 ref_resolve(struct vault_req *, struct vault_resp *, json_t *,
-		    json_t *, int, const char *, const char *, json_t *);
+		    json_t *, int, const char *, const char *, json_t *,
+		    json_t *);
 static int	 tool_resolve(struct vault_req *, struct vault_resp *,
 		    struct tool_in *, json_t *, int, int);
 static void	 tool_in_clear(struct tool_in *);
@@ -106,6 +110,8 @@ static int	 bundle_find(int64_t, int64_t, const char *, int64_t *,
 static void	 bundle_show(struct vault_req *, struct vault_resp *,
 		    const char *);
 
+static int	 secret_bundle(struct vault_req *, struct vault_resp *,
+		    int64_t *);
 static void	 secrets_create(struct vault_req *, struct vault_resp *);
 static void	 secrets_list(struct vault_req *, struct vault_resp *);
 static void	 secret_patch(struct vault_req *, struct vault_resp *);
@@ -522,18 +528,56 @@ secret_visible(const struct auth *a, int64_t id, int64_t owner)
 	return (ok);
 }
 
+/*
+ * treg compatibility: POST /secrets may tie the secret to a skill of the
+ * org by bundle_id (0: none); an unknown or another org's is 422.
+ */
+static int
+secret_bundle(struct vault_req *req, struct vault_resp *resp, int64_t *bundle)
+{
+	json_t	*v;
+	char	 name[NAME_LEN_MAX + 1];
+	int64_t	 id, owner;
+	int	 rc;
+
+	*bundle = 0;
+	if ((v = json_object_get(req->body, "bundle_id")) == NULL ||
+	    json_is_null(v))
+		return (0);
+	if (body_int(req, resp, "bundle_id", 1, 1, INT64_MAX, &id) == -1)
+		return (-1);
+	if ((rc = bundle_find(req->auth->org_id, id, NULL, bundle, &owner,
+	    name, sizeof(name))) == -1) {
+		db_fail(resp, "bundle lookup");
+		return (-1);
+	}
+	if (rc == 1) {
+		resp_error(resp, 422, "field 'bundle_id' names no skill of this "
+		    "org (%lld)", (long long)id);
+		return (-1);
+	}
+	if (!can_edit(req->auth, owner)) {
+		*bundle = 0;
+		resp_error(resp, 403, "you can only add secrets to skills you "
+		    "created");
+		return (-1);
+	}
+	return (0);
+}
+
 static void
 secrets_create(struct vault_req *req, struct vault_resp *resp)
 {
 	const char	*name, *kind = "env";
 	char		*pt = NULL;
 	size_t		 ptlen = 0;
-	int64_t		 id;
+	int64_t		 id, bundle;
 	json_t		*view;
 	int		 tooshort;
 
 	if (body_str(req, resp, "name", 1, NAME_LEN_MAX, &name) == -1 ||
-	    body_str(req, resp, "kind", 0, 32, &kind) == -1)
+	    body_str(req, resp, "kind", 0, 32, &kind) == -1 ||
+	    secret_bundle(req, resp, &bundle) == -1)
 		return;
 	if (!valid_name(name)) {
 		resp_error(resp, 422, "field 'name' must be 1 to %d bytes "
@@ -555,7 +599,7 @@ secrets_create(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	if (secret_insert(resp, req->auth->org_id, req->auth->user_id, name,
-	    kind, pt, ptlen, 0, &id) == -1) {
+	    kind, pt, ptlen, bundle, &id) == -1) {
 		value_free(pt, ptlen);
 		return;
 	}
@@ -741,8 +785,8 @@ secret_delete(struct vault_req *req, struct vault_resp *resp)
 	sqlite3_reset(st);
 	if (rc == SQLITE_ROW) {
 		resp_error(resp, 409, "secret '%s' is in use by the tool '%s' "
-		    "— remove it from the tool's bindings and CLI profile "
-		    "first", name, tool);
+		    "(referenced by its bindings or CLI profile) — remove it "
+		    "from there first", name, tool);
 		return;
 	}
 	if (rc != SQLITE_DONE) {
@@ -777,6 +821,7 @@ tool_in_clear(struct tool_in *in)
 	json_decref(in->health_check);
 	json_decref(in->examples);
 	json_decref(in->secret_ids);
+	json_decref(in->kept_ids);
 	memset(in, 0, sizeof(*in));
 }
 
@@ -801,7 +846,7 @@ ids_add(json_t *ids, int64_t id)
 static int
 ref_resolve(struct vault_req *req, struct vault_resp *resp, json_t *e,
     json_t *locals, int check_owner, const char *ctx, const char *verb,
-    json_t *ids)
+    json_t *ids, json_t *kept)
 {
 	json_t		*local, *idv, *n, *v;
 	const char	*key;
@@ -845,7 +890,9 @@ ref_resolve(struct vault_req *req, struct vault_resp *resp, json_t *e,
 		    (long long)id);
 		return (-1);
 	}
-	if (check_owner && !can_edit(req->auth, owner)) {
+	/* treg compatibility: what the tool held already is grandfathered. */
+	if (check_owner && !compat_ids_have(kept, id) &&
+	    !can_edit(req->auth, owner)) {
 		resp_error(resp, 403, "%s: you can only %s secrets you own "
 		    "(secret %lld belongs to a teammate)", ctx, verb,
 		    (long long)id);
@@ -920,7 +967,7 @@ tool_resolve(struct vault_req *req, struct vault_resp *resp,
 	json_array_foreach(in->bindings, i, b) {
 		snprintf(ctx, sizeof(ctx), "bindings[%zu]", i);
 		if (ref_resolve(req, resp, b, locals, own_bindings, ctx,
-		    "bind", in->secret_ids) == -1)
+		    "bind", in->secret_ids, in->kept_ids) == -1)
 			return (-1);
 	}
 	if (in->cli == NULL)
@@ -929,7 +976,7 @@ tool_resolve(struct vault_req *req, struct vault_resp *resp,
 	json_array_foreach(inject, i, e) {
 		snprintf(ctx, sizeof(ctx), "cli.inject[%zu]", i);
 		if (ref_resolve(req, resp, e, locals, own_cli, ctx, "inject",
-		    in->secret_ids) == -1 ||
+		    in->secret_ids, in->kept_ids) == -1 ||
 		    inject_field_refused(req, resp, in->bindings, e, ctx))
 			return (-1);
 		if ((from = json_string_value(json_object_get(e,
@@ -961,10 +1008,17 @@ tool_fields(struct vault_req *req, struct vault_resp *resp, json_t *spec,
 	const char	*sep = *ctx ? ": " : "";
 	char		 err[512];
 	json_t		*v;
+	int		 rc;
 
 	if (json_has_nul(spec)) {
 		resp_error(resp, 422, "%s%sstrings may not contain NUL bytes",
 		    ctx, sep);
+		return (-1);
+	}
+	/* treg compatibility: its forms of these fields (compat.c). */
+	if ((rc = compat_tool_spec(spec, local, partial, err,
+	    sizeof(err))) != 0) {
+		resp_error(resp, rc, "%s%s%s", ctx, sep, err);
 		return (-1);
 	}
 	if (spec_str(resp, spec, ctx, "name", !partial, NAME_LEN_MAX,
@@ -1195,9 +1249,9 @@ tool_view_row(sqlite3_stmt *st)
 	    "host", db_text(st, 4),
 	    "bindings", json_text(db_text(st, 5)),
 	    "cli", cli,
-	    "server_runnable", json_is_object(cli) &&
+	    "server_runnable", catalog_server_runnable(cli,
 	    conf_run_allowed(&vault_conf, json_string_value(
-	    json_object_get(cli, "bin"))),
+	    json_object_get(cli, "bin")))),
 	    "bundle_id", sqlite3_column_type(st, 7) == SQLITE_NULL ?
 	    json_null() : json_integer(sqlite3_column_int64(st, 7)),
 	    "health_check", json_text((const char *)sqlite3_column_text(st,
@@ -1360,8 +1414,10 @@ tool_patch(struct vault_req *req, struct vault_resp *resp)
 		resp_error(resp, 422, "nothing to change");
 		goto done;
 	}
+	compat_cli_bin(req->body, old.name);
 	if (tool_fields(req, resp, req->body, "", 1, 0, &in) == -1)
 		goto done;
+	in.kept_ids = compat_tool_secret_ids(old.bindings, old.cli);
 	own_b = in.bindings != NULL;
 	own_c = json_object_get(req->body, "cli") != NULL;
 	/* Merge: the fields not sent keep their stored values. */
