@@ -606,8 +606,9 @@ health_shows_a_gated_member_its_tools_secrets_and_its_own(void)
 	/* A user of no secret of its own: only the skill's. */
 	ATF_REQUIRE(store_health(o, "[\"cloud\"]", bob + 100, seen_secret,
 	    &skill) == 0);
-	ATF_REQUIRE_EQ(skill.n, 1);
+	ATF_REQUIRE_EQ(skill.n, 2);	/* its param is listed too */
 	ATF_REQUIRE_STREQ(skill.text[0], "AWS_KEY unknown");
+	ATF_REQUIRE_STREQ(skill.text[1], "REGION unknown");
 }
 
 BOTH_ENGINES(a_run_report_marks_the_tools_credentials_but_not_its_params)
