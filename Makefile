@@ -132,7 +132,7 @@ check-pg: check-build
 	    trap 'sh scripts/pg.sh stop "$$pg"' EXIT INT TERM; \
 	    cd regress && { $(SANENV) kyua -v test_suites.tregd.engine=pg \
 	    -v test_suites.tregd.pg_host="$$pg" test -k Kyuafile integration/pg_test \
-	    unit/store_pg_test \
+	    unit/store_pg_test unit/store_tool_test \
 	    unit/store_org_test; rc=$$?; [ $$rc -eq 0 ] || kyua report \
 	    --verbose --results-filter broken,failed; cd ..; exit $$rc; }
 
