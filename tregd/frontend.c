@@ -131,6 +131,7 @@ static const struct route_pat routes[] = {
 	{ EVHTTP_REQ_GET,	"/calls",			ROUTE_CALLS_LIST },
 	{ EVHTTP_REQ_GET,	"/health",			ROUTE_HEALTH },
 	{ EVHTTP_REQ_GET,	"/openapi.json",		ROUTE_OPENAPI },
+	{ EVHTTP_REQ_GET,	"/auth/me",			ROUTE_AUTH_ME },
 };
 
 /* A matched path. */
@@ -563,8 +564,10 @@ front_meta(struct http_conn *conn)
 	int	 n;
 
 	n = snprintf(buf, sizeof(buf),
-	    "{\"name\":\"tregd\",\"version\":\"%s\",\"signup\":\"%s\"}",
-	    TREGD_VERSION, front_conf.signup_open ? "open" : "closed");
+	    "{\"name\":\"tregd\",\"version\":\"%s\",\"treg_version\":"
+	    "\"%s\",\"app_version\":\"%s\",\"signup\":\"%s\"}",
+	    TREGD_VERSION, TREG_API_VERSION, TREGD_VERSION,
+	    front_conf.signup_open ? "open" : "closed");
 	http_reply(conn, 200, "application/json", buf, n);
 }
 

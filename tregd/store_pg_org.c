@@ -145,7 +145,7 @@ pg_health(int64_t org, const char *access, int64_t user,
 	static struct pg_stmt	 st = { "SELECT s.id, s.name, s.kind, '', "
 	    "NULL::bigint, s.status, s.status_detail, s.checked_at, '' "
 	    "FROM secrets s LEFT JOIN bundles sb ON sb.id = s.bundle_id "
-	    "WHERE s.org_id = $1 AND s.kind <> 'param' AND ($2::text IS NULL "
+	    "WHERE s.org_id = $1 AND ($2::text IS NULL "
 	    "OR s.owner_id = $3 OR sb.name IN (SELECT "
 	    "jsonb_array_elements_text($2::text::jsonb)) OR EXISTS (SELECT 1 "
 	    "FROM tool_secrets ts JOIN tools t ON t.id = ts.tool_id LEFT JOIN "

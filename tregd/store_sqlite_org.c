@@ -163,7 +163,7 @@ sq_health(int64_t org, const char *access, int64_t user,
 	    "s.status AS status, s.status_detail AS status_detail, "
 	    "s.checked_at AS checked_at, '' AS created_at "
 	    "FROM secrets s LEFT JOIN bundles sb ON sb.id = s.bundle_id "
-	    "WHERE s.org_id = :org AND s.kind != 'param' AND (:access IS NULL "
+	    "WHERE s.org_id = :org AND (:access IS NULL "
 	    "OR s.owner_id = :user OR "
 	    "sb.name IN (SELECT value FROM json_each(:access)) OR EXISTS "
 	    "(SELECT 1 FROM tool_secrets ts JOIN tools t ON t.id = ts.tool_id "

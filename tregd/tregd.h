@@ -22,6 +22,8 @@
 #include "log.h"
 
 #define TREGD_VERSION		"0.1.0"
+/* The level of treg's API that tregd speaks (README "treg compatibility"). */
+#define TREG_API_VERSION	"0.18.0"
 #define TREGD_CONF		"/etc/tregd.conf"
 #define TREGD_SOCKET		"/var/run/tregd.sock"
 #define TREGD_STATE		"/var/lib/tregd"
@@ -289,6 +291,7 @@ enum api_route {
 	ROUTE_CALLS_LIST,		/* GET /calls */
 	ROUTE_HEALTH,			/* GET /health */
 	ROUTE_OPENAPI,			/* GET /openapi.json (frontend) */
+	ROUTE_AUTH_ME,			/* GET /auth/me */
 	ROUTE_MAX
 };
 

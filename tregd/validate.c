@@ -24,7 +24,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "catalog.h"
 #include "vault.h"
+
+#define ERRORS_MAX	64	/* cli.errors entries, as treg */
 
 static int	 host_name_valid(const char *);
 static int	 host_numeric_looking(const char *);
@@ -39,6 +42,9 @@ static int	 secret_ref(json_t *, json_t *, int, int, const char *, char *,
 		    size_t);
 static int	 enum_field(json_t *, const char *, const char *const *,
 		    const char *, const char **, const char *, char *, size_t);
+static int	 bool_field(json_t *, const char *, int *, char *, size_t);
+static int	 errors_check(json_t *, const struct catalog_cli *, json_t *,
+		    char *, size_t);
 static int	 inject_check(json_t *, int, json_t **, const char *, char *,
 		    size_t);
 
@@ -703,6 +709,12 @@ bindings_check(json_t *in, int local, json_t **out, char *err,
 			goto fail;
 		name = strcmp(location, "header") == 0 ? "Authorization" :
 		    NULL;
+		/* Left out takes the default; an explicit null is a mistake. */
+		if (json_is_null(json_object_get(b, "name"))) {
+			snprintf(err, errlen, "%s: 'name' may not be null "
+			    "(leave it out for the default)", ctx);
+			goto fail;
+		}
 		if (str_field(b, "name", name == NULL, NAME_LEN_MAX, &name,
 		    ctx, err, errlen) == -1)
 			goto fail;
@@ -766,6 +778,88 @@ bindings_check(json_t *in, int local, json_t **out, char *err,
 	return (-1);
 }
 
+/* An optional boolean field of a CLI profile into *val (absent: kept). */
+static int
+bool_field(json_t *in, const char *f, int *val, char *err, size_t errlen)
+{
+	json_t	*e;
+
+	if ((e = json_object_get(in, f)) == NULL || json_is_null(e))
+		return (0);
+	if (!json_is_boolean(e)) {
+		snprintf(err, errlen, "cli: '%s' must be true or false (a "
+		    "boolean)", f);
+		return (-1);
+	}
+	*val = json_is_true(e);
+	return (0);
+}
+
+static const char *const verdicts[] = {
+	"ok", "credential_invalid", "unknown_error", NULL
+};
+
+/*
+ * cli.errors: at most ERRORS_MAX {pattern, verdict, message} that map a
+ * CLI's output to a run-report verdict (treg's client reads them); the
+ * catalog's when left out.  Patterns compile as deny patterns do.
+ */
+static int
+errors_check(json_t *in, const struct catalog_cli *cat, json_t *o,
+    char *err, size_t errlen)
+{
+	json_t		*arr, *e, *p;
+	const char	*verdict, *msg;
+	char		 ctx[48];
+	size_t		 i;
+
+	if (in == NULL || json_is_null(in)) {
+		if (cat != NULL)
+			json_object_set_new(o, "errors", catalog_errors(cat));
+		return (0);
+	}
+	if (!json_is_array(in) || json_array_size(in) > ERRORS_MAX) {
+		snprintf(err, errlen, "cli: 'errors' must be a list of at most "
+		    "%d entries (too many, or not a list)", ERRORS_MAX);
+		return (-1);
+	}
+	if ((arr = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	json_object_set_new(o, "errors", arr);
+	json_array_foreach(in, i, e) {
+		snprintf(ctx, sizeof(ctx), "cli.errors[%zu]", i);
+		p = json_object_get(e, "pattern");
+		if (!json_is_object(e) || !json_is_string(p) ||
+		    json_string_length(p) == 0 ||
+		    json_string_length(p) > DENY_LEN_MAX ||
+		    strlen(json_string_value(p)) != json_string_length(p)) {
+			snprintf(err, errlen, "%s: cli.errors entries must be "
+			    "objects with a 'pattern' (a regex of 1 to %d "
+			    "bytes)", ctx, DENY_LEN_MAX);
+			return (-1);
+		}
+		if (deny_pattern_check(json_string_value(p),
+		    json_string_length(p), err, errlen) == -1)
+			return (-1);
+		verdict = NULL;
+		msg = NULL;
+		if (json_is_null(json_object_get(e, "verdict")))
+			json_object_del(e, "verdict");
+		if (enum_field(e, "verdict", verdicts, "unknown_error",
+		    &verdict, ctx, err, errlen) == -1 ||
+		    str_field(e, "message", 0, 512, &msg, ctx, err,
+		    errlen) == -1)
+			return (-1);
+		if (json_array_append_new(arr, json_pack("{s:s, s:s}",
+		    "pattern", json_string_value(p), "verdict", verdict)) == -1)
+			fatalx("%s: json_pack", __func__);
+		if (msg != NULL)
+			json_object_set_new(json_array_get(arr, i), "message",
+			    json_string(msg));
+	}
+	return (0);
+}
+
 static const char *const mechanisms[] = {
 	"env", "argv", "config_file", "device", NULL
 };
@@ -797,7 +891,8 @@ inject_check(json_t *e, int local, json_t **out, const char *ctx,
 		    errlen) == -1)
 			goto fail;
 		if ((why = env_name_refusal(name)) != NULL) {
-			snprintf(err, errlen, "%s: '%s': %s", ctx, name, why);
+			snprintf(err, errlen, "%s: env var 'name' '%s' is not "
+			    "allowed: %s", ctx, name, why);
 			goto fail;
 		}
 		if (str_field(e, "format", 0, 1024, &format, ctx, err,
@@ -876,11 +971,12 @@ inject_check(json_t *e, int local, json_t **out, const char *ctx,
 int
 cli_check(json_t *in, int local, json_t **out, char *err, size_t errlen)
 {
+	const struct catalog_cli	*cat;
 	json_t		*o, *arr, *e, *c;
 	const char	*bin, *mech, *name, *oname;
 	char		 ctx[48];
 	size_t		 i, j;
-	int		 enabled = 1;
+	int		 enabled = 1, network, deny_defaults;
 
 	*out = NULL;
 	if (in == NULL || json_is_null(in))
@@ -895,31 +991,27 @@ cli_check(json_t *in, int local, json_t **out, char *err, size_t errlen)
 	    errlen) == -1)
 		goto fail;
 	if (!bin_valid(bin)) {
-		snprintf(err, errlen, "cli: 'bin' must be a bare command name "
-		    "matching ^[A-Za-z0-9][A-Za-z0-9._+-]*$");
+		snprintf(err, errlen, "cli: 'bin' must be a plain command name "
+		    "(no path separators or spaces) matching "
+		    "^[A-Za-z0-9][A-Za-z0-9._+-]*$");
 		goto fail;
 	}
-	if ((e = json_object_get(in, "enabled")) != NULL &&
-	    !json_is_null(e)) {
-		if (!json_is_boolean(e)) {
-			snprintf(err, errlen, "cli: 'enabled' must be true or "
-			    "false");
-			goto fail;
-		}
-		enabled = json_is_true(e);
-	}
-	if ((e = json_object_get(in, "network")) != NULL &&
-	    !json_is_null(e)) {
-		if (!json_is_boolean(e)) {
-			snprintf(err, errlen, "cli: 'network' must be true or "
-			    "false");
-			goto fail;
-		}
-		if (!json_is_true(e))
-			json_object_set_new(o, "network", json_false());
-	}
-	if (enum_field(in, "auth_mechanism", mechanisms, "env", &mech, "cli",
-	    err, errlen) == -1)
+	network = deny_defaults = 1;
+	if (bool_field(in, "enabled", &enabled, err, errlen) == -1 ||
+	    bool_field(in, "network", &network, err, errlen) == -1 ||
+	    bool_field(in, "deny_defaults", &deny_defaults, err,
+	    errlen) == -1)
+		goto fail;
+	/* Only what differs from the default is kept. */
+	if (!network)
+		json_object_set_new(o, "network", json_false());
+	if (!deny_defaults)
+		json_object_set_new(o, "deny_defaults", json_false());
+	cat = catalog_find(bin);
+	if (enum_field(in, "auth_mechanism", mechanisms, cat != NULL ?
+	    cat->auth_mechanism : "env", &mech, "cli", err, errlen) == -1 ||
+	    errors_check(json_object_get(in, "errors"), cat, o, err,
+	    errlen) == -1)
 		goto fail;
 	json_object_set_new(o, "bin", json_string(bin));
 	json_object_set_new(o, "enabled", json_boolean(enabled));
@@ -929,10 +1021,15 @@ cli_check(json_t *in, int local, json_t **out, char *err, size_t errlen)
 		fatal("%s: json_array", __func__);
 	json_object_set_new(o, "inject", arr);
 	e = json_object_get(in, "inject");
-	if (e != NULL && !json_is_null(e)) {
+	/* Left out: what the catalog injects for this bin, if it knows it. */
+	if ((e == NULL || json_is_null(e)) && cat != NULL) {
+		arr = catalog_inject(cat);
+		json_object_set_new(o, "inject", arr);
+	} else if (e != NULL && !json_is_null(e)) {
 		if (!json_is_array(e) || json_array_size(e) > INJECT_MAX) {
-			snprintf(err, errlen, "cli: 'inject' must be an array "
-			    "of at most %d entries", INJECT_MAX);
+			snprintf(err, errlen, "cli: 'inject' must be a list "
+			    "of at most %d entries (too many, or not a list)",
+			    INJECT_MAX);
 			goto fail;
 		}
 		json_array_foreach(e, i, c) {
@@ -967,8 +1064,9 @@ cli_check(json_t *in, int local, json_t **out, char *err, size_t errlen)
 	e = json_object_get(in, "deny");
 	if (e != NULL && !json_is_null(e)) {
 		if (!json_is_array(e) || json_array_size(e) > DENY_MAX) {
-			snprintf(err, errlen, "cli: 'deny' must be an array of "
-			    "at most %d patterns", DENY_MAX);
+			snprintf(err, errlen, "cli: 'deny' must be a list of "
+			    "at most %d patterns (too many, or not a list)",
+			    DENY_MAX);
 			goto fail;
 		}
 		json_array_foreach(e, i, c) {

@@ -259,7 +259,8 @@ vault_index_routes(void)
 {
 	const struct vault_route	*tables[] = {
 		vault_org_routes, vault_tool_routes, vault_run_routes,
-		vault_policy_routes, vault_member_routes
+		vault_policy_routes, vault_member_routes,
+		vault_me_routes
 	};
 	const struct vault_route	*r;
 	size_t				 i;

@@ -78,6 +78,7 @@ struct vault_route {
 extern const struct vault_route vault_org_routes[];	/* vault_org.c */
 extern const struct vault_route vault_tool_routes[];	/* vault_tool.c */
 extern const struct vault_route vault_run_routes[];	/* vault_run.c */
+extern const struct vault_route vault_me_routes[];	/* vault_me.c */
 
 /* vault.c */
 extern struct tregd_conf	 vault_conf;
@@ -151,6 +152,7 @@ int		 membership_new(int64_t, int64_t, enum role, const char *, int,
 		    const char *, char *);
 int		 body_email(struct vault_req *, struct vault_resp *, char *,
 		    size_t);
+int		 body_email_person(struct vault_resp *, const char *);
 
 /* vault_member.c */
 extern const struct vault_route vault_member_routes[];
@@ -276,6 +278,7 @@ int		 inject_resolve(const struct tool_row *, json_t *, int64_t *);
 
 /* vault_deny.c */
 int		 deny_pattern_check(const char *, size_t, char *, size_t);
+char		*argv_join(json_t *, size_t *);
 /* 1: a pattern (copied out) matched, or a limit decided (why); 0: none. */
 int		 deny_match(int64_t, json_t *, json_t *, char *, size_t,
 		    const char **);

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "catalog.h"
 #include "vault.h"
 
 #define DENY_COMPILE_MEM	(256 * 1024)	/* bytes, per pattern */
@@ -31,6 +32,8 @@
 #define DENY_BUDGET_MS		250		/* one request's matches */
 #define DENY_CACHE_MAX		256		/* tools */
 #define DENY_CACHE_BYTES	(16 * 1024 * 1024)
+/* A profile's own patterns and its catalog defaults. */
+#define DENY_SET_MAX		(DENY_MAX + CATALOG_DENY_MAX)
 
 /* A memory budget for one pattern's compilation, or for matching. */
 struct deny_mem {
@@ -43,9 +46,9 @@ struct deny_set {
 	int64_t		 tool_id;
 	char		*key;		/* the deny array as stored */
 	size_t		 n;
-	pcre2_code	*re[DENY_MAX];	/* NULL: did not compile */
-	struct deny_mem	*mem[DENY_MAX];	/* each code's allocator state */
-	const char	*pat[DENY_MAX];	/* into key's array copy */
+	pcre2_code	*re[DENY_SET_MAX];	/* NULL: did not compile */
+	struct deny_mem	*mem[DENY_SET_MAX];	/* each code's allocator */
+	const char	*pat[DENY_SET_MAX];	/* into key's array copy */
 	json_t		*pats;
 	size_t		 bytes;
 	uint64_t	 used;
@@ -139,7 +142,7 @@ deny_compile(const char *pat, size_t len, struct deny_mem **memp,
 			    DENY_COMPILE_MEM / 1024);
 		else
 			snprintf(err, errlen, "invalid deny pattern '%.128s': "
-			    "%s at offset %zu", pat, (char *)why, (size_t)off);
+			    "not a valid regex: %s at offset %zu", pat, (char *)why, (size_t)off);
 	}
 	pcre2_compile_context_free(cctx);
 	pcre2_general_context_free(gctx);
@@ -222,7 +225,7 @@ deny_set_get(int64_t tool_id, json_t *deny)
 	ds->pats = json_deep_copy(deny);
 	ds->used = ++deny_tick;
 	json_array_foreach(ds->pats, i, p) {
-		if (ds->n >= DENY_MAX)
+		if (ds->n >= DENY_SET_MAX)
 			break;
 		if (!json_is_string(p))
 			continue;
@@ -292,6 +295,29 @@ deny_now_ms(void)
 	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
+/* argv's strings joined by single spaces (freezero it: len + 1 bytes). */
+char *
+argv_join(json_t *argv, size_t *lenp)
+{
+	json_t	*v;
+	char	*s;
+	size_t	 i, len = 1, o = 0;
+
+	json_array_foreach(argv, i, v)
+		len += json_string_length(v) + 1;
+	if ((s = malloc(len)) == NULL)
+		fatal("%s: malloc", __func__);
+	json_array_foreach(argv, i, v) {
+		if (i > 0)
+			s[o++] = ' ';
+		memcpy(s + o, json_string_value(v), json_string_length(v));
+		o += json_string_length(v);
+	}
+	s[o] = '\0';
+	*lenp = o;
+	return (s);
+}
+
 /*
  * The first pattern of the tool's cli.deny that matches the space-joined
  * argv or one argument: 1 with the pattern in pat (and *why set when a
@@ -309,9 +335,12 @@ deny_match(int64_t tool_id, json_t *cli, json_t *argv, char *pat,
 	int		 hit = 0;
 
 	*why = NULL;
-	deny = json_object_get(cli, "deny");
-	if (!json_is_array(deny) || json_array_size(deny) == 0)
+	/* The profile's own patterns, then the catalog's for its bin. */
+	deny = catalog_effective_deny(cli, NULL);
+	if (json_array_size(deny) == 0) {
+		json_decref(deny);
 		return (0);
+	}
 	if (deny_mctx == NULL) {
 		if ((deny_mctx = pcre2_match_context_create(NULL)) == NULL ||
 		    (deny_mdata = pcre2_match_data_create(1, NULL)) == NULL)
@@ -322,18 +351,8 @@ deny_match(int64_t tool_id, json_t *cli, json_t *argv, char *pat,
 	}
 	ds = deny_set_get(tool_id, deny);
 
-	json_array_foreach(argv, i, v)
-		len += json_string_length(v) + 1;
-	if ((joined = malloc(len)) == NULL)
-		fatal("%s: malloc", __func__);
-	json_array_foreach(argv, i, v) {
-		if (i > 0)
-			joined[o++] = ' ';
-		memcpy(joined + o, json_string_value(v),
-		    json_string_length(v));
-		o += json_string_length(v);
-	}
-	joined[o] = '\0';
+	joined = argv_join(argv, &o);
+	len = o + 1;
 
 	start = deny_now_ms();
 	for (i = 0; i < ds->n && !hit; i++) {
@@ -361,5 +380,6 @@ deny_match(int64_t tool_id, json_t *cli, json_t *argv, char *pat,
 			strlcpy(pat, ds->pat[i], patlen);
 	}
 	freezero(joined, len);
+	json_decref(deny);
 	return (hit);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "compat.h"
 #include "store.h"
 #include "vault.h"
 
@@ -45,6 +46,16 @@ struct invite_found {
 };
 
 /* POST /orgs/{id}/agents, checked. */
+/* Pending invites of one email (treg compatibility: re-invites). */
+struct invite_old {
+	const char	*email;
+	json_t		*ids;
+};
+
+/* treg's words: agents are machine identities, never owners. */
+#define PHRASE_AGENT_OWNER \
+	"an agent is a machine identity: it cannot be an owner"
+
 struct agent_req {
 	char		 name[AGENT_NAME_MAX + 1];
 	char		 email[EMAIL_LEN_MAX + 1];
@@ -73,6 +84,8 @@ static int	member_view(const struct store_membership *, void *);
 static void	member_rows(struct vault_req *, struct vault_resp *, int,
 		    const char *);
 static int	invite_view(const struct store_invite *, void *);
+static int	invite_seen(const struct store_invite *, void *);
+static int	invite_supersede(struct vault_resp *, int64_t, const char *);
 static int	invite_copy(const struct store_invite *, void *);
 static int	invite_check(int, const struct invite_found *, const char *,
 		    struct vault_resp *);
@@ -167,6 +180,7 @@ body_access(struct vault_req *req, struct vault_resp *resp, int64_t org,
 {
 	json_t	*v, *e;
 	size_t	 i;
+	int64_t	 all, listed;
 	int	 rc;
 
 	*sent = 0;
@@ -202,6 +216,12 @@ body_access(struct vault_req *req, struct vault_resp *resp, int64_t org,
 	}
 	if ((*text = json_dumps(v, JSON_COMPACT)) == NULL)
 		fatalx("%s: json_dumps", __func__);
+	/* treg compatibility: a list of every tool is every tool (null). */
+	if (store_org_tool_count(org, NULL, &all) == 0 && all > 0 &&
+	    store_org_tool_count(org, *text, &listed) == 0 && listed == all) {
+		free(*text);
+		*text = NULL;
+	}
 	return (0);
 }
 
@@ -287,6 +307,57 @@ member_rows(struct vault_req *req, struct vault_resp *resp, int agents,
 /* ------------------------------------------------------------------ */
 /* Invites.                                                            */
 
+/*
+ * treg compatibility: an invite for someone already in the org is a 409
+ * now rather than at accept time, and a new invite for an email replaces
+ * the pending ones (their codes die).  0, or -1 with resp set.
+ */
+static int
+invite_seen(const struct store_invite *iv, void *arg)
+{
+	struct invite_old	*o = arg;
+
+	if (strcmp(iv->email, o->email) == 0)
+		json_array_append_new(o->ids, json_integer(iv->id));
+	return (0);
+}
+
+static int
+invite_supersede(struct vault_resp *resp, int64_t org, const char *email)
+{
+	struct invite_old	 o;
+	json_t			*v;
+	int64_t			 uid;
+	size_t			 i;
+	int			 rc, agent;
+
+	if ((rc = store_user_by_email(email, &uid, &agent)) == 0)
+		rc = store_member_of(uid, org) == 0 ? 2 : 0;
+	if (rc == -1) {
+		db_fail(resp, "invite");
+		return (-1);
+	}
+	if (rc == 2) {
+		resp_error(resp, 409, "%s is already a member of this org",
+		    email);
+		return (-1);
+	}
+	o.email = email;
+	if ((o.ids = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	rc = store_invites_each(org, (int64_t)time(NULL), invite_seen, &o);
+	json_array_foreach(o.ids, i, v)
+		if (rc != -1 && store_invite_delete(org,
+		    json_integer_value(v)) == -1)
+			rc = -1;
+	json_decref(o.ids);
+	if (rc == -1) {
+		db_fail(resp, "invite");
+		return (-1);
+	}
+	return (0);
+}
+
 static void
 invites_create(struct vault_req *req, struct vault_resp *resp)
 {
@@ -299,6 +370,8 @@ invites_create(struct vault_req *req, struct vault_resp *resp)
 	int64_t			 days = INVITE_DAYS_DEF, id;
 	int			 sent, local_run = 1, rc;
 
+	/* treg clamps the expiry rather than refusing it. */
+	compat_clamp(req->body, "expires_days", 1, INVITE_DAYS_MAX);
 	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1 ||
 	    body_email(req, resp, email, sizeof(email)) == -1 ||
 	    body_role(req, resp, &sent, &role) == -1 ||
@@ -315,7 +388,8 @@ invites_create(struct vault_req *req, struct vault_resp *resp)
 		resp_error(resp, 403, "only owners can invite admins");
 		return;
 	}
-	if (body_access(req, resp, ctx.org_id, &sent, &access) == -1)
+	if (invite_supersede(resp, ctx.org_id, email) == -1 ||
+	    body_access(req, resp, ctx.org_id, &sent, &access) == -1)
 		return;
 	memset(&iv, 0, sizeof(iv));
 	now_iso(now, sizeof(now));
@@ -490,7 +564,8 @@ invite_accept(struct vault_req *req, struct vault_resp *resp)
 	int			 rc;
 
 	if (body_str(req, resp, "code", 1, 256, &code) == -1 ||
-	    body_email(req, resp, email, sizeof(email)) == -1)
+	    body_email(req, resp, email, sizeof(email)) == -1 ||
+	    body_email_person(resp, email) == -1)
 		return;
 	memset(&f, 0, sizeof(f));
 	token_hash(code, strlen(code), hash);
@@ -558,7 +633,7 @@ member_role(struct vault_req *req, struct vault_resp *resp)
 		if (rc == 1)
 			resp_error(resp, 404, "member not found");
 		else if (ms.is_agent && role == ROLE_OWNER)
-			resp_error(resp, 422, "an agent can never be owner");
+			resp_error(resp, 422, PHRASE_AGENT_OWNER);
 		else
 			resp_error(resp, 409, "the last owner cannot be "
 			    "demoted: make another member owner first");
@@ -610,7 +685,7 @@ member_access(struct vault_req *req, struct vault_resp *resp)
 		if (rc == 1)
 			resp_error(resp, 404, "member not found");
 		else
-			resp_error(resp, 422, "owners cannot be restricted: "
+			resp_error(resp, 403, "owners cannot be restricted: "
 			    "they always have every tool and local runs");
 		return;
 	}
@@ -721,7 +796,7 @@ agent_body(struct vault_req *req, struct vault_resp *resp,
 	    body_bool(req, resp, "local_run_enabled", 0, &a->local_run) == -1)
 		return (-1);
 	if (a->role == ROLE_OWNER) {
-		resp_error(resp, 422, "an agent can never be owner");
+		resp_error(resp, 422, PHRASE_AGENT_OWNER);
 		return (-1);
 	}
 	if (a->role == ROLE_ADMIN && ctx->role != ROLE_OWNER) {

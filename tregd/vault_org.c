@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compat.h"
 #include "store.h"
 #include "vault.h"
 
@@ -310,6 +311,22 @@ body_email(struct vault_req *req, struct vault_resp *resp, char *email,
 	return (0);
 }
 
+/*
+ * treg compatibility: the machine identities' addresses (@agents.local)
+ * never sign up or take an invite; their tokens come from the agents
+ * route.  0, or -1 with resp set (403).
+ */
+int
+body_email_person(struct vault_resp *resp, const char *email)
+{
+	if (!compat_agent_email(email))
+		return (0);
+	resp_error(resp, 403, "an agent address (@%s) cannot be used to sign "
+	    "in: mint an agent token with POST /orgs/{id}/agents",
+	    "agents.local");
+	return (-1);
+}
+
 /* ------------------------------------------------------------------ */
 /* Users and orgs.                                                     */
 
@@ -326,7 +343,8 @@ users_create(struct vault_req *req, struct vault_resp *resp)
 		    "operator (tregctl user add)");
 		return;
 	}
-	if (body_email(req, resp, email, sizeof(email)) == -1)
+	if (body_email(req, resp, email, sizeof(email)) == -1 ||
+	    body_email_person(resp, email) == -1)
 		return;
 	if (store_begin() == -1) {
 		db_fail(resp, "begin");

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
+#include "compat.h"
 #include "store.h"
 #include "vault.h"
 
@@ -260,6 +262,7 @@ deny_body(struct vault_req *req, struct vault_resp *resp, char *host,
     int64_t *user, const char **note)
 {
 	const char	*h = "", *m = "";
+	char		 hbuf[HOST_LEN_MAX];
 	json_t		*u;
 	size_t		 i;
 
@@ -271,6 +274,20 @@ deny_body(struct vault_req *req, struct vault_resp *resp, char *host,
 	    body_str(req, resp, "method", 0, methodlen - 1, &m) == -1 ||
 	    body_str(req, resp, "note", 0, DENY_NOTE_MAX, note) == -1)
 		return (-1);
+	/* treg compatibility: a host given as a URL stands for its host. */
+	if (strpbrk(h, "/@?#") != NULL) {
+		if (compat_deny_host(h, hbuf, sizeof(hbuf)) == -1 ||
+		    strlen(hbuf) >= hostlen) {
+			resp_error(resp, 422, "field 'host' names no host");
+			return (-1);
+		}
+		h = hbuf;
+	}
+	if (*m != '\0' && compat_http_method(m, method, methodlen) == -1) {
+		resp_error(resp, 422, "field 'method' must be an HTTP method "
+		    "such as GET or DELETE");
+		return (-1);
+	}
 	for (i = 0; h[i] != '\0'; i++) {
 		if (!isalnum((unsigned char)h[i]) &&
 		    strchr(".-_:[]", h[i]) == NULL) {
@@ -330,7 +347,8 @@ deny_view(const struct store_deny *d)
 {
 	json_t	*o;
 
-	o = json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:s}",
+	o = json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:s, "
+	    "s:s}",
 	    "id", (json_int_t)d->id,
 	    "org_id", (json_int_t)d->org_id,
 	    "host", text_or_null(d->host),
@@ -339,7 +357,9 @@ deny_view(const struct store_deny *d)
 	    "user_id", int_or_null(d->user_id != 0, d->user_id),
 	    "note", text_or_null(d->note),
 	    "created_by", int_or_null(d->created_by != 0, d->created_by),
-	    "created_at", d->created_at);
+	    "created_at", d->created_at,
+	    "scope", d->user_id != 0 ? "member" : "org",
+	    "verdict", "deny");
 	if (o == NULL)
 		fatalx("%s: json_pack", __func__);
 	return (o);
@@ -543,7 +563,13 @@ cli_deny_refuse(const struct auth *a, const struct tool_row *t,
 		    "nothing was run" : "nothing was granted");
 		return (-1);
 	}
-	if (why != NULL)
+	/* treg compatibility: a catalog default says so, as treg does. */
+	if (catalog_deny_is_default(t->cli, pat))
+		resp_error(resp, 403, "denied by the treg catalog defaults: "
+		    "pattern '%.256s'%s%s%s. The skill's creator can opt out "
+		    "with \"deny_defaults\": false in its cli block.", pat,
+		    why ? " (" : "", why ? why : "", why ? ")" : "");
+	else if (why != NULL)
 		resp_error(resp, 403, "denied by the tool's cli.deny: pattern "
 		    "'%.256s' (%s). The skill's creator controls this list "
 		    "(cli.deny in treg.json).", pat, why);
@@ -719,8 +745,9 @@ static int
 grant_allowed(const struct auth *a, const struct tool_row *t,
     struct vault_resp *resp)
 {
-	char	 path[DENY_PATH_MAX + 1], *text;
-	json_t	*tmpl;
+	char		 path[DENY_PATH_MAX + 1], *text;
+	const char	*why;
+	json_t		*tmpl;
 
 	if (!tool_usable(a, t)) {
 		resp_error(resp, 403, "you don't have access to the tool '%s' "
@@ -738,11 +765,14 @@ grant_allowed(const struct auth *a, const struct tool_row *t,
 	if (deny_check(a, t->host, path, NULL, resp) == -1)
 		return (-1);
 	if (t->cli == NULL) {
-		tmpl = json_pack("{s:{s:s, s:b, s:[{s:s, s:s, s:s}]}}", "cli",
-		    "bin", t->name, "enabled", 1, "inject", "secret",
-		    "<local secret name>", "via", "env", "name", "<ENV_VAR>");
-		if (tmpl == NULL ||
-		    (text = json_dumps(tmpl, JSON_COMPACT)) == NULL)
+		/* treg compatibility: the catalog knows some CLIs' answer. */
+		if ((why = catalog_unsupported_name(t->name)) != NULL) {
+			resp_error(resp, 409, "'%s' is not supported: %s",
+			    t->name, why);
+			return (-1);
+		}
+		tmpl = catalog_template(t->name);
+		if ((text = json_dumps(tmpl, JSON_COMPACT)) == NULL)
 			fatalx("%s: template", __func__);
 		resp_error(resp, 409, "treg doesn't know how to inject "
 		    "credentials into '%s'. Add a \"cli\" block to the tool "
@@ -845,7 +875,8 @@ tool_grant(struct vault_req *req, struct vault_resp *resp)
 	log_info("grant %lld: %s, tool %s", (long long)id, a->email, t.name);
 	resp_ok(resp, json_pack("{s:s, s:o, s:i, s:b, s:I}",
 	    "bin", json_string_value(json_object_get(t.cli, "bin")),
-	    "inject", items, "ttl_seconds", GRANT_TTL, "redact_output", 1,
+	    "inject", items, "ttl_seconds", GRANT_TTL, "redact_output",
+	    inject != NULL && needs_proof(a, ids, json_array_size(inject)),
 	    "audit_id", (json_int_t)id));
 	if (resp->body == NULL)
 		fatalx("%s: json_pack", __func__);
@@ -1032,7 +1063,8 @@ call_view(const struct store_calls_row *r)
 	    "user_email", c->user_email,
 	    "tool_name", text_or_null(c->tool_name),
 	    "method", text_or_null(c->method),
-	    "path", text_or_null(c->path),
+	    "path", c->path != NULL ? json_string(c->path) :
+	    compat_argv_path(argv),
 	    "status_code", int_or_null(c->has_status, c->status_code),
 	    "kind", c->kind,
 	    "refused_by", text_or_null(c->refused_by),
@@ -1051,14 +1083,17 @@ static int
 health_view(const struct store_secret_row *r, void *arg)
 {
 	json_t	*o;
+	int	 param;
 
+	/* treg compatibility: a param is listed, never judged. */
+	param = strcmp(r->kind, "param") == 0;
 	o = json_pack("{s:I, s:s, s:s, s:s, s:o, s:o}",
 	    "secret_id", (json_int_t)r->id,
 	    "name", r->name,
 	    "kind", r->kind,
-	    "status", r->status,
-	    "detail", text_or_null(r->status_detail),
-	    "checked_at", text_or_null(r->checked_at));
+	    "status", param ? "unknown" : r->status,
+	    "detail", param ? json_null() : text_or_null(r->status_detail),
+	    "checked_at", param ? json_null() : text_or_null(r->checked_at));
 	if (o == NULL)
 		fatalx("%s: json_pack", __func__);
 	json_array_append_new(arg, o);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "vault_registry.h"
 
 /* A string constant into the buffer, without its NUL. */
@@ -216,8 +217,9 @@ reg_tool_text(struct evbuffer *b, const struct store_tool_item *t)
 	int	 runnable = 0;
 
 	if (t->cli != NULL && (cli = json_loads(t->cli, 0, NULL)) != NULL) {
-		runnable = json_is_object(cli) && conf_run_allowed(&vault_conf,
-		    json_string_value(json_object_get(cli, "bin")));
+		runnable = catalog_server_runnable(cli, conf_run_allowed(
+		    &vault_conf, json_string_value(json_object_get(cli,
+		    "bin"))));
 		json_decref(cli);
 	}
 	evbuffer_add_printf(b, "{\"id\":%lld,\"name\":", (long long)t->id);

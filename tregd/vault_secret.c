@@ -40,6 +40,8 @@ static int	 secret_list_row(const struct store_secret_item *, void *);
 static int	 secret_first_tool(const char *, const char *, void *);
 static int	 secret_check_json(struct vault_resp *, int64_t, int64_t,
 		    const char *);
+static int	 secret_bundle(struct vault_req *, struct vault_resp *,
+		    int64_t *);
 static int	 secret_fields(struct vault_req *, struct vault_resp *,
 		    const char **, const char **);
 static int	 secret_commit(struct vault_resp *, int, char *, size_t);
@@ -282,16 +284,52 @@ secret_fields(struct vault_req *req, struct vault_resp *resp,
 	return (0);
 }
 
+/*
+ * treg compatibility: POST /secrets may tie the secret to a skill of the
+ * org by bundle_id (0: none); an unknown or another org's is 422.
+ */
+static int
+secret_bundle(struct vault_req *req, struct vault_resp *resp, int64_t *bundle)
+{
+	struct store_ref	 ref;
+	json_t			*v;
+	int			 rc;
+
+	*bundle = 0;
+	if ((v = json_object_get(req->body, "bundle_id")) == NULL ||
+	    json_is_null(v))
+		return (0);
+	if (body_int(req, resp, "bundle_id", 1, 1, INT64_MAX, bundle) == -1)
+		return (-1);
+	if ((rc = store_ref_get(STORE_BUNDLE, req->auth->org_id, *bundle, NULL,
+	    &ref)) == -1) {
+		db_fail(resp, "bundle lookup");
+		return (-1);
+	}
+	if (rc == 1) {
+		resp_error(resp, 422, "field 'bundle_id' names no skill of this "
+		    "org (%lld)", (long long)*bundle);
+		return (-1);
+	}
+	if (!reg_can_edit(req->auth, ref.owner_id)) {
+		resp_error(resp, 403, "you can only add secrets to skills you "
+		    "created");
+		return (-1);
+	}
+	return (0);
+}
+
 void
 secrets_create(struct vault_req *req, struct vault_resp *resp)
 {
 	const char	*name = NULL, *kind = "env";
 	char		*pt = NULL;
 	size_t		 ptlen = 0;
-	int64_t		 id;
+	int64_t		 id, bundle;
 	int		 tooshort;
 
-	if (secret_fields(req, resp, &name, &kind) == -1)
+	if (secret_fields(req, resp, &name, &kind) == -1 ||
+	    secret_bundle(req, resp, &bundle) == -1)
 		return;
 	if (secret_value(resp, json_object_get(req->body, "value"), kind, "",
 	    &pt, &ptlen) == -1)
@@ -303,8 +341,8 @@ secrets_create(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	if (secret_commit(resp, secret_insert(resp, req->auth->org_id,
-	    req->auth->user_id, name, kind, pt, ptlen, 0, &id), pt, ptlen) ==
-	    -1)
+	    req->auth->user_id, name, kind, pt, ptlen, bundle, &id), pt,
+	    ptlen) == -1)
 		return;
 	log_info("secret %lld created in org %lld by %s", (long long)id,
 	    (long long)req->auth->org_id, req->auth->email);
@@ -447,8 +485,8 @@ secret_delete(struct vault_req *req, struct vault_resp *resp)
 	if (tool[0] != '\0') {
 		store_rollback();
 		resp_error(resp, 409, "secret '%s' is in use by the tool '%s' "
-		    "— remove it from the tool's bindings and CLI profile "
-		    "first", ref.name, tool);
+		    "(referenced by its bindings or CLI profile) — remove it "
+		    "from there first", ref.name, tool);
 		return;
 	}
 	if (store_secret_delete(org, id) == -1) {

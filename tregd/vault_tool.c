@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "compat.h"
 #include "vault_registry.h"
 
 #define EXAMPLES_MAX		64
@@ -36,6 +37,7 @@ struct tool_in {
 	json_t		*health_check;	/* object or NULL */
 	json_t		*examples;	/* array */
 	json_t		*secret_ids;	/* array of the ids used */
+	json_t		*kept_ids;	/* a PATCH: the ids it held before */
 };
 
 /* A tool as stored, for a PATCH to merge into. */
@@ -56,7 +58,8 @@ struct tool_list {
 
 static int	 ids_add(json_t *, int64_t);
 static int	 ref_resolve(struct vault_req *, struct vault_resp *, json_t *,
-		    json_t *, int, const char *, const char *, json_t *);
+		    json_t *, int, const char *, const char *, json_t *,
+		    json_t *);
 static int	 oauth_field_refused(struct vault_resp *, const char *,
 		    json_t *, const char *);
 static int	 inject_field_refused(struct vault_req *, struct vault_resp *,
@@ -124,18 +127,15 @@ tool_in_clear(struct tool_in *in)
 	json_decref(in->health_check);
 	json_decref(in->examples);
 	json_decref(in->secret_ids);
+	json_decref(in->kept_ids);
 	memset(in, 0, sizeof(*in));
 }
 
 static int
 ids_add(json_t *ids, int64_t id)
 {
-	json_t	*v;
-	size_t	 i;
-
-	json_array_foreach(ids, i, v)
-		if (json_integer_value(v) == id)
-			return (0);
+	if (compat_ids_have(ids, id))
+		return (0);
 	return (json_array_append_new(ids, json_integer(id)));
 }
 
@@ -148,7 +148,7 @@ ids_add(json_t *ids, int64_t id)
 static int
 ref_resolve(struct vault_req *req, struct vault_resp *resp, json_t *e,
     json_t *locals, int check_owner, const char *ctx, const char *verb,
-    json_t *ids)
+    json_t *ids, json_t *kept)
 {
 	struct store_ref ref;
 	json_t		*local, *idv, *n, *v;
@@ -191,7 +191,9 @@ ref_resolve(struct vault_req *req, struct vault_resp *resp, json_t *e,
 		    (long long)id);
 		return (-1);
 	}
-	if (check_owner && !reg_can_edit(req->auth, ref.owner_id)) {
+	/* treg compatibility: what the tool held already is grandfathered. */
+	if (check_owner && !compat_ids_have(kept, id) &&
+	    !reg_can_edit(req->auth, ref.owner_id)) {
 		resp_error(resp, 403, "%s: you can only %s secrets you own "
 		    "(secret %lld belongs to a teammate)", ctx, verb,
 		    (long long)id);
@@ -265,7 +267,7 @@ tool_resolve(struct vault_req *req, struct vault_resp *resp,
 	json_array_foreach(in->bindings, i, b) {
 		snprintf(ctx, sizeof(ctx), "bindings[%zu]", i);
 		if (ref_resolve(req, resp, b, locals, own_bindings, ctx,
-		    "bind", in->secret_ids) == -1)
+		    "bind", in->secret_ids, in->kept_ids) == -1)
 			return (-1);
 	}
 	if (in->cli == NULL)
@@ -274,7 +276,7 @@ tool_resolve(struct vault_req *req, struct vault_resp *resp,
 	json_array_foreach(inject, i, e) {
 		snprintf(ctx, sizeof(ctx), "cli.inject[%zu]", i);
 		if (ref_resolve(req, resp, e, locals, own_cli, ctx, "inject",
-		    in->secret_ids) == -1 ||
+		    in->secret_ids, in->kept_ids) == -1 ||
 		    inject_field_refused(req, resp, in->bindings, e, ctx))
 			return (-1);
 		if ((from = json_string_value(json_object_get(e,
@@ -306,10 +308,17 @@ tool_fields(struct vault_req *req, struct vault_resp *resp, json_t *spec,
 	const char	*sep = *ctx ? ": " : "";
 	char		 err[512];
 	json_t		*v;
+	int		 rc;
 
 	if (json_has_nul(spec)) {
 		resp_error(resp, 422, "%s%sstrings may not contain NUL bytes",
 		    ctx, sep);
+		return (-1);
+	}
+	/* treg compatibility: its forms of these fields (compat.c). */
+	if ((rc = compat_tool_spec(spec, local, partial, err,
+	    sizeof(err))) != 0) {
+		resp_error(resp, rc, "%s%s%s", ctx, sep, err);
 		return (-1);
 	}
 	if (reg_spec_str(resp, spec, ctx, "name", !partial, NAME_LEN_MAX,
@@ -722,8 +731,10 @@ tool_patch(struct vault_req *req, struct vault_resp *resp)
 		resp_error(resp, 422, "nothing to change");
 		goto done;
 	}
+	compat_cli_bin(req->body, old.row.name);
 	if (tool_fields(req, resp, req->body, "", 1, 0, &in) == -1)
 		goto done;
+	in.kept_ids = compat_tool_secret_ids(old.row.bindings, old.row.cli);
 	own_b = in.bindings != NULL;
 	own_c = json_object_get(req->body, "cli") != NULL;
 	tool_merge(&in, req->body, &old);

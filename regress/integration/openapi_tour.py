@@ -104,6 +104,8 @@ def main():
     check("POST", "/users", "/users", {"email": "owner@example.com"},
           want=409)
     check("GET", "/meta", "/meta", want=200)
+    check("GET", "/auth/me", "/auth/me", token=tok, want=200)
+    check("GET", "/auth/me", "/auth/me", want=401)
     check("GET", "/openapi.json", "/openapi.json", want=200)
     check("GET", "/tools", "/tools", token="x" * 43, want=401)
     check("GET", "/tools", "/tools", want=401)

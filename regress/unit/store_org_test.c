@@ -597,7 +597,7 @@ health_shows_a_gated_member_its_tools_secrets_and_its_own(void)
 
 	fixture_tools(o, ann);
 	ATF_REQUIRE(store_health(o, NULL, ann, seen_secret, &owner) == 0);
-	ATF_REQUIRE_EQ(owner.n, 3);		/* not the param */
+	ATF_REQUIRE_EQ(owner.n, 4);	/* the param too (treg: "unknown") */
 	ATF_REQUIRE(store_health(o, "[\"gh\"]", bob, seen_secret,
 	    &gated) == 0);
 	ATF_REQUIRE_EQ(gated.n, 2);
@@ -606,8 +606,9 @@ health_shows_a_gated_member_its_tools_secrets_and_its_own(void)
 	/* A user of no secret of its own: only the skill's. */
 	ATF_REQUIRE(store_health(o, "[\"cloud\"]", bob + 100, seen_secret,
 	    &skill) == 0);
-	ATF_REQUIRE_EQ(skill.n, 1);
+	ATF_REQUIRE_EQ(skill.n, 2);	/* its param is listed too */
 	ATF_REQUIRE_STREQ(skill.text[0], "AWS_KEY unknown");
+	ATF_REQUIRE_STREQ(skill.text[1], "REGION unknown");
 }
 
 BOTH_ENGINES(a_run_report_marks_the_tools_credentials_but_not_its_params)

@@ -408,7 +408,14 @@ ATF_TC_BODY(cli_profile_refusals, tc)
 		    "\"name\": \"A\", \"secret_id\": 1, \"from_binding\": "
 		    "\"b\"}]}",
 		"[\"sh\"]",
-		NULL
+		"{\"bin\": \"sh\", \"errors\": \"401\"}",
+		"{\"bin\": \"sh\", \"errors\": [\"401\"]}",
+		"{\"bin\": \"sh\", \"errors\": [{\"verdict\": \"ok\"}]}",
+		"{\"bin\": \"sh\", \"errors\": [{\"pattern\": \"(\"}]}",
+		"{\"bin\": \"sh\", \"errors\": [{\"pattern\": \"x\", "
+		    "\"verdict\": \"bad\"}]}",
+		"{\"bin\": \"sh\", \"deny_defaults\": \"no\"}",
+				NULL
 	};
 	json_t	*in, *out;
 	char	 err[256];
