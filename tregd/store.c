@@ -274,6 +274,165 @@ store_deny_delete(int64_t org, int64_t id)
 
 /* vault_org.c, vault_policy.c, vault_ctl.c */
 
+int
+store_user_insert(const char *email, int is_agent, const char *at,
+    int64_t *id)
+{
+	return (ops->user_insert(email, is_agent, at, id));
+}
+
+int
+store_users_each(store_user_fn fn, void *arg)
+{
+	return (ops->users_each(fn, arg));
+}
+
+int
+store_org_insert(const char *slug, const char *name, const char *at,
+    int64_t *id)
+{
+	return (ops->org_insert(slug, name, at, id));
+}
+
+int
+store_org_remove(int64_t org)
+{
+	return (ops->org_remove(org));
+}
+
+int
+store_org_find(const char *what, int64_t *id, char *slug, size_t len)
+{
+	return (ops->org_find(what, id, slug, len));
+}
+
+int
+store_orgs_each(store_org_row_fn fn, void *arg)
+{
+	return (ops->orgs_each(fn, arg));
+}
+
+int
+store_org_tool_count(int64_t org, const char *access, int64_t *n)
+{
+	*n = 0;
+	return (ops->org_tool_count(org, access, n));
+}
+
+int
+store_org_has_tool(int64_t org, const char *name)
+{
+	return (ops->org_has_tool(org, name));
+}
+
+int
+store_membership_insert(const struct store_membership *m,
+    const uint8_t hash[STORE_HASH_LEN], int64_t *id)
+{
+	return (ops->membership_insert(m, hash, id));
+}
+
+int
+store_membership_get(int64_t user, int64_t org, store_membership_fn fn,
+    void *arg)
+{
+	return (ops->membership_get(user, org, fn, arg));
+}
+
+int
+store_memberships(int64_t org, int agents, store_membership_fn fn,
+    void *arg)
+{
+	return (ops->memberships(org, agents, fn, arg));
+}
+
+int
+store_user_memberships(int64_t user, store_membership_fn fn, void *arg)
+{
+	return (ops->user_memberships(user, fn, arg));
+}
+
+int
+store_membership_update(int64_t user, int64_t org,
+    const struct store_membership_set *set)
+{
+	return (ops->membership_update(user, org, set));
+}
+
+int
+store_membership_remove(int64_t user, int64_t org)
+{
+	return (ops->membership_remove(user, org));
+}
+
+int
+store_owner_count(int64_t org, int64_t *n)
+{
+	*n = 0;
+	return (ops->owner_count(org, n));
+}
+
+int
+store_user_org_ids(int64_t user, const char *org, int64_t *ids, size_t max,
+    size_t *n)
+{
+	*n = 0;
+	return (ops->user_org_ids(user, org, ids, max, n));
+}
+
+int
+store_invite_insert(const struct store_invite *iv,
+    const uint8_t hash[STORE_HASH_LEN], int64_t *id)
+{
+	return (ops->invite_insert(iv, hash, id));
+}
+
+int
+store_invites_each(int64_t org, int64_t now, store_invite_fn fn, void *arg)
+{
+	return (ops->invites_each(org, now, fn, arg));
+}
+
+int
+store_invite_by_code(const uint8_t hash[STORE_HASH_LEN], store_invite_fn fn,
+    void *arg)
+{
+	return (ops->invite_by_code(hash, fn, arg));
+}
+
+int
+store_invite_use(int64_t id)
+{
+	return (ops->invite_use(id));
+}
+
+int
+store_invite_delete(int64_t org, int64_t id)
+{
+	return (ops->invite_delete(org, id));
+}
+
+int
+store_grant_find(int64_t org, int64_t user, int64_t grant, const char *tool)
+{
+	return (ops->grant_find(org, user, grant, tool));
+}
+
+int
+store_tool_secrets_mark(int64_t org, int64_t tool, const char *status,
+    const char *detail, const char *at, store_text_fn fn, void *arg)
+{
+	return (ops->tool_secrets_mark(org, tool, status, detail, at, fn,
+	    arg));
+}
+
+int
+store_health(int64_t org, const char *access, int64_t user,
+    store_secret_row_fn fn, void *arg)
+{
+	return (ops->health(org, access, user, fn, arg));
+}
+
 /* vault_tool.c */
 
 /* calls and daily caps (the relay) */

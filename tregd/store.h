@@ -216,6 +216,75 @@ struct store_deny {
 };
 typedef int	(*store_deny_fn)(const struct store_deny *, void *);
 
+/*
+ * A membership with its user and its org (vault_org.c); NULL texts are
+ * NULL columns.  store_membership_insert reads user_id to created_at.
+ */
+struct store_membership {
+	int64_t		 id;
+	int64_t		 user_id;
+	int64_t		 org_id;
+	const char	*role;
+	const char	*tool_access;	/* JSON array, NULL: every tool */
+	int		 local_run_enabled;
+	const char	*agent_name;	/* NULL for people */
+	const char	*created_at;
+	int		 is_agent;
+	const char	*email;
+	const char	*org_slug;
+	const char	*org_name;
+};
+typedef int	(*store_membership_fn)(const struct store_membership *,
+		    void *);
+
+/* What store_membership_update changes: NULL or -1 keeps a column. */
+struct store_membership_set {
+	const uint8_t	*token_hash;		/* STORE_HASH_LEN bytes */
+	const char	*role;
+	int		 access_sent;	/* 1: tool_access is set, NULL too */
+	const char	*tool_access;
+	int		 local_run_enabled;
+};
+
+/* An invite; its code's hash is a parameter of its own. */
+struct store_invite {
+	int64_t		 id;
+	int64_t		 org_id;
+	const char	*email;
+	const char	*role;
+	const char	*tool_access;	/* JSON array, NULL: every tool */
+	int		 local_run_enabled;
+	int64_t		 expires_at;	/* seconds since the epoch */
+	int		 used;
+	int64_t		 created_by;
+	const char	*created_at;
+	const char	*org_slug;	/* read only */
+	const char	*org_name;
+};
+typedef int	(*store_invite_fn)(const struct store_invite *, void *);
+
+/* A user, for tregctl show users. */
+struct store_user {
+	int64_t		 id;
+	const char	*email;
+	int		 is_agent;
+	const char	*created_at;
+};
+typedef int	(*store_user_fn)(const struct store_user *, void *);
+
+/* An org and its totals, for tregctl show orgs. */
+struct store_org_row {
+	int64_t		 id;
+	const char	*slug;
+	const char	*name;
+	int64_t		 members;
+	int64_t		 tools;
+	int64_t		 secrets;
+	const char	*created_at;
+};
+typedef int	(*store_org_row_fn)(const struct store_org_row *, void *);
+typedef int	(*store_text_fn)(const char *, void *);
+
 /* A sealed value, for re-sealing every secret under a new key. */
 typedef int	(*store_sealed_fn)(int64_t id, int64_t org, const void *,
 		    size_t, void *);
@@ -261,6 +330,39 @@ struct store_ops {
 	int	(*deny_delete)(int64_t, int64_t);
 
 	/* ops: vault_org.c, vault_policy.c, vault_ctl.c */
+	int	(*user_insert)(const char *, int, const char *, int64_t *);
+	int	(*users_each)(store_user_fn, void *);
+	int	(*org_insert)(const char *, const char *, const char *,
+		    int64_t *);
+	int	(*org_remove)(int64_t);
+	int	(*org_find)(const char *, int64_t *, char *, size_t);
+	int	(*orgs_each)(store_org_row_fn, void *);
+	int	(*org_tool_count)(int64_t, const char *, int64_t *);
+	int	(*org_has_tool)(int64_t, const char *);
+	int	(*membership_insert)(const struct store_membership *,
+		    const uint8_t [STORE_HASH_LEN], int64_t *);
+	int	(*membership_get)(int64_t, int64_t, store_membership_fn,
+		    void *);
+	int	(*memberships)(int64_t, int, store_membership_fn, void *);
+	int	(*user_memberships)(int64_t, store_membership_fn, void *);
+	int	(*membership_update)(int64_t, int64_t,
+		    const struct store_membership_set *);
+	int	(*membership_remove)(int64_t, int64_t);
+	int	(*owner_count)(int64_t, int64_t *);
+	int	(*user_org_ids)(int64_t, const char *, int64_t *, size_t,
+		    size_t *);
+	int	(*invite_insert)(const struct store_invite *,
+		    const uint8_t [STORE_HASH_LEN], int64_t *);
+	int	(*invites_each)(int64_t, int64_t, store_invite_fn, void *);
+	int	(*invite_by_code)(const uint8_t [STORE_HASH_LEN],
+		    store_invite_fn, void *);
+	int	(*invite_use)(int64_t);
+	int	(*invite_delete)(int64_t, int64_t);
+	int	(*grant_find)(int64_t, int64_t, int64_t, const char *);
+	int	(*tool_secrets_mark)(int64_t, int64_t, const char *,
+		    const char *, const char *, store_text_fn, void *);
+	int	(*health)(int64_t, const char *, int64_t, store_secret_row_fn,
+		    void *);
 
 	/* ops: vault_tool.c */
 
@@ -351,6 +453,82 @@ int		 store_deny_get(int64_t, store_deny_fn, void *);
 int		 store_deny_delete(int64_t, int64_t);
 
 /* vault_org.c, vault_policy.c, vault_ctl.c */
+/* An insert that a unique key refused (the functions that say so). */
+#define STORE_CONFLICT		2
+/* A user row: its id, or STORE_CONFLICT when the email is taken. */
+int		 store_user_insert(const char *, int, const char *,
+		    int64_t *);
+/* Every user, oldest first. */
+int		 store_users_each(store_user_fn, void *);
+/* slug, name, created_at: its id, or STORE_CONFLICT (the slug). */
+int		 store_org_insert(const char *, const char *, const char *,
+		    int64_t *);
+/*
+ * The org and all it holds (the schema's cascades); its agents' user
+ * rows first, since an agent exists only for its org.
+ */
+int		 store_org_remove(int64_t);
+/*
+ * An org by slug, else by name when no slug is so: 0 found (its id and
+ * slug), 1 none, 2 several have that name.
+ */
+int		 store_org_find(const char *, int64_t *, char *, size_t);
+int		 store_orgs_each(store_org_row_fn, void *);
+/* The org's tools a JSON access list lets see (NULL: all of them). */
+int		 store_org_tool_count(int64_t, const char *, int64_t *);
+/* Whether org has a tool or a skill of that name: 0 yes, 1 no. */
+int		 store_org_has_tool(int64_t, const char *);
+/* Its id, or STORE_CONFLICT (already a member, or the token's hash). */
+int		 store_membership_insert(const struct store_membership *,
+		    const uint8_t [STORE_HASH_LEN], int64_t *);
+/* The membership of user in org. */
+int		 store_membership_get(int64_t, int64_t, store_membership_fn,
+		    void *);
+/* The org's people (0), agents (1) or both (-1), oldest first. */
+int		 store_memberships(int64_t, int, store_membership_fn, void *);
+/* The user's memberships, by org id. */
+int		 store_user_memberships(int64_t, store_membership_fn, void *);
+/* user, org: 0 changed, 1 no such membership. */
+int		 store_membership_update(int64_t, int64_t,
+		    const struct store_membership_set *);
+/*
+ * user, org: the membership (its token), the org's deny rules aimed at
+ * the user, and the user row of an agent, which exists only for it.
+ */
+int		 store_membership_remove(int64_t, int64_t);
+int		 store_owner_count(int64_t, int64_t *);
+/*
+ * Up to max orgs the user is a member of, by membership id: all, or
+ * the ones whose slug or name is org ("" all).
+ */
+int		 store_user_org_ids(int64_t, const char *, int64_t *, size_t,
+		    size_t *);
+int		 store_invite_insert(const struct store_invite *,
+		    const uint8_t [STORE_HASH_LEN], int64_t *);
+/* The org's unused invites expiring after now, oldest first. */
+int		 store_invites_each(int64_t, int64_t, store_invite_fn,
+		    void *);
+int		 store_invite_by_code(const uint8_t [STORE_HASH_LEN],
+		    store_invite_fn, void *);
+/* Mark it used: 0, or 1 when it was already (another request). */
+int		 store_invite_use(int64_t);
+/* org, id: an unused invite deleted (0) or none (1). */
+int		 store_invite_delete(int64_t, int64_t);
+/* org, user, audit id, tool: whether it is that user's local grant. */
+int		 store_grant_find(int64_t, int64_t, int64_t, const char *);
+/*
+ * org, tool, status, detail, checked_at: the health of the tool's
+ * secrets but params; fn gets each name marked.
+ */
+int		 store_tool_secrets_mark(int64_t, int64_t, const char *,
+		    const char *, const char *, store_text_fn, void *);
+/*
+ * GET /health: org, access list (JSON, NULL: no filter), user (whose
+ * own secrets it sees too); the rows have no owner_email, bundle_id or
+ * created_at.
+ */
+int		 store_health(int64_t, const char *, int64_t,
+		    store_secret_row_fn, void *);
 
 /* vault_tool.c */
 

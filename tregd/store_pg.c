@@ -88,6 +88,30 @@ const struct store_ops store_pg_ops = {
 	.deny_delete = pg_deny_delete,
 
 	/* vault_org.c, vault_policy.c, vault_ctl.c */
+	.user_insert = pg_user_insert,
+	.users_each = pg_users_each,
+	.org_insert = pg_org_insert,
+	.org_remove = pg_org_remove,
+	.org_find = pg_org_find,
+	.orgs_each = pg_orgs_each,
+	.org_tool_count = pg_org_tool_count,
+	.org_has_tool = pg_org_has_tool,
+	.membership_insert = pg_membership_insert,
+	.membership_get = pg_membership_get,
+	.memberships = pg_memberships,
+	.user_memberships = pg_user_memberships,
+	.membership_update = pg_membership_update,
+	.membership_remove = pg_membership_remove,
+	.owner_count = pg_owner_count,
+	.user_org_ids = pg_user_org_ids,
+	.invite_insert = pg_invite_insert,
+	.invites_each = pg_invites_each,
+	.invite_by_code = pg_invite_by_code,
+	.invite_use = pg_invite_use,
+	.invite_delete = pg_invite_delete,
+	.grant_find = pg_grant_find,
+	.tool_secrets_mark = pg_tool_secrets_mark,
+	.health = pg_health,
 
 	/* vault_tool.c */
 

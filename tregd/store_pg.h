@@ -81,6 +81,46 @@ int	pg_deny_get(int64_t, store_deny_fn, void *);
 int	pg_deny_delete(int64_t, int64_t);
 
 /* vault_org.c, vault_policy.c, vault_ctl.c */
+/* store_pg_org.c, store_pg_member.c, store_pg_policy.c */
+/* The first column of the first row: 0, 1 no row, -1. */
+int		 pg_value(struct pg_stmt *, const struct pgq *, int64_t *);
+/* INSERT ... ON CONFLICT DO NOTHING RETURNING id: 0, STORE_CONFLICT. */
+int		 pg_insert(struct pg_stmt *, const struct pgq *, int64_t *);
+/* An UPDATE or DELETE: 0 a row changed, 1 none, -1. */
+int		 pg_changed(struct pg_stmt *, const struct pgq *);
+int		 pg_user_insert(const char *, int, const char *, int64_t *);
+int		 pg_users_each(store_user_fn, void *);
+int		 pg_org_insert(const char *, const char *, const char *,
+		    int64_t *);
+int		 pg_org_remove(int64_t);
+int		 pg_org_find(const char *, int64_t *, char *, size_t);
+int		 pg_orgs_each(store_org_row_fn, void *);
+int		 pg_org_tool_count(int64_t, const char *, int64_t *);
+int		 pg_org_has_tool(int64_t, const char *);
+int		 pg_membership_insert(const struct store_membership *,
+		    const uint8_t [STORE_HASH_LEN], int64_t *);
+int		 pg_membership_get(int64_t, int64_t, store_membership_fn,
+		    void *);
+int		 pg_memberships(int64_t, int, store_membership_fn, void *);
+int		 pg_user_memberships(int64_t, store_membership_fn, void *);
+int		 pg_membership_update(int64_t, int64_t,
+		    const struct store_membership_set *);
+int		 pg_membership_remove(int64_t, int64_t);
+int		 pg_owner_count(int64_t, int64_t *);
+int		 pg_user_org_ids(int64_t, const char *, int64_t *, size_t,
+		    size_t *);
+int		 pg_invite_insert(const struct store_invite *,
+		    const uint8_t [STORE_HASH_LEN], int64_t *);
+int		 pg_invites_each(int64_t, int64_t, store_invite_fn, void *);
+int		 pg_invite_by_code(const uint8_t [STORE_HASH_LEN],
+		    store_invite_fn, void *);
+int		 pg_invite_use(int64_t);
+int		 pg_invite_delete(int64_t, int64_t);
+int		 pg_grant_find(int64_t, int64_t, int64_t, const char *);
+int		 pg_tool_secrets_mark(int64_t, int64_t, const char *,
+		    const char *, const char *, store_text_fn, void *);
+int		 pg_health(int64_t, const char *, int64_t,
+		    store_secret_row_fn, void *);
 
 /* vault_tool.c */
 

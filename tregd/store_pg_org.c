@@ -1,6 +1,7 @@
 /*
- * The PostgreSQL engine: identity rows as tregctl reads and removes them
- * (totals, the members, agents and secrets of an org, a user's deletion).
+ * The PostgreSQL engine: users and orgs, the totals and listings of
+ * tregctl, a user's deletion, and the one-row helpers the engine's files
+ * share.
  */
 
 #include <sys/types.h>
@@ -12,9 +13,11 @@
 #include "log.h"
 #include "store_pg.h"
 
-/* One row-less answer: a count, an id, or whether a row exists. */
-static int
-pg_one(struct pg_stmt *st, const struct pgq *q, int64_t *v)
+static int	pg_secret_rows(PGresult *, store_secret_row_fn, void *);
+
+/* The first column of the first row (a count, an id), or whether any. */
+int
+pg_value(struct pg_stmt *st, const struct pgq *q, int64_t *v)
 {
 	PGresult	*res;
 	int		 rc = 1;
@@ -94,22 +97,12 @@ pg_org_members(int64_t org, int agents, store_org_member_fn fn, void *arg)
 	return (stop < 0 ? -1 : 0);
 }
 
-int
-pg_org_secrets(int64_t org, store_secret_row_fn fn, void *arg)
+static int
+pg_secret_rows(PGresult *res, store_secret_row_fn fn, void *arg)
 {
-	static struct pg_stmt	 st = { "SELECT s.id, s.name, s.kind, "
-	    "coalesce(u.email, ''), s.bundle_id, s.status, s.status_detail, "
-	    "s.checked_at, s.created_at FROM secrets s LEFT JOIN users u ON "
-	    "u.id = s.owner_id WHERE s.org_id = $1 ORDER BY s.id", 0 };
 	struct store_secret_row	 s;
-	struct pgq		 q;
-	PGresult		*res;
 	int			 i, stop = 0;
 
-	pgq_init(&q);
-	pgq_int(&q, org);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
 	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
 		memset(&s, 0, sizeof(s));
 		s.id = pg_int(res, i, 0);
@@ -125,6 +118,51 @@ pg_org_secrets(int64_t org, store_secret_row_fn fn, void *arg)
 	}
 	PQclear(res);
 	return (stop < 0 ? -1 : 0);
+}
+
+int
+pg_org_secrets(int64_t org, store_secret_row_fn fn, void *arg)
+{
+	static struct pg_stmt	 st = { "SELECT s.id, s.name, s.kind, "
+	    "coalesce(u.email, ''), s.bundle_id, s.status, s.status_detail, "
+	    "s.checked_at, s.created_at FROM secrets s LEFT JOIN users u ON "
+	    "u.id = s.owner_id WHERE s.org_id = $1 ORDER BY s.id", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+
+	pgq_init(&q);
+	pgq_int(&q, org);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	return (pg_secret_rows(res, fn, arg));
+}
+
+/* GET /health's rows have the shape of tregctl's, without the owner. */
+int
+pg_health(int64_t org, const char *access, int64_t user,
+    store_secret_row_fn fn, void *arg)
+{
+	static struct pg_stmt	 st = { "SELECT s.id, s.name, s.kind, '', "
+	    "NULL::bigint, s.status, s.status_detail, s.checked_at, '' "
+	    "FROM secrets s LEFT JOIN bundles sb ON sb.id = s.bundle_id "
+	    "WHERE s.org_id = $1 AND s.kind <> 'param' AND ($2::text IS NULL "
+	    "OR s.owner_id = $3 OR sb.name IN (SELECT "
+	    "jsonb_array_elements_text($2::text::jsonb)) OR EXISTS (SELECT 1 "
+	    "FROM tool_secrets ts JOIN tools t ON t.id = ts.tool_id LEFT JOIN "
+	    "bundles b ON b.id = t.bundle_id WHERE ts.secret_id = s.id AND "
+	    "(t.name IN (SELECT jsonb_array_elements_text($2::text::jsonb)) OR "
+	    "b.name IN (SELECT jsonb_array_elements_text($2::text::jsonb))))) "
+	    "ORDER BY s.id", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+
+	pgq_init(&q);
+	pgq_int(&q, org);
+	pgq_text(&q, access);
+	pgq_int(&q, user);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	return (pg_secret_rows(res, fn, arg));
 }
 
 int
@@ -180,7 +218,7 @@ pg_user_first_org(int64_t uid, int64_t *org)
 
 	pgq_init(&q);
 	pgq_int(&q, uid);
-	return (pg_one(&st, &q, org));
+	return (pg_value(&st, &q, org));
 }
 
 int
@@ -208,5 +246,189 @@ pg_member_of(int64_t user, int64_t org)
 	pgq_init(&q);
 	pgq_int(&q, user);
 	pgq_int(&q, org);
-	return (pg_one(&st, &q, NULL));
+	return (pg_value(&st, &q, NULL));
+}
+
+/* ------------------------------------------------------------------ */
+/* Shared by the engine's files: one write.                            */
+
+int
+pg_insert(struct pg_stmt *st, const struct pgq *q, int64_t *id)
+{
+	switch (pg_value(st, q, id)) {
+	case 0:
+		return (0);
+	case 1:
+		return (STORE_CONFLICT);
+	default:
+		return (-1);
+	}
+}
+
+int
+pg_changed(struct pg_stmt *st, const struct pgq *q)
+{
+	PGresult	*res;
+	int		 n;
+
+	if ((res = pg_run(st, q)) == NULL)
+		return (-1);
+	n = strtonum(PQcmdTuples(res), 0, INT32_MAX, NULL);
+	PQclear(res);
+	return (n == 0 ? 1 : 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Users and orgs.                                                     */
+
+int
+pg_user_insert(const char *email, int is_agent, const char *at, int64_t *id)
+{
+	static struct pg_stmt	 st = { "INSERT INTO users (email, is_agent, "
+	    "created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING "
+	    "RETURNING id", 0 };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_text(&q, email);
+	pgq_int(&q, is_agent != 0);
+	pgq_text(&q, at);
+	return (pg_insert(&st, &q, id));
+}
+
+int
+pg_users_each(store_user_fn fn, void *arg)
+{
+	static struct pg_stmt	 st = { "SELECT id, email, is_agent, "
+	    "created_at FROM users ORDER BY id", 0 };
+	struct store_user	 u;
+	PGresult		*res;
+	int			 i, stop = 0;
+
+	if ((res = pg_run(&st, NULL)) == NULL)
+		return (-1);
+	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
+		memset(&u, 0, sizeof(u));
+		u.id = pg_int(res, i, 0);
+		u.email = pg_text(res, i, 1);
+		u.is_agent = pg_int(res, i, 2) != 0;
+		u.created_at = pg_text(res, i, 3);
+		stop = fn(&u, arg);
+	}
+	PQclear(res);
+	return (stop < 0 ? -1 : 0);
+}
+
+int
+pg_org_insert(const char *slug, const char *name, const char *at,
+    int64_t *id)
+{
+	static struct pg_stmt	 st = { "INSERT INTO orgs (slug, name, "
+	    "created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING "
+	    "RETURNING id", 0 };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_text(&q, slug);
+	pgq_text(&q, name);
+	pgq_text(&q, at);
+	return (pg_insert(&st, &q, id));
+}
+
+int
+pg_org_remove(int64_t org)
+{
+	static struct pg_stmt	 agents = { "DELETE FROM users WHERE "
+	    "is_agent = 1 AND id IN (SELECT user_id FROM memberships WHERE "
+	    "org_id = $1)", 0 };
+	static struct pg_stmt	 st = { "DELETE FROM orgs WHERE id = $1", 0 };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_int(&q, org);
+	if (pg_changed(&agents, &q) == -1 || pg_changed(&st, &q) == -1)
+		return (-1);
+	return (0);
+}
+
+int
+pg_org_find(const char *what, int64_t *id, char *slug, size_t len)
+{
+	static struct pg_stmt	 st = { "SELECT id, slug FROM orgs WHERE "
+	    "slug = $1 UNION ALL SELECT id, slug FROM orgs WHERE name = $1 "
+	    "AND NOT EXISTS (SELECT 1 FROM orgs WHERE slug = $1)", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+	int			 n;
+
+	pgq_init(&q);
+	pgq_text(&q, what);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	if ((n = PQntuples(res)) >= 1) {
+		*id = pg_int(res, 0, 0);
+		if (slug != NULL)
+			pg_copy(slug, len, res, 0, 1);
+	}
+	PQclear(res);
+	return (n == 0 ? 1 : n == 1 ? 0 : 2);
+}
+
+int
+pg_orgs_each(store_org_row_fn fn, void *arg)
+{
+	static struct pg_stmt	 st = { "SELECT o.id, o.slug, o.name, "
+	    "(SELECT count(*) FROM memberships WHERE org_id = o.id), "
+	    "(SELECT count(*) FROM tools WHERE org_id = o.id), "
+	    "(SELECT count(*) FROM secrets WHERE org_id = o.id), "
+	    "o.created_at FROM orgs o ORDER BY o.id", 0 };
+	struct store_org_row	 o;
+	PGresult		*res;
+	int			 i, stop = 0;
+
+	if ((res = pg_run(&st, NULL)) == NULL)
+		return (-1);
+	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
+		memset(&o, 0, sizeof(o));
+		o.id = pg_int(res, i, 0);
+		o.slug = pg_text(res, i, 1);
+		o.name = pg_text(res, i, 2);
+		o.members = pg_int(res, i, 3);
+		o.tools = pg_int(res, i, 4);
+		o.secrets = pg_int(res, i, 5);
+		o.created_at = pg_text(res, i, 6);
+		stop = fn(&o, arg);
+	}
+	PQclear(res);
+	return (stop < 0 ? -1 : 0);
+}
+
+int
+pg_org_tool_count(int64_t org, const char *access, int64_t *n)
+{
+	static struct pg_stmt	 st = { "SELECT count(*) FROM tools t "
+	    "LEFT JOIN bundles b ON b.id = t.bundle_id WHERE t.org_id = $1 "
+	    "AND ($2::text IS NULL OR t.name IN (SELECT "
+	    "jsonb_array_elements_text($2::text::jsonb)) OR b.name IN (SELECT "
+	    "jsonb_array_elements_text($2::text::jsonb)))", 0 };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_int(&q, org);
+	pgq_text(&q, access);
+	return (pg_value(&st, &q, n) == -1 ? -1 : 0);
+}
+
+int
+pg_org_has_tool(int64_t org, const char *name)
+{
+	static struct pg_stmt	 st = { "SELECT 1::bigint FROM tools WHERE "
+	    "org_id = $1 AND name = $2 UNION ALL SELECT 1::bigint FROM "
+	    "bundles WHERE org_id = $1 AND name = $2", 0 };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_int(&q, org);
+	pgq_text(&q, name);
+	return (pg_value(&st, &q, NULL));
 }

@@ -1,4 +1,7 @@
-/* The PostgreSQL engine's deny rules (SPEC section 9). */
+/*
+ * The PostgreSQL engine's deny rules (SPEC section 9), and the local
+ * grants and the credential health they report.
+ */
 
 #include <sys/types.h>
 
@@ -58,15 +61,10 @@ pg_deny_count(int64_t org, int64_t *n)
 	static struct pg_stmt	 st = { "SELECT count(*) FROM deny_rules "
 	    "WHERE org_id = $1", 0 };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_int(&q, org);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	*n = PQntuples(res) == 1 ? pg_int(res, 0, 0) : 0;
-	PQclear(res);
-	return (0);
+	return (pg_value(&st, &q, n) == -1 ? -1 : 0);
 }
 
 int
@@ -133,4 +131,46 @@ pg_deny_delete(int64_t org, int64_t id)
 	n = strtonum(PQcmdTuples(res), 0, INT32_MAX, NULL);
 	PQclear(res);
 	return (n == 0 ? 1 : 0);
+}
+
+int
+pg_grant_find(int64_t org, int64_t user, int64_t grant, const char *tool)
+{
+	static struct pg_stmt	 st = { "SELECT id FROM calls WHERE id = $1 "
+	    "AND org_id = $2 AND user_id = $3 AND kind = 'local_run' AND "
+	    "action = 'GRANT' AND tool_name = $4", 0 };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_int(&q, grant);
+	pgq_int(&q, org);
+	pgq_int(&q, user);
+	pgq_text(&q, tool);
+	return (pg_value(&st, &q, NULL));
+}
+
+int
+pg_tool_secrets_mark(int64_t org, int64_t tool, const char *status,
+    const char *detail, const char *at, store_text_fn fn, void *arg)
+{
+	static struct pg_stmt	 st = { "UPDATE secrets SET status = $1, "
+	    "status_detail = $2, checked_at = $3 WHERE org_id = $4 AND "
+	    "kind <> 'param' AND id IN (SELECT secret_id FROM tool_secrets "
+	    "WHERE tool_id = $5) RETURNING name", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+	int			 i;
+
+	pgq_init(&q);
+	pgq_text(&q, status);
+	pgq_text(&q, detail);
+	pgq_text(&q, at);
+	pgq_int(&q, org);
+	pgq_int(&q, tool);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	for (i = 0; i < PQntuples(res); i++)
+		fn(pg_text(res, i, 0), arg);
+	PQclear(res);
+	return (0);
 }

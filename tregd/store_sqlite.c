@@ -94,6 +94,30 @@ const struct store_ops store_sqlite_ops = {
 	.deny_delete = sq_deny_delete,
 
 	/* vault_org.c, vault_policy.c, vault_ctl.c */
+	.user_insert = sq_user_insert,
+	.users_each = sq_users_each,
+	.org_insert = sq_org_insert,
+	.org_remove = sq_org_remove,
+	.org_find = sq_org_find,
+	.orgs_each = sq_orgs_each,
+	.org_tool_count = sq_org_tool_count,
+	.org_has_tool = sq_org_has_tool,
+	.membership_insert = sq_membership_insert,
+	.membership_get = sq_membership_get,
+	.memberships = sq_memberships,
+	.user_memberships = sq_user_memberships,
+	.membership_update = sq_membership_update,
+	.membership_remove = sq_membership_remove,
+	.owner_count = sq_owner_count,
+	.user_org_ids = sq_user_org_ids,
+	.invite_insert = sq_invite_insert,
+	.invites_each = sq_invites_each,
+	.invite_by_code = sq_invite_by_code,
+	.invite_use = sq_invite_use,
+	.invite_delete = sq_invite_delete,
+	.grant_find = sq_grant_find,
+	.tool_secrets_mark = sq_tool_secrets_mark,
+	.health = sq_health,
 
 	/* vault_tool.c */
 

@@ -73,6 +73,48 @@ int		 sq_runs_page(int64_t, char, int64_t, store_runs_fn, void *);
 int		 sq_calls_page(int64_t, int64_t, store_calls_fn, void *);
 
 /* vault_org.c, vault_policy.c, vault_ctl.c */
+/* store_sqlite_org.c, store_sqlite_member.c, store_sqlite_policy.c */
+/* One row to row(): 0, 1 none, -1; the first column's value likewise. */
+int		 sq_one(sqlite3_stmt *, int (*)(sqlite3_stmt *, void *),
+		    void *);
+int		 sq_value(sqlite3_stmt *, int64_t *);
+/* Step an INSERT ... ON CONFLICT DO NOTHING: 0, STORE_CONFLICT, -1. */
+int		 sq_insert(sqlite3_stmt *, int64_t *);
+/* Step an UPDATE or DELETE: 0 a row changed, 1 none, -1. */
+int		 sq_affected(sqlite3_stmt *);
+int		 sq_user_insert(const char *, int, const char *, int64_t *);
+int		 sq_users_each(store_user_fn, void *);
+int		 sq_org_insert(const char *, const char *, const char *,
+		    int64_t *);
+int		 sq_org_remove(int64_t);
+int		 sq_org_find(const char *, int64_t *, char *, size_t);
+int		 sq_orgs_each(store_org_row_fn, void *);
+int		 sq_org_tool_count(int64_t, const char *, int64_t *);
+int		 sq_org_has_tool(int64_t, const char *);
+int		 sq_membership_insert(const struct store_membership *,
+		    const uint8_t [STORE_HASH_LEN], int64_t *);
+int		 sq_membership_get(int64_t, int64_t, store_membership_fn,
+		    void *);
+int		 sq_memberships(int64_t, int, store_membership_fn, void *);
+int		 sq_user_memberships(int64_t, store_membership_fn, void *);
+int		 sq_membership_update(int64_t, int64_t,
+		    const struct store_membership_set *);
+int		 sq_membership_remove(int64_t, int64_t);
+int		 sq_owner_count(int64_t, int64_t *);
+int		 sq_user_org_ids(int64_t, const char *, int64_t *, size_t,
+		    size_t *);
+int		 sq_invite_insert(const struct store_invite *,
+		    const uint8_t [STORE_HASH_LEN], int64_t *);
+int		 sq_invites_each(int64_t, int64_t, store_invite_fn, void *);
+int		 sq_invite_by_code(const uint8_t [STORE_HASH_LEN],
+		    store_invite_fn, void *);
+int		 sq_invite_use(int64_t);
+int		 sq_invite_delete(int64_t, int64_t);
+int		 sq_grant_find(int64_t, int64_t, int64_t, const char *);
+int		 sq_tool_secrets_mark(int64_t, int64_t, const char *,
+		    const char *, const char *, store_text_fn, void *);
+int		 sq_health(int64_t, const char *, int64_t,
+		    store_secret_row_fn, void *);
 
 /* vault_tool.c */
 

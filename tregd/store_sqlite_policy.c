@@ -1,4 +1,7 @@
-/* The sqlite engine's deny rules (SPEC section 9). */
+/*
+ * The sqlite engine's deny rules (SPEC section 9), and the local grants
+ * and the credential health they report.
+ */
 
 #include <string.h>
 
@@ -58,17 +61,12 @@ int
 sq_deny_count(int64_t org, int64_t *n)
 {
 	sqlite3_stmt	*st;
-	int		 rc;
 
 	if ((st = db_prepare("SELECT count(*) AS n FROM deny_rules "
 	    "WHERE org_id = :org")) == NULL)
 		return (-1);
 	sq_int(st, ":org", org);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		*n = sq_cint(st, "n");
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return (rc == SQLITE_ROW ? 0 : -1);
+	return (sq_value(st, n) == 0 ? 0 : -1);
 }
 
 int
@@ -102,18 +100,11 @@ sq_deny_get(int64_t id, store_deny_fn fn, void *arg)
 {
 	struct deny_each	 e = { fn, arg };
 	sqlite3_stmt		*st;
-	int			 rc;
 
 	if ((st = db_prepare(DENY_SELECT "WHERE id = :id")) == NULL)
 		return (-1);
 	sq_int(st, ":id", id);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		sq_deny_row(st, &e);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc == SQLITE_ROW)
-		return (0);
-	return (rc == SQLITE_DONE ? 1 : -1);
+	return (sq_one(st, sq_deny_row, &e));
 }
 
 int
@@ -129,4 +120,44 @@ sq_deny_delete(int64_t org, int64_t id)
 	if (sq_done(st) == -1)
 		return (-1);
 	return (sqlite3_changes(vault_db) == 0 ? 1 : 0);
+}
+
+int
+sq_grant_find(int64_t org, int64_t user, int64_t grant, const char *tool)
+{
+	sqlite3_stmt	*st;
+
+	if ((st = db_prepare("SELECT 1 FROM calls WHERE id = :id AND "
+	    "org_id = :org AND user_id = :user AND kind = 'local_run' AND "
+	    "action = 'GRANT' AND tool_name = :tool")) == NULL)
+		return (-1);
+	sq_int(st, ":id", grant);
+	sq_int(st, ":org", org);
+	sq_int(st, ":user", user);
+	sq_text(st, ":tool", tool);
+	return (sq_one(st, NULL, NULL));
+}
+
+int
+sq_tool_secrets_mark(int64_t org, int64_t tool, const char *status,
+    const char *detail, const char *at, store_text_fn fn, void *arg)
+{
+	sqlite3_stmt	*st;
+	int		 rc;
+
+	if ((st = db_prepare("UPDATE secrets SET status = :status, "
+	    "status_detail = :detail, checked_at = :at WHERE org_id = :org "
+	    "AND kind != 'param' AND id IN (SELECT secret_id FROM "
+	    "tool_secrets WHERE tool_id = :tool) RETURNING name")) == NULL)
+		return (-1);
+	sq_text(st, ":status", status);
+	sq_text(st, ":detail", detail);
+	sq_text(st, ":at", at);
+	sq_int(st, ":org", org);
+	sq_int(st, ":tool", tool);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		fn(db_text(st, 0), arg);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return (rc == SQLITE_DONE ? 0 : -1);
 }

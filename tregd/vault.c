@@ -107,8 +107,7 @@ vault_main(int debug, int verbose)
 		vault_open_db(NULL);
 		/* Said loudly: the storage move is half done (README). */
 		log_warnx("database postgresql is incomplete in this release: "
-		    "users, orgs, tools and skills still need sqlite and "
-		    "answer 500");
+		    "tools and skills still need sqlite and answer 500");
 	}
 
 	sandbox_nodump();
@@ -178,7 +177,7 @@ vault_index_routes(void)
 {
 	const struct vault_route	*tables[] = {
 		vault_org_routes, vault_tool_routes, vault_run_routes,
-		vault_policy_routes
+		vault_policy_routes, vault_member_routes
 	};
 	const struct vault_route	*r;
 	size_t				 i;

@@ -137,8 +137,16 @@ void		 org_slugify(const char *, char *, size_t);
 /* Membership of at least the role, else 404 or 403 set: 0 or -1. */
 int		 org_enter(struct vault_req *, struct vault_resp *, enum role,
 		    struct org_ctx *);
-int		 org_remove(int64_t);	/* the org, its agents, all it holds */
-int		 membership_remove(int64_t, int64_t);	/* user, org */
+/* The user of an email, made unless it exists: its id, is it an agent. */
+int		 user_ensure(const char *, int, int64_t *, int *);
+/* user, org, role, access, local_run, agent_name, token: 0, -1, conflict */
+int		 membership_new(int64_t, int64_t, enum role, const char *, int,
+		    const char *, char *);
+int		 body_email(struct vault_req *, struct vault_resp *, char *,
+		    size_t);
+
+/* vault_member.c */
+extern const struct vault_route vault_member_routes[];
 
 /* vault_ctl.c */
 void		 ctl_init(int, gid_t);

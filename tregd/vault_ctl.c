@@ -618,12 +618,12 @@ ctl_user_remove(int64_t uid, const json_t *orgs)
 	int		 rc;
 
 	json_array_foreach(orgs, i, o)
-		if (org_remove(json_integer_value(json_object_get(o,
+		if (store_org_remove(json_integer_value(json_object_get(o,
 		    "id"))) == -1)
 			return (-1);
-	/* One at a time: membership_remove changes what the next sees. */
+	/* One at a time: a removal changes what the next lookup sees. */
 	while ((rc = store_user_first_org(uid, &oid)) == 0)
-		if (membership_remove(uid, oid) == -1)
+		if (store_membership_remove(uid, oid) == -1)
 			return (-1);
 	if (rc == -1)
 		return (-1);

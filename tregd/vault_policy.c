@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_sqlite.h"
+#include "store.h"
 #include "vault.h"
 
 #define DENY_RULES_MAX		1000	/* per org */
@@ -68,12 +68,20 @@ static json_t	*grant_value(int64_t, int64_t, json_t *, const char *,
 static json_t	*grant_render(int64_t, const char *, json_t *,
 		    const int64_t *, struct vault_resp *);
 static int64_t	audit_local(const struct auth *, const struct local_audit *);
+static int	grant_allowed(const struct auth *, const struct tool_row *,
+		    struct vault_resp *);
+static int	grant_proof(struct vault_req *, struct local_audit *,
+		    const int64_t *, size_t, struct vault_resp *);
+static int	report_body(struct vault_req *, struct vault_resp *,
+		    int64_t *, int64_t *, const char **, const char **);
+static int	report_mark(const struct auth *, const struct tool_row *,
+		    const char *, const char *, int64_t, json_t *);
 static void	tool_grant(struct vault_req *, struct vault_resp *);
 static void	tool_run_report(struct vault_req *, struct vault_resp *);
 static void	calls_list(struct vault_req *, struct vault_resp *);
 static void	health_list(struct vault_req *, struct vault_resp *);
-static json_t	*json_text_or_null(sqlite3_stmt *, int);
-static char	*access_bind(sqlite3_stmt *, int, const struct auth *);
+static char	*access_text(const struct auth *);
+static int	 marked_name(const char *, void *);
 static json_t	*text_or_null(const char *);
 static json_t	*int_or_null(int, int64_t);
 static json_t	*call_view(const struct store_calls_row *);
@@ -82,7 +90,7 @@ static int	 calls_row_visible(const struct auth *,
 static int	 calls_row(const struct store_calls_row *, void *);
 static json_t	*calls_query(int64_t, const struct auth *, size_t, int64_t,
 		    json_t *(*)(const struct store_calls_row *));
-static json_t	*health_view(sqlite3_stmt *, const void *);
+static int	 health_view(const struct store_secret_row *, void *);
 static json_t	*audit_view(const struct store_calls_row *);
 
 const struct vault_route vault_policy_routes[] = {
@@ -507,8 +515,7 @@ tool_usable(const struct auth *a, const struct tool_row *t)
 static void
 audit_unwritable(struct vault_resp *resp, const char *what)
 {
-	log_warnx("audit row not written (%s): %s", what,
-	    sqlite3_errmsg(vault_db));
+	log_warnx("audit row not written (%s): %s", what, store_error());
 	store_rollback();
 	resp_error(resp, 503, "the audit log cannot be written — %s", what);
 }
@@ -704,6 +711,81 @@ audit_local(const struct auth *a, const struct local_audit *la)
 }
 
 /*
+ * Whether the caller may have a local grant of the tool at all: its
+ * access, local runs, deny rules and the tool's cli block.  0, or -1
+ * answered.
+ */
+static int
+grant_allowed(const struct auth *a, const struct tool_row *t,
+    struct vault_resp *resp)
+{
+	char	 path[DENY_PATH_MAX + 1], *text;
+	json_t	*tmpl;
+
+	if (!tool_usable(a, t)) {
+		resp_error(resp, 403, "you don't have access to the tool '%s' "
+		    "in this team — ask an admin", t->name);
+		return (-1);
+	}
+	/* Owners are never restricted, as with access lists. */
+	if (a->role != ROLE_OWNER && !a->local_run_enabled) {
+		resp_error(resp, 403, "local execution is disabled for you — "
+		    "run on the server instead (`treg run --server`), or ask "
+		    "an admin to enable local runs for your account");
+		return (-1);
+	}
+	url_path(t->base_url, path, sizeof(path));
+	if (deny_check(a, t->host, path, NULL, resp) == -1)
+		return (-1);
+	if (t->cli == NULL) {
+		tmpl = json_pack("{s:{s:s, s:b, s:[{s:s, s:s, s:s}]}}", "cli",
+		    "bin", t->name, "enabled", 1, "inject", "secret",
+		    "<local secret name>", "via", "env", "name", "<ENV_VAR>");
+		if (tmpl == NULL ||
+		    (text = json_dumps(tmpl, JSON_COMPACT)) == NULL)
+			fatalx("%s: template", __func__);
+		resp_error(resp, 409, "treg doesn't know how to inject "
+		    "credentials into '%s'. Add a \"cli\" block to the tool "
+		    "(or the skill's treg.json) — template: %s", t->name, text);
+		free(text);
+		json_object_set_new(resp->body, "template", tmpl);
+		return (-1);
+	}
+	if (!json_is_true(json_object_get(t->cli, "enabled"))) {
+		resp_error(resp, 403, "local runs are disabled for '%s' — an "
+		    "owner/admin can enable them: treg tool update %s "
+		    "--local-run on", t->name, t->name);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * A member may be allowed to run a tool with a teammate's key without
+ * being allowed to read that key: only the isolated runner, which holds
+ * the proof, gets such a grant.  0, or -1 refused (and audited).
+ */
+static int
+grant_proof(struct vault_req *req, struct local_audit *la,
+    const int64_t *ids, size_t n, struct vault_resp *resp)
+{
+	const struct auth	*a = req->auth;
+
+	if (a->role >= ROLE_ADMIN || req->proof_ok || !needs_proof(a, ids, n))
+		return (0);
+	la->refused_by = "run-proof";
+	if (audit_local(a, la) == -1) {
+		audit_unwritable(resp, "nothing was granted");
+		return (-1);
+	}
+	resp_error(resp, 403, "this key is shared: local runs of it need the "
+	    "runner proof (X-Treg-Run-Proof) — a direct grant can't hand you "
+	    "another member's key; use the isolated treg-run runner an admin "
+	    "sets up");
+	return (-1);
+}
+
+/*
  * POST /tools/{name}/grant: the checks of SPEC.md section 7 in their
  * order, then the audit row, then the answer with the values.
  */
@@ -713,9 +795,8 @@ tool_grant(struct vault_req *req, struct vault_resp *resp)
 	const struct auth	*a = req->auth;
 	struct tool_row		 t;
 	struct local_audit	 la;
-	json_t			*argv = NULL, *inject, *items = NULL, *tmpl;
+	json_t			*argv = NULL, *inject, *items = NULL;
 	int64_t			 ids[INJECT_MAX], id;
-	char			 path[DENY_PATH_MAX + 1], *text;
 
 	memset(&t, 0, sizeof(t));
 	memset(&la, 0, sizeof(la));
@@ -731,41 +812,8 @@ tool_grant(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "tool lookup");
 		goto out;
 	}
-	if (!tool_usable(a, &t)) {
-		resp_error(resp, 403, "you don't have access to the tool '%s' "
-		    "in this team — ask an admin", t.name);
+	if (grant_allowed(a, &t, resp) == -1)
 		goto out;
-	}
-	/* Owners are never restricted, as with access lists. */
-	if (a->role != ROLE_OWNER && !a->local_run_enabled) {
-		resp_error(resp, 403, "local execution is disabled for you — "
-		    "run on the server instead (`treg run --server`), or ask "
-		    "an admin to enable local runs for your account");
-		goto out;
-	}
-	url_path(t.base_url, path, sizeof(path));
-	if (deny_check(a, t.host, path, NULL, resp) == -1)
-		goto out;
-	if (t.cli == NULL) {
-		tmpl = json_pack("{s:{s:s, s:b, s:[{s:s, s:s, s:s}]}}", "cli",
-		    "bin", t.name, "enabled", 1, "inject", "secret",
-		    "<local secret name>", "via", "env", "name", "<ENV_VAR>");
-		if (tmpl == NULL ||
-		    (text = json_dumps(tmpl, JSON_COMPACT)) == NULL)
-			fatalx("%s: template", __func__);
-		resp_error(resp, 409, "treg doesn't know how to inject "
-		    "credentials into '%s'. Add a \"cli\" block to the tool "
-		    "(or the skill's treg.json) — template: %s", t.name, text);
-		free(text);
-		json_object_set_new(resp->body, "template", tmpl);
-		goto out;
-	}
-	if (!json_is_true(json_object_get(t.cli, "enabled"))) {
-		resp_error(resp, 403, "local runs are disabled for '%s' — an "
-		    "owner/admin can enable them: treg tool update %s "
-		    "--local-run on", t.name, t.name);
-		goto out;
-	}
 	if (cli_deny_refuse(a, &t, argv, "local_run", resp) == -1)
 		goto out;
 	la.tool = t.name;
@@ -777,24 +825,9 @@ tool_grant(struct vault_req *req, struct vault_resp *resp)
 		inject = NULL;
 	if (inject != NULL && inject_ids(&t, inject, ids, resp) == -1)
 		goto out;
-	/*
-	 * A member may be allowed to run a tool with a teammate's key
-	 * without being allowed to read that key: only the isolated runner,
-	 * which holds the proof, gets such a grant.
-	 */
-	if (inject != NULL && a->role < ROLE_ADMIN && !req->proof_ok &&
-	    needs_proof(a, ids, json_array_size(inject))) {
-		la.refused_by = "run-proof";
-		if (audit_local(a, &la) == -1) {
-			audit_unwritable(resp, "nothing was granted");
-			goto out;
-		}
-		resp_error(resp, 403, "this key is shared: local runs of it "
-		    "need the runner proof (X-Treg-Run-Proof) — a direct grant "
-		    "can't hand you another member's key; use the isolated "
-		    "treg-run runner an admin sets up");
+	if (inject != NULL && grant_proof(req, &la, ids,
+	    json_array_size(inject), resp) == -1)
 		goto out;
-	}
 	if (inject != NULL) {
 		if ((items = grant_render(a->org_id, t.name, inject, ids,
 		    resp)) == NULL)
@@ -821,6 +854,59 @@ tool_grant(struct vault_req *req, struct vault_resp *resp)
 	tool_row_clear(&t);
 }
 
+/* The body of a run report: 0, or -1 answered. */
+static int
+report_body(struct vault_req *req, struct vault_resp *resp, int64_t *grant,
+    int64_t *exit_code, const char **verdict, const char **detail)
+{
+	static const char *const verdicts[] = {
+		"ok", "credential_invalid", "unknown_error", NULL
+	};
+	int	 i;
+
+	if (body_int(req, resp, "audit_id", 1, 1, INT64_MAX, grant) == -1 ||
+	    body_int(req, resp, "exit_code", 1, INT32_MIN, INT32_MAX,
+	    exit_code) == -1 ||
+	    body_str(req, resp, "verdict", 1, 32, verdict) == -1 ||
+	    body_str(req, resp, "detail", 0, REPORT_DETAIL_MAX, detail) == -1)
+		return (-1);
+	for (i = 0; verdicts[i] != NULL; i++)
+		if (strcmp(*verdict, verdicts[i]) == 0)
+			return (0);
+	resp_error(resp, 422, "verdict must be one of ok, "
+	    "credential_invalid, unknown_error");
+	return (-1);
+}
+
+/*
+ * A run report's verdict on the tool's credentials (params are
+ * configuration, not credentials): ok or invalid, with why; the names
+ * marked invalid go to marked.  An unknown error says nothing of them.
+ */
+static int
+report_mark(const struct auth *a, const struct tool_row *t,
+    const char *verdict, const char *detail, int64_t exit_code,
+    json_t *marked)
+{
+	char	 now[32], dbuf[REPORT_DETAIL_MAX + 128];
+
+	if (strcmp(verdict, "unknown_error") == 0)
+		return (0);
+	if (detail != NULL && *detail != '\0')
+		snprintf(dbuf, sizeof(dbuf), "%s", detail);
+	else if (strcmp(verdict, "ok") == 0)
+		snprintf(dbuf, sizeof(dbuf), "a local run of %s succeeded",
+		    t->name);
+	else
+		snprintf(dbuf, sizeof(dbuf), "a local run of %s reported an "
+		    "auth failure (exit %lld)", t->name, (long long)exit_code);
+	now_iso(now, sizeof(now));
+	return (store_tool_secrets_mark(a->org_id, t->id,
+	    strcmp(verdict, "ok") == 0 ? "ok" : "invalid", dbuf, now,
+	    marked_name, strcmp(verdict, "credential_invalid") == 0 ?
+	    marked : NULL));
+}
+
 /*
  * POST /tools/{name}/run-report: the runner's verdict on a grant of the
  * caller's own.  The GRANT row stays as it is; the report is a new row.
@@ -828,54 +914,27 @@ tool_grant(struct vault_req *req, struct vault_resp *resp)
 static void
 tool_run_report(struct vault_req *req, struct vault_resp *resp)
 {
-	static const char *const verdicts[] = {
-		"ok", "credential_invalid", "unknown_error", NULL
-	};
 	const struct auth	*a = req->auth;
 	struct local_audit	 la;
 	struct tool_row		 t;
-	sqlite3_stmt		*st;
 	const char		*verdict = NULL, *detail = NULL;
-	char			 now[32], dbuf[REPORT_DETAIL_MAX + 128];
 	int64_t			 grant, exit_code, rid;
 	json_t			*marked;
-	int			 i, rc;
 
 	memset(&t, 0, sizeof(t));
 	memset(&la, 0, sizeof(la));
-	if (body_int(req, resp, "audit_id", 1, 1, INT64_MAX, &grant) == -1 ||
-	    body_int(req, resp, "exit_code", 1, INT32_MIN, INT32_MAX,
-	    &exit_code) == -1 ||
-	    body_str(req, resp, "verdict", 1, 32, &verdict) == -1 ||
-	    body_str(req, resp, "detail", 0, REPORT_DETAIL_MAX, &detail) == -1)
+	if (report_body(req, resp, &grant, &exit_code, &verdict,
+	    &detail) == -1)
 		return;
-	for (i = 0; verdicts[i] != NULL; i++)
-		if (strcmp(verdict, verdicts[i]) == 0)
-			break;
-	if (verdicts[i] == NULL) {
-		resp_error(resp, 422, "verdict must be one of ok, "
-		    "credential_invalid, unknown_error");
-		return;
-	}
 
 	/* Another user's grant is not found: no guessing at audit ids. */
-	if ((st = db_prepare("SELECT 1 FROM calls WHERE id = ? AND "
-	    "org_id = ? AND user_id = ? AND kind = 'local_run' AND "
-	    "action = 'GRANT' AND tool_name = ?")) == NULL) {
-		db_fail(resp, "run report");
-		return;
-	}
-	sqlite3_bind_int64(st, 1, grant);
-	sqlite3_bind_int64(st, 2, a->org_id);
-	sqlite3_bind_int64(st, 3, a->user_id);
-	sqlite3_bind_text(st, 4, req->name, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	if (rc == SQLITE_DONE) {
+	switch (store_grant_find(a->org_id, a->user_id, grant, req->name)) {
+	case 0:
+		break;
+	case 1:
 		resp_error(resp, 404, "no matching grant for that audit_id");
 		return;
-	}
-	if (rc != SQLITE_ROW) {
+	default:
 		db_fail(resp, "run report");
 		return;
 	}
@@ -896,41 +955,9 @@ tool_run_report(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "run report");
 		goto out;
 	}
-	if (strcmp(verdict, "unknown_error") != 0) {
-		if (detail != NULL && *detail != '\0')
-			snprintf(dbuf, sizeof(dbuf), "%s", detail);
-		else if (strcmp(verdict, "ok") == 0)
-			snprintf(dbuf, sizeof(dbuf), "a local run of %s "
-			    "succeeded", t.name);
-		else
-			snprintf(dbuf, sizeof(dbuf), "a local run of %s "
-			    "reported an auth failure (exit %lld)", t.name,
-			    (long long)exit_code);
-		now_iso(now, sizeof(now));
-		/* A param is configuration, not a credential. */
-		if ((st = db_prepare("UPDATE secrets SET status = ?, "
-		    "status_detail = ?, checked_at = ? WHERE org_id = ? AND "
-		    "kind != 'param' AND id IN (SELECT secret_id FROM "
-		    "tool_secrets WHERE tool_id = ?) RETURNING name")) ==
-		    NULL) {
-			db_fail(resp, "run report");
-			goto out;
-		}
-		sqlite3_bind_text(st, 1, strcmp(verdict, "ok") == 0 ? "ok" :
-		    "invalid", -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, dbuf, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, now, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 4, a->org_id);
-		sqlite3_bind_int64(st, 5, t.id);
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-			if (strcmp(verdict, "credential_invalid") == 0)
-				json_array_append_new(marked,
-				    json_string(db_text(st, 0)));
-		sqlite3_reset(st);
-		if (rc != SQLITE_DONE) {
-			db_fail(resp, "run report");
-			goto out;
-		}
+	if (report_mark(a, &t, verdict, detail, exit_code, marked) == -1) {
+		db_fail(resp, "run report");
+		goto out;
 	}
 	la.tool = t.name;
 	la.action = "REPORT";
@@ -954,21 +981,21 @@ tool_run_report(struct vault_req *req, struct vault_resp *resp)
 /* ------------------------------------------------------------------ */
 /* Reads.                                                              */
 
-static json_t *
-json_text_or_null(sqlite3_stmt *st, int col)
+/* A secret the run report marked, for its answer (NULL: not listed). */
+static int
+marked_name(const char *name, void *arg)
 {
-	if (sqlite3_column_type(st, col) == SQLITE_NULL)
-		return (json_null());
-	return (json_string(db_text(st, col)));
+	if (arg != NULL)
+		json_array_append_new(arg, json_string(name));
+	return (0);
 }
 
 /*
- * A gated caller's access list, bound as JSON to parameter col so that
- * the query can filter by it; left NULL (no filter) for owners and
- * members without a list.  The string to free once st is reset.
+ * A gated caller's access list as JSON, for the store to filter by;
+ * NULL (no filter) for owners and members without a list.  To be freed.
  */
 static char *
-access_bind(sqlite3_stmt *st, int col, const struct auth *a)
+access_text(const struct auth *a)
 {
 	char	*access;
 
@@ -976,7 +1003,6 @@ access_bind(sqlite3_stmt *st, int col, const struct auth *a)
 		return (NULL);
 	if ((access = json_dumps(a->tool_access, JSON_COMPACT)) == NULL)
 		fatalx("%s: json_dumps", __func__);
-	sqlite3_bind_text(st, col, access, -1, SQLITE_STATIC);
 	return (access);
 }
 
@@ -1021,21 +1047,22 @@ call_view(const struct store_calls_row *r)
 	return (o);
 }
 
-static json_t *
-health_view(sqlite3_stmt *st, const void *arg)
+static int
+health_view(const struct store_secret_row *r, void *arg)
 {
 	json_t	*o;
 
 	o = json_pack("{s:I, s:s, s:s, s:s, s:o, s:o}",
-	    "secret_id", (json_int_t)sqlite3_column_int64(st, 0),
-	    "name", db_text(st, 1),
-	    "kind", db_text(st, 2),
-	    "status", db_text(st, 3),
-	    "detail", json_text_or_null(st, 4),
-	    "checked_at", json_text_or_null(st, 5));
+	    "secret_id", (json_int_t)r->id,
+	    "name", r->name,
+	    "kind", r->kind,
+	    "status", r->status,
+	    "detail", text_or_null(r->status_detail),
+	    "checked_at", text_or_null(r->checked_at));
 	if (o == NULL)
 		fatalx("%s: json_pack", __func__);
-	return (o);
+	json_array_append_new(arg, o);
+	return (0);
 }
 
 static json_t *
@@ -1166,29 +1193,16 @@ static void
 health_list(struct vault_req *req, struct vault_resp *resp)
 {
 	const struct auth	*a = req->auth;
-	sqlite3_stmt		*st;
 	json_t			*arr;
 	char			*access;
+	int			 rc;
 
-	if ((st = db_prepare("SELECT s.id, s.name, s.kind, s.status, "
-	    "s.status_detail, s.checked_at FROM secrets s LEFT JOIN bundles "
-	    "sb ON sb.id = s.bundle_id WHERE s.org_id = ?1 AND "
-	    "s.kind != 'param' AND (?2 IS NULL OR s.owner_id = ?3 OR "
-	    "sb.name IN (SELECT value FROM json_each(?2)) OR EXISTS (SELECT 1 "
-	    "FROM tool_secrets ts JOIN tools t ON t.id = ts.tool_id LEFT JOIN "
-	    "bundles b ON b.id = t.bundle_id WHERE ts.secret_id = s.id AND "
-	    "(t.name IN (SELECT value FROM json_each(?2)) OR b.name IN "
-	    "(SELECT value FROM json_each(?2))))) ORDER BY s.id")) == NULL) {
-		db_fail(resp, "health");
-		return;
-	}
-	sqlite3_bind_int64(st, 1, a->org_id);
-	access = access_bind(st, 2, a);
-	sqlite3_bind_int64(st, 3, a->user_id);
-	arr = db_rows(st, health_view, NULL);
-	sqlite3_clear_bindings(st);
+	arr = json_array();
+	access = access_text(a);
+	rc = store_health(a->org_id, access, a->user_id, health_view, arr);
 	free(access);
-	if (arr == NULL) {
+	if (rc == -1) {
+		json_decref(arr);
 		db_fail(resp, "health");
 		return;
 	}
@@ -1202,34 +1216,20 @@ health_list(struct vault_req *req, struct vault_resp *resp)
 int
 ctl_show_audit(const struct ctl_request *cr, json_t **reply)
 {
-	sqlite3_stmt	*st;
 	int64_t		 org = 0;
-	int		 rc, n = 0, limit = AUDIT_CTL_MAX;
+	int		 rc, limit = AUDIT_CTL_MAX;
 
 	if (cr->limit > 0 && cr->limit < AUDIT_CTL_MAX)
 		limit = cr->limit;
-	if (cr->org[0] != '\0') {
-		if ((st = db_prepare("SELECT id FROM orgs WHERE slug = ?1 "
-		    "UNION ALL SELECT id FROM orgs WHERE name = ?1 AND NOT "
-		    "EXISTS (SELECT 1 FROM orgs WHERE slug = ?1)")) == NULL) {
+	if (cr->org[0] != '\0' &&
+	    (rc = store_org_find(cr->org, &org, NULL, 0)) != 0) {
+		if (rc == -1)
 			*reply = ctl_errorf("database error");
-			return (-1);
-		}
-		sqlite3_bind_text(st, 1, cr->org, -1, SQLITE_STATIC);
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-			if (n++ == 0)
-				org = sqlite3_column_int64(st, 0);
-		sqlite3_reset(st);
-		if (rc != SQLITE_DONE) {
-			*reply = ctl_errorf("database error");
-			return (-1);
-		}
-		if (n != 1) {
-			*reply = ctl_errorf(n == 0 ? "no org '%s'" :
+		else
+			*reply = ctl_errorf(rc == 1 ? "no org '%s'" :
 			    "more than one org is named '%s'; give its slug",
 			    cr->org);
-			return (-1);
-		}
+		return (-1);
 	}
 	if ((*reply = calls_query(org, NULL, limit, 0, audit_view)) == NULL) {
 		*reply = ctl_errorf("database error");
