@@ -5,17 +5,21 @@
 # rows, 10,000 tools in one org and 1,000 orgs; then GET /tools/by-name/X
 # while another client polls /runs.  The history is written straight into
 # the database while tregd is stopped (sqlite3 CLI, keeping the WAL).
+# "uncached" requests differ by a query string the route ignores, so the
+# vault's listing cache never answers them.
 #
 #   sh bench/scale.sh [requests]        (default 200 per figure)
+#   TREGD=path/to/tregd PORT=N sh bench/scale.sh    (another build, port)
 
 set -e
 n=${1:-200}
 top=$(cd "$(dirname "$0")/.." && pwd)
+tregd=${TREGD:-$top/tregd/tregd}
 command -v sqlite3 >/dev/null || { echo "bench: needs sqlite3" >&2; exit 1; }
 
 T=$(mktemp -d /tmp/tregd-scale.XXXXXX)
 chmod 0711 "$T"
-port=18991
+port=${PORT:-18991}
 url="http://127.0.0.1:$port"
 cat > "$T/tregd.conf" <<CONF
 listen on 127.0.0.1 port $port
@@ -28,7 +32,7 @@ pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$T"' EXIT
 
 start() {
-	"$top/tregd/tregd" -d -f "$T/tregd.conf" 2>> "$T/log" &
+	"$tregd" -d -f "$T/tregd.conf" 2>> "$T/log" &
 	pid=$!
 	while ! curl -sf -o /dev/null "$url/meta"; do sleep 0.1; done
 }
@@ -41,12 +45,14 @@ sq() {
 	sqlite3 -cmd '.output /dev/null' -cmd '.filectrl persist_wal 1' \
 	    -cmd '.output stdout' "$T/state/tregd.db" "$@"
 }
-# p50 PATH: the median of n requests, in ms.
+# p50 PATH [uncached]: the median of n requests, in ms.
 p50() {
 	i=0
 	while [ $i -lt $n ]; do
+		q=
+		[ -z "$2" ] || q="?uncached=$i"
 		curl -s -o /dev/null -w '%{time_total}\n' \
-		    -H "X-Treg-Token: $tok" "$url$1"
+		    -H "X-Treg-Token: $tok" "$url$1$q"
 		i=$((i + 1))
 	done | sort -n | awk '{ t[NR] = $1 } END {
 	    printf "%.2f", t[int((NR + 1) / 2)] * 1000 }'
@@ -54,7 +60,8 @@ p50() {
 figures() {
 	echo "$1: GET /runs?limit=50 $(p50 '/runs?limit=50') ms," \
 	    "GET /tools/by-name/tool7 $(p50 /tools/by-name/tool7) ms," \
-	    "GET /tools $(p50 /tools) ms"
+	    "GET /tools $(p50 /tools) ms," \
+	    "GET /tools uncached $(p50 /tools 1) ms"
 }
 
 start

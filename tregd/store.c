@@ -435,6 +435,126 @@ store_health(int64_t org, const char *access, int64_t user,
 
 /* vault_tool.c */
 
+int
+store_ref_get(enum store_object what, int64_t org, int64_t id,
+    const char *name, struct store_ref *ref)
+{
+	memset(ref, 0, sizeof(*ref));
+	return (ops->ref_get(what, org, id, name, ref));
+}
+
+int
+store_secrets(const struct store_sel *sel, store_secret_item_fn fn,
+    void *arg)
+{
+	return (ops->secrets(sel, fn, arg));
+}
+
+int
+store_secret_insert(const struct store_secret *s, int64_t *id)
+{
+	return (ops->secret_insert(s, id));
+}
+
+int
+store_secret_set_value(int64_t org, int64_t id, const void *sealed,
+    size_t len)
+{
+	return (ops->secret_set_value(org, id, sealed, len));
+}
+
+int
+store_secret_update(int64_t org, int64_t id, const char *name,
+    const char *kind)
+{
+	return (ops->secret_update(org, id, name, kind));
+}
+
+int
+store_secret_users(int64_t id, store_secret_user_fn fn, void *arg)
+{
+	return (ops->secret_users(id, fn, arg));
+}
+
+int
+store_secret_delete(int64_t org, int64_t id)
+{
+	return (ops->secret_delete(org, id));
+}
+
+int
+store_tools(const struct store_sel *sel, store_tool_item_fn fn, void *arg)
+{
+	return (ops->tools(sel, fn, arg));
+}
+
+int
+store_tools_by_slug(const char *slug, store_tool_item_fn fn, void *arg)
+{
+	return (ops->tools_by_slug(slug, fn, arg));
+}
+
+int
+store_tool_name_used(int64_t org, const char *name, int64_t except)
+{
+	return (ops->tool_name_used(org, name, except));
+}
+
+int
+store_tool_insert(const struct store_tool_item *t, int64_t *id)
+{
+	return (ops->tool_insert(t, id));
+}
+
+int
+store_tool_update(const struct store_tool_item *t)
+{
+	return (ops->tool_update(t));
+}
+
+int
+store_tool_secrets_set(int64_t tool, const int64_t *ids, size_t n)
+{
+	return (ops->tool_secrets_set(tool, ids, n));
+}
+
+int
+store_tool_delete(int64_t org, int64_t id)
+{
+	return (ops->tool_delete(org, id));
+}
+
+int
+store_bundles(const struct store_sel *sel, store_bundle_item_fn fn,
+    void *arg)
+{
+	return (ops->bundles(sel, fn, arg));
+}
+
+int
+store_bundle_insert(const struct store_bundle_item *b, int64_t *id)
+{
+	return (ops->bundle_insert(b, id));
+}
+
+int
+store_bundle_set_recipe(int64_t org, int64_t id, const char *recipe)
+{
+	return (ops->bundle_set_recipe(org, id, recipe));
+}
+
+int
+store_bundle_outside_user(int64_t id, char *tool, char *secret, size_t len)
+{
+	return (ops->bundle_outside_user(id, tool, secret, len));
+}
+
+int
+store_bundle_delete(int64_t org, int64_t id)
+{
+	return (ops->bundle_delete(org, id));
+}
+
 /* calls and daily caps (the relay) */
 
 /* batched run ends */

@@ -289,6 +289,98 @@ typedef int	(*store_text_fn)(const char *, void *);
 typedef int	(*store_sealed_fn)(int64_t id, int64_t org, const void *,
 		    size_t, void *);
 
+/* Types of the registry (vault_tool.c). */
+/*
+ * The registry: secrets, tools and skills (bundles).  A write that a
+ * UNIQUE name refuses returns STORE_TAKEN (the engines tell it by its
+ * error code, never by its text); in a transaction the caller then
+ * rolls back.  Listings give rows by id, ascending.
+ */
+#define STORE_TAKEN	2
+
+enum store_object {
+	STORE_SECRET,
+	STORE_TOOL,
+	STORE_BUNDLE
+};
+
+/*
+ * Which rows of org a listing gives: id > 0 that one; else name != NULL
+ * the one of that name; else bundle > 0 those of that skill; else all.
+ * brief: skills without their recipe and files ("").
+ */
+struct store_sel {
+	int64_t		 org;
+	int64_t		 id;
+	const char	*name;
+	int64_t		 bundle;
+	int		 brief;
+};
+
+/*
+ * An object's owner and names, for the edit and reference checks; the
+ * detail is a secret's kind or a tool's skill ("" when none).
+ */
+struct store_ref {
+	int64_t		 id;
+	int64_t		 owner_id;
+	char		 name[STORE_NAME_MAX + 1];
+	char		 detail[STORE_NAME_MAX + 1];	/* kind; skill */
+};
+
+/* A secret without its value. */
+struct store_secret_item {
+	int64_t		 id;
+	const char	*name;
+	const char	*kind;
+	int64_t		 owner_id;
+	const char	*owner_email;	/* NULL: the owner is gone */
+	int64_t		 bundle_id;	/* 0: none */
+};
+typedef int	(*store_secret_item_fn)(const struct store_secret_item *,
+		    void *);
+/* A tool using a secret (tool NULL: the secret's own skill). */
+typedef int	(*store_secret_user_fn)(const char *, const char *, void *);
+
+/*
+ * A tool, read or written.  JSON columns are their stored text (cli and
+ * health_check NULL when none).  Writes use org_id, name, owner_id (on
+ * insert), base_url, host, the JSON texts, bundle_id and created_at
+ * (insert) or id (update).
+ */
+struct store_tool_item {
+	int64_t		 id;
+	int64_t		 org_id;
+	const char	*name;
+	int64_t		 owner_id;
+	const char	*owner_email;	/* NULL: the owner is gone */
+	const char	*base_url;
+	const char	*host;
+	const char	*bindings;
+	const char	*cli;
+	const char	*health_check;
+	const char	*examples;
+	int64_t		 bundle_id;	/* 0: none */
+	const char	*bundle;	/* its name, "" when none */
+	const char	*org_slug;	/* store_tools_by_slug only */
+	const char	*created_at;
+};
+typedef int	(*store_tool_item_fn)(const struct store_tool_item *, void *);
+
+/* A skill; files is its JSON object's text. */
+struct store_bundle_item {
+	int64_t		 id;
+	int64_t		 org_id;
+	const char	*name;
+	int64_t		 owner_id;
+	const char	*owner_email;	/* NULL: the owner is gone */
+	const char	*recipe;
+	const char	*files;
+	const char	*created_at;
+};
+typedef int	(*store_bundle_item_fn)(const struct store_bundle_item *,
+		    void *);
+
 struct store_ops {
 	const char	*name;
 	int	(*open)(const struct store_params *, char *, size_t);
@@ -365,6 +457,28 @@ struct store_ops {
 		    void *);
 
 	/* ops: vault_tool.c */
+	int	(*ref_get)(enum store_object, int64_t, int64_t, const char *,
+		    struct store_ref *);
+	int	(*secrets)(const struct store_sel *, store_secret_item_fn,
+		    void *);
+	int	(*secret_insert)(const struct store_secret *, int64_t *);
+	int	(*secret_set_value)(int64_t, int64_t, const void *, size_t);
+	int	(*secret_update)(int64_t, int64_t, const char *, const char *);
+	int	(*secret_users)(int64_t, store_secret_user_fn, void *);
+	int	(*secret_delete)(int64_t, int64_t);
+	int	(*tools)(const struct store_sel *, store_tool_item_fn, void *);
+	int	(*tools_by_slug)(const char *, store_tool_item_fn, void *);
+	int	(*tool_name_used)(int64_t, const char *, int64_t);
+	int	(*tool_insert)(const struct store_tool_item *, int64_t *);
+	int	(*tool_update)(const struct store_tool_item *);
+	int	(*tool_secrets_set)(int64_t, const int64_t *, size_t);
+	int	(*tool_delete)(int64_t, int64_t);
+	int	(*bundles)(const struct store_sel *, store_bundle_item_fn,
+		    void *);
+	int	(*bundle_insert)(const struct store_bundle_item *, int64_t *);
+	int	(*bundle_set_recipe)(int64_t, int64_t, const char *);
+	int	(*bundle_outside_user)(int64_t, char *, char *, size_t);
+	int	(*bundle_delete)(int64_t, int64_t);
 
 	/* ops: calls and daily caps (the relay) */
 
@@ -531,6 +645,45 @@ int		 store_health(int64_t, const char *, int64_t,
 		    store_secret_row_fn, void *);
 
 /* vault_tool.c */
+/* Object id (name NULL) or name of org: 0 and *ref, 1 none, -1. */
+int		 store_ref_get(enum store_object, int64_t, int64_t,
+		    const char *, struct store_ref *);
+int		 store_secrets(const struct store_sel *, store_secret_item_fn,
+		    void *);
+/* org_id, name, kind, owner_id, bundle_id, created_at; value empty. */
+int		 store_secret_insert(const struct store_secret *, int64_t *);
+/* A new sealed value of secret id of org: its status is unknown again. */
+int		 store_secret_set_value(int64_t, int64_t, const void *,
+		    size_t);
+/* New name (NULL: kept) and kind of secret id of org. */
+int		 store_secret_update(int64_t, int64_t, const char *,
+		    const char *);
+/* The tools that use secret id (by tool name), then its own skill. */
+int		 store_secret_users(int64_t, store_secret_user_fn, void *);
+int		 store_secret_delete(int64_t, int64_t);
+int		 store_tools(const struct store_sel *, store_tool_item_fn,
+		    void *);
+/* For tregctl: the tools of the org slug ("": of every org), by org. */
+int		 store_tools_by_slug(const char *, store_tool_item_fn, void *);
+/* 0 when another tool than except has the name in org, 1 when none. */
+int		 store_tool_name_used(int64_t, const char *, int64_t);
+int		 store_tool_insert(const struct store_tool_item *, int64_t *);
+int		 store_tool_update(const struct store_tool_item *);
+/* The secrets a tool uses, replacing the ones it used. */
+int		 store_tool_secrets_set(int64_t, const int64_t *, size_t);
+int		 store_tool_delete(int64_t, int64_t);
+int		 store_bundles(const struct store_sel *, store_bundle_item_fn,
+		    void *);
+int		 store_bundle_insert(const struct store_bundle_item *,
+		    int64_t *);
+int		 store_bundle_set_recipe(int64_t, int64_t, const char *);
+/*
+ * A tool outside skill id using one of its secrets: 0 and their names
+ * (tool, secret, each of len bytes), 1 none.
+ */
+int		 store_bundle_outside_user(int64_t, char *, char *, size_t);
+/* The skill and, by the schema's cascades, its tools and secrets. */
+int		 store_bundle_delete(int64_t, int64_t);
 
 /* calls and daily caps (the relay) */
 

@@ -31,6 +31,7 @@
 
 PGconn			*pg_conn;
 static char		 pg_errbuf[STORE_ERROR_MAX];
+static char		 pg_state[6];	/* SQLSTATE of the last failure */
 static struct event	 pg_lost_ev;
 static int		 pg_lost;
 static int		 pg_generation;	/* of the connection */
@@ -116,6 +117,25 @@ const struct store_ops store_pg_ops = {
 	.health = pg_health,
 
 	/* vault_tool.c */
+	.ref_get = pg_ref_get,
+	.secrets = pg_secrets,
+	.secret_insert = pg_secret_insert,
+	.secret_set_value = pg_secret_set_value,
+	.secret_update = pg_secret_update,
+	.secret_users = pg_secret_users,
+	.secret_delete = pg_secret_delete,
+	.tools = pg_tools,
+	.tools_by_slug = pg_tools_by_slug,
+	.tool_name_used = pg_tool_name_used,
+	.tool_insert = pg_tool_insert,
+	.tool_update = pg_tool_update,
+	.tool_secrets_set = pg_tool_secrets_set,
+	.tool_delete = pg_tool_delete,
+	.bundles = pg_bundles,
+	.bundle_insert = pg_bundle_insert,
+	.bundle_set_recipe = pg_bundle_set_recipe,
+	.bundle_outside_user = pg_bundle_outside_user,
+	.bundle_delete = pg_bundle_delete,
 
 	/* calls and daily caps (the relay) */
 
@@ -444,8 +464,13 @@ pg_fail(PGresult *res, const char *what)
 	const char	*m = NULL;
 	struct timeval	 tv = { 0, 200 * 1000 };
 
-	if (res != NULL)
+	pg_state[0] = '\0';
+	if (res != NULL) {
 		m = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+		if (PQresultErrorField(res, PG_DIAG_SQLSTATE) != NULL)
+			strlcpy(pg_state, PQresultErrorField(res,
+			    PG_DIAG_SQLSTATE), sizeof(pg_state));
+	}
 	if (m == NULL)
 		m = PQerrorMessage(pg_conn);
 	snprintf(pg_errbuf, sizeof(pg_errbuf), "%s: %s", what,
@@ -464,6 +489,12 @@ pg_fail(PGresult *res, const char *what)
 		}
 	}
 	return (-1);
+}
+
+int
+pg_unique_violation(void)
+{
+	return (strcmp(pg_state, "23505") == 0);
 }
 
 static void

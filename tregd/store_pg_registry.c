@@ -1,6 +1,7 @@
 /*
  * The PostgreSQL engine: memberships by token, secrets and tools (the
- * rows a request and a run read).  Sealed values travel as bytea in
+ * rows a request and a run read), and the registry's listings and
+ * writes (secrets, tools, skills).  Sealed values travel as bytea in
  * binary; they are ciphertext, opened only by vault_crypto.c.
  */
 
@@ -12,6 +13,12 @@
 #include "tregd.h"
 #include "log.h"
 #include "store_pg.h"
+
+static struct pg_stmt *pg_sel(struct pg_stmt [], const struct store_sel *,
+		    struct pgq *);
+static int	 pg_write(struct pg_stmt *, const struct pgq *, int64_t *);
+static int	 pg_tool_rows(PGresult *, store_tool_item_fn, void *);
+static void	 pg_tool_params(struct pgq *, const struct store_tool_item *);
 
 int
 pg_member_by_token(const uint8_t hash[STORE_HASH_LEN],
@@ -251,4 +258,529 @@ pg_tool_secret_ids(int64_t tool, int64_t *ids, size_t max, size_t *n)
 		ids[(*n)++] = pg_int(res, i, 0);
 	PQclear(res);
 	return (0);
+}
+
+/* ------------------------------------------------------------------ */
+/* The registry (vault_tool.c): owners and names, secrets, tools and   */
+/* skills.  A listing's statement is chosen by its selection.          */
+
+enum { SEL_ID, SEL_NAME, SEL_BUNDLE, SEL_ALL, SEL_MAX };
+
+/* The statement of sel among st[], and its parameters ($1 org, $2). */
+static struct pg_stmt *
+pg_sel(struct pg_stmt st[], const struct store_sel *sel,
+    struct pgq *q)
+{
+	int	 which;
+
+	if (sel->id > 0)
+		which = SEL_ID;
+	else if (sel->name != NULL)
+		which = SEL_NAME;
+	else if (sel->bundle > 0)
+		which = SEL_BUNDLE;
+	else
+		which = SEL_ALL;
+	if (st[which].sql == NULL)
+		fatalx("%s: no such selection", __func__);
+	pgq_init(q);
+	pgq_int(q, sel->org);
+	if (which == SEL_ID)
+		pgq_int(q, sel->id);
+	else if (which == SEL_NAME)
+		pgq_text(q, sel->name);
+	else if (which == SEL_BUNDLE)
+		pgq_int(q, sel->bundle);
+	return (&st[which]);
+}
+
+/* A write: 0 done, STORE_TAKEN a UNIQUE refused it, -1 failed. */
+static int
+pg_write(struct pg_stmt *st, const struct pgq *q, int64_t *id)
+{
+	PGresult	*res;
+	int		 n;
+
+	if ((res = pg_run(st, q)) == NULL)
+		return (pg_unique_violation() ? STORE_TAKEN : -1);
+	if (id != NULL && PQntuples(res) == 1)
+		*id = pg_int(res, 0, 0);
+	n = PQntuples(res) > 0 ? PQntuples(res) :
+	    (int)strtonum(PQcmdTuples(res), 0, INT32_MAX, NULL);
+	PQclear(res);
+	return (n > 0 ? 0 : 1);
+}
+
+int
+pg_ref_get(enum store_object what, int64_t org, int64_t id,
+    const char *name, struct store_ref *ref)
+{
+	static struct pg_stmt	 st[][2] = {
+		[STORE_SECRET] = {
+		    { "SELECT id, owner_id, name, kind FROM secrets "
+		    "WHERE org_id = $1 AND id = $2", 0 },
+		    { NULL, 0 } },
+		[STORE_TOOL] = {
+		    { "SELECT t.id, t.owner_id, t.name, b.name FROM tools t "
+		    "LEFT JOIN bundles b ON b.id = t.bundle_id WHERE "
+		    "t.org_id = $1 AND t.id = $2", 0 },
+		    { "SELECT t.id, t.owner_id, t.name, b.name FROM tools t "
+		    "LEFT JOIN bundles b ON b.id = t.bundle_id WHERE "
+		    "t.org_id = $1 AND t.name = $2", 0 } },
+		[STORE_BUNDLE] = {
+		    { "SELECT id, owner_id, name, '' FROM bundles "
+		    "WHERE org_id = $1 AND id = $2", 0 },
+		    { "SELECT id, owner_id, name, '' FROM bundles "
+		    "WHERE org_id = $1 AND name = $2", 0 } },
+	};
+	struct pg_stmt	*s;
+	struct pgq	 q;
+	PGresult	*res;
+	int		 rc = 1;
+
+	if ((unsigned)what > STORE_BUNDLE ||
+	    (s = &st[what][name != NULL])->sql == NULL)
+		fatalx("%s: no such lookup", __func__);
+	pgq_init(&q);
+	pgq_int(&q, org);
+	if (name != NULL)
+		pgq_text(&q, name);
+	else
+		pgq_int(&q, id);
+	if ((res = pg_run(s, &q)) == NULL)
+		return (-1);
+	if (PQntuples(res) == 1) {
+		ref->id = pg_int(res, 0, 0);
+		ref->owner_id = pg_int(res, 0, 1);
+		pg_copy(ref->name, sizeof(ref->name), res, 0, 2);
+		pg_copy(ref->detail, sizeof(ref->detail), res, 0, 3);
+		rc = 0;
+	}
+	PQclear(res);
+	return (rc);
+}
+
+#define PG_SECRET_COLS	"SELECT s.id, s.name, s.kind, s.owner_id, u.email, " \
+			"s.bundle_id FROM secrets s LEFT JOIN users u ON " \
+			"u.id = s.owner_id WHERE s.org_id = $1 "
+
+int
+pg_secrets(const struct store_sel *sel, store_secret_item_fn fn, void *arg)
+{
+	static struct pg_stmt	 st[SEL_MAX] = {
+		[SEL_ID] = { PG_SECRET_COLS "AND s.id = $2", 0 },
+		[SEL_BUNDLE] = { PG_SECRET_COLS "AND s.bundle_id = $2 "
+		    "ORDER BY s.id", 0 },
+		[SEL_ALL] = { PG_SECRET_COLS "ORDER BY s.id", 0 },
+	};
+	struct store_secret_item s;
+	struct pgq		 q;
+	PGresult		*res;
+	int			 i, stop = 0;
+
+	if ((res = pg_run(pg_sel(st, sel, &q), &q)) == NULL)
+		return (-1);
+	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
+		s.id = pg_int(res, i, 0);
+		s.name = pg_text(res, i, 1);
+		s.kind = pg_text(res, i, 2);
+		s.owner_id = pg_int(res, i, 3);
+		s.owner_email = pg_ntext(res, i, 4);
+		s.bundle_id = pg_int(res, i, 5);
+		stop = fn(&s, arg);
+	}
+	PQclear(res);
+	return (stop < 0 ? -1 : 0);
+}
+
+int
+pg_secret_insert(const struct store_secret *s, int64_t *id)
+{
+	static struct pg_stmt	 st = { "INSERT INTO secrets (org_id, name, "
+	    "kind, owner_id, bundle_id, sealed, created_at) VALUES ($1, $2, "
+	    "$3, $4, $5, '\\x', $6) RETURNING id", 0 };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_int(&q, s->org_id);
+	pgq_text(&q, s->name);
+	pgq_text(&q, s->kind);
+	pgq_int(&q, s->owner_id);
+	if (s->bundle_id > 0)
+		pgq_int(&q, s->bundle_id);
+	else
+		pgq_null(&q);
+	pgq_text(&q, s->created_at);
+	return (pg_write(&st, &q, id));
+}
+
+int
+pg_secret_set_value(int64_t org, int64_t id, const void *sealed,
+    size_t len)
+{
+	static struct pg_stmt	 st = { "UPDATE secrets SET sealed = $1, "
+	    "status = 'unknown', status_detail = NULL, checked_at = NULL "
+	    "WHERE id = $2 AND org_id = $3", 0 };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_blob(&q, sealed, len);
+	pgq_int(&q, id);
+	pgq_int(&q, org);
+	return (pg_write(&st, &q, NULL));
+}
+
+int
+pg_secret_update(int64_t org, int64_t id, const char *name,
+    const char *kind)
+{
+	static struct pg_stmt	 st = { "UPDATE secrets SET name = "
+	    "coalesce($1, name), kind = $2 WHERE id = $3 AND org_id = $4", 0 };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_text(&q, name);
+	pgq_text(&q, kind);
+	pgq_int(&q, id);
+	pgq_int(&q, org);
+	return (pg_write(&st, &q, NULL));
+}
+
+int
+pg_secret_users(int64_t id, store_secret_user_fn fn, void *arg)
+{
+	static struct pg_stmt	 st = { "SELECT 0 AS own, t.name AS tool, "
+	    "b.name FROM tool_secrets ts JOIN tools t ON t.id = ts.tool_id "
+	    "LEFT JOIN bundles b ON b.id = t.bundle_id WHERE ts.secret_id = $1 "
+	    "UNION ALL SELECT 1, NULL, b.name FROM secrets s JOIN bundles b ON "
+	    "b.id = s.bundle_id WHERE s.id = $1 ORDER BY own, tool", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+	int			 i, stop = 0;
+
+	pgq_init(&q);
+	pgq_int(&q, id);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	for (i = 0; i < PQntuples(res) && stop == 0; i++)
+		stop = fn(pg_ntext(res, i, 1), pg_text(res, i, 2), arg);
+	PQclear(res);
+	return (stop < 0 ? -1 : 0);
+}
+
+int
+pg_secret_delete(int64_t org, int64_t id)
+{
+	static struct pg_stmt	 st = { "DELETE FROM secrets WHERE id = $1 "
+	    "AND org_id = $2", 0 };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_int(&q, id);
+	pgq_int(&q, org);
+	return (pg_write(&st, &q, NULL));
+}
+
+#define PG_TOOL_COLS	"SELECT t.id, t.org_id, t.name, t.owner_id, u.email, " \
+			"t.base_url, t.host, t.bindings, t.cli, " \
+			"t.health_check, t.examples, t.bundle_id, b.name, " \
+			"t.created_at"
+#define PG_TOOL_FROM	" FROM tools t LEFT JOIN users u ON " \
+			"u.id = t.owner_id LEFT JOIN bundles b ON " \
+			"b.id = t.bundle_id "
+
+/* The rows of a tools statement; column 14, if any, is the org's slug. */
+static int
+pg_tool_rows(PGresult *res, store_tool_item_fn fn, void *arg)
+{
+	struct store_tool_item	 t;
+	int			 i, stop = 0, slug = PQnfields(res) > 14;
+
+	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
+		t.id = pg_int(res, i, 0);
+		t.org_id = pg_int(res, i, 1);
+		t.name = pg_text(res, i, 2);
+		t.owner_id = pg_int(res, i, 3);
+		t.owner_email = pg_ntext(res, i, 4);
+		t.base_url = pg_text(res, i, 5);
+		t.host = pg_text(res, i, 6);
+		t.bindings = pg_text(res, i, 7);
+		t.cli = pg_ntext(res, i, 8);
+		t.health_check = pg_ntext(res, i, 9);
+		t.examples = pg_text(res, i, 10);
+		t.bundle_id = pg_int(res, i, 11);
+		t.bundle = pg_text(res, i, 12);
+		t.created_at = pg_text(res, i, 13);
+		t.org_slug = slug ? pg_text(res, i, 14) : "";
+		stop = fn(&t, arg);
+	}
+	PQclear(res);
+	return (stop < 0 ? -1 : 0);
+}
+
+int
+pg_tools(const struct store_sel *sel, store_tool_item_fn fn, void *arg)
+{
+	static struct pg_stmt	 st[SEL_MAX] = {
+		[SEL_ID] = { PG_TOOL_COLS PG_TOOL_FROM "WHERE t.org_id = $1 "
+		    "AND t.id = $2", 0 },
+		[SEL_NAME] = { PG_TOOL_COLS PG_TOOL_FROM "WHERE t.org_id = $1 "
+		    "AND t.name = $2", 0 },
+		[SEL_BUNDLE] = { PG_TOOL_COLS PG_TOOL_FROM "WHERE "
+		    "t.org_id = $1 AND t.bundle_id = $2 ORDER BY t.id", 0 },
+		[SEL_ALL] = { PG_TOOL_COLS PG_TOOL_FROM "WHERE t.org_id = $1 "
+		    "ORDER BY t.id", 0 },
+	};
+	struct pgq		 q;
+	PGresult		*res;
+
+	if ((res = pg_run(pg_sel(st, sel, &q), &q)) == NULL)
+		return (-1);
+	return (pg_tool_rows(res, fn, arg));
+}
+
+int
+pg_tools_by_slug(const char *slug, store_tool_item_fn fn, void *arg)
+{
+	static struct pg_stmt	 st = { PG_TOOL_COLS ", o.slug" PG_TOOL_FROM
+	    "JOIN orgs o ON o.id = t.org_id WHERE $1 = '' OR o.slug = $1 "
+	    "ORDER BY o.slug, t.name", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+
+	pgq_init(&q);
+	pgq_text(&q, slug);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	return (pg_tool_rows(res, fn, arg));
+}
+
+int
+pg_tool_name_used(int64_t org, const char *name, int64_t except)
+{
+	static struct pg_stmt	 st = { "SELECT 1 FROM tools WHERE "
+	    "org_id = $1 AND name = $2 AND id <> $3", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+	int			 rc;
+
+	pgq_init(&q);
+	pgq_int(&q, org);
+	pgq_text(&q, name);
+	pgq_int(&q, except);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	rc = PQntuples(res) > 0 ? 0 : 1;
+	PQclear(res);
+	return (rc);
+}
+
+/* $1..$8: the columns a tool's insert and update both write. */
+static void
+pg_tool_params(struct pgq *q, const struct store_tool_item *t)
+{
+	pgq_init(q);
+	pgq_int(q, t->org_id);
+	pgq_text(q, t->name);
+	pgq_text(q, t->base_url);
+	pgq_text(q, t->host);
+	pgq_text(q, t->bindings);
+	pgq_text(q, t->cli);
+	pgq_text(q, t->health_check);
+	pgq_text(q, t->examples);
+}
+
+int
+pg_tool_insert(const struct store_tool_item *t, int64_t *id)
+{
+	static struct pg_stmt	 st = { "INSERT INTO tools (org_id, name, "
+	    "base_url, host, bindings, cli, health_check, examples, owner_id, "
+	    "bundle_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
+	    "$9, $10, $11) RETURNING id", 0 };
+	struct pgq		 q;
+
+	pg_tool_params(&q, t);
+	pgq_int(&q, t->owner_id);
+	if (t->bundle_id > 0)
+		pgq_int(&q, t->bundle_id);
+	else
+		pgq_null(&q);
+	pgq_text(&q, t->created_at);
+	return (pg_write(&st, &q, id));
+}
+
+int
+pg_tool_update(const struct store_tool_item *t)
+{
+	static struct pg_stmt	 st = { "UPDATE tools SET name = $2, "
+	    "base_url = $3, host = $4, bindings = $5, cli = $6, "
+	    "health_check = $7, examples = $8 WHERE org_id = $1 AND "
+	    "id = $9", 0 };
+	struct pgq		 q;
+
+	pg_tool_params(&q, t);
+	pgq_int(&q, t->id);
+	return (pg_write(&st, &q, NULL));
+}
+
+int
+pg_tool_secrets_set(int64_t tool, const int64_t *ids, size_t n)
+{
+	static struct pg_stmt	 del = { "DELETE FROM tool_secrets WHERE "
+	    "tool_id = $1", 0 };
+	static struct pg_stmt	 ins = { "INSERT INTO tool_secrets (tool_id, "
+	    "secret_id) VALUES ($1, $2)", 0 };
+	struct pgq		 q;
+	size_t			 i;
+
+	pgq_init(&q);
+	pgq_int(&q, tool);
+	if (pg_write(&del, &q, NULL) == -1)
+		return (-1);
+	for (i = 0; i < n; i++) {
+		pgq_init(&q);
+		pgq_int(&q, tool);
+		pgq_int(&q, ids[i]);
+		if (pg_write(&ins, &q, NULL) != 0)
+			return (-1);
+	}
+	return (0);
+}
+
+int
+pg_tool_delete(int64_t org, int64_t id)
+{
+	static struct pg_stmt	 st = { "DELETE FROM tools WHERE id = $1 "
+	    "AND org_id = $2", 0 };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_int(&q, id);
+	pgq_int(&q, org);
+	return (pg_write(&st, &q, NULL));
+}
+
+#define PG_BUNDLE_COLS	"SELECT b.id, b.org_id, b.name, b.owner_id, u.email, " \
+			"b.created_at"
+#define PG_BUNDLE_FULL	", b.recipe, b.files"
+#define PG_BUNDLE_FROM	" FROM bundles b LEFT JOIN users u ON " \
+			"u.id = b.owner_id WHERE b.org_id = $1 "
+
+int
+pg_bundles(const struct store_sel *sel, store_bundle_item_fn fn, void *arg)
+{
+	static struct pg_stmt	 full[SEL_MAX] = {
+		[SEL_ID] = { PG_BUNDLE_COLS PG_BUNDLE_FULL PG_BUNDLE_FROM
+		    "AND b.id = $2", 0 },
+		[SEL_NAME] = { PG_BUNDLE_COLS PG_BUNDLE_FULL PG_BUNDLE_FROM
+		    "AND b.name = $2", 0 },
+		[SEL_ALL] = { PG_BUNDLE_COLS PG_BUNDLE_FULL PG_BUNDLE_FROM
+		    "ORDER BY b.id", 0 },
+	};
+	static struct pg_stmt	 brief[SEL_MAX] = {
+		[SEL_ID] = { PG_BUNDLE_COLS PG_BUNDLE_FROM "AND b.id = $2", 0 },
+		[SEL_NAME] = { PG_BUNDLE_COLS PG_BUNDLE_FROM "AND b.name = $2",
+		    0 },
+		[SEL_ALL] = { PG_BUNDLE_COLS PG_BUNDLE_FROM "ORDER BY b.id",
+		    0 },
+	};
+	struct store_bundle_item b;
+	struct pgq		 q;
+	PGresult		*res;
+	int			 i, stop = 0, withtext = !sel->brief;
+
+	if ((res = pg_run(pg_sel(sel->brief ? brief : full, sel, &q), &q)) ==
+	    NULL)
+		return (-1);
+	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
+		b.id = pg_int(res, i, 0);
+		b.org_id = pg_int(res, i, 1);
+		b.name = pg_text(res, i, 2);
+		b.owner_id = pg_int(res, i, 3);
+		b.owner_email = pg_ntext(res, i, 4);
+		b.created_at = pg_text(res, i, 5);
+		b.recipe = withtext ? pg_text(res, i, 6) : "";
+		b.files = withtext ? pg_text(res, i, 7) : "";
+		stop = fn(&b, arg);
+	}
+	PQclear(res);
+	return (stop < 0 ? -1 : 0);
+}
+
+int
+pg_bundle_insert(const struct store_bundle_item *b, int64_t *id)
+{
+	static struct pg_stmt	 st = { "INSERT INTO bundles (org_id, name, "
+	    "owner_id, recipe, files, created_at) VALUES ($1, $2, $3, $4, $5, "
+	    "$6) RETURNING id", 0 };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_int(&q, b->org_id);
+	pgq_text(&q, b->name);
+	pgq_int(&q, b->owner_id);
+	pgq_text(&q, b->recipe);
+	pgq_text(&q, b->files);
+	pgq_text(&q, b->created_at);
+	return (pg_write(&st, &q, id));
+}
+
+int
+pg_bundle_set_recipe(int64_t org, int64_t id, const char *recipe)
+{
+	static struct pg_stmt	 st = { "UPDATE bundles SET recipe = $1 "
+	    "WHERE id = $2 AND org_id = $3", 0 };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_text(&q, recipe);
+	pgq_int(&q, id);
+	pgq_int(&q, org);
+	return (pg_write(&st, &q, NULL));
+}
+
+int
+pg_bundle_outside_user(int64_t id, char *tool, char *secret, size_t len)
+{
+	static struct pg_stmt	 st = { "SELECT t.name, s.name FROM "
+	    "tool_secrets ts JOIN tools t ON t.id = ts.tool_id JOIN secrets s "
+	    "ON s.id = ts.secret_id WHERE s.bundle_id = $1 AND "
+	    "(t.bundle_id IS NULL OR t.bundle_id <> $1) LIMIT 1", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+	int			 rc = 1;
+
+	pgq_init(&q);
+	pgq_int(&q, id);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	if (PQntuples(res) == 1) {
+		pg_copy(tool, len, res, 0, 0);
+		pg_copy(secret, len, res, 0, 1);
+		rc = 0;
+	}
+	PQclear(res);
+	return (rc);
+}
+
+/*
+ * The skill's tools go first, by a statement of their own: PostgreSQL
+ * checks tool_secrets' reference to a cascaded secret before it has
+ * cascaded the tools' rows of it away.  The caller holds a transaction.
+ */
+int
+pg_bundle_delete(int64_t org, int64_t id)
+{
+	static struct pg_stmt	 tools = { "DELETE FROM tools WHERE "
+	    "bundle_id = $1 AND org_id = $2", 0 };
+	static struct pg_stmt	 st = { "DELETE FROM bundles WHERE id = $1 "
+	    "AND org_id = $2", 0 };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_int(&q, id);
+	pgq_int(&q, org);
+	if (pg_write(&tools, &q, NULL) == -1)
+		return (-1);
+	return (pg_write(&st, &q, NULL));
 }

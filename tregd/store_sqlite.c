@@ -120,6 +120,25 @@ const struct store_ops store_sqlite_ops = {
 	.health = sq_health,
 
 	/* vault_tool.c */
+	.ref_get = sq_ref_get,
+	.secrets = sq_secrets,
+	.secret_insert = sq_secret_insert,
+	.secret_set_value = sq_secret_set_value,
+	.secret_update = sq_secret_update,
+	.secret_users = sq_secret_users,
+	.secret_delete = sq_secret_delete,
+	.tools = sq_tools,
+	.tools_by_slug = sq_tools_by_slug,
+	.tool_name_used = sq_tool_name_used,
+	.tool_insert = sq_tool_insert,
+	.tool_update = sq_tool_update,
+	.tool_secrets_set = sq_tool_secrets_set,
+	.tool_delete = sq_tool_delete,
+	.bundles = sq_bundles,
+	.bundle_insert = sq_bundle_insert,
+	.bundle_set_recipe = sq_bundle_set_recipe,
+	.bundle_outside_user = sq_bundle_outside_user,
+	.bundle_delete = sq_bundle_delete,
 
 	/* calls and daily caps (the relay) */
 

@@ -116,7 +116,30 @@ int		 sq_tool_secrets_mark(int64_t, int64_t, const char *,
 int		 sq_health(int64_t, const char *, int64_t,
 		    store_secret_row_fn, void *);
 
-/* vault_tool.c */
+/* vault_tool.c: store_sqlite_registry.c */
+int		 sq_ref_get(enum store_object, int64_t, int64_t, const char *,
+		    struct store_ref *);
+int		 sq_secrets(const struct store_sel *, store_secret_item_fn,
+		    void *);
+int		 sq_secret_insert(const struct store_secret *, int64_t *);
+int		 sq_secret_set_value(int64_t, int64_t, const void *, size_t);
+int		 sq_secret_update(int64_t, int64_t, const char *,
+		    const char *);
+int		 sq_secret_users(int64_t, store_secret_user_fn, void *);
+int		 sq_secret_delete(int64_t, int64_t);
+int		 sq_tools(const struct store_sel *, store_tool_item_fn, void *);
+int		 sq_tools_by_slug(const char *, store_tool_item_fn, void *);
+int		 sq_tool_name_used(int64_t, const char *, int64_t);
+int		 sq_tool_insert(const struct store_tool_item *, int64_t *);
+int		 sq_tool_update(const struct store_tool_item *);
+int		 sq_tool_secrets_set(int64_t, const int64_t *, size_t);
+int		 sq_tool_delete(int64_t, int64_t);
+int		 sq_bundles(const struct store_sel *, store_bundle_item_fn,
+		    void *);
+int		 sq_bundle_insert(const struct store_bundle_item *, int64_t *);
+int		 sq_bundle_set_recipe(int64_t, int64_t, const char *);
+int		 sq_bundle_outside_user(int64_t, char *, char *, size_t);
+int		 sq_bundle_delete(int64_t, int64_t);
 
 /* calls and daily caps (the relay) */
 

@@ -545,6 +545,11 @@ vault_request(struct blob *b)
 		}
 	}
 	r->handler(&req, &resp);
+	if (cacheable && resp.status == 200 && resp.text != NULL) {
+		rcache_store(&req, dataver, resp.text, resp.textlen);
+		vault_send(req.reqid, 200, resp.text, resp.textlen);
+		resp.status = 0;
+	}
 	if (cacheable && resp.status == 200 && resp.body != NULL) {
 		if ((text = json_dumps(resp.body, JSON_COMPACT)) == NULL)
 			fatalx("%s: json_dumps", __func__);
@@ -558,6 +563,7 @@ vault_request(struct blob *b)
 		vault_respond(req.reqid, &resp);
 	asker_org = asker_user = 0;
 	json_decref(resp.body);
+	free(resp.text);
 	json_decref(req.body);
 	free((char *)req.name);
 	free((char *)req.query);
@@ -570,6 +576,10 @@ vault_respond(uint32_t reqid, struct vault_resp *resp)
 {
 	char	*text;
 
+	if (resp->text != NULL) {
+		vault_send(reqid, resp->status, resp->text, resp->textlen);
+		return;
+	}
 	if (resp->body == NULL)
 		resp->body = json_object();
 	if ((text = json_dumps(resp->body, JSON_COMPACT)) == NULL)
@@ -588,6 +598,8 @@ resp_error(struct vault_resp *resp, int status, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	json_decref(resp->body);
+	free(resp->text);
+	resp->text = NULL;
 	resp->status = status;
 	resp->body = json_pack("{s:s}", "detail", msg);
 }
@@ -598,6 +610,17 @@ resp_ok(struct vault_resp *resp, json_t *body)
 	json_decref(resp->body);
 	resp->status = 200;
 	resp->body = body;
+}
+
+void
+resp_text(struct vault_resp *resp, char *text, size_t len)
+{
+	json_decref(resp->body);
+	free(resp->text);
+	resp->status = 200;
+	resp->body = NULL;
+	resp->text = text;
+	resp->textlen = len;
 }
 
 /* ------------------------------------------------------------------ */

@@ -2,7 +2,8 @@
  * The vault's internal interface, shared by its files: vault.c (process,
  * dispatch, authentication), vault_crypto.c (master key, sealing),
  * vault_org.c (users, orgs, invites, members, agents), vault_tool.c
- * (secrets, tools, skills and bundles), vault_run.c (server runs, grants,
+ * (tools; with vault_secret.c, vault_skill.c and vault_registry.c the
+ * registry: secrets, skills and bundles), vault_run.c (server runs, grants,
  * audit reads, deny rules), vault_ctl.c (the tregctl commands).  They
  * reach the database only through store.h.
  */
@@ -58,6 +59,8 @@ struct vault_req {
 struct vault_resp {
 	int		 status;
 	json_t		*body;
+	char		*text;		/* or the body as JSON text (resp_text) */
+	size_t		 textlen;
 };
 
 typedef void (*vault_handler)(struct vault_req *, struct vault_resp *);
@@ -86,6 +89,8 @@ void		 db_fail(struct vault_resp *, const char *);	/* 500 + log */
 void		 resp_error(struct vault_resp *, int, const char *, ...)
 		    __attribute__((__format__ (printf, 3, 4)));
 void		 resp_ok(struct vault_resp *, json_t *);	/* steals */
+/* 200 with a body already written as JSON text (malloc'd; steals). */
+void		 resp_text(struct vault_resp *, char *, size_t);
 void		 now_iso(char *, size_t);		/* ISO 8601 UTC */
 void		 iso_time(int64_t, char *, size_t);
 enum role	 role_from_name(const char *);

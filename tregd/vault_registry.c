@@ -1,0 +1,307 @@
+/*
+ * vault_registry.c: what the registry's files (secrets, tools, skills)
+ * share: finding an object of the caller's org and judging whether the
+ * caller may edit it, the access lists' visibility rule, and the JSON
+ * views of a secret and a tool.  Every lookup is scoped by the caller's
+ * org, so another org's ids answer 404 like ids that never existed.
+ */
+
+#include <event2/buffer.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vault_registry.h"
+
+/* A string constant into the buffer, without its NUL. */
+#define REG_PUT(b, lit)	evbuffer_add((b), (lit), sizeof(lit) - 1)
+
+static const char *const reg_what[] = {
+	[STORE_SECRET] = "secret",
+	[STORE_TOOL] = "tool",
+	[STORE_BUNDLE] = "skill"
+};
+
+static void	 reg_put_str(struct evbuffer *, const char *);
+static void	 reg_put_raw(struct evbuffer *, const char *);
+static int	 reg_secret_one(const struct store_secret_item *, void *);
+static int	 reg_tool_one(const struct store_tool_item *, void *);
+
+int
+reg_can_edit(const struct auth *a, int64_t owner_id)
+{
+	return (a->role >= ROLE_ADMIN || a->user_id == owner_id);
+}
+
+int
+reg_ref(struct vault_req *req, struct vault_resp *resp,
+    enum store_object what, int64_t id, const char *name, const char *verb,
+    struct store_ref *ref)
+{
+	int	 rc;
+
+	rc = store_ref_get(what, req->auth->org_id, id, name, ref);
+	if (rc == 1) {
+		resp_error(resp, 404, "%s not found", reg_what[what]);
+		return (-1);
+	}
+	if (rc != 0) {
+		db_fail(resp, reg_what[what]);
+		return (-1);
+	}
+	if (verb != NULL && !reg_can_edit(req->auth, ref->owner_id)) {
+		resp_error(resp, 403, "you can only %s %ss you created (or ask "
+		    "an admin)", verb, reg_what[what]);
+		return (-1);
+	}
+	return (0);
+}
+
+int
+reg_tool_visible(const struct auth *a, const char *tool, const char *bundle)
+{
+	return (access_allows(a, tool) ||
+	    (bundle != NULL && *bundle != '\0' && access_allows(a, bundle)));
+}
+
+json_t *
+reg_json_text(const char *s)
+{
+	json_t	*v;
+
+	if (s == NULL || *s == '\0' || (v = json_loads(s, JSON_DECODE_ANY,
+	    NULL)) == NULL)
+		return (json_null());
+	return (v);
+}
+
+json_t *
+reg_email(const char *email)
+{
+	return (email != NULL ? json_string(email) : json_null());
+}
+
+char *
+reg_dumps(json_t *v)
+{
+	char	*s;
+
+	if ((s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)) == NULL)
+		fatalx("%s: json_dumps", __func__);
+	return (s);
+}
+
+int
+reg_spec_str(struct vault_resp *resp, json_t *o, const char *ctx,
+    const char *f, int required, size_t maxlen, const char **out)
+{
+	json_t		*v = json_object_get(o, f);
+	const char	*sep = *ctx ? ": " : "";
+
+	if (v == NULL || (json_is_null(v) && !required)) {
+		if (!required)
+			return (0);
+		resp_error(resp, 422, "%s%sfield '%s' is required", ctx, sep,
+		    f);
+		return (-1);
+	}
+	if (!json_is_string(v)) {
+		resp_error(resp, 422, "%s%sfield '%s' must be a string", ctx,
+		    sep, f);
+		return (-1);
+	}
+	if (json_string_length(v) > maxlen) {
+		resp_error(resp, 422, "%s%sfield '%s' is too long (at most "
+		    "%zu bytes)", ctx, sep, f, maxlen);
+		return (-1);
+	}
+	if (strlen(json_string_value(v)) != json_string_length(v)) {
+		resp_error(resp, 422, "%s%sfield '%s' contains a NUL byte",
+		    ctx, sep, f);
+		return (-1);
+	}
+	*out = json_string_value(v);
+	return (0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Views.                                                              */
+
+json_t *
+reg_secret_json(const struct store_secret_item *s)
+{
+	json_t	*v;
+
+	v = json_pack("{s:I,s:s,s:s,s:o,s:o}",
+	    "id", (json_int_t)s->id,
+	    "name", s->name,
+	    "kind", s->kind,
+	    "owner", reg_email(s->owner_email),
+	    "bundle_id", s->bundle_id > 0 ? json_integer(s->bundle_id) :
+	    json_null());
+	if (v == NULL)
+		fatalx("%s: json_pack", __func__);
+	return (v);
+}
+
+/* s as a JSON string, escaped exactly as json_dumps writes it. */
+static void
+reg_put_str(struct evbuffer *b, const char *s)
+{
+	const char	*p, *run = s, *e;
+	char		 u[8];
+
+	REG_PUT(b, "\"");
+	for (p = s; *p != '\0'; p++) {
+		if ((unsigned char)*p >= 0x20 && *p != '"' && *p != '\\')
+			continue;
+		switch (*p) {
+		case '"':
+			e = "\\\"";
+			break;
+		case '\\':
+			e = "\\\\";
+			break;
+		case '\b':
+			e = "\\b";
+			break;
+		case '\f':
+			e = "\\f";
+			break;
+		case '\n':
+			e = "\\n";
+			break;
+		case '\r':
+			e = "\\r";
+			break;
+		case '\t':
+			e = "\\t";
+			break;
+		default:
+			snprintf(u, sizeof(u), "\\u%04X", (unsigned char)*p);
+			e = u;
+			break;
+		}
+		evbuffer_add(b, run, p - run);
+		evbuffer_add(b, e, strlen(e));
+		run = p + 1;
+	}
+	evbuffer_add(b, run, p - run);
+	REG_PUT(b, "\"");
+}
+
+/*
+ * A JSON column as stored, or null.  Only reg_dumps writes them
+ * (compact, canonical), so the stored text is what json_dumps of the
+ * parsed value would give.
+ */
+static void
+reg_put_raw(struct evbuffer *b, const char *s)
+{
+	if (s == NULL || *s == '\0')
+		REG_PUT(b, "null");
+	else
+		evbuffer_add(b, s, strlen(s));
+}
+
+/*
+ * A tool as a client sees it, written as JSON text straight from its
+ * row: GET /tools of a thousand tools is mostly this, and building and
+ * dumping a tree for it cost twice as much as the request.
+ */
+void
+reg_tool_text(struct evbuffer *b, const struct store_tool_item *t)
+{
+	json_t	*cli;
+	int	 runnable = 0;
+
+	if (t->cli != NULL && (cli = json_loads(t->cli, 0, NULL)) != NULL) {
+		runnable = json_is_object(cli) && conf_run_allowed(&vault_conf,
+		    json_string_value(json_object_get(cli, "bin")));
+		json_decref(cli);
+	}
+	evbuffer_add_printf(b, "{\"id\":%lld,\"name\":", (long long)t->id);
+	reg_put_str(b, t->name);
+	REG_PUT(b, ",\"owner\":");
+	if (t->owner_email != NULL)
+		reg_put_str(b, t->owner_email);
+	else
+		REG_PUT(b, "null");
+	REG_PUT(b, ",\"base_url\":");
+	reg_put_str(b, t->base_url);
+	REG_PUT(b, ",\"host\":");
+	reg_put_str(b, t->host);
+	REG_PUT(b, ",\"bindings\":");
+	reg_put_raw(b, t->bindings);
+	REG_PUT(b, ",\"cli\":");
+	reg_put_raw(b, t->cli);
+	evbuffer_add_printf(b, ",\"server_runnable\":%s,\"bundle_id\":",
+	    runnable ? "true" : "false");
+	if (t->bundle_id > 0)
+		evbuffer_add_printf(b, "%lld", (long long)t->bundle_id);
+	else
+		REG_PUT(b, "null");
+	REG_PUT(b, ",\"health_check\":");
+	reg_put_raw(b, t->health_check);
+	REG_PUT(b, ",\"examples\":");
+	reg_put_raw(b, t->examples);
+	REG_PUT(b, "}");
+}
+
+/* The same view as a tree, for answers that add to it. */
+json_t *
+reg_tool_json(const struct store_tool_item *t)
+{
+	struct evbuffer	*b;
+	json_t		*v;
+
+	if ((b = evbuffer_new()) == NULL)
+		fatal("%s: evbuffer_new", __func__);
+	reg_tool_text(b, t);
+	v = json_loadb((const char *)evbuffer_pullup(b, -1),
+	    evbuffer_get_length(b), 0, NULL);
+	evbuffer_free(b);
+	if (v == NULL) {
+		log_warnx("tool %lld: a stored JSON column does not parse",
+		    (long long)t->id);
+		v = json_null();
+	}
+	return (v);
+}
+
+static int
+reg_secret_one(const struct store_secret_item *s, void *arg)
+{
+	*(json_t **)arg = reg_secret_json(s);
+	return (1);
+}
+
+static int
+reg_tool_one(const struct store_tool_item *t, void *arg)
+{
+	*(json_t **)arg = reg_tool_json(t);
+	return (1);
+}
+
+json_t *
+reg_view(enum store_object what, int64_t org, int64_t id)
+{
+	struct store_sel	 sel;
+	json_t			*v = NULL;
+	int			 rc;
+
+	memset(&sel, 0, sizeof(sel));
+	sel.org = org;
+	sel.id = id;
+	if (what == STORE_SECRET)
+		rc = store_secrets(&sel, reg_secret_one, &v);
+	else if (what == STORE_TOOL)
+		rc = store_tools(&sel, reg_tool_one, &v);
+	else
+		fatalx("%s: no view of object %d", __func__, what);
+	if (rc == -1) {
+		json_decref(v);
+		return (NULL);
+	}
+	return (v);
+}
