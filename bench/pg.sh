@@ -22,7 +22,7 @@ trap 'for p in $pids; do kill $p 2>/dev/null; done; sleep 0.5;
 sh "$top/scripts/pg.sh" createdb "$pg" bench
 
 # daemon NAME PORT [database line]: start one, sign up, make the tools;
-# prints the token.
+# sets tok.  Not in a $(...): the daemon would hold its pipe open.
 daemon() {
 	d="$T/$1"
 	mkdir -p "$d"
@@ -35,7 +35,7 @@ run directory "$d/runs"
 http max-connections 2048
 $3
 CONF
-	"$top/tregd/tregd" -d -f "$d/tregd.conf" 2> "$d/log" &
+	"$top/tregd/tregd" -d -f "$d/tregd.conf" > "$d/log" 2>&1 &
 	pids="$pids $!"
 	while ! curl -sf -o /dev/null "http://127.0.0.1:$2/meta"; do
 		sleep 0.1
@@ -51,12 +51,12 @@ CONF
 		    \"base_url\": \"https://api$i.example.com/v1\", \
 		    \"cli\": {\"bin\": \"gh\"}}"
 	done
-	echo "$tok"
 }
 
-tok_sq=$(daemon sqlite 18992)
-tok_pg=$(daemon pg 18993 \
-    "database postgresql \"host=$pg user=tregd dbname=bench\"")
+daemon sqlite 18992
+tok_sq=$tok
+daemon pg 18993 "database postgresql \"host=$pg user=tregd dbname=bench\""
+tok_pg=$tok
 
 measure() {
 	printf 'wrk.headers["X-Treg-Token"] = "%s"\n' "$2" > "$T/auth.lua"

@@ -38,6 +38,7 @@ void		 pgq_blob(struct pgq *, const void *, size_t);
 void		 pgq_null(struct pgq *);
 /* Rows (or none) in binary, or NULL with store_error() set. */
 PGresult	*pg_run(struct pg_stmt *, const struct pgq *);
+void		 pg_version_seen(int64_t);
 int		 pg_exec(const char *);
 int		 pg_fail(PGresult *, const char *);
 int64_t		 pg_int(const PGresult *, int, int);

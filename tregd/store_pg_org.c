@@ -341,12 +341,19 @@ pg_org_remove(int64_t org)
 	static struct pg_stmt	 agents = { "DELETE FROM users WHERE "
 	    "is_agent = 1 AND id IN (SELECT user_id FROM memberships WHERE "
 	    "org_id = $1)", 0 };
+	/*
+	 * The tools first: PostgreSQL checks tool_secrets' reference to a
+	 * secret before the cascade from tools has removed the row.
+	 */
+	static struct pg_stmt	 tools = { "DELETE FROM tools WHERE "
+	    "org_id = $1", 0 };
 	static struct pg_stmt	 st = { "DELETE FROM orgs WHERE id = $1", 0 };
 	struct pgq		 q;
 
 	pgq_init(&q);
 	pgq_int(&q, org);
-	if (pg_changed(&agents, &q) == -1 || pg_changed(&st, &q) == -1)
+	if (pg_changed(&agents, &q) == -1 || pg_changed(&tools, &q) == -1 ||
+	    pg_changed(&st, &q) == -1)
 		return (-1);
 	return (0);
 }

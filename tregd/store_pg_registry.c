@@ -26,9 +26,9 @@ pg_member_by_token(const uint8_t hash[STORE_HASH_LEN],
 {
 	static struct pg_stmt	 st = { "SELECT m.id, m.user_id, m.org_id, "
 	    "m.role, m.tool_access, m.local_run_enabled, u.email, u.is_agent, "
-	    "o.slug, m.token_hash FROM memberships m JOIN users u ON "
-	    "u.id = m.user_id JOIN orgs o ON o.id = m.org_id WHERE "
-	    "m.token_hash = $1", 0 };
+	    "o.slug, m.token_hash, (SELECT v FROM tregd_version) FROM "
+	    "memberships m JOIN users u ON u.id = m.user_id JOIN orgs o ON "
+	    "o.id = m.org_id WHERE m.token_hash = $1", 0 };
 	struct pgq		 q;
 	PGresult		*res;
 
@@ -51,6 +51,7 @@ pg_member_by_token(const uint8_t hash[STORE_HASH_LEN],
 	m->is_agent = pg_int(res, 0, 7);
 	pg_copy(m->org_slug, sizeof(m->org_slug), res, 0, 8);
 	memcpy(m->token_hash, PQgetvalue(res, 0, 9), STORE_HASH_LEN);
+	pg_version_seen(pg_int(res, 0, 10));
 	PQclear(res);
 	return (0);
 }

@@ -125,12 +125,8 @@ vault_main(int debug, int verbose)
 	/* One worker at a time makes the key, the schema, a rotation's end. */
 	initfd = vault_init_lock();
 	/* PostgreSQL: now, while the network is there (see store_pg.c). */
-	if (vault_conf.db_engine == DB_POSTGRESQL) {
+	if (vault_conf.db_engine == DB_POSTGRESQL)
 		vault_open_db(NULL);
-		/* Said loudly: the storage move is half done (README). */
-		log_warnx("database postgresql is incomplete in this release: "
-		    "tools and skills still need sqlite and answer 500");
-	}
 
 	sandbox_nodump();
 	if (pw != NULL)
