@@ -172,6 +172,7 @@ exec_main(int debug, int verbose)
 	paths.run_path = exec_conf.run_path;
 	paths.mounts = sbx_mounts();
 	sandbox_confine(SANDBOX_EXEC, &paths);
+	sbx_zygote();		/* before any message that may hold a secret */
 
 	signal_set(&ev_sigchld, SIGCHLD, exec_sigchld, NULL);
 	signal_add(&ev_sigchld, NULL);

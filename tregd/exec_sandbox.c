@@ -67,6 +67,7 @@
 #include "sandbox.h"
 #include "tregd.h"
 #include "util.h"
+#include "exec_zygote.h"
 
 #define SBX_STATUS_SET	0x40000000	/* the init left the CLI's status */
 #define SBX_CG_PREFIX	"tregd-run-"
@@ -96,14 +97,6 @@ struct sbx_child {
 	int			 go;	/* an init made in advance: its order */
 };
 
-/* The order a ready init waits for; strings follow, NUL-terminated. */
-struct sbx_order {
-	uint32_t		 len;	/* of the strings */
-	uint32_t		 argc;
-	uint32_t		 envc;
-};
-#define SBX_ORDER_MAX	(32 * 1024 * 1024)
-
 /*
  * The pool: inits made in advance, their namespaces, mounts and cgroup
  * join (an RCU grace period on cgroup v1) off the run's path.  All are
@@ -120,6 +113,7 @@ struct sbx_shared {
 };
 
 static int		 sbx_mode = SBX_NONE;
+static const struct tregd_conf *sbx_conf;	/* the zygote's inits' */
 static uid_t		 sbx_first;
 static unsigned int	 sbx_count, sbx_next;
 static uint8_t		*sbx_busy;
@@ -150,8 +144,6 @@ static int	sbx_write(const char *, const char *, const char *);
 static int	sbx_probe(void);
 static int	sbx_clone_init(const struct tregd_conf *,
 		    const struct sbx_spec *, struct sbx_run *, int *, int);
-static int	sbx_order_send(int, const struct sbx_spec *);
-static int	sbx_order_recv(int, struct sbx_spec *, char **, size_t *);
 static int	sbx_init_main(void *);
 #ifndef TREGD_SANITIZE
 static int	sbx_cli_entry(void *);
@@ -182,6 +174,7 @@ sbx_init(const struct tregd_conf *conf)
 	struct __user_cap_data_struct	 data[2];
 	size_t				 len;
 
+	sbx_conf = conf;
 	sbx_first = conf->run_uid_first;
 	sbx_count = conf->run_uid_last - conf->run_uid_first + 1;
 	sbx_self_uid = getuid();
@@ -675,42 +668,44 @@ sbx_spawn(const struct tregd_conf *conf, const struct sbx_spec *sp,
 }
 
 /*
- * Clone a run's init into new namespaces.  ready: it stops before the
- * CLI and waits for the order on a pipe (sp gives only dir and network).
+ * A run's init, made by the zygote in new namespaces.  ready: it waits
+ * for its order (sp gives only dir and network); else the order, sp
+ * with its secrets, goes to it on its pipe now.
  */
 static int
 sbx_clone_init(const struct tregd_conf *conf, const struct sbx_spec *sp,
     struct sbx_run *sr, int *rd, int ready)
 {
-	struct sbx_child	 c;
+	struct zyg_make		 m;
 	int			 po[2] = { -1, -1 }, pe[2] = { -1, -1 };
-	int			 go[2] = { -1, -1 }, flags, i, rc = -1;
+	int			 go[2] = { -1, -1 }, cg[2] = { -1, -1 };
+	int			 fds[ZYG_NFD], i, rc = -1;
 
-	c.conf = conf;
-	c.sp = sp;
-	c.sr = sr;
-	c.cgfd[0] = c.cgfd[1] = -1;
+	memset(&m, 0, sizeof(m));
 	if (pipe2(po, O_CLOEXEC) == -1 || pipe2(pe, O_CLOEXEC) == -1 ||
-	    (ready && pipe2(go, O_CLOEXEC) == -1)) {
+	    pipe2(go, O_CLOEXEC) == -1) {
 		log_warn("%s: pipe2", __func__);
 		goto done;
 	}
-	c.out = po[1];
-	c.err = pe[1];
-	c.go = go[0];
-	if (sbx_cg[0][0] != '\0' &&
-	    sbx_cgroup_run(conf, sr->uid, c.cgfd) == -1)
+	if (sbx_cg[0][0] != '\0' && sbx_cgroup_run(conf, sr->uid, cg) == -1)
 		goto done;
-	flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
-	    SIGCHLD;
-	if (sbx_mode == SBX_USERNS)
-		flags |= CLONE_NEWUSER;
-	if (!sp->network)
-		flags |= CLONE_NEWNET;
-	sr->pid = clone(sbx_init_main, sbx_stack + sizeof(sbx_stack), flags,
-	    &c);
-	if (sr->pid == -1) {
-		log_warn("%s: clone", __func__);
+	fds[ZYG_FD_OUT] = po[1];
+	fds[ZYG_FD_ERR] = pe[1];
+	fds[ZYG_FD_GO] = go[0];
+	for (i = 0; i < 2; i++)
+		if (cg[i] != -1)
+			fds[ZYG_FD_CG0 + m.ncg++] = cg[i];
+	m.slot = sr->slot;
+	m.uid = sr->uid;
+	m.gid = sr->gid;
+	m.change_uid = sr->change_uid;
+	m.network = sp->network;
+	if (strlcpy(m.dir, sp->dir, sizeof(m.dir)) >= sizeof(m.dir)) {
+		log_warnx("%s: run directory too long", __func__);
+		goto done;
+	}
+	if ((sr->pid = zyg_make(&m, fds)) == -1) {
+		log_warn("%s: the zygote could not make an init", __func__);
 		goto done;
 	}
 	rd[0] = po[0];
@@ -719,12 +714,13 @@ sbx_clone_init(const struct tregd_conf *conf, const struct sbx_spec *sp,
 	if (ready) {
 		sr->go = go[1];
 		go[1] = -1;
-	}
+	} else if (sbx_order_send(go[1], sp) == -1)
+		log_warnx("%s: the init died before its order", __func__);
 	rc = 0;
  done:
 	for (i = 0; i < 2; i++) {
-		if (c.cgfd[i] != -1)
-			close(c.cgfd[i]);
+		if (cg[i] != -1)
+			close(cg[i]);
 		if (po[i] != -1)
 			close(po[i]);
 		if (pe[i] != -1)
@@ -733,6 +729,59 @@ sbx_clone_init(const struct tregd_conf *conf, const struct sbx_spec *sp,
 			close(go[i]);
 	}
 	return (rc);
+}
+
+/*
+ * In the zygote: clone the init m asks for, exec's child (CLONE_PARENT:
+ * exec reaps it and reads its status as before).  Its pid or -1.
+ */
+pid_t
+sbx_zygote_make(const struct zyg_make *m, const int *fds)
+{
+	struct sbx_child	 c;
+	struct sbx_spec		 sp;
+	struct sbx_run		 sr;
+	int			 flags, i;
+
+	if (m->slot < 0 || (unsigned int)m->slot >= sbx_count) {
+		errno = EINVAL;
+		return (-1);
+	}
+	memset(&sp, 0, sizeof(sp));
+	sp.dir = m->dir;
+	sp.network = m->network != 0;
+	memset(&sr, 0, sizeof(sr));
+	sr.slot = m->slot;
+	sr.uid = m->uid;
+	sr.gid = m->gid;
+	sr.change_uid = m->change_uid != 0;
+	c.conf = sbx_conf;
+	c.sp = &sp;
+	c.sr = &sr;
+	c.out = fds[ZYG_FD_OUT];
+	c.err = fds[ZYG_FD_ERR];
+	c.go = fds[ZYG_FD_GO];
+	for (i = 0; i < 2; i++)
+		c.cgfd[i] = i < m->ncg ? fds[ZYG_FD_CG0 + i] : -1;
+	flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
+	    CLONE_PARENT;
+	if (sbx_mode == SBX_USERNS)
+		flags |= CLONE_NEWUSER;
+	if (!sp.network)
+		flags |= CLONE_NEWNET;
+	return (clone(sbx_init_main, sbx_stack + sizeof(sbx_stack), flags,
+	    &c));
+}
+
+/*
+ * Once, after exec's confinement and before its first message from a
+ * peer: the zygote, where runs have an init.
+ */
+void
+sbx_zygote(void)
+{
+	if (sbx_mounts() && zyg_start(sbx_life[0], sbx_devnull) == -1)
+		fatal("%s: cannot start the zygote", __func__);
 }
 
 /*
@@ -809,8 +858,11 @@ sbx_orphan(pid_t pid)
 	for (p = 0; p < sbx_npool; p++)
 		if (sbx_pool[p].pid == pid)
 			break;
-	if (p == sbx_npool)
+	if (p == sbx_npool) {
+		if (pid == zyg_pid())
+			fatalx("the zygote died: no run could start");
 		return;
+	}
 	sbx_pool_close(&sbx_pool[p]);
 	sbx_pool[p].pid = -1;
 	sbx_release(&sbx_pool[p]);
@@ -826,96 +878,6 @@ sbx_stamps(struct sbx_run *sr)
 	    __ATOMIC_ACQUIRE);
 	sr->st.end = __atomic_load_n(&sbx_status[sr->slot].end,
 	    __ATOMIC_ACQUIRE);
-}
-
-/* The run order, to a ready init: 0, or -1 when it is gone. */
-static int
-sbx_order_send(int fd, const struct sbx_spec *sp)
-{
-	struct sbx_order	 o;
-	struct iovec		 iov[2];
-	char			*buf, *p;
-	size_t			 len = strlen(sp->path) + 1, i;
-	ssize_t			 n;
-	int			 rc = 0;
-
-	memset(&o, 0, sizeof(o));
-	for (i = 0; sp->argv[i] != NULL; i++, o.argc++)
-		len += strlen(sp->argv[i]) + 1;
-	for (i = 0; sp->env[i] != NULL; i++, o.envc++)
-		len += strlen(sp->env[i]) + 1;
-	if (len > SBX_ORDER_MAX || (buf = malloc(len)) == NULL)
-		return (-1);
-	o.len = len;
-	p = buf;
-	p = stpcpy(p, sp->path) + 1;
-	for (i = 0; i < o.argc; i++)
-		p = stpcpy(p, sp->argv[i]) + 1;
-	for (i = 0; i < o.envc; i++)
-		p = stpcpy(p, sp->env[i]) + 1;
-	iov[0].iov_base = &o;
-	iov[0].iov_len = sizeof(o);
-	iov[1].iov_base = buf;
-	iov[1].iov_len = len;
-	/* The init reads at once: a long order blocks only briefly. */
-	while (iov[1].iov_len > 0) {
-		if ((n = writev(fd, iov[0].iov_len ? iov : iov + 1,
-		    iov[0].iov_len ? 2 : 1)) == -1) {
-			if (errno == EINTR)
-				continue;
-			rc = -1;
-			break;
-		}
-		if ((size_t)n >= iov[0].iov_len) {
-			n -= iov[0].iov_len;
-			iov[0].iov_len = 0;
-			iov[1].iov_base = (char *)iov[1].iov_base + n;
-			iov[1].iov_len -= n;
-		} else {
-			iov[0].iov_base = (char *)iov[0].iov_base + n;
-			iov[0].iov_len -= n;
-		}
-	}
-	freezero(buf, len);
-	return (rc);
-}
-
-/* In a ready init: the order, into sp (buf holds it; zero it after). */
-static int
-sbx_order_recv(int fd, struct sbx_spec *sp, char **bufp, size_t *lenp)
-{
-	struct sbx_order	 o;
-	char			*buf, *p, *end, **v;
-	size_t			 got = 0, i;
-	ssize_t			 n;
-
-	while (got < sizeof(o)) {
-		if ((n = read(fd, (char *)&o + got, sizeof(o) - got)) <= 0)
-			return (-1);
-		got += n;
-	}
-	if (o.len == 0 || o.len > SBX_ORDER_MAX || o.argc < 1 ||
-	    o.argc > o.len || o.envc > o.len ||
-	    (buf = malloc(o.len)) == NULL ||
-	    (v = calloc(o.argc + o.envc + 2, sizeof(*v))) == NULL)
-		return (-1);
-	for (got = 0; got < o.len; got += n)
-		if ((n = read(fd, buf + got, o.len - got)) <= 0)
-			return (-1);
-	end = buf + o.len;
-	if (end[-1] != '\0')
-		return (-1);
-	sp->path = p = buf;
-	for (i = 0; i < o.argc + o.envc; i++) {
-		if ((p = memchr(p, '\0', end - p)) == NULL || ++p >= end)
-			return (-1);
-		v[i + (i >= o.argc)] = p;
-	}
-	sp->argv = v;
-	sp->env = v + o.argc + 1;
-	*bufp = buf;
-	*lenp = o.len;
-	return (0);
 }
 
 /* libevent's handlers and exec's SIG_IGN must not reach the run. */
@@ -1010,7 +972,6 @@ sbx_init_main(void *arg)
 		/* Ready: the run is what exec sends (nothing: exec is gone). */
 		order.dir = sp->dir;
 		order.network = sp->network;
-		order.test = NULL;
 		if (sbx_order_recv(c->go, &order, &buf, &len) == -1)
 			_exit(127);
 		c->sp = &order;
