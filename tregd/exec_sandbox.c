@@ -943,6 +943,7 @@ sbx_init_main(void *arg)
 
 	sbx_signals();
 	sbx_close_others(c);
+	setproctitle("sandbox");	/* not the zygote's title */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
 		sbx_fail(c->err, "PR_SET_PDEATHSIG");
 	if (sbx_exec_gone())
