@@ -103,6 +103,7 @@ struct sbx_child {
  * made with the configured network; sbx_pool[0..sbx_npool) are ready.
  */
 static struct sbx_run	*sbx_pool;
+static struct sbx_run	 sbx_making = { .slot = -1 };	/* asked, no answer */
 static int		 sbx_npool, sbx_pool_max, sbx_pool_network;
 
 /* What an init leaves for exec, one per slot, in a shared page. */
@@ -142,8 +143,12 @@ static int	sbx_cgroup_run(const struct tregd_conf *, uid_t, int *);
 static int	sbx_cgroup_remove(void);
 static int	sbx_write(const char *, const char *, const char *);
 static int	sbx_probe(void);
+static int	sbx_init_send(const struct tregd_conf *,
+		    const struct sbx_spec *, const struct sbx_run *, int *,
+		    int *);
 static int	sbx_clone_init(const struct tregd_conf *,
-		    const struct sbx_spec *, struct sbx_run *, int *, int);
+		    const struct sbx_spec *, struct sbx_run *, int *);
+static void	sbx_zygote_wait(void);
 static int	sbx_init_main(void *);
 #ifndef TREGD_SANITIZE
 static int	sbx_cli_entry(void *);
@@ -447,10 +452,11 @@ sbx_stop(void)
 {
 	int	 i;
 
+	sbx_pool_max = 0;
+	sbx_zygote_wait();	/* the one being made is killed */
 	for (i = 0; i < sbx_npool; i++)
 		if (sbx_pool[i].pid > 0)
 			kill(sbx_pool[i].pid, SIGKILL);
-	sbx_pool_max = 0;
 }
 
 /* At exit, once the runs were reaped: their cgroups. */
@@ -621,7 +627,7 @@ sbx_spawn(const struct tregd_conf *conf, const struct sbx_spec *sp,
 			return (-1);
 	}
 	if (sbx_mounts())
-		return (sbx_clone_init(conf, sp, sr, rd, 0));
+		return (sbx_clone_init(conf, sp, sr, rd));
 
 	if (pipe2(po, O_CLOEXEC) == -1 || pipe2(pe, O_CLOEXEC) == -1) {
 		log_warn("%s: pipe2", __func__);
@@ -668,22 +674,22 @@ sbx_spawn(const struct tregd_conf *conf, const struct sbx_spec *sp,
 }
 
 /*
- * A run's init, made by the zygote in new namespaces.  ready: it waits
- * for its order (sp gives only dir and network); else the order, sp
- * with its secrets, goes to it on its pipe now.
+ * Ask the zygote for a run's init in new namespaces (sp gives only dir
+ * and network): 0 with exec's ends of its stdout and stderr in rd and of
+ * its order pipe in go, or -1 (logged).
  */
 static int
-sbx_clone_init(const struct tregd_conf *conf, const struct sbx_spec *sp,
-    struct sbx_run *sr, int *rd, int ready)
+sbx_init_send(const struct tregd_conf *conf, const struct sbx_spec *sp,
+    const struct sbx_run *sr, int *rd, int *go)
 {
 	struct zyg_make		 m;
 	int			 po[2] = { -1, -1 }, pe[2] = { -1, -1 };
-	int			 go[2] = { -1, -1 }, cg[2] = { -1, -1 };
+	int			 pg[2] = { -1, -1 }, cg[2] = { -1, -1 };
 	int			 fds[ZYG_NFD], i, rc = -1;
 
 	memset(&m, 0, sizeof(m));
 	if (pipe2(po, O_CLOEXEC) == -1 || pipe2(pe, O_CLOEXEC) == -1 ||
-	    pipe2(go, O_CLOEXEC) == -1) {
+	    pipe2(pg, O_CLOEXEC) == -1) {
 		log_warn("%s: pipe2", __func__);
 		goto done;
 	}
@@ -691,7 +697,7 @@ sbx_clone_init(const struct tregd_conf *conf, const struct sbx_spec *sp,
 		goto done;
 	fds[ZYG_FD_OUT] = po[1];
 	fds[ZYG_FD_ERR] = pe[1];
-	fds[ZYG_FD_GO] = go[0];
+	fds[ZYG_FD_GO] = pg[0];
 	for (i = 0; i < 2; i++)
 		if (cg[i] != -1)
 			fds[ZYG_FD_CG0 + m.ncg++] = cg[i];
@@ -704,18 +710,14 @@ sbx_clone_init(const struct tregd_conf *conf, const struct sbx_spec *sp,
 		log_warnx("%s: run directory too long", __func__);
 		goto done;
 	}
-	if ((sr->pid = zyg_make(&m, fds)) == -1) {
-		log_warn("%s: the zygote could not make an init", __func__);
+	if (zyg_send(&m, fds) == -1) {
+		log_warn("%s: to the zygote", __func__);
 		goto done;
 	}
 	rd[0] = po[0];
 	rd[1] = pe[0];
-	po[0] = pe[0] = -1;
-	if (ready) {
-		sr->go = go[1];
-		go[1] = -1;
-	} else if (sbx_order_send(go[1], sp) == -1)
-		log_warnx("%s: the init died before its order", __func__);
+	*go = pg[1];
+	po[0] = pe[0] = pg[1] = -1;
 	rc = 0;
  done:
 	for (i = 0; i < 2; i++) {
@@ -725,10 +727,88 @@ sbx_clone_init(const struct tregd_conf *conf, const struct sbx_spec *sp,
 			close(po[i]);
 		if (pe[i] != -1)
 			close(pe[i]);
-		if (go[i] != -1)
-			close(go[i]);
+		if (pg[i] != -1)
+			close(pg[i]);
 	}
 	return (rc);
+}
+
+/*
+ * A run's init now (no pool, or none fitting): once the zygote made it,
+ * the order, sp with its secrets, goes to it on its pipe.
+ */
+static int
+sbx_clone_init(const struct tregd_conf *conf, const struct sbx_spec *sp,
+    struct sbx_run *sr, int *rd)
+{
+	int	 go;
+
+	sbx_zygote_wait();
+	if (sbx_init_send(conf, sp, sr, rd, &go) == -1)
+		return (-1);
+	if ((sr->pid = zyg_reply()) == -1) {
+		log_warn("%s: the zygote could not make an init", __func__);
+		close(rd[0]);
+		close(rd[1]);
+		close(go);
+		return (-1);
+	}
+	if (sbx_order_send(go, sp) == -1)
+		log_warnx("%s: the init died before its order", __func__);
+	close(go);
+	return (0);
+}
+
+/*
+ * The pool's init being made: its answer first (they come in order).
+ * The pool refills on after the run's answer (exec_refill_soon).
+ */
+static void
+sbx_zygote_wait(void)
+{
+	if (sbx_making.slot >= 0)
+		(void)sbx_zygote_reply();
+}
+
+/*
+ * The zygote answered for the pool's init being made: 1 when the pool
+ * is still short (the caller refills again), else 0.
+ */
+int
+sbx_zygote_reply(void)
+{
+	struct sbx_run	*sr = &sbx_making;
+
+	if (sr->slot < 0) {
+		(void)zyg_reply();	/* fatal at EOF */
+		fatalx("the zygote answered no request");
+	}
+	if ((sr->pid = zyg_reply()) == -1 || kill(sr->pid, 0) == -1) {
+		/* Not made, or dead and reaped already (as no one's). */
+		if (sr->pid == -1)
+			log_warn("%s: no init for the pool", __func__);
+		sbx_pool_close(sr);
+		sr->pid = -1;
+		sbx_release(sr);
+		return (0);
+	}
+	if (sbx_npool >= sbx_pool_max) {
+		kill(sr->pid, SIGKILL);	/* exec is stopping */
+		sbx_pool_close(sr);
+		sbx_drain[sr->slot] = sr->pid;
+		sr->slot = -1;
+		return (0);
+	}
+	sbx_pool[sbx_npool++] = *sr;
+	sr->slot = -1;
+	return (sbx_npool < sbx_pool_max);
+}
+
+/* exec's end of the zygote's socket, readable when it answers; or -1. */
+int
+sbx_zygote_fd(void)
+{
+	return (zyg_fd_get());
 }
 
 /*
@@ -787,22 +867,21 @@ sbx_zygote(void)
 /*
  * One more init for the pool, with the network as configured, when the
  * pool is short and a uid is left beyond what inflight runs (exec's, not
- * pooled) may still need for theirs: 1 when the pool is still short
- * after it (the caller comes back later: one clone per turn of its
- * loop), else 0.
+ * pooled) may still need for theirs: asked of the zygote, which answers
+ * later (sbx_zygote_reply: exec's loop is not kept waiting for the
+ * clone).  One at a time: always 0 (the answer says if more are due).
  */
 int
 sbx_refill(const struct tregd_conf *conf, int inflight)
 {
-	struct sbx_run	*sr;
+	struct sbx_run	*sr = &sbx_making;
 	struct sbx_spec	 sp;
 	char		 dir[PATH_MAX];
 	int		 n;
 
-	if (!sbx_mounts() || sbx_npool >= sbx_pool_max ||
+	if (!sbx_mounts() || sr->slot >= 0 || sbx_npool >= sbx_pool_max ||
 	    (int)(sbx_count - sbx_nbusy) <= conf->run_slots - inflight)
 		return (0);
-	sr = &sbx_pool[sbx_npool];
 	if (sbx_alloc(sr, -1) == -1)
 		return (0);
 	n = snprintf(dir, sizeof(dir), "%s/run.%u", conf->run_dir,
@@ -811,12 +890,12 @@ sbx_refill(const struct tregd_conf *conf, int inflight)
 	sp.dir = dir;
 	sp.network = sbx_pool_network;
 	if (n < 0 || (size_t)n >= sizeof(dir) ||
-	    sbx_clone_init(conf, &sp, sr, sr->rd, 1) == -1) {
+	    sbx_init_send(conf, &sp, sr, sr->rd, &sr->go) == -1) {
 		sbx_release(sr);
+		sr->slot = -1;
 		return (0);
 	}
-	sbx_npool++;
-	return (sbx_npool < sbx_pool_max);
+	return (0);
 }
 
 /* A pooled init's pipes, exec's ends. */

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "tregd.h"
+#include "log.h"
 #include "util.h"
 #include "exec_zygote.h"
 
@@ -90,15 +91,19 @@ zyg_pid(void)
 	return (zyg_child);
 }
 
-/*
- * exec: one init made by the zygote, with the descriptors of fds (the
- * cgroups' counted in m->ncg): its pid (exec's child: CLONE_PARENT), or
- * -1 with errno.
- */
-pid_t
-zyg_make(const struct zyg_make *m, const int *fds)
+int
+zyg_fd_get(void)
 {
-	struct zyg_reply	 rep;
+	return (zyg_fd);
+}
+
+/*
+ * exec: ask the zygote for one init, with the descriptors of fds (the
+ * cgroups' counted in m->ncg); its answer comes in order (zyg_reply).
+ */
+int
+zyg_send(const struct zyg_make *m, const int *fds)
+{
 	struct msghdr		 msg;
 	struct cmsghdr		*cm;
 	struct iovec		 iov[2];
@@ -132,15 +137,25 @@ zyg_make(const struct zyg_make *m, const int *fds)
 	while ((n = sendmsg(zyg_fd, &msg, MSG_NOSIGNAL)) == -1 &&
 	    errno == EINTR)
 		;
-	if (n != (ssize_t)(sizeof(type) + sizeof(*m)))
-		return (-1);
+	return (n == (ssize_t)(sizeof(type) + sizeof(*m)) ? 0 : -1);
+}
+
+/*
+ * exec: the zygote's answer to its oldest request: the init's pid
+ * (exec's child: CLONE_PARENT), or -1 with errno.  A zygote that is gone
+ * is fatal: no run could start.
+ */
+pid_t
+zyg_reply(void)
+{
+	struct zyg_reply	 rep;
+	ssize_t			 n;
+
 	while ((n = recv(zyg_fd, &rep, sizeof(rep), 0)) == -1 &&
 	    errno == EINTR)
 		;
-	if (n != sizeof(rep)) {
-		errno = EPIPE;
-		return (-1);
-	}
+	if (n != sizeof(rep))
+		fatalx("the zygote died: no run could start");
 	if (rep.pid <= 0) {
 		errno = rep.err;
 		return (-1);

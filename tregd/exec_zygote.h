@@ -44,7 +44,9 @@ pid_t	 sbx_zygote_make(const struct zyg_make *, const int *);
 
 int	 zyg_start(int, int);
 pid_t	 zyg_pid(void);
-pid_t	 zyg_make(const struct zyg_make *, const int *);
+int	 zyg_fd_get(void);
+int	 zyg_send(const struct zyg_make *, const int *);
+pid_t	 zyg_reply(void);
 int	 sbx_order_send(int, const struct sbx_spec *);
 int	 sbx_order_recv(int, struct sbx_spec *, char **, size_t *);
 
