@@ -9,23 +9,39 @@
  * directory and never changes exec's own mounts, uid or limits.
  *
  * The modes, chosen once at start and logged:
- *  - namespaces (root with CAP_SYS_ADMIN): exec clones the run's init in
- *    new PID, mount, IPC and UTS namespaces (and network ones when asked).
- *    The clone copies exec's small address space instead of sharing it:
- *    the init lives as long as the run, and a vfork-like child would
- *    keep exec asleep until then.  The init is tregd code, not a
- *    program: it mounts the run's /proc, /tmp, /var/tmp, /dev/shm and
- *    run directory (tmpfs), hides the state directory, joins the run's
- *    cgroups, installs the CLI's seccomp filter (built once at start;
- *    the CLI inherits it), starts the CLI with a vfork-like clone of
- *    its own, drops
- *    every capability, reaps, leaves the CLI's wait status in a page
- *    shared with exec and exits, which kills what the run left behind.
- *    It dies with exec (PR_SET_PDEATHSIG), and so does the whole run.
+ *  - namespaces (root with CAP_SYS_ADMIN): the run's init is cloned in
+ *    new PID, mount, IPC and UTS namespaces (and network ones when asked)
+ *    by the zygote (exec_zygote.c), never by exec.  A clone copies the
+ *    address space of its maker, and exec's holds other runs' secrets:
+ *    the cached redaction sets of every recent tool of every org
+ *    (exec_rset.c), the environment and held-back output of runs in
+ *    flight, freed buffers.  The zygote is forked once, after exec's
+ *    confinement (it has exec's privileges and filter) and before exec
+ *    reads its first message from a peer, so its memory, and every
+ *    init's, is a copy of an exec that never held a secret; it accepts
+ *    only ZYG_MAKE (a uid, a slot, a directory, the init's pipes and
+ *    cgroup.procs by SCM_RIGHTS, checked for length and descriptors),
+ *    which carries none.  It clones with CLONE_PARENT: the init is
+ *    exec's child, exec reaps it and reads the status it leaves in the
+ *    page shared since start, and its PR_SET_PDEATHSIG is on exec.  The
+ *    zygote dies with exec; exec stops when the zygote dies.  Every
+ *    init, pooled or not, then waits on a pipe for its one run order
+ *    (argv, environment, secrets) from exec: secrets enter a sandbox
+ *    only when its run starts, and only that run's.  A re-exec of
+ *    tregd for each init (a fresh image) would close the same hole at
+ *    the price of an execve and a dynamic link per sandbox.
+ *    The init is tregd code, not a program: it mounts the run's /proc,
+ *    /tmp, /var/tmp, /dev/shm and run directory (tmpfs), hides the
+ *    state directory, joins the run's cgroups, installs the CLI's
+ *    seccomp filter (built once at start; the CLI inherits it), starts
+ *    the CLI with a vfork-like clone of its own, drops every capability,
+ *    reaps, leaves the CLI's wait status in the shared page and exits,
+ *    which kills what the run left behind.  It dies with exec, and so
+ *    does the whole run.
  *    A pool of "run pool" inits is made in advance (off the run's path:
- *    on cgroup v1 joining a cgroup waits for an RCU grace period); each
- *    waits on a pipe for its one run order and holds no secret until
- *    then.  An init serves one run only and dies with it.
+ *    on cgroup v1 joining a cgroup waits for an RCU grace period, and
+ *    exec only asks; the zygote clones while exec serves runs).  An init
+ *    serves one run only and dies with it.
  *  - userns (not root, where the kernel allows user namespaces): the
  *    same, in a user namespace of its own that maps the daemon's uid.
  *  - uids (root without CAP_SYS_ADMIN): a uid per run, no namespaces.
@@ -86,7 +102,7 @@ static const char *const sbx_mode_names[] = {
 	"a uid per run, pid, mount, ipc and uts namespaces"
 };
 
-/* What the clones read: in exec's memory, copied or shared by them. */
+/* What the clones read: in exec's or the zygote's memory, copied or shared. */
 struct sbx_child {
 	const struct tregd_conf	*conf;
 	const struct sbx_spec	*sp;
@@ -1005,8 +1021,9 @@ sbx_fail(int err, const char *what)
 }
 
 /*
- * The run's init, PID 1 of its namespaces, in a copy of exec's memory:
- * the run's mounts and cgroups, the CLI, then nothing but waiting.
+ * The run's init, PID 1 of its namespaces, in a copy of the zygote's
+ * memory: the run's mounts and cgroups, its order, the CLI, then nothing
+ * but waiting.
  */
 static int
 sbx_init_main(void *arg)
@@ -1310,8 +1327,8 @@ sbx_mkdir_p(const char *path)
 }
 
 /*
- * The init's copy of exec's descriptors (its channels, other runs'
- * pipes, the life pipe's write end) goes: only what the run needs stays.
+ * The init's copy of the zygote's descriptors (its socket, the pipes of
+ * the request it serves) goes: only what the run needs stays.
  */
 static void
 sbx_close_others(const struct sbx_child *c)
