@@ -51,9 +51,17 @@ static const struct zyg_handler zyg_handlers[] = {
 	{ ZYG_MAKE, sizeof(struct zyg_make), ZYG_FD_CG0, ZYG_NFD }
 };
 
+/* Room for the descriptors of one request. */
+union zyg_cbuf {
+	struct cmsghdr	 hdr;
+	char		 buf[CMSG_SPACE(ZYG_NFD * sizeof(int))];
+};
+
 static int	 zyg_fd = -1;		/* exec's end */
 static pid_t	 zyg_child = -1;
 
+static void	 zyg_msg(struct msghdr *, struct iovec *, uint32_t *, void *,
+		    size_t, union zyg_cbuf *, size_t);
 static __dead void zyg_main(int, int, int);
 static int	 zyg_recv(int, uint32_t *, void *, size_t, int *, int *);
 static void	 zyg_serve(int, uint32_t, const struct zyg_make *,
@@ -97,6 +105,22 @@ zyg_fd_get(void)
 	return (zyg_fd);
 }
 
+/* A request's message: its type, its payload, room for its fds. */
+static void
+zyg_msg(struct msghdr *msg, struct iovec *iov, uint32_t *type, void *buf,
+    size_t len, union zyg_cbuf *cb, size_t clen)
+{
+	memset(msg, 0, sizeof(*msg));
+	iov[0].iov_base = type;
+	iov[0].iov_len = sizeof(*type);
+	iov[1].iov_base = buf;
+	iov[1].iov_len = len;
+	msg->msg_iov = iov;
+	msg->msg_iovlen = 2;
+	msg->msg_control = cb->buf;
+	msg->msg_controllen = clen;
+}
+
 /*
  * exec: ask the zygote for one init, with the descriptors of fds (the
  * cgroups' counted in m->ncg); its answer comes in order (zyg_reply).
@@ -107,10 +131,7 @@ zyg_send(const struct zyg_make *m, const int *fds)
 	struct msghdr		 msg;
 	struct cmsghdr		*cm;
 	struct iovec		 iov[2];
-	union {
-		struct cmsghdr	 hdr;
-		char		 buf[CMSG_SPACE(ZYG_NFD * sizeof(int))];
-	}			 cbuf;
+	union zyg_cbuf		 cbuf;
 	uint32_t		 type = ZYG_MAKE;
 	int			 nfd = ZYG_FD_CG0 + m->ncg;
 	ssize_t			 n;
@@ -119,16 +140,9 @@ zyg_send(const struct zyg_make *m, const int *fds)
 		errno = EINVAL;
 		return (-1);
 	}
-	memset(&msg, 0, sizeof(msg));
 	memset(&cbuf, 0, sizeof(cbuf));
-	iov[0].iov_base = &type;
-	iov[0].iov_len = sizeof(type);
-	iov[1].iov_base = (void *)m;
-	iov[1].iov_len = sizeof(*m);
-	msg.msg_iov = iov;
-	msg.msg_iovlen = 2;
-	msg.msg_control = cbuf.buf;
-	msg.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
+	zyg_msg(&msg, iov, &type, (void *)m, sizeof(*m), &cbuf,
+	    CMSG_SPACE(nfd * sizeof(int)));
 	cm = CMSG_FIRSTHDR(&msg);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
@@ -223,24 +237,13 @@ zyg_recv(int fd, uint32_t *type, void *buf, size_t len, int *fds, int *nfd)
 	struct msghdr		 msg;
 	struct cmsghdr		*cm;
 	struct iovec		 iov[2];
-	union {
-		struct cmsghdr	 hdr;
-		char		 buf[CMSG_SPACE(ZYG_NFD * sizeof(int))];
-	}			 cbuf;
+	union zyg_cbuf		 cbuf;
 	const struct zyg_handler *h = NULL;
 	ssize_t			 n;
 	size_t			 i;
 
 	*nfd = 0;
-	memset(&msg, 0, sizeof(msg));
-	iov[0].iov_base = type;
-	iov[0].iov_len = sizeof(*type);
-	iov[1].iov_base = buf;
-	iov[1].iov_len = len;
-	msg.msg_iov = iov;
-	msg.msg_iovlen = 2;
-	msg.msg_control = cbuf.buf;
-	msg.msg_controllen = sizeof(cbuf.buf);
+	zyg_msg(&msg, iov, type, buf, len, &cbuf, sizeof(cbuf.buf));
 	while ((n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC)) == -1 &&
 	    errno == EINTR)
 		;
