@@ -795,10 +795,8 @@ sbx_zygote_reply(void)
 {
 	struct sbx_run	*sr = &sbx_making;
 
-	if (sr->slot < 0) {
-		(void)zyg_reply();	/* fatal at EOF */
-		fatalx("the zygote answered no request");
-	}
+	if (sr->slot < 0)
+		fatalx("the zygote died or answered no request");
 	if ((sr->pid = zyg_reply()) == -1 || kill(sr->pid, 0) == -1) {
 		/* Not made, or dead and reaped already (as no one's). */
 		if (sr->pid == -1)

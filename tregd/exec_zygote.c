@@ -156,8 +156,8 @@ zyg_send(const struct zyg_make *m, const int *fds)
 
 /*
  * exec: the zygote's answer to its oldest request: the init's pid
- * (exec's child: CLONE_PARENT), or -1 with errno.  A zygote that is gone
- * is fatal: no run could start.
+ * (exec's child: CLONE_PARENT), or -1 with errno (EPIPE: the zygote is
+ * gone, and exec stops once it has reaped it).
  */
 pid_t
 zyg_reply(void)
@@ -168,8 +168,10 @@ zyg_reply(void)
 	while ((n = recv(zyg_fd, &rep, sizeof(rep), 0)) == -1 &&
 	    errno == EINTR)
 		;
-	if (n != sizeof(rep))
-		fatalx("the zygote died: no run could start");
+	if (n != sizeof(rep)) {
+		errno = EPIPE;
+		return (-1);
+	}
 	if (rep.pid <= 0) {
 		errno = rep.err;
 		return (-1);
@@ -196,7 +198,11 @@ zyg_main(int fd, int life, int null)
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1 ||
 	    getppid() != exec)
 		_exit(1);
+	/* A stop is exec's to handle: the zygote goes with exec. */
 	signal(SIGCHLD, SIG_DFL);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) == -1 ||
 	    cr.pid != exec)
 		_exit(1);
