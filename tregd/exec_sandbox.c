@@ -795,8 +795,12 @@ sbx_zygote_reply(void)
 {
 	struct sbx_run	*sr = &sbx_making;
 
-	if (sr->slot < 0)
+	/* Its answer may have been read in this turn of exec's loop. */
+	if (sr->slot < 0) {
+		if (zyg_pending() == 0)
+			return (0);
 		fatalx("the zygote died or answered no request");
+	}
 	if ((sr->pid = zyg_reply()) == -1 || kill(sr->pid, 0) == -1) {
 		/* Not made, or dead and reaped already (as no one's). */
 		if (sr->pid == -1)

@@ -155,6 +155,24 @@ zyg_send(const struct zyg_make *m, const int *fds)
 }
 
 /*
+ * exec: is an answer there (1), nothing (0: it was read already in the
+ * same turn of exec's loop), or is the zygote gone (-1)?
+ */
+int
+zyg_pending(void)
+{
+	struct zyg_reply	 rep;
+	ssize_t			 n;
+
+	while ((n = recv(zyg_fd, &rep, sizeof(rep), MSG_PEEK |
+	    MSG_DONTWAIT)) == -1 && errno == EINTR)
+		;
+	if (n == -1 && errno == EAGAIN)
+		return (0);
+	return (n > 0 ? 1 : -1);
+}
+
+/*
  * exec: the zygote's answer to its oldest request: the init's pid
  * (exec's child: CLONE_PARENT), or -1 with errno (EPIPE: the zygote is
  * gone, and exec stops once it has reaped it).

@@ -47,6 +47,7 @@ pid_t	 zyg_pid(void);
 int	 zyg_fd_get(void);
 int	 zyg_send(const struct zyg_make *, const int *);
 pid_t	 zyg_reply(void);
+int	 zyg_pending(void);
 int	 sbx_order_send(int, const struct sbx_spec *);
 int	 sbx_order_recv(int, struct sbx_spec *, char **, size_t *);
 
