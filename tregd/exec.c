@@ -99,6 +99,7 @@ static struct imsgev		 iev_vaults[VAULT_WORKERS_MAX];
 static int			 nvaults;
 static struct event		 ev_sigchld;
 static struct event		 ev_refill;
+static struct event		 ev_zygote;
 static int			 nruns;
 static struct blob_list		 exec_blobs = TAILQ_HEAD_INITIALIZER(exec_blobs);
 static struct run_list		 runs = TAILQ_HEAD_INITIALIZER(runs);
@@ -148,6 +149,7 @@ static void	rm_tree_at(int, const char *, int, int);
 static void	rm_dir(const char *);
 static void	exec_refill(int, short, void *);
 static void	exec_refill_soon(void);
+static void	exec_zygote(int, short, void *);
 static void	run_stages(const struct run *, int64_t);
 
 __dead void
@@ -172,6 +174,12 @@ exec_main(int debug, int verbose)
 	paths.run_path = exec_conf.run_path;
 	paths.mounts = sbx_mounts();
 	sandbox_confine(SANDBOX_EXEC, &paths);
+	sbx_zygote();		/* before any message that may hold a secret */
+	if (sbx_zygote_fd() != -1) {
+		event_set(&ev_zygote, sbx_zygote_fd(), EV_READ | EV_PERSIST,
+		    exec_zygote, NULL);
+		event_add(&ev_zygote, NULL);
+	}
 
 	signal_set(&ev_sigchld, SIGCHLD, exec_sigchld, NULL);
 	signal_add(&ev_sigchld, NULL);
@@ -1025,6 +1033,14 @@ exec_refill(int fd, short event, void *arg)
 		log_debug("pool: refill turn took %lld us",
 		    (long long)(mono_ns() - t0) / 1000);
 	if (more)
+		exec_refill_soon();
+}
+
+/* The zygote made the pool's next init: refill on if still short. */
+static void
+exec_zygote(int fd, short event, void *arg)
+{
+	if (sbx_zygote_reply())
 		exec_refill_soon();
 }
 

@@ -9,23 +9,39 @@
  * directory and never changes exec's own mounts, uid or limits.
  *
  * The modes, chosen once at start and logged:
- *  - namespaces (root with CAP_SYS_ADMIN): exec clones the run's init in
- *    new PID, mount, IPC and UTS namespaces (and network ones when asked).
- *    The clone copies exec's small address space instead of sharing it:
- *    the init lives as long as the run, and a vfork-like child would
- *    keep exec asleep until then.  The init is tregd code, not a
- *    program: it mounts the run's /proc, /tmp, /var/tmp, /dev/shm and
- *    run directory (tmpfs), hides the state directory, joins the run's
- *    cgroups, installs the CLI's seccomp filter (built once at start;
- *    the CLI inherits it), starts the CLI with a vfork-like clone of
- *    its own, drops
- *    every capability, reaps, leaves the CLI's wait status in a page
- *    shared with exec and exits, which kills what the run left behind.
- *    It dies with exec (PR_SET_PDEATHSIG), and so does the whole run.
+ *  - namespaces (root with CAP_SYS_ADMIN): the run's init is cloned in
+ *    new PID, mount, IPC and UTS namespaces (and network ones when asked)
+ *    by the zygote (exec_zygote.c), never by exec.  A clone copies the
+ *    address space of its maker, and exec's holds other runs' secrets:
+ *    the cached redaction sets of every recent tool of every org
+ *    (exec_rset.c), the environment and held-back output of runs in
+ *    flight, freed buffers.  The zygote is forked once, after exec's
+ *    confinement (it has exec's privileges and filter) and before exec
+ *    reads its first message from a peer, so its memory, and every
+ *    init's, is a copy of an exec that never held a secret; it accepts
+ *    only ZYG_MAKE (a uid, a slot, a directory, the init's pipes and
+ *    cgroup.procs by SCM_RIGHTS, checked for length and descriptors),
+ *    which carries none.  It clones with CLONE_PARENT: the init is
+ *    exec's child, exec reaps it and reads the status it leaves in the
+ *    page shared since start, and its PR_SET_PDEATHSIG is on exec.  The
+ *    zygote dies with exec; exec stops when the zygote dies.  Every
+ *    init, pooled or not, then waits on a pipe for its one run order
+ *    (argv, environment, secrets) from exec: secrets enter a sandbox
+ *    only when its run starts, and only that run's.  A re-exec of
+ *    tregd for each init (a fresh image) would close the same hole at
+ *    the price of an execve and a dynamic link per sandbox.
+ *    The init is tregd code, not a program: it mounts the run's /proc,
+ *    /tmp, /var/tmp, /dev/shm and run directory (tmpfs), hides the
+ *    state directory, joins the run's cgroups, installs the CLI's
+ *    seccomp filter (built once at start; the CLI inherits it), starts
+ *    the CLI with a vfork-like clone of its own, drops every capability,
+ *    reaps, leaves the CLI's wait status in the shared page and exits,
+ *    which kills what the run left behind.  It dies with exec, and so
+ *    does the whole run.
  *    A pool of "run pool" inits is made in advance (off the run's path:
- *    on cgroup v1 joining a cgroup waits for an RCU grace period); each
- *    waits on a pipe for its one run order and holds no secret until
- *    then.  An init serves one run only and dies with it.
+ *    on cgroup v1 joining a cgroup waits for an RCU grace period, and
+ *    exec only asks; the zygote clones while exec serves runs).  An init
+ *    serves one run only and dies with it.
  *  - userns (not root, where the kernel allows user namespaces): the
  *    same, in a user namespace of its own that maps the daemon's uid.
  *  - uids (root without CAP_SYS_ADMIN): a uid per run, no namespaces.
@@ -67,6 +83,7 @@
 #include "sandbox.h"
 #include "tregd.h"
 #include "util.h"
+#include "exec_zygote.h"
 
 #define SBX_STATUS_SET	0x40000000	/* the init left the CLI's status */
 #define SBX_CG_PREFIX	"tregd-run-"
@@ -85,7 +102,7 @@ static const char *const sbx_mode_names[] = {
 	"a uid per run, pid, mount, ipc and uts namespaces"
 };
 
-/* What the clones read: in exec's memory, copied or shared by them. */
+/* What the clones read: in exec's or the zygote's memory, copied or shared. */
 struct sbx_child {
 	const struct tregd_conf	*conf;
 	const struct sbx_spec	*sp;
@@ -96,20 +113,13 @@ struct sbx_child {
 	int			 go;	/* an init made in advance: its order */
 };
 
-/* The order a ready init waits for; strings follow, NUL-terminated. */
-struct sbx_order {
-	uint32_t		 len;	/* of the strings */
-	uint32_t		 argc;
-	uint32_t		 envc;
-};
-#define SBX_ORDER_MAX	(32 * 1024 * 1024)
-
 /*
  * The pool: inits made in advance, their namespaces, mounts and cgroup
  * join (an RCU grace period on cgroup v1) off the run's path.  All are
  * made with the configured network; sbx_pool[0..sbx_npool) are ready.
  */
 static struct sbx_run	*sbx_pool;
+static struct sbx_run	 sbx_making = { .slot = -1 };	/* asked, no answer */
 static int		 sbx_npool, sbx_pool_max, sbx_pool_network;
 
 /* What an init leaves for exec, one per slot, in a shared page. */
@@ -120,6 +130,7 @@ struct sbx_shared {
 };
 
 static int		 sbx_mode = SBX_NONE;
+static const struct tregd_conf *sbx_conf;	/* the zygote's inits' */
 static uid_t		 sbx_first;
 static unsigned int	 sbx_count, sbx_next;
 static uint8_t		*sbx_busy;
@@ -148,10 +159,12 @@ static int	sbx_cgroup_run(const struct tregd_conf *, uid_t, int *);
 static int	sbx_cgroup_remove(void);
 static int	sbx_write(const char *, const char *, const char *);
 static int	sbx_probe(void);
+static int	sbx_init_send(const struct tregd_conf *,
+		    const struct sbx_spec *, const struct sbx_run *, int *,
+		    int *);
 static int	sbx_clone_init(const struct tregd_conf *,
-		    const struct sbx_spec *, struct sbx_run *, int *, int);
-static int	sbx_order_send(int, const struct sbx_spec *);
-static int	sbx_order_recv(int, struct sbx_spec *, char **, size_t *);
+		    const struct sbx_spec *, struct sbx_run *, int *);
+static void	sbx_zygote_wait(void);
 static int	sbx_init_main(void *);
 #ifndef TREGD_SANITIZE
 static int	sbx_cli_entry(void *);
@@ -182,6 +195,7 @@ sbx_init(const struct tregd_conf *conf)
 	struct __user_cap_data_struct	 data[2];
 	size_t				 len;
 
+	sbx_conf = conf;
 	sbx_first = conf->run_uid_first;
 	sbx_count = conf->run_uid_last - conf->run_uid_first + 1;
 	sbx_self_uid = getuid();
@@ -454,10 +468,11 @@ sbx_stop(void)
 {
 	int	 i;
 
+	sbx_pool_max = 0;
+	sbx_zygote_wait();	/* the one being made is killed */
 	for (i = 0; i < sbx_npool; i++)
 		if (sbx_pool[i].pid > 0)
 			kill(sbx_pool[i].pid, SIGKILL);
-	sbx_pool_max = 0;
 }
 
 /* At exit, once the runs were reaped: their cgroups. */
@@ -628,7 +643,7 @@ sbx_spawn(const struct tregd_conf *conf, const struct sbx_spec *sp,
 			return (-1);
 	}
 	if (sbx_mounts())
-		return (sbx_clone_init(conf, sp, sr, rd, 0));
+		return (sbx_clone_init(conf, sp, sr, rd));
 
 	if (pipe2(po, O_CLOEXEC) == -1 || pipe2(pe, O_CLOEXEC) == -1) {
 		log_warn("%s: pipe2", __func__);
@@ -675,85 +690,216 @@ sbx_spawn(const struct tregd_conf *conf, const struct sbx_spec *sp,
 }
 
 /*
- * Clone a run's init into new namespaces.  ready: it stops before the
- * CLI and waits for the order on a pipe (sp gives only dir and network).
+ * Ask the zygote for a run's init in new namespaces (sp gives only dir
+ * and network): 0 with exec's ends of its stdout and stderr in rd and of
+ * its order pipe in go, or -1 (logged).
  */
 static int
-sbx_clone_init(const struct tregd_conf *conf, const struct sbx_spec *sp,
-    struct sbx_run *sr, int *rd, int ready)
+sbx_init_send(const struct tregd_conf *conf, const struct sbx_spec *sp,
+    const struct sbx_run *sr, int *rd, int *go)
 {
-	struct sbx_child	 c;
+	struct zyg_make		 m;
 	int			 po[2] = { -1, -1 }, pe[2] = { -1, -1 };
-	int			 go[2] = { -1, -1 }, flags, i, rc = -1;
+	int			 pg[2] = { -1, -1 }, cg[2] = { -1, -1 };
+	int			 fds[ZYG_NFD], i, rc = -1;
 
-	c.conf = conf;
-	c.sp = sp;
-	c.sr = sr;
-	c.cgfd[0] = c.cgfd[1] = -1;
+	memset(&m, 0, sizeof(m));
 	if (pipe2(po, O_CLOEXEC) == -1 || pipe2(pe, O_CLOEXEC) == -1 ||
-	    (ready && pipe2(go, O_CLOEXEC) == -1)) {
+	    pipe2(pg, O_CLOEXEC) == -1) {
 		log_warn("%s: pipe2", __func__);
 		goto done;
 	}
-	c.out = po[1];
-	c.err = pe[1];
-	c.go = go[0];
-	if (sbx_cg[0][0] != '\0' &&
-	    sbx_cgroup_run(conf, sr->uid, c.cgfd) == -1)
+	if (sbx_cg[0][0] != '\0' && sbx_cgroup_run(conf, sr->uid, cg) == -1)
 		goto done;
-	flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
-	    SIGCHLD;
-	if (sbx_mode == SBX_USERNS)
-		flags |= CLONE_NEWUSER;
-	if (!sp->network)
-		flags |= CLONE_NEWNET;
-	sr->pid = clone(sbx_init_main, sbx_stack + sizeof(sbx_stack), flags,
-	    &c);
-	if (sr->pid == -1) {
-		log_warn("%s: clone", __func__);
+	fds[ZYG_FD_OUT] = po[1];
+	fds[ZYG_FD_ERR] = pe[1];
+	fds[ZYG_FD_GO] = pg[0];
+	for (i = 0; i < 2; i++)
+		if (cg[i] != -1)
+			fds[ZYG_FD_CG0 + m.ncg++] = cg[i];
+	m.slot = sr->slot;
+	m.uid = sr->uid;
+	m.gid = sr->gid;
+	m.change_uid = sr->change_uid;
+	m.network = sp->network;
+	if (strlcpy(m.dir, sp->dir, sizeof(m.dir)) >= sizeof(m.dir)) {
+		log_warnx("%s: run directory too long", __func__);
+		goto done;
+	}
+	if (zyg_send(&m, fds) == -1) {
+		log_warn("%s: to the zygote", __func__);
 		goto done;
 	}
 	rd[0] = po[0];
 	rd[1] = pe[0];
-	po[0] = pe[0] = -1;
-	if (ready) {
-		sr->go = go[1];
-		go[1] = -1;
-	}
+	*go = pg[1];
+	po[0] = pe[0] = pg[1] = -1;
 	rc = 0;
  done:
 	for (i = 0; i < 2; i++) {
-		if (c.cgfd[i] != -1)
-			close(c.cgfd[i]);
+		if (cg[i] != -1)
+			close(cg[i]);
 		if (po[i] != -1)
 			close(po[i]);
 		if (pe[i] != -1)
 			close(pe[i]);
-		if (go[i] != -1)
-			close(go[i]);
+		if (pg[i] != -1)
+			close(pg[i]);
 	}
 	return (rc);
 }
 
 /*
+ * A run's init now (no pool, or none fitting): once the zygote made it,
+ * the order, sp with its secrets, goes to it on its pipe.
+ */
+static int
+sbx_clone_init(const struct tregd_conf *conf, const struct sbx_spec *sp,
+    struct sbx_run *sr, int *rd)
+{
+	int	 go;
+
+	sbx_zygote_wait();
+	if (sbx_init_send(conf, sp, sr, rd, &go) == -1)
+		return (-1);
+	if ((sr->pid = zyg_reply()) == -1) {
+		log_warn("%s: the zygote could not make an init", __func__);
+		close(rd[0]);
+		close(rd[1]);
+		close(go);
+		return (-1);
+	}
+	if (sbx_order_send(go, sp) == -1)
+		log_warnx("%s: the init died before its order", __func__);
+	close(go);
+	return (0);
+}
+
+/*
+ * The pool's init being made: its answer first (they come in order).
+ * The pool refills on after the run's answer (exec_refill_soon).
+ */
+static void
+sbx_zygote_wait(void)
+{
+	if (sbx_making.slot >= 0)
+		(void)sbx_zygote_reply();
+}
+
+/*
+ * The zygote answered for the pool's init being made: 1 when the pool
+ * is still short (the caller refills again), else 0.
+ */
+int
+sbx_zygote_reply(void)
+{
+	struct sbx_run	*sr = &sbx_making;
+
+	/* Its answer may have been read in this turn of exec's loop. */
+	if (sr->slot < 0) {
+		if (zyg_pending() == 0)
+			return (0);
+		fatalx("the zygote died or answered no request");
+	}
+	if ((sr->pid = zyg_reply()) == -1 || kill(sr->pid, 0) == -1) {
+		/* Not made, or dead and reaped already (as no one's). */
+		if (sr->pid == -1)
+			log_warn("%s: no init for the pool", __func__);
+		sbx_pool_close(sr);
+		sr->pid = -1;
+		sbx_release(sr);
+		return (0);
+	}
+	if (sbx_npool >= sbx_pool_max) {
+		kill(sr->pid, SIGKILL);	/* exec is stopping */
+		sbx_pool_close(sr);
+		sbx_drain[sr->slot] = sr->pid;
+		sr->slot = -1;
+		return (0);
+	}
+	sbx_pool[sbx_npool++] = *sr;
+	sr->slot = -1;
+	return (sbx_npool < sbx_pool_max);
+}
+
+/* exec's end of the zygote's socket, readable when it answers; or -1. */
+int
+sbx_zygote_fd(void)
+{
+	return (zyg_fd_get());
+}
+
+/*
+ * In the zygote: clone the init m asks for, exec's child (CLONE_PARENT:
+ * exec reaps it and reads its status as before).  Its pid or -1.
+ */
+pid_t
+sbx_zygote_make(const struct zyg_make *m, const int *fds)
+{
+	struct sbx_child	 c;
+	struct sbx_spec		 sp;
+	struct sbx_run		 sr;
+	int			 flags, i;
+
+	if (m->slot < 0 || (unsigned int)m->slot >= sbx_count) {
+		errno = EINVAL;
+		return (-1);
+	}
+	memset(&sp, 0, sizeof(sp));
+	sp.dir = m->dir;
+	sp.network = m->network != 0;
+	memset(&sr, 0, sizeof(sr));
+	sr.slot = m->slot;
+	sr.uid = m->uid;
+	sr.gid = m->gid;
+	sr.change_uid = m->change_uid != 0;
+	c.conf = sbx_conf;
+	c.sp = &sp;
+	c.sr = &sr;
+	c.out = fds[ZYG_FD_OUT];
+	c.err = fds[ZYG_FD_ERR];
+	c.go = fds[ZYG_FD_GO];
+	for (i = 0; i < 2; i++)
+		c.cgfd[i] = i < m->ncg ? fds[ZYG_FD_CG0 + i] : -1;
+	flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
+	    CLONE_PARENT;
+	if (sbx_mode == SBX_USERNS)
+		flags |= CLONE_NEWUSER;
+	if (!sp.network)
+		flags |= CLONE_NEWNET;
+	return (clone(sbx_init_main, sbx_stack + sizeof(sbx_stack), flags,
+	    &c));
+}
+
+/*
+ * Once, after exec's confinement and before its first message from a
+ * peer: the zygote, where runs have an init.
+ */
+void
+sbx_zygote(void)
+{
+	if (sbx_mounts() && zyg_start(sbx_life[0], sbx_devnull) == -1)
+		fatal("%s: cannot start the zygote", __func__);
+}
+
+/*
  * One more init for the pool, with the network as configured, when the
  * pool is short and a uid is left beyond what inflight runs (exec's, not
- * pooled) may still need for theirs: 1 when the pool is still short
- * after it (the caller comes back later: one clone per turn of its
- * loop), else 0.
+ * pooled) may still need for theirs: asked of the zygote, which answers
+ * later (sbx_zygote_reply: exec's loop is not kept waiting for the
+ * clone).  One at a time: always 0 (the answer says if more are due).
  */
 int
 sbx_refill(const struct tregd_conf *conf, int inflight)
 {
-	struct sbx_run	*sr;
+	struct sbx_run	*sr = &sbx_making;
 	struct sbx_spec	 sp;
 	char		 dir[PATH_MAX];
 	int		 n;
 
-	if (!sbx_mounts() || sbx_npool >= sbx_pool_max ||
+	if (!sbx_mounts() || sr->slot >= 0 || sbx_npool >= sbx_pool_max ||
 	    (int)(sbx_count - sbx_nbusy) <= conf->run_slots - inflight)
 		return (0);
-	sr = &sbx_pool[sbx_npool];
 	if (sbx_alloc(sr, -1) == -1)
 		return (0);
 	n = snprintf(dir, sizeof(dir), "%s/run.%u", conf->run_dir,
@@ -762,12 +908,12 @@ sbx_refill(const struct tregd_conf *conf, int inflight)
 	sp.dir = dir;
 	sp.network = sbx_pool_network;
 	if (n < 0 || (size_t)n >= sizeof(dir) ||
-	    sbx_clone_init(conf, &sp, sr, sr->rd, 1) == -1) {
+	    sbx_init_send(conf, &sp, sr, sr->rd, &sr->go) == -1) {
 		sbx_release(sr);
+		sr->slot = -1;
 		return (0);
 	}
-	sbx_npool++;
-	return (sbx_npool < sbx_pool_max);
+	return (0);
 }
 
 /* A pooled init's pipes, exec's ends. */
@@ -809,8 +955,11 @@ sbx_orphan(pid_t pid)
 	for (p = 0; p < sbx_npool; p++)
 		if (sbx_pool[p].pid == pid)
 			break;
-	if (p == sbx_npool)
+	if (p == sbx_npool) {
+		if (pid == zyg_pid())
+			fatalx("the zygote died: no run could start");
 		return;
+	}
 	sbx_pool_close(&sbx_pool[p]);
 	sbx_pool[p].pid = -1;
 	sbx_release(&sbx_pool[p]);
@@ -826,96 +975,6 @@ sbx_stamps(struct sbx_run *sr)
 	    __ATOMIC_ACQUIRE);
 	sr->st.end = __atomic_load_n(&sbx_status[sr->slot].end,
 	    __ATOMIC_ACQUIRE);
-}
-
-/* The run order, to a ready init: 0, or -1 when it is gone. */
-static int
-sbx_order_send(int fd, const struct sbx_spec *sp)
-{
-	struct sbx_order	 o;
-	struct iovec		 iov[2];
-	char			*buf, *p;
-	size_t			 len = strlen(sp->path) + 1, i;
-	ssize_t			 n;
-	int			 rc = 0;
-
-	memset(&o, 0, sizeof(o));
-	for (i = 0; sp->argv[i] != NULL; i++, o.argc++)
-		len += strlen(sp->argv[i]) + 1;
-	for (i = 0; sp->env[i] != NULL; i++, o.envc++)
-		len += strlen(sp->env[i]) + 1;
-	if (len > SBX_ORDER_MAX || (buf = malloc(len)) == NULL)
-		return (-1);
-	o.len = len;
-	p = buf;
-	p = stpcpy(p, sp->path) + 1;
-	for (i = 0; i < o.argc; i++)
-		p = stpcpy(p, sp->argv[i]) + 1;
-	for (i = 0; i < o.envc; i++)
-		p = stpcpy(p, sp->env[i]) + 1;
-	iov[0].iov_base = &o;
-	iov[0].iov_len = sizeof(o);
-	iov[1].iov_base = buf;
-	iov[1].iov_len = len;
-	/* The init reads at once: a long order blocks only briefly. */
-	while (iov[1].iov_len > 0) {
-		if ((n = writev(fd, iov[0].iov_len ? iov : iov + 1,
-		    iov[0].iov_len ? 2 : 1)) == -1) {
-			if (errno == EINTR)
-				continue;
-			rc = -1;
-			break;
-		}
-		if ((size_t)n >= iov[0].iov_len) {
-			n -= iov[0].iov_len;
-			iov[0].iov_len = 0;
-			iov[1].iov_base = (char *)iov[1].iov_base + n;
-			iov[1].iov_len -= n;
-		} else {
-			iov[0].iov_base = (char *)iov[0].iov_base + n;
-			iov[0].iov_len -= n;
-		}
-	}
-	freezero(buf, len);
-	return (rc);
-}
-
-/* In a ready init: the order, into sp (buf holds it; zero it after). */
-static int
-sbx_order_recv(int fd, struct sbx_spec *sp, char **bufp, size_t *lenp)
-{
-	struct sbx_order	 o;
-	char			*buf, *p, *end, **v;
-	size_t			 got = 0, i;
-	ssize_t			 n;
-
-	while (got < sizeof(o)) {
-		if ((n = read(fd, (char *)&o + got, sizeof(o) - got)) <= 0)
-			return (-1);
-		got += n;
-	}
-	if (o.len == 0 || o.len > SBX_ORDER_MAX || o.argc < 1 ||
-	    o.argc > o.len || o.envc > o.len ||
-	    (buf = malloc(o.len)) == NULL ||
-	    (v = calloc(o.argc + o.envc + 2, sizeof(*v))) == NULL)
-		return (-1);
-	for (got = 0; got < o.len; got += n)
-		if ((n = read(fd, buf + got, o.len - got)) <= 0)
-			return (-1);
-	end = buf + o.len;
-	if (end[-1] != '\0')
-		return (-1);
-	sp->path = p = buf;
-	for (i = 0; i < o.argc + o.envc; i++) {
-		if ((p = memchr(p, '\0', end - p)) == NULL || ++p >= end)
-			return (-1);
-		v[i + (i >= o.argc)] = p;
-	}
-	sp->argv = v;
-	sp->env = v + o.argc + 1;
-	*bufp = buf;
-	*lenp = o.len;
-	return (0);
 }
 
 /* libevent's handlers and exec's SIG_IGN must not reach the run. */
@@ -964,8 +1023,9 @@ sbx_fail(int err, const char *what)
 }
 
 /*
- * The run's init, PID 1 of its namespaces, in a copy of exec's memory:
- * the run's mounts and cgroups, the CLI, then nothing but waiting.
+ * The run's init, PID 1 of its namespaces, in a copy of the zygote's
+ * memory: the run's mounts and cgroups, its order, the CLI, then nothing
+ * but waiting.
  */
 static int
 sbx_init_main(void *arg)
@@ -981,6 +1041,7 @@ sbx_init_main(void *arg)
 
 	sbx_signals();
 	sbx_close_others(c);
+	setproctitle("sandbox");	/* not the zygote's title */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
 		sbx_fail(c->err, "PR_SET_PDEATHSIG");
 	if (sbx_exec_gone())
@@ -1010,7 +1071,6 @@ sbx_init_main(void *arg)
 		/* Ready: the run is what exec sends (nothing: exec is gone). */
 		order.dir = sp->dir;
 		order.network = sp->network;
-		order.test = NULL;
 		if (sbx_order_recv(c->go, &order, &buf, &len) == -1)
 			_exit(127);
 		c->sp = &order;
@@ -1269,8 +1329,8 @@ sbx_mkdir_p(const char *path)
 }
 
 /*
- * The init's copy of exec's descriptors (its channels, other runs'
- * pipes, the life pipe's write end) goes: only what the run needs stays.
+ * The init's copy of the zygote's descriptors (its socket, the pipes of
+ * the request it serves) goes: only what the run needs stays.
  */
 static void
 sbx_close_others(const struct sbx_child *c)

@@ -22,6 +22,7 @@
 
 #include "sandbox.h"
 #include "tregd.h"
+#include "exec_zygote.h"
 
 /* ------------------------------------------------------------------ */
 /* tregd -T child: the filter, the namespaces and the limits, proven.  */
@@ -29,7 +30,6 @@
 #define SBX_TEST_PROCESSES	16
 #define SBX_TEST_MEMORY		(32LL * 1024 * 1024)
 
-static int	sbx_test_run(const struct tregd_conf *, const struct sbx_run *);
 static int	sbx_test_procs(void);
 static int	sbx_test_memory(long long);
 static void	sbx_say(const char *, ...)
@@ -95,8 +95,8 @@ sbx_test_memory(long long limit)
 }
 
 /* In the CLI's place, fully sandboxed: what does the run see? */
-static int
-sbx_test_run(const struct tregd_conf *conf, const struct sbx_run *sr)
+int
+sbx_selftest_run(const struct tregd_conf *conf, const struct sbx_run *sr)
 {
 	pid_t	 pid;
 	int	 bad = 0, n, forks = 0, save;
@@ -170,6 +170,7 @@ sbx_selftest(void)
 	strlcpy(conf.state, "/nonexistent", sizeof(conf.state));
 	log_init(1, 0);
 	sbx_init(&conf);
+	sbx_zygote();
 	if (sbx_alloc(&sr, -1) == -1)
 		errx(1, "no slot");
 	snprintf(dir, sizeof(dir), "%s/run.1", base);
@@ -179,7 +180,7 @@ sbx_selftest(void)
 	memset(&sp, 0, sizeof(sp));
 	sp.dir = dir;
 	sp.network = 1;
-	sp.test = sbx_test_run;
+	sp.test = sbx_selftest_run;
 	if (sbx_spawn(&conf, &sp, &sr, po) == -1)
 		errx(1, "cannot start the sandbox");
 	while ((n = read(po[0], buf, sizeof(buf))) > 0)

@@ -629,6 +629,9 @@ struct sbx_spec {		/* what the CLI gets */
 			    const struct sbx_run *);
 };
 void	 sbx_init(const struct tregd_conf *);
+void	 sbx_zygote(void);
+int	 sbx_zygote_fd(void);
+int	 sbx_zygote_reply(void);
 int	 sbx_mounts(void);
 int	 sbx_tmpfs(void);
 int	 sbx_alloc(struct sbx_run *, int);
