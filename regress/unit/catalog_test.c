@@ -18,7 +18,7 @@
 #include "compat.h"
 #include "vault.h"
 
-extern const char *const run_builtin_allow[];	/* parse.y */
+extern const char *const run_builtin_allow[];	/* conf.c */
 
 static json_t	*parse(const char *);
 static int	 denied(const char *, const char *const *);
