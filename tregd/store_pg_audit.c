@@ -78,6 +78,8 @@ static struct pg_stmt	 calls_all = { CALLS_COLS "$1::bigint = 0" CALLS_END,
 
 static int	 pg_returning_id(struct pg_stmt *, const struct pgq *,
 		    int64_t *);
+static void	 runs_params(struct pgq *, int64_t, const char *, const char *,
+		    int64_t, int);
 static int	 runs_row(const PGresult *, int, store_runs_fn, void *);
 static int	 calls_row(const PGresult *, int, store_calls_fn, void *);
 
@@ -172,6 +174,25 @@ pg_call_insert(const struct store_call *c, int64_t *id)
 	return (pg_returning_id(&st, &q, id));
 }
 
+/* $1..$5 of a runs page: org, the row it starts after (at NULL: none). */
+static void
+runs_params(struct pgq *q, int64_t org, const char *at, const char *src,
+    int64_t id, int limit)
+{
+	pgq_init(q);
+	pgq_int(q, org);
+	if (at != NULL) {
+		pgq_text(q, at);
+		pgq_text(q, src);
+		pgq_int(q, id);
+	} else {
+		pgq_null(q);
+		pgq_null(q);
+		pgq_null(q);
+	}
+	pgq_int(q, limit);
+}
+
 /* The created_at of the row a page starts after. */
 static int
 runs_cursor(char src, int64_t id, char *at, size_t len)
@@ -214,18 +235,7 @@ pg_runs_page(int64_t org, char before_src, int64_t before_id,
 		have = 1;
 	}
 	do {
-		pgq_init(&q);
-		pgq_int(&q, org);
-		if (have) {
-			pgq_text(&q, at);
-			pgq_text(&q, src);
-			pgq_int(&q, id);
-		} else {
-			pgq_null(&q);
-			pgq_null(&q);
-			pgq_null(&q);
-		}
-		pgq_int(&q, PG_PAGE);
+		runs_params(&q, org, have ? at : NULL, src, id, PG_PAGE);
 		if ((res = pg_run(org != 0 ? &runs_org : &runs_all, &q)) ==
 		    NULL)
 			return (-1);
@@ -265,18 +275,8 @@ pg_runs_tools(int64_t org, const char *const *tools, size_t ntools,
 		src[0] = before_src;
 	}
 	for (t = 0; t < ntools && rc == 0; t++) {
-		pgq_init(&q);
-		pgq_int(&q, org);
-		if (before_id > 0) {
-			pgq_text(&q, at);
-			pgq_text(&q, src);
-			pgq_int(&q, before_id);
-		} else {
-			pgq_null(&q);
-			pgq_null(&q);
-			pgq_null(&q);
-		}
-		pgq_int(&q, limit);
+		runs_params(&q, org, before_id > 0 ? at : NULL, src,
+		    before_id, limit);
 		pgq_text(&q, tools[t]);
 		if ((res = pg_run(&runs_tool, &q)) == NULL)
 			return (-1);
