@@ -4,8 +4,9 @@
 # (1,000 tools) on an empty database and on one with 1,000,000 audit
 # rows, 10,000 tools in one org and 1,000 orgs; then GET /tools/by-name/X
 # while another client polls /runs (the owner's, an index walk, and an
-# agent's allowed no tool, which reads the whole history to fill a page:
-# a slow request the other vault workers keep away from the rest).  The
+# agent's allowed no tool, an empty page the store answers without
+# walking the history, once a slow request the other vault workers kept
+# away from the rest).  The
 # history is written straight into the database while tregd is stopped
 # (sqlite3 CLI, keeping the WAL).
 #

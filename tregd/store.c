@@ -607,4 +607,117 @@ store_run_ends_insert(const struct store_run_end *e, size_t n)
 	return (ops->run_ends_insert(e, n));
 }
 
+/* The rows of the walks of store_runs_page_tools(), copied. */
+struct runs_merge {
+	struct store_runs_row	*v;
+	size_t			 n, cap;
+	int			 failed;
+};
+
+static int	runs_merge_add(const struct store_runs_row *, void *);
+static int	runs_merge_cmp(const void *, const void *);
+static void	runs_merge_free(struct runs_merge *);
+
+int
+store_runs_page_tools(int64_t org, const char *const *tools, size_t ntools,
+    char before_src, int64_t before_id, int limit, store_runs_fn fn,
+    void *arg)
+{
+	struct runs_merge	 m;
+	const char		**uniq;
+	size_t			 i, j, n = 0;
+	int			 rc;
+
+	if (tools == NULL)
+		return (ops->runs_page(org, before_src, before_id, fn, arg));
+	/* A name listed twice is walked once. */
+	if ((uniq = calloc(ntools + 1, sizeof(*uniq))) == NULL)
+		return (-1);
+	for (i = 0; i < ntools; i++) {
+		for (j = 0; j < n && strcmp(uniq[j], tools[i]) != 0; j++)
+			;
+		if (j == n)
+			uniq[n++] = tools[i];
+	}
+	memset(&m, 0, sizeof(m));
+	rc = ops->runs_tools(org, uniq, n, before_src, before_id, limit,
+	    runs_merge_add, &m);
+	free(uniq);
+	if (rc == 0 && m.failed)
+		rc = -1;
+	if (rc == 0 && m.n > 0) {
+		/* Each walk is newest first; so is the page. */
+		qsort(m.v, m.n, sizeof(*m.v), runs_merge_cmp);
+		for (i = 0; i < m.n && i < (size_t)limit && rc == 0; i++)
+			rc = fn(&m.v[i], arg);
+		rc = rc < 0 ? -1 : 0;
+	}
+	runs_merge_free(&m);
+	return (rc);
+}
+
+static int
+runs_merge_add(const struct store_runs_row *r, void *arg)
+{
+	struct runs_merge	*m = arg;
+	struct store_runs_row	*c, *v;
+	size_t			 cap;
+
+	if (m->n == m->cap) {
+		cap = m->cap == 0 ? 64 : m->cap * 2;
+		if ((v = reallocarray(m->v, cap, sizeof(*v))) == NULL) {
+			m->failed = 1;
+			return (-1);
+		}
+		m->v = v;
+		m->cap = cap;
+	}
+	c = &m->v[m->n];
+	*c = *r;
+	c->user_email = strdup(r->user_email);
+	c->tool = strdup(r->tool);
+	c->argv = strdup(r->argv);
+	c->outcome = strdup(r->outcome);
+	c->created_at = strdup(r->created_at);
+	c->org_slug = strdup(r->org_slug);
+	m->n++;
+	if (c->user_email == NULL || c->tool == NULL || c->argv == NULL ||
+	    c->outcome == NULL || c->created_at == NULL ||
+	    c->org_slug == NULL) {
+		m->failed = 1;
+		return (-1);
+	}
+	return (0);
+}
+
+/* store_runs_page()'s order: created_at, then 's' before 'l', then id. */
+static int
+runs_merge_cmp(const void *pa, const void *pb)
+{
+	const struct store_runs_row	*a = pa, *b = pb;
+	int				 c;
+
+	if ((c = strcmp(b->created_at, a->created_at)) != 0)
+		return (c);
+	if (a->src != b->src)
+		return (b->src - a->src);
+	return (a->id < b->id ? 1 : a->id > b->id ? -1 : 0);
+}
+
+static void
+runs_merge_free(struct runs_merge *m)
+{
+	size_t	 i;
+
+	for (i = 0; i < m->n; i++) {
+		free((char *)m->v[i].user_email);
+		free((char *)m->v[i].tool);
+		free((char *)m->v[i].argv);
+		free((char *)m->v[i].outcome);
+		free((char *)m->v[i].created_at);
+		free((char *)m->v[i].org_slug);
+	}
+	free(m->v);
+}
+
 /* treg compatibility */

@@ -515,6 +515,8 @@ struct store_ops {
 
 	/* ops: batched run ends */
 	int	(*run_ends_insert)(const struct store_run_end *, size_t);
+	int	(*runs_tools)(int64_t, const char *const *, size_t, char,
+		    int64_t, int, store_runs_fn, void *);
 
 	/* ops: treg compatibility */
 };
@@ -738,6 +740,13 @@ int		 store_tools_by_host(int64_t, const char *, store_tool_url_fn,
 /* batched run ends */
 /* n ends in one transaction: all are committed, or none (-1). */
 int		 store_run_ends_insert(const struct store_run_end *, size_t);
+/*
+ * store_runs_page() of one org restricted to the runs of some tools
+ * (tools NULL: every tool; ntools 0: none, an empty page), at most limit
+ * rows: one walk per tool, O(ntools * (log N + limit)).
+ */
+int		 store_runs_page_tools(int64_t, const char *const *, size_t,
+		    char, int64_t, int, store_runs_fn, void *);
 
 /* treg compatibility */
 

@@ -147,6 +147,7 @@ const struct store_ops store_pg_ops = {
 
 	/* batched run ends */
 	.run_ends_insert = pg_run_ends_insert,
+	.runs_tools = pg_runs_tools,
 
 	/* treg compatibility */
 };

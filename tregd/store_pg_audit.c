@@ -53,6 +53,11 @@ static struct pg_stmt	 runs_org = { RUNS_S "r.org_id = $1" RUNS_S_KEY
 			    RUNS_L "c.org_id = $1" RUNS_L_KEY, 0 };
 static struct pg_stmt	 runs_all = { RUNS_S "$1::bigint = 0" RUNS_S_KEY
 			    RUNS_L "$1::bigint = 0" RUNS_L_KEY, 0 };
+/* One org, one tool ($6), on the (org_id, tool, created_at, id) indexes. */
+static struct pg_stmt	 runs_tool = { RUNS_S "r.org_id = $1 AND "
+			    "r.tool = $6::text" RUNS_S_KEY RUNS_L
+			    "c.org_id = $1 AND c.tool_name = $6::text"
+			    RUNS_L_KEY, 0 };
 
 #define CALLS_COLS							\
 	"SELECT c.id, c.org_id, c.user_id, c.user_email, c.tool_name, "	\
@@ -73,6 +78,8 @@ static struct pg_stmt	 calls_all = { CALLS_COLS "$1::bigint = 0" CALLS_END,
 
 static int	 pg_returning_id(struct pg_stmt *, const struct pgq *,
 		    int64_t *);
+static void	 runs_params(struct pgq *, int64_t, const char *, const char *,
+		    int64_t, int);
 static int	 runs_row(const PGresult *, int, store_runs_fn, void *);
 static int	 calls_row(const PGresult *, int, store_calls_fn, void *);
 
@@ -167,6 +174,25 @@ pg_call_insert(const struct store_call *c, int64_t *id)
 	return (pg_returning_id(&st, &q, id));
 }
 
+/* $1..$5 of a runs page: org, the row it starts after (at NULL: none). */
+static void
+runs_params(struct pgq *q, int64_t org, const char *at, const char *src,
+    int64_t id, int limit)
+{
+	pgq_init(q);
+	pgq_int(q, org);
+	if (at != NULL) {
+		pgq_text(q, at);
+		pgq_text(q, src);
+		pgq_int(q, id);
+	} else {
+		pgq_null(q);
+		pgq_null(q);
+		pgq_null(q);
+	}
+	pgq_int(q, limit);
+}
+
 /* The created_at of the row a page starts after. */
 static int
 runs_cursor(char src, int64_t id, char *at, size_t len)
@@ -209,18 +235,7 @@ pg_runs_page(int64_t org, char before_src, int64_t before_id,
 		have = 1;
 	}
 	do {
-		pgq_init(&q);
-		pgq_int(&q, org);
-		if (have) {
-			pgq_text(&q, at);
-			pgq_text(&q, src);
-			pgq_int(&q, id);
-		} else {
-			pgq_null(&q);
-			pgq_null(&q);
-			pgq_null(&q);
-		}
-		pgq_int(&q, PG_PAGE);
+		runs_params(&q, org, have ? at : NULL, src, id, PG_PAGE);
 		if ((res = pg_run(org != 0 ? &runs_org : &runs_all, &q)) ==
 		    NULL)
 			return (-1);
@@ -235,6 +250,41 @@ pg_runs_page(int64_t org, char before_src, int64_t before_id,
 		}
 		PQclear(res);
 	} while (n == PG_PAGE && rc == 0);
+	return (rc < 0 ? -1 : 0);
+}
+
+/*
+ * The page of one org restricted to some tools: one walk per tool of at
+ * most limit rows, tool after tool; the caller merges them.
+ */
+int
+pg_runs_tools(int64_t org, const char *const *tools, size_t ntools,
+    char before_src, int64_t before_id, int limit, store_runs_fn fn,
+    void *arg)
+{
+	struct pgq	 q;
+	PGresult	*res;
+	char		 at[STORE_TIME_MAX], src[2] = { 0, 0 };
+	size_t		 t;
+	int		 i, n, rc = 0;
+
+	if (before_id > 0) {
+		if ((rc = runs_cursor(before_src, before_id, at,
+		    sizeof(at))) != 0)
+			return (rc);
+		src[0] = before_src;
+	}
+	for (t = 0; t < ntools && rc == 0; t++) {
+		runs_params(&q, org, before_id > 0 ? at : NULL, src,
+		    before_id, limit);
+		pgq_text(&q, tools[t]);
+		if ((res = pg_run(&runs_tool, &q)) == NULL)
+			return (-1);
+		n = PQntuples(res);
+		for (i = 0; i < n && rc == 0; i++)
+			rc = runs_row(res, i, fn, arg);
+		PQclear(res);
+	}
 	return (rc < 0 ? -1 : 0);
 }
 

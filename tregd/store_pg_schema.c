@@ -221,6 +221,14 @@ static const char *const migrations[] = {
 	"CREATE INDEX tools_org_host ON tools(org_id, host);"
 	PG_APPEND_ONLY("call_ends")
 	PG_BUMP("call_ends"),
+
+	/*
+	 * 5: GET /runs of a caller restricted to some tools walks each
+	 * allowed tool's runs and grants newest first on its own index.
+	 */
+	"CREATE INDEX runs_org_tool_time ON runs(org_id, tool, created_at, id);"
+	"CREATE INDEX calls_grants_org_tool_time ON calls(org_id, tool_name,"
+	"  created_at, id) WHERE kind = 'local_run' AND action = 'GRANT';",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 

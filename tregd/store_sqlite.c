@@ -150,6 +150,7 @@ const struct store_ops store_sqlite_ops = {
 
 	/* batched run ends */
 	.run_ends_insert = sq_run_ends_insert,
+	.runs_tools = sq_runs_tools,
 
 	/* treg compatibility */
 };

@@ -153,6 +153,8 @@ int		 sq_tools_by_host(int64_t, const char *, store_tool_url_fn,
 
 /* batched run ends */
 int		 sq_run_ends_insert(const struct store_run_end *, size_t);
+int		 sq_runs_tools(int64_t, const char *const *, size_t, char,
+		    int64_t, int, store_runs_fn, void *);
 
 /* treg compatibility */
 

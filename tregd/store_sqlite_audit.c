@@ -15,6 +15,8 @@
 
 static int	sq_row_time(const char *, int64_t, char *, size_t);
 static int	sq_runs_rows(sqlite3_stmt *, store_runs_fn, void *);
+static int	sq_runs_cursor(char, int64_t, char *, size_t);
+static void	sq_runs_key(sqlite3_stmt *, char, int64_t, const char *);
 
 int
 sq_run_insert(const struct store_run *r, int64_t *id)
@@ -198,27 +200,72 @@ sq_runs_page(int64_t org, char bsrc, int64_t bid, store_runs_fn fn,
 		return (-1);
 	if (org != 0)
 		sq_int(st, ":org", org);
-	/* The row (time, src, id) itself and everything newer is out. */
+	if ((rc = sq_runs_cursor(bsrc, bid, t, sizeof(t))) != 0) {
+		sqlite3_clear_bindings(st);
+		return (rc);
+	}
+	sq_runs_key(st, bsrc, bid, t);
+	return (sq_runs_rows(st, fn, arg));
+}
+
+/* The time of the row (bsrc, bid) a page starts below (bid 0: none). */
+static int
+sq_runs_cursor(char bsrc, int64_t bid, char *t, size_t len)
+{
+	if (bid <= 0)
+		return (0);
+	return (sq_row_time(bsrc == 's' ? "SELECT created_at FROM runs "
+	    "WHERE id = :id" : "SELECT created_at FROM calls WHERE id = :id",
+	    bid, t, len));
+}
+
+/* The row (time, src, id) itself and everything newer is out. */
+static void
+sq_runs_key(sqlite3_stmt *st, char bsrc, int64_t bid, const char *t)
+{
 	if (bid <= 0) {
 		sq_text(st, ":rt", KEY_TIME_MAX);
 		sq_int(st, ":rid", INT64_MAX);
 		sq_text(st, ":lt", KEY_TIME_MAX);
 		sq_int(st, ":lid", INT64_MAX);
-		return (sq_runs_rows(st, fn, arg));
-	}
-	rc = sq_row_time(bsrc == 's' ? "SELECT created_at FROM runs WHERE "
-	    "id = :id" : "SELECT created_at FROM calls WHERE id = :id", bid,
-	    t, sizeof(t));
-	if (rc != 0) {
-		sqlite3_clear_bindings(st);
-		return (rc);
+		return;
 	}
 	sq_text(st, ":rt", t);
 	sq_text(st, ":lt", t);
 	/* 's' sorts before 'l' at one time. */
 	sq_int(st, ":rid", bsrc == 's' ? bid : 0);
 	sq_int(st, ":lid", bsrc == 's' ? INT64_MAX : bid);
-	return (sq_runs_rows(st, fn, arg));
+}
+
+/*
+ * The same page of one org restricted to some tools: one walk per tool
+ * on its (org_id, tool, created_at, id) indexes, at most limit rows
+ * each, tool after tool; the caller merges them.
+ */
+int
+sq_runs_tools(int64_t org, const char *const *tools, size_t ntools,
+    char bsrc, int64_t bid, int limit, store_runs_fn fn, void *arg)
+{
+	sqlite3_stmt	*st;
+	char		 t[STORE_TIME_MAX];
+	size_t		 i;
+	int		 rc;
+
+	if ((rc = sq_runs_cursor(bsrc, bid, t, sizeof(t))) != 0 ||
+	    ntools == 0)
+		return (rc);
+	if ((st = db_prepare(RUNS_ARM_SERVER "AND r.org_id = :org AND "
+	    "r.tool = :tool UNION ALL " RUNS_ARM_LOCAL "AND c.org_id = :org "
+	    "AND c.tool_name = :tool " RUNS_ORDER " LIMIT :n")) == NULL)
+		return (-1);
+	for (i = 0; i < ntools && rc == 0; i++) {
+		sq_int(st, ":org", org);
+		sq_text(st, ":tool", tools[i]);
+		sq_int(st, ":n", limit);
+		sq_runs_key(st, bsrc, bid, t);
+		rc = sq_runs_rows(st, fn, arg);
+	}
+	return (rc);
 }
 
 #define CALLS_SELECT							\

@@ -214,6 +214,14 @@ static const char *const migrations[] = {
 	"CREATE TRIGGER call_ends_no_delete BEFORE DELETE ON call_ends"
 	"  WHEN EXISTS (SELECT 1 FROM orgs WHERE id = OLD.org_id) BEGIN"
 	"  SELECT RAISE(ABORT, 'audit records are append-only'); END;",
+
+	/*
+	 * 5: GET /runs of a caller restricted to some tools walks each
+	 * allowed tool's runs and grants newest first on its own index.
+	 */
+	"CREATE INDEX runs_org_tool_time ON runs(org_id, tool, created_at, id);"
+	"CREATE INDEX calls_grants_org_tool_time ON calls(org_id, tool_name,"
+	"  created_at, id) WHERE kind = 'local_run' AND action = 'GRANT';",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -791,6 +791,9 @@ runs_query(int64_t org, const struct auth *a, int limit, char bsrc,
     int64_t bid, int *gone)
 {
 	struct runs_page	 pg;
+	const char		**tools = NULL;
+	size_t			 i, n = 0;
+	json_t			*v;
 	int			 rc;
 
 	pg.auth = a;
@@ -798,7 +801,20 @@ runs_query(int64_t org, const struct auth *a, int limit, char bsrc,
 	if ((pg.list = json_array()) == NULL)
 		fatal("%s: json_array", __func__);
 	*gone = 0;
-	if ((rc = store_runs_page(org, bsrc, bid, runs_row, &pg)) != 0) {
+	/* A restricted caller's page holds the tools it names, no other. */
+	if (a != NULL && a->role != ROLE_OWNER &&
+	    json_is_array(a->tool_access)) {
+		if ((tools = calloc(json_array_size(a->tool_access) + 1,
+		    sizeof(*tools))) == NULL)
+			fatal("%s: calloc", __func__);
+		json_array_foreach(a->tool_access, i, v)
+			if (json_is_string(v))
+				tools[n++] = json_string_value(v);
+	}
+	rc = store_runs_page_tools(org, tools, n, bsrc, bid, limit, runs_row,
+	    &pg);
+	free(tools);
+	if (rc != 0) {
 		json_decref(pg.list);
 		*gone = rc == 1;
 		return (NULL);

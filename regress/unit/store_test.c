@@ -27,6 +27,8 @@ static void	 add_run(const char *, const char *);
 static void	 add_grant(const char *, const char *);
 static int	 collect_run(const struct store_runs_row *, void *);
 static int	 collect_call(const struct store_calls_row *, void *);
+static void	 walk_pages(const char *const *, size_t, int,
+		    const struct collect *);
 
 static void
 open_memory(void)
@@ -99,6 +101,42 @@ collect_run(const struct store_runs_row *r, void *arg)
 	snprintf(c->ids[c->n++], sizeof(c->ids[0]), "%c%lld:%s", r->src,
 	    (long long)r->id, r->tool);
 	return (c->n >= c->limit);
+}
+
+/*
+ * Page through org 1 by before_id, limit rows a page (store_runs_page_tools
+ * of tools, or store_runs_page when tools is NULL): want's rows, in order,
+ * each once.
+ */
+static void
+walk_pages(const char *const *tools, size_t ntools, int limit,
+    const struct collect *want)
+{
+	struct collect	 pg;
+	char		 src = 0;
+	long long	 id = 0;
+	size_t		 i, seen = 0;
+
+	for (;;) {
+		memset(&pg, 0, sizeof(pg));
+		pg.limit = tools == NULL ? (size_t)limit : RUNS_MAX;
+		if (tools == NULL)
+			ATF_REQUIRE(store_runs_page(1, src, id, collect_run,
+			    &pg) == 0);
+		else
+			ATF_REQUIRE(store_runs_page_tools(1, tools, ntools,
+			    src, id, limit, collect_run, &pg) == 0);
+		ATF_REQUIRE(pg.n <= (size_t)limit);
+		if (pg.n == 0)
+			break;
+		for (i = 0; i < pg.n; i++, seen++) {
+			ATF_REQUIRE(seen < want->n);
+			ATF_CHECK_STREQ(pg.ids[i], want->ids[seen]);
+		}
+		ATF_REQUIRE(sscanf(pg.ids[pg.n - 1], "%c%lld", &src, &id) ==
+		    2);
+	}
+	ATF_CHECK_EQ(seen, want->n);
 }
 
 static int
@@ -174,9 +212,6 @@ ATF_TC_WITHOUT_HEAD(runs_pages_by_before_id_see_each_row_once);
 ATF_TC_BODY(runs_pages_by_before_id_see_each_row_once, tc)
 {
 	struct collect	 all, pg;
-	char		 src;
-	long long	 id;
-	size_t		 i, seen = 0;
 	int		 t;
 
 	seed();
@@ -194,24 +229,59 @@ ATF_TC_BODY(runs_pages_by_before_id_see_each_row_once, tc)
 	all.limit = RUNS_MAX;
 	ATF_REQUIRE(store_runs_page(1, 0, 0, collect_run, &all) == 0);
 	ATF_REQUIRE_EQ(all.n, 10);
-	src = 0;
-	id = 0;
-	for (;;) {
-		memset(&pg, 0, sizeof(pg));
-		pg.limit = 3;
-		ATF_REQUIRE(store_runs_page(1, src, id, collect_run, &pg) ==
-		    0);
-		if (pg.n == 0)
-			break;
-		for (i = 0; i < pg.n; i++, seen++) {
-			ATF_REQUIRE(seen < all.n);
-			ATF_CHECK_STREQ(pg.ids[i], all.ids[seen]);
-		}
-		ATF_REQUIRE(sscanf(pg.ids[pg.n - 1], "%c%lld", &src, &id) ==
-		    2);
-	}
-	ATF_CHECK_EQ(seen, all.n);
+	walk_pages(NULL, 0, 3, &all);
 	ATF_CHECK(store_runs_page(1, 's', 999, collect_run, &pg) == 1);
+	store_close();
+}
+
+ATF_TC_WITHOUT_HEAD(runs_page_tools_pages_only_the_listed_tools);
+ATF_TC_BODY(runs_page_tools_pages_only_the_listed_tools, tc)
+{
+	static const char *const tools[] = { "c", "a", "c" };
+	static const char *const names[] = { "a", "b", "c" };
+	struct collect	 all, want, pg;
+	size_t		 i;
+	int		 t;
+
+	seed();
+	for (t = 0; t < 18; t++) {
+		char	 at[32];
+
+		snprintf(at, sizeof(at), "2026-01-01T00:00:%02dZ", t / 4);
+		if (t % 2 == 0)
+			add_grant(names[t % 3], at);
+		else
+			add_run(names[t % 3], at);
+	}
+	memset(&all, 0, sizeof(all));
+	all.limit = RUNS_MAX;
+	ATF_REQUIRE(store_runs_page(1, 0, 0, collect_run, &all) == 0);
+	ATF_REQUIRE_EQ(all.n, 18);
+	memset(&want, 0, sizeof(want));
+	for (i = 0; i < all.n; i++)
+		if (strstr(all.ids[i], ":b") == NULL)
+			strlcpy(want.ids[want.n++], all.ids[i],
+			    sizeof(want.ids[0]));
+	ATF_REQUIRE_EQ(want.n, 12);
+	/* Pages of 2, "c" listed twice: the listed tools' rows, once. */
+	walk_pages(tools, 3, 2, &want);
+	/* NULL: every tool, as store_runs_page; none: an empty page. */
+	memset(&pg, 0, sizeof(pg));
+	pg.limit = RUNS_MAX;
+	ATF_REQUIRE(store_runs_page_tools(1, NULL, 0, 0, 0, RUNS_MAX,
+	    collect_run, &pg) == 0);
+	ATF_REQUIRE_EQ(pg.n, all.n);
+	for (i = 0; i < pg.n; i++)
+		ATF_CHECK_STREQ(pg.ids[i], all.ids[i]);
+	memset(&pg, 0, sizeof(pg));
+	pg.limit = RUNS_MAX;
+	ATF_REQUIRE(store_runs_page_tools(1, tools, 0, 0, 0, RUNS_MAX,
+	    collect_run, &pg) == 0);
+	ATF_CHECK_EQ(pg.n, 0);
+	ATF_CHECK(store_runs_page_tools(1, tools, 0, 's', 999, RUNS_MAX,
+	    collect_run, &pg) == 1);
+	ATF_CHECK(store_runs_page_tools(1, tools, 3, 'l', 999, RUNS_MAX,
+	    collect_run, &pg) == 1);
 	store_close();
 }
 
@@ -304,6 +374,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, member_by_token_finds_only_its_hash);
 	ATF_TP_ADD_TC(tp, runs_page_merges_runs_and_grants_newest_first);
 	ATF_TP_ADD_TC(tp, runs_pages_by_before_id_see_each_row_once);
+	ATF_TP_ADD_TC(tp, runs_page_tools_pages_only_the_listed_tools);
 	ATF_TP_ADD_TC(tp, calls_page_stops_when_the_caller_has_enough);
 	ATF_TP_ADD_TC(tp, run_end_is_recorded_once);
 	ATF_TP_ADD_TC(tp, run_ends_batch_commits_all_or_none);
