@@ -7,11 +7,13 @@
  * target names (resolution: /call/<tool>/<path>, or /call/<full URL> by
  * host and the longest base_url prefix on a segment boundary), the
  * caller's access list (access), the deny rules on the real method, host
- * and path (policy), the daily call cap (cap).  Then the secrets are
- * unsealed, the bindings applied through inject_value() (the one function
- * that turns a secret into what a consumer sees), the call's row is
- * committed (no row, no call: 503), and the relay gets the request with
- * the key in it and the call's redaction set.  The vault never opens a
+ * and path (policy).  Then the secrets are unsealed and the bindings
+ * applied through inject_value() (the one function that turns a secret
+ * into what a consumer sees).  The calls that arrived in one turn of the
+ * event loop then share one write transaction: each one's daily call
+ * cap (cap) and its row; only after the commit is each answered or sent
+ * (no row, no call: 503), and the relay gets the request with the key in
+ * it and the call's redaction set.  The vault never opens a
  * socket; the relay answers the frontend and reports here how it ended,
  * which is appended to the audit (call_ends).
  */
@@ -44,6 +46,22 @@ struct vcall {
 };
 TAILQ_HEAD(vcall_list, vcall);
 
+/* A call decided but for its cap and row: written with its turn's. */
+struct vpend {
+	TAILQ_ENTRY(vpend)	 entry;
+	uint32_t		 reqid;
+	struct auth		 auth;
+	char			 tool[NAME_LEN_MAX + 1];
+	char			 method[sizeof(((struct call_request *)0)->method)];
+	char			 logpath[CALL_PATH_LOG_MAX + 1];
+	struct pack		 pk;		/* the request, key in it */
+	struct vault_resp	 resp;		/* of a refusal by the cap */
+	int64_t			 audit_id;
+	int			 refused;
+};
+TAILQ_HEAD(vpend_list, vpend);
+#define CALL_STARTS_MAX	64	/* calls in one transaction */
+
 /* The request as the frontend sent it, split. */
 struct call_in {
 	const char	*method;
@@ -72,6 +90,10 @@ struct call_match {
 };
 
 static struct vcall_list vcalls = TAILQ_HEAD_INITIALIZER(vcalls);
+static struct vpend_list vpends = TAILQ_HEAD_INITIALIZER(vpends);
+static int		 npends;
+static struct event	 starts_ev;
+static int		 starts_armed;
 static uint32_t		 next_callid = 1;
 
 static void	 call_refuse(uint32_t, const struct auth *, const char *,
@@ -90,6 +112,12 @@ static int	 call_match_fn(const struct store_tool_url *, void *);
 static size_t	 base_path_len(const char *, const char **);
 static int	 call_allowed(const struct auth *, const struct tool_row *);
 static int	 call_cap(const struct auth *, struct vault_resp *);
+static void	 call_pend(uint32_t, struct auth *, const char *,
+		    const char *, const char *, struct pack *);
+static void	 call_starts_timer(int, short, void *);
+static void	 call_starts(void);
+static int	 call_starts_write(void);
+static void	 call_start(struct vpend *);
 static int	 call_build(const struct auth *, struct call_in *,
 		    struct call_out *, struct pack *, struct vault_resp *);
 static char	*query_set(char *, const char *, const char *, size_t);
@@ -113,12 +141,9 @@ call_request(struct blob *b)
 	struct auth		 auth;
 	struct call_in		 in;
 	struct call_out		*out;
-	struct call_start	 cs;
-	struct vcall		*vc;
 	struct pack		 pk;
 	const char		*why = NULL;
 	char			*q, logpath[CALL_PATH_LOG_MAX + 1];
-	int64_t			 audit_id;
 	int			 rc;
 
 	memcpy(&cr, b->head, sizeof(cr));
@@ -173,49 +198,12 @@ call_request(struct blob *b)
 		    resp.status == 403 ? "policy" : NULL, &resp);
 		goto done;
 	}
-	/* The count and the call's row: one transaction, one commit. */
-	if (store_begin() == -1) {
-		log_warnx("audit: the call's record cannot be written: %s",
-		    store_error());
-		vault_metrics_db_error();
-		resp_error(&resp, 503, "the audit log cannot be written — "
-		    "nothing was sent");
-		goto refused;
-	}
-	if (call_cap(&auth, &resp) == -1) {
-		store_rollback();
-		call_refuse(b->id, &auth, out->t.name, in.method, logpath,
-		    resp.status == 429 ? "cap" : NULL, &resp);
-		goto done;
-	}
 	if (call_build(&auth, &in, out, &pk, &resp) == -1) {
-		store_rollback();
 		call_refuse(b->id, &auth, out->t.name, in.method, logpath,
 		    NULL, &resp);
 		goto done;
 	}
-	/* Fail closed: no audit row, nothing is sent. */
-	if (call_audit(&auth, out->t.name, in.method, logpath, NULL, 0,
-	    &audit_id) == -1 || store_commit() == -1) {
-		store_rollback();
-		resp_error(&resp, 503, "the audit log cannot be written — "
-		    "nothing was sent");
-		goto refused;
-	}
-	if ((vc = calloc(1, sizeof(*vc))) == NULL)
-		fatal("%s: calloc", __func__);
-	vc->callid = next_callid++;
-	if (next_callid == 0)
-		next_callid = 1;
-	vc->audit_id = audit_id;
-	vc->org_id = auth.org_id;
-	TAILQ_INSERT_TAIL(&vcalls, vc, entry);
-	memset(&cs, 0, sizeof(cs));
-	cs.callid = vc->callid;
-	cs.allow_private = vault_conf.relay_allow_private;
-	if (imsgev_send_blob(vault_relay, IMSG_CALL_START, b->id, &cs,
-	    sizeof(cs), pk.buf, pk.len) == -1)
-		fatal("%s: send to relay", __func__);
+	call_pend(b->id, &auth, out->t.name, in.method, logpath, &pk);
 	goto done;
  refused:
 	call_refuse(b->id, NULL, NULL, NULL, NULL, NULL, &resp);
@@ -229,6 +217,138 @@ call_request(struct blob *b)
 	auth_clear(&auth);
 	explicit_bzero(&cr, sizeof(cr));
 	blob_free(b);
+}
+
+/* Queue a decided call (its auth and request move) for its turn's write. */
+static void
+call_pend(uint32_t reqid, struct auth *a, const char *tool,
+    const char *method, const char *logpath, struct pack *pk)
+{
+	struct timeval	 tv = { 0, 0 };
+	struct vpend	*p;
+
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		fatal("%s: calloc", __func__);
+	p->reqid = reqid;
+	p->auth = *a;
+	memset(a, 0, sizeof(*a));
+	strlcpy(p->tool, tool, sizeof(p->tool));
+	strlcpy(p->method, method, sizeof(p->method));
+	strlcpy(p->logpath, logpath, sizeof(p->logpath));
+	p->pk = *pk;
+	pack_init(pk);
+	TAILQ_INSERT_TAIL(&vpends, p, entry);
+	if (++npends == CALL_STARTS_MAX) {
+		call_starts();
+		return;
+	}
+	if (!starts_armed) {
+		evtimer_set(&starts_ev, call_starts_timer, NULL);
+		evtimer_add(&starts_ev, &tv);
+		starts_armed = 1;
+	}
+}
+
+static void
+call_starts_timer(int fd, short ev, void *arg)
+{
+	starts_armed = 0;
+	call_starts();
+}
+
+/*
+ * The queued calls' caps and rows in one transaction; then each is
+ * answered (429) or sent.  Fail closed: when it cannot be committed,
+ * every one of them is answered 503 and none is sent.
+ */
+static void
+call_starts(void)
+{
+	struct vault_resp	 resp;
+	struct vpend		*p;
+	int			 fail;
+
+	if (starts_armed) {
+		evtimer_del(&starts_ev);
+		starts_armed = 0;
+	}
+	if (npends == 0)
+		return;
+	fail = call_starts_write();
+	while ((p = TAILQ_FIRST(&vpends)) != NULL) {
+		TAILQ_REMOVE(&vpends, p, entry);
+		if (fail) {
+			memset(&resp, 0, sizeof(resp));
+			resp_error(&resp, 503, "the audit log cannot be "
+			    "written — nothing was sent");
+			call_refuse(p->reqid, NULL, NULL, NULL, NULL, NULL,
+			    &resp);
+			json_decref(resp.body);
+		} else if (p->refused)
+			call_refuse(p->reqid, &p->auth, NULL, NULL, NULL, NULL,
+			    &p->resp);
+		else
+			call_start(p);
+		pack_free(&p->pk);
+		auth_clear(&p->auth);
+		json_decref(p->resp.body);
+		free(p);
+	}
+	npends = 0;
+}
+
+/* 0 when committed, -1 when nothing of it was. */
+static int
+call_starts_write(void)
+{
+	struct vpend	*p;
+
+	if (store_begin() == -1) {
+		log_warnx("audit: the call's record cannot be written: %s",
+		    store_error());
+		vault_metrics_db_error();
+		return (-1);
+	}
+	TAILQ_FOREACH(p, &vpends, entry) {
+		if (call_cap(&p->auth, &p->resp) == 0) {
+			if (call_audit(&p->auth, p->tool, p->method,
+			    p->logpath, NULL, 0, &p->audit_id) == -1)
+				break;
+			continue;
+		}
+		if (p->resp.status != 429 || call_audit(&p->auth, p->tool,
+		    p->method, p->logpath, "cap", 429, NULL) == -1)
+			break;
+		p->refused = 1;
+	}
+	if (p != NULL || store_commit() == -1) {
+		store_rollback();
+		return (-1);
+	}
+	return (0);
+}
+
+/* Its row is committed: the relay gets it. */
+static void
+call_start(struct vpend *p)
+{
+	struct call_start	 cs;
+	struct vcall		*vc;
+
+	if ((vc = calloc(1, sizeof(*vc))) == NULL)
+		fatal("%s: calloc", __func__);
+	vc->callid = next_callid++;
+	if (next_callid == 0)
+		next_callid = 1;
+	vc->audit_id = p->audit_id;
+	vc->org_id = p->auth.org_id;
+	TAILQ_INSERT_TAIL(&vcalls, vc, entry);
+	memset(&cs, 0, sizeof(cs));
+	cs.callid = vc->callid;
+	cs.allow_private = vault_conf.relay_allow_private;
+	if (imsgev_send_blob(vault_relay, IMSG_CALL_START, p->reqid, &cs,
+	    sizeof(cs), p->pk.buf, p->pk.len) == -1)
+		fatal("%s: send to relay", __func__);
 }
 
 /* Answer a refusal (X-Treg-Error) and audit it when there is an org. */
