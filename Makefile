@@ -110,6 +110,15 @@ regress/unit/redact_test: regress/unit/redact_test.c regress/lib/redact_ref.c \
 	    regress/lib/redact_ref.c $(TREGD_LIBOBJS) common/libcommon.a \
 	    $(LDLIBS) -latf-c
 
+# The PostgreSQL store tests share the creation of their database.
+regress/unit/store_pg_test regress/unit/store_org_test \
+    regress/unit/store_tool_test: regress/unit/%: \
+    regress/unit/%.c regress/lib/pgdb.c regress/lib/pgdb.h \
+    $(TREGD_LIBOBJS) common/libcommon.a
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Iregress/lib $(LDFLAGS) -o $@ $< \
+	    regress/lib/pgdb.c $(TREGD_LIBOBJS) common/libcommon.a \
+	    $(LDLIBS) -latf-c
+
 regress/unit/%_test: regress/unit/%_test.c $(TREGD_LIBOBJS) common/libcommon.a
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TREGD_LIBOBJS) \
 	    common/libcommon.a $(LDLIBS) -latf-c

@@ -231,6 +231,52 @@ proc_log_verbose(struct imsg *imsg)
 	log_setverbose(v);
 }
 
+/*
+ * The start-up messages of a child whose only channels are its peers and
+ * the vault workers (exec, relay): the settings, and the channels.
+ */
+void
+proc_chans_recv(struct imsg *imsg, const struct proc_chans *c)
+{
+	switch (imsg->hdr.type) {
+	case IMSG_CONF:
+		proc_conf_recv(imsg, c->conf);
+		break;
+	case IMSG_CONF_PEER:
+		proc_peer_recv(imsg, c->peers, c->npeers, c->closed);
+		break;
+	case IMSG_CONF_VAULT:
+		proc_vault_recv(imsg, c->vaults, c->nvaults,
+		    c->vault_dispatch, c->closed);
+		break;
+	default:
+		fatalx("%s: bad imsg %u from parent", __func__,
+		    imsg->hdr.type);
+	}
+}
+
+/*
+ * The parent's later messages to such a child: a reload's settings, which
+ * apply to what it starts next, and the log level.
+ */
+void
+proc_parent_recv(struct imsg *imsg, struct tregd_conf *conf)
+{
+	switch (imsg->hdr.type) {
+	case IMSG_CONF:
+		proc_conf_recv(imsg, conf);
+		break;
+	case IMSG_CONF_END:
+		break;
+	case IMSG_LOG_VERBOSE:
+		proc_log_verbose(imsg);
+		break;
+	default:
+		fatalx("%s: bad imsg %u from parent", __func__,
+		    imsg->hdr.type);
+	}
+}
+
 static struct event	 ev_lost;
 static int		 lost_armed;
 static char		 lost_name[32];

@@ -329,40 +329,17 @@ exec_atexit(void)
 static void
 exec_config(struct imsg *imsg)
 {
-	switch (imsg->hdr.type) {
-	case IMSG_CONF:
-		proc_conf_recv(imsg, &exec_conf);
-		break;
-	case IMSG_CONF_PEER:
-		proc_peer_recv(imsg, exec_peers, NPEERS, exec_closed);
-		break;
-	case IMSG_CONF_VAULT:
-		proc_vault_recv(imsg, iev_vaults, &nvaults,
-		    exec_dispatch_vault, exec_closed);
-		break;
-	default:
-		fatalx("%s: bad imsg %u from parent", __func__,
-		    imsg->hdr.type);
-	}
+	static const struct proc_chans	 chans = { &exec_conf, exec_peers,
+	    NPEERS, iev_vaults, &nvaults, exec_dispatch_vault, exec_closed };
+
+	proc_chans_recv(imsg, &chans);
 }
 
 static void
 exec_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 {
-	switch (imsg->hdr.type) {
-	case IMSG_CONF:
-		/* A reload: limits and paths apply to the next runs. */
-		proc_conf_recv(imsg, &exec_conf);
-		break;
-	case IMSG_CONF_END:
-		break;
-	case IMSG_LOG_VERBOSE:
-		proc_log_verbose(imsg);
-		break;
-	default:
-		fatalx("%s: bad imsg %u from parent", __func__,
-		    imsg->hdr.type);
-	}
+	/* A reload: limits and paths apply to the next runs. */
+	proc_parent_recv(imsg, &exec_conf);
 }
 
 static void

@@ -185,40 +185,17 @@ relay_ca_load(size_t *len)
 static void
 relay_config(struct imsg *imsg)
 {
-	switch (imsg->hdr.type) {
-	case IMSG_CONF:
-		proc_conf_recv(imsg, &relay_conf);
-		break;
-	case IMSG_CONF_PEER:
-		proc_peer_recv(imsg, relay_peers, NPEERS, relay_closed);
-		break;
-	case IMSG_CONF_VAULT:
-		proc_vault_recv(imsg, iev_vaults, &nvaults,
-		    relay_dispatch_vault, relay_closed);
-		break;
-	default:
-		fatalx("%s: bad imsg %u from parent", __func__,
-		    imsg->hdr.type);
-	}
+	static const struct proc_chans	 chans = { &relay_conf, relay_peers,
+	    NPEERS, iev_vaults, &nvaults, relay_dispatch_vault, relay_closed };
+
+	proc_chans_recv(imsg, &chans);
 }
 
 static void
 relay_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 {
-	switch (imsg->hdr.type) {
-	case IMSG_CONF:
-		/* A reload: timeouts apply to new calls; the CA stays. */
-		proc_conf_recv(imsg, &relay_conf);
-		break;
-	case IMSG_CONF_END:
-		break;
-	case IMSG_LOG_VERBOSE:
-		proc_log_verbose(imsg);
-		break;
-	default:
-		fatalx("%s: bad imsg %u from parent", __func__,
-		    imsg->hdr.type);
-	}
+	/* A reload: timeouts apply to new calls; the CA stays. */
+	proc_parent_recv(imsg, &relay_conf);
 }
 
 static void

@@ -75,7 +75,6 @@ pg_deny_insert(const struct store_deny *d, int64_t *id)
 	    "created_at) VALUES ($1, NULLIF($2, ''), NULLIF($3, ''), "
 	    "NULLIF($4, ''), $5, NULLIF($6, ''), $7, $8) RETURNING id", 0 };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_int(&q, d->org_id);
@@ -89,11 +88,8 @@ pg_deny_insert(const struct store_deny *d, int64_t *id)
 	pgq_text(&q, d->note);
 	pgq_int(&q, d->created_by);
 	pgq_text(&q, d->created_at);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	*id = PQntuples(res) == 1 ? pg_int(res, 0, 0) : 0;
-	PQclear(res);
-	return (0);
+	*id = 0;
+	return (pg_value(&st, &q, id) == -1 ? -1 : 0);
 }
 
 int
@@ -120,17 +116,11 @@ pg_deny_delete(int64_t org, int64_t id)
 	static struct pg_stmt	 st = { "DELETE FROM deny_rules WHERE "
 	    "id = $1 AND org_id = $2", 0 };
 	struct pgq		 q;
-	PGresult		*res;
-	int			 n;
 
 	pgq_init(&q);
 	pgq_int(&q, id);
 	pgq_int(&q, org);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	n = strtonum(PQcmdTuples(res), 0, INT32_MAX, NULL);
-	PQclear(res);
-	return (n == 0 ? 1 : 0);
+	return (pg_changed(&st, &q));
 }
 
 int

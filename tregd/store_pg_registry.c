@@ -101,17 +101,11 @@ pg_secret_set_sealed(int64_t id, const void *sealed, size_t len)
 	static struct pg_stmt	 st = { "UPDATE secrets SET sealed = $1 "
 	    "WHERE id = $2", 0 };
 	struct pgq		 q;
-	PGresult		*res;
-	int			 n;
 
 	pgq_init(&q);
 	pgq_blob(&q, sealed, len);
 	pgq_int(&q, id);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	n = strtonum(PQcmdTuples(res), 0, 1, NULL);
-	PQclear(res);
-	return (n == 1 ? 0 : 1);
+	return (pg_changed(&st, &q));	/* id is the key: 0 or 1 row */
 }
 
 /*
@@ -173,16 +167,12 @@ pg_sealed_count(const void *prefix, size_t len, int64_t *n)
 	static struct pg_stmt	 st = { "SELECT count(*) FROM secrets "
 	    "WHERE substr(sealed, 1, $1) = $2", 0 };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_int(&q, len);
 	pgq_blob(&q, prefix, len);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	*n = PQntuples(res) == 1 ? pg_int(res, 0, 0) : 0;
-	PQclear(res);
-	return (0);
+	*n = 0;
+	return (pg_value(&st, &q, n) == -1 ? -1 : 0);
 }
 
 int
@@ -191,19 +181,10 @@ pg_org_by_slug(const char *slug, int64_t *id)
 	static struct pg_stmt	 st = { "SELECT id FROM orgs WHERE slug = $1",
 	    0 };
 	struct pgq		 q;
-	PGresult		*res;
-	int			 rc = 1;
 
 	pgq_init(&q);
 	pgq_text(&q, slug);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	if (PQntuples(res) == 1) {
-		*id = pg_int(res, 0, 0);
-		rc = 0;
-	}
-	PQclear(res);
-	return (rc);
+	return (pg_value(&st, &q, id));
 }
 
 int
@@ -561,18 +542,12 @@ pg_tool_name_used(int64_t org, const char *name, int64_t except)
 	static struct pg_stmt	 st = { "SELECT 1 FROM tools WHERE "
 	    "org_id = $1 AND name = $2 AND id <> $3", 0 };
 	struct pgq		 q;
-	PGresult		*res;
-	int			 rc;
 
 	pgq_init(&q);
 	pgq_int(&q, org);
 	pgq_text(&q, name);
 	pgq_int(&q, except);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	rc = PQntuples(res) > 0 ? 0 : 1;
-	PQclear(res);
-	return (rc);
+	return (pg_value(&st, &q, NULL));
 }
 
 /* $1..$8: the columns a tool's insert and update both write. */

@@ -559,6 +559,16 @@ sq_done(sqlite3_stmt *st)
 	return (rc == SQLITE_DONE ? 0 : -1);
 }
 
+int
+sq_row_end(sqlite3_stmt *st, int rc)
+{
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc == SQLITE_ROW)
+		return (0);
+	return (rc == SQLITE_DONE ? 1 : -1);
+}
+
 /* ------------------------------------------------------------------ */
 /* Identity, secrets, tools.                                           */
 
@@ -776,9 +786,5 @@ sq_org_by_slug(const char *slug, int64_t *id)
 	sq_text(st, ":slug", slug);
 	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		*id = sq_cint(st, "id");
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc == SQLITE_ROW)
-		return (0);
-	return (rc == SQLITE_DONE ? 1 : -1);
+	return (sq_row_end(st, rc));
 }

@@ -192,11 +192,7 @@ sq_user_by_email(const char *email, int64_t *id, int *is_agent)
 		*id = sq_cint(st, "id");
 		*is_agent = sq_cint(st, "is_agent") != 0;
 	}
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc == SQLITE_ROW)
-		return (0);
-	return (rc == SQLITE_DONE ? 1 : -1);
+	return (sq_row_end(st, rc));
 }
 
 static int
@@ -269,11 +265,7 @@ sq_one(sqlite3_stmt *st, int (*row)(sqlite3_stmt *, void *), void *arg)
 
 	if ((rc = sqlite3_step(st)) == SQLITE_ROW && row != NULL)
 		row(st, arg);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc == SQLITE_ROW)
-		return (0);
-	return (rc == SQLITE_DONE ? 1 : -1);
+	return (sq_row_end(st, rc));
 }
 
 int
@@ -283,11 +275,7 @@ sq_value(sqlite3_stmt *st, int64_t *v)
 
 	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		*v = sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc == SQLITE_ROW)
-		return (0);
-	return (rc == SQLITE_DONE ? 1 : -1);
+	return (sq_row_end(st, rc));
 }
 
 /* An INSERT ... ON CONFLICT DO NOTHING: its rowid or STORE_CONFLICT. */

@@ -174,11 +174,7 @@ sq_ref_get(enum store_object what, int64_t org, int64_t id,
 		sq_ccopy(st, "name", ref->name, sizeof(ref->name));
 		sq_ccopy(st, "detail", ref->detail, sizeof(ref->detail));
 	}
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc == SQLITE_ROW)
-		return (0);
-	return (rc == SQLITE_DONE ? 1 : -1);
+	return (sq_row_end(st, rc));
 }
 
 /* ------------------------------------------------------------------ */
@@ -418,7 +414,6 @@ int
 sq_tool_name_used(int64_t org, const char *name, int64_t except)
 {
 	sqlite3_stmt	*st;
-	int		 rc;
 
 	if ((st = db_prepare("SELECT 1 FROM tools WHERE org_id = :org AND "
 	    "name = :name AND id != :except")) == NULL)
@@ -426,10 +421,7 @@ sq_tool_name_used(int64_t org, const char *name, int64_t except)
 	sq_int(st, ":org", org);
 	sq_text(st, ":name", name);
 	sq_int(st, ":except", except);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return (rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : -1);
+	return (sq_row_end(st, sqlite3_step(st)));
 }
 
 /* The columns a tool's insert and update both write. */
@@ -631,11 +623,7 @@ sq_bundle_outside_user(int64_t id, char *tool, char *secret, size_t len)
 		sq_ccopy(st, "tool", tool, len);
 		sq_ccopy(st, "secret", secret, len);
 	}
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc == SQLITE_ROW)
-		return (0);
-	return (rc == SQLITE_DONE ? 1 : -1);
+	return (sq_row_end(st, rc));
 }
 
 int

@@ -533,6 +533,19 @@ void	 proc_vault_recv(struct imsg *, struct imsgev *, int *,
 	    void (*)(struct imsgev *, struct imsg *),
 	    void (*)(struct imsgev *));
 void	 proc_log_verbose(struct imsg *);
+/* The channels a child (exec, relay) gets from the parent at start-up. */
+struct proc_chans {
+	struct tregd_conf	*conf;
+	struct proc_peer	*peers;
+	size_t			 npeers;
+	struct imsgev		*vaults;	/* [VAULT_WORKERS_MAX] */
+	int			*nvaults;
+	void			(*vault_dispatch)(struct imsgev *,
+				    struct imsg *);
+	void			(*closed)(struct imsgev *);
+};
+void	 proc_chans_recv(struct imsg *, const struct proc_chans *);
+void	 proc_parent_recv(struct imsg *, struct tregd_conf *);
 void	 proc_peer_lost(struct imsgev *);
 __dead void proc_child_run(void (*)(int, short, void *));
 

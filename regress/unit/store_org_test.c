@@ -20,6 +20,7 @@
 
 #include "tregd.h"
 #include "store_sqlite.h"
+#include "pgdb.h"
 
 #define AT	"2026-01-01T00:00:00Z"
 
@@ -105,29 +106,10 @@ static void
 open_pg(const atf_tc_t *tc)
 {
 	static char	 conninfo[512];
-	char		 admin[512], sql[128], err[STORE_ERROR_MAX];
-	char		 dbname[64];
-	const char	*host = atf_tc_get_config_var(tc, "pg_host");
+	char		 err[STORE_ERROR_MAX];
 	struct store_params p;
-	PGconn		*c;
-	PGresult	*res;
 
-	snprintf(admin, sizeof(admin), "host=%s user=tregd dbname=postgres",
-	    host);
-	c = PQconnectdb(admin);
-	ATF_REQUIRE_MSG(PQstatus(c) == CONNECTION_OK, "%s",
-	    PQerrorMessage(c));
-	/* pid and time: a pid of an earlier run may come back. */
-	snprintf(dbname, sizeof(dbname), "store_org_%ld_%lld",
-	    (long)getpid(), (long long)time(NULL));
-	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", dbname);
-	res = PQexec(c, sql);
-	ATF_REQUIRE_MSG(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
-	    PQerrorMessage(c));
-	PQclear(res);
-	PQfinish(c);
-	snprintf(conninfo, sizeof(conninfo), "host=%s user=tregd dbname=%s",
-	    host, dbname);
+	pgdb_create(tc, "store_org", conninfo, sizeof(conninfo));
 	memset(&p, 0, sizeof(p));
 	p.engine = STORE_POSTGRESQL;
 	p.conninfo = conninfo;

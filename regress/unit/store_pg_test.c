@@ -17,6 +17,7 @@
 
 #include "tregd.h"
 #include "store.h"
+#include "pgdb.h"
 
 static char	 conninfo[512];
 static PGconn	*other;
@@ -43,29 +44,10 @@ __lsan_default_options(void)
 static void
 pg_setup(const atf_tc_t *tc)
 {
-	char		 admin[512], sql[128], err[STORE_ERROR_MAX];
-	char		 dbname[64];
-	const char	*host = atf_tc_get_config_var(tc, "pg_host");
+	char		 err[STORE_ERROR_MAX];
 	struct store_params sp;
-	PGconn		*c;
-	PGresult	*res;
 
-	snprintf(admin, sizeof(admin), "host=%s user=tregd dbname=postgres",
-	    host);
-	c = PQconnectdb(admin);
-	ATF_REQUIRE_MSG(PQstatus(c) == CONNECTION_OK, "%s",
-	    PQerrorMessage(c));
-	/* pid and time: a pid of an earlier run may come back. */
-	snprintf(dbname, sizeof(dbname), "store_test_%ld_%lld",
-	    (long)getpid(), (long long)time(NULL));
-	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", dbname);
-	res = PQexec(c, sql);
-	ATF_REQUIRE_MSG(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
-	    PQerrorMessage(c));
-	PQclear(res);
-	PQfinish(c);
-	snprintf(conninfo, sizeof(conninfo), "host=%s user=tregd dbname=%s",
-	    host, dbname);
+	pgdb_create(tc, "store_test", conninfo, sizeof(conninfo));
 	memset(&sp, 0, sizeof(sp));
 	sp.engine = STORE_POSTGRESQL;
 	sp.conninfo = conninfo;

@@ -17,6 +17,7 @@
 
 #include "store_pg.h"
 #include "store_sqlite.h"
+#include "pgdb.h"
 
 #define AT	"2026-01-01T00:00:00Z"
 #define ROWS_MAX	16
@@ -44,30 +45,6 @@ __lsan_default_options(void)
 	return ("print_suppressions=0");
 }
 
-/* A database of its own for this case on PostgreSQL: its conninfo. */
-static void
-pg_fresh(const char *host, char *conninfo, size_t len)
-{
-	char		 admin[512], sql[128], db[64];
-	PGconn		*c;
-	PGresult	*res;
-
-	snprintf(admin, sizeof(admin), "host=%s user=tregd dbname=postgres",
-	    host);
-	c = PQconnectdb(admin);
-	ATF_REQUIRE_MSG(PQstatus(c) == CONNECTION_OK, "%s",
-	    PQerrorMessage(c));
-	snprintf(db, sizeof(db), "store_tool_%ld_%lld", (long)getpid(),
-	    (long long)time(NULL));
-	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", db);
-	res = PQexec(c, sql);
-	ATF_REQUIRE_MSG(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
-	    PQerrorMessage(c));
-	PQclear(res);
-	PQfinish(c);
-	snprintf(conninfo, len, "host=%s user=tregd dbname=%s", host, db);
-}
-
 /*
  * The engine of this pass, open on an empty database, with two orgs
  * (acme 1, other 2) and two users (ann 1, bob 2).
@@ -88,8 +65,7 @@ setup(const atf_tc_t *tc)
 	    strcmp(atf_tc_get_config_var(tc, "engine"), "pg") == 0;
 	if (on_pg) {
 		ATF_REQUIRE(atf_tc_has_config_var(tc, "pg_host"));
-		pg_fresh(atf_tc_get_config_var(tc, "pg_host"), conninfo,
-		    sizeof(conninfo));
+		pgdb_create(tc, "store_tool", conninfo, sizeof(conninfo));
 		p.engine = STORE_POSTGRESQL;
 		p.conninfo = conninfo;
 	} else {

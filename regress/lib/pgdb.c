@@ -1,0 +1,38 @@
+/*
+ * A fresh PostgreSQL database for a unit test case: see pgdb.h.
+ */
+
+#include <sys/types.h>
+
+#include <atf-c.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pgdb.h"
+
+void
+pgdb_create(const atf_tc_t *tc, const char *prefix, char *ci, size_t len)
+{
+	char		 admin[512], sql[128], dbname[64];
+	const char	*host = atf_tc_get_config_var(tc, "pg_host");
+	PGconn		*c;
+	PGresult	*res;
+
+	snprintf(admin, sizeof(admin), "host=%s user=tregd dbname=postgres",
+	    host);
+	c = PQconnectdb(admin);
+	ATF_REQUIRE_MSG(PQstatus(c) == CONNECTION_OK, "%s",
+	    PQerrorMessage(c));
+	/* pid and time: a pid of an earlier run may come back. */
+	snprintf(dbname, sizeof(dbname), "%s_%ld_%lld", prefix,
+	    (long)getpid(), (long long)time(NULL));
+	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", dbname);
+	res = PQexec(c, sql);
+	ATF_REQUIRE_MSG(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
+	    PQerrorMessage(c));
+	PQclear(res);
+	PQfinish(c);
+	snprintf(ci, len, "host=%s user=tregd dbname=%s", host, dbname);
+}
