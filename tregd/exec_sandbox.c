@@ -462,7 +462,11 @@ sbx_cgroup_remove(void)
 	return (busy);
 }
 
-/* exec is going: the pool goes too (reaped with the runs). */
+/*
+ * exec is going: the pool goes too, and the zygote, which ignores the
+ * stop signals and would otherwise keep exec waiting for its children
+ * (all are reaped with the runs).
+ */
 void
 sbx_stop(void)
 {
@@ -473,6 +477,8 @@ sbx_stop(void)
 	for (i = 0; i < sbx_npool; i++)
 		if (sbx_pool[i].pid > 0)
 			kill(sbx_pool[i].pid, SIGKILL);
+	if (zyg_pid() > 0)
+		kill(zyg_pid(), SIGKILL);
 }
 
 /* At exit, once the runs were reaped: their cgroups. */
