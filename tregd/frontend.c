@@ -152,6 +152,7 @@ static uint32_t			 vault_load[VAULT_WORKERS_MAX];
 static int			 vault_turn;
 static int			 listen_fds[CONF_LISTEN_MAX];
 static int			 nlisten_fds;
+static int			 serving;	/* IMSG_SERVE came */
 static int			 metrics_fds[CONF_LISTEN_MAX];
 static int			 nmetrics_fds;
 static struct front_tree	 pending = RB_INITIALIZER(&pending);
@@ -364,6 +365,11 @@ front_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 		break;
 	case IMSG_LOG_VERBOSE:
 		proc_log_verbose(imsg);
+		break;
+	case IMSG_SERVE:
+		if (imsg->datalen != 0 || serving++)
+			fatalx("%s: bad IMSG_SERVE", __func__);
+		http_serve();
 		break;
 	default:
 		fatalx("%s: bad imsg %u from parent", __func__,

@@ -107,6 +107,8 @@ static http_gone_fn		 http_gone_cb;
 static struct conn_list		 conns = TAILQ_HEAD_INITIALIZER(conns);
 static struct addr_tree		 addrs = RB_INITIALIZER(&addrs);
 static int			 nconns;
+static struct evconnlistener	*listeners[2 * CONF_LISTEN_MAX];
+static int			 nlisteners;
 static SSL_CTX			*tls_ctx;
 static struct {
 	int		 conns, per_addr, log;
@@ -167,17 +169,35 @@ http_conf(const struct tregd_conf *c)
 	hc.write.tv_sec = c->http_timeout_write;
 }
 
+/*
+ * Listeners start disabled: connections wait in the kernel's backlog
+ * until http_serve(), once every process of tregd is ready, so an
+ * answer (even GET /meta) means the whole daemon serves.
+ */
 void
 http_listen(int fd, int flags)
 {
 	struct evconnlistener	*lev;
 
+	if (nlisteners >= (int)(sizeof(listeners) / sizeof(listeners[0])))
+		fatalx("too many listeners");
 	lev = evconnlistener_new(http_base, http_accept,
 	    (void *)(intptr_t)flags, LEV_OPT_CLOSE_ON_FREE |
-	    LEV_OPT_CLOSE_ON_EXEC, -1, fd);
+	    LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_DISABLED, -1, fd);
 	if (lev == NULL)
 		fatalx("evconnlistener_new");
 	evconnlistener_set_error_cb(lev, http_accept_error);
+	listeners[nlisteners++] = lev;
+}
+
+void
+http_serve(void)
+{
+	int	 i;
+
+	for (i = 0; i < nlisteners; i++)
+		if (evconnlistener_enable(listeners[i]) == -1)
+			fatalx("evconnlistener_enable");
 }
 
 /*

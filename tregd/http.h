@@ -94,6 +94,7 @@ typedef void	(*http_drain_fn)(struct http_conn *, void *);
 void	 http_init(struct event_base *, http_request_fn, http_gone_fn);
 void	 http_conf(const struct tregd_conf *);
 void	 http_listen(int, int);
+void	 http_serve(void);
 int	 http_tls_load(char *, size_t, char *, size_t);
 int	 http_tls_enabled(void);
 void	 http_attach(struct http_conn *, void *, http_drain_fn);

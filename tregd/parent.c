@@ -573,7 +573,11 @@ parent_sig(int sig, short event, void *arg)
 	}
 }
 
-/* Ready once every core child serves: then the service manager hears. */
+/*
+ * Ready once every core child serves: then the frontend starts accepting
+ * (until then connections wait in the backlog) and the service manager
+ * hears.
+ */
 static void
 parent_ready(struct child *c)
 {
@@ -583,6 +587,7 @@ parent_ready(struct child *c)
 	for (i = 0; i < nchildren; i++)
 		if (!children[i].ready)
 			return;
+	imsgev_compose(&child_frontend->iev, IMSG_SERVE, 0, -1, NULL, 0);
 	notify_send("READY=1");
 }
 

@@ -165,6 +165,7 @@ enum imsg_type {
 	IMSG_CONF_VAULT,	/* fd + uint32_t worker: a vault worker's channel */
 	IMSG_CONF_WORKER,	/* fd: slot table + struct conf_worker (vault) */
 	IMSG_KEYRING_RELOAD,	/* no data: another worker changed the keyring */
+	IMSG_SERVE,		/* no data: every child is ready (frontend) */
 
 	/* every child -> parent */
 	IMSG_LOG,		/* int priority, then the line with its NUL */
