@@ -26,6 +26,30 @@ def forms(marker):
     return out
 
 
+CHUNK = 1 << 20
+OVERLAP = 4096      # longer than any form of the marker
+HUGE = 1 << 36      # a sanitizer's shadow: reserved, not data
+
+
+def scan_range(mem, lo, hi, fm, found):
+    read = 0
+    tail = b""
+    for at in range(lo, hi, CHUNK):
+        try:
+            mem.seek(at)
+            data = mem.read(min(CHUNK, hi - at))
+        except (OSError, ValueError, OverflowError):
+            tail = b""
+            continue
+        read += len(data)
+        data = tail + data
+        for name, pats in fm.items():
+            if any(p in data for p in pats):
+                found.add(name)
+        tail = data[-OVERLAP:]
+    return read
+
+
 def scan(pid, fm):
     found = set()
     read = 0
@@ -36,15 +60,11 @@ def scan(pid, fm):
             lo, hi = (int(x, 16) for x in f[0].split("-"))
             if f[1][0] != "r" or (len(f) > 5 and f[5] == "[vvar]"):
                 continue
-            try:
-                mem.seek(lo)
-                data = mem.read(hi - lo)
-            except (OSError, ValueError, OverflowError):
+            if hi - lo >= HUGE:
+                print("%d: %s left out (%d GiB reserved)" %
+                      (pid, f[0], (hi - lo) >> 30), file=sys.stderr)
                 continue
-            read += len(data)
-            for name, pats in fm.items():
-                if any(p in data for p in pats):
-                    found.add(name)
+            read += scan_range(mem, lo, hi, fm, found)
     if read == 0:
         raise OSError("nothing readable")
     return found
