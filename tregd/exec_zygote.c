@@ -367,7 +367,10 @@ sbx_order_send(int fd, const struct sbx_spec *sp)
 	return (rc);
 }
 
-/* In a ready init: the order, into sp (buf holds it; zero it after). */
+/*
+ * In a ready init's CLI: the order, into sp (*bufp holds it, or part of
+ * it after a failure: zero it after).
+ */
 int
 sbx_order_recv(int fd, struct sbx_spec *sp, char **bufp, size_t *lenp)
 {
@@ -383,8 +386,11 @@ sbx_order_recv(int fd, struct sbx_spec *sp, char **bufp, size_t *lenp)
 	}
 	if (o.len == 0 || o.len > SBX_ORDER_MAX || (o.argc < 1 && !o.test) ||
 	    o.argc > o.len || o.envc > o.len ||
-	    (buf = malloc(o.len)) == NULL ||
-	    (v = calloc(o.argc + o.envc + 2, sizeof(*v))) == NULL)
+	    (buf = malloc(o.len)) == NULL)
+		return (-1);
+	*bufp = buf;
+	*lenp = o.len;
+	if ((v = calloc(o.argc + o.envc + 2, sizeof(*v))) == NULL)
 		return (-1);
 	for (got = 0; got < o.len; got += n)
 		if ((n = read(fd, buf + got, o.len - got)) <= 0)
@@ -401,7 +407,5 @@ sbx_order_recv(int fd, struct sbx_spec *sp, char **bufp, size_t *lenp)
 	sp->argv = v;
 	sp->env = v + o.argc + 1;
 	sp->test = o.test ? sbx_selftest_run : NULL;
-	*bufp = buf;
-	*lenp = o.len;
 	return (0);
 }
