@@ -15,9 +15,10 @@
  *    address space of its maker, and exec's holds other runs' secrets:
  *    the cached redaction sets of every recent tool of every org
  *    (exec_rset.c), the environment and held-back output of runs in
- *    flight, freed buffers.  The zygote is forked once, after exec's
- *    confinement (it has exec's privileges and filter) and before exec
- *    reads its first message from a peer, so its memory, and every
+ *    flight, freed buffers.  The zygote is forked once, before exec's
+ *    filter (it has exec's privileges and a filter of its own, the only
+ *    one that lets it make namespaces and its inits mount) and before
+ *    exec reads its first message from a peer, so its memory, and every
  *    init's, is a copy of an exec that never held a secret; it accepts
  *    only ZYG_MAKE (a uid, a slot, a directory, the init's pipes and
  *    cgroup.procs by SCM_RIGHTS, checked for length and descriptors),
