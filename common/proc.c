@@ -102,7 +102,11 @@ imsgev_composev(struct imsgev *iev, uint32_t type, uint32_t id, int fd,
 	return (0);
 }
 
-/* The head (blob_hdr + head struct), then the payload in IMSG_DATA chunks. */
+/*
+ * The head (blob_hdr + head struct), then the payload in IMSG_DATA chunks,
+ * queued whole and written at once: the peer wakes for the blob, not for
+ * its head alone.
+ */
 int
 imsgev_send_blob(struct imsgev *iev, uint32_t type, uint32_t id,
     const void *head, size_t headlen, const void *data, size_t datalen)
@@ -111,9 +115,14 @@ imsgev_send_blob(struct imsgev *iev, uint32_t type, uint32_t id,
 	struct iovec	 iov[2];
 	const char	*p = data;
 	size_t		 n;
+	int		 rc = 0;
 
 	if (datalen > UINT32_MAX) {
 		errno = EMSGSIZE;
+		return (-1);
+	}
+	if (iev->dead) {
+		errno = EPIPE;
 		return (-1);
 	}
 	bh.datalen = datalen;
@@ -121,16 +130,16 @@ imsgev_send_blob(struct imsgev *iev, uint32_t type, uint32_t id,
 	iov[0].iov_len = sizeof(bh);
 	iov[1].iov_base = (void *)head;
 	iov[1].iov_len = headlen;
-	if (imsgev_composev(iev, type, id, -1, iov, 2) == -1)
+	if (imsg_composev(&iev->ibuf, type, id, -1, iov, 2) == -1)
 		return (-1);
-	while (datalen > 0) {
+	while (rc == 0 && datalen > 0) {
 		n = datalen > IMSG_DATA_MAX ? IMSG_DATA_MAX : datalen;
-		if (imsgev_compose(iev, IMSG_DATA, id, -1, p, n) == -1)
-			return (-1);
+		rc = imsg_compose(&iev->ibuf, IMSG_DATA, id, -1, p, n);
 		p += n;
 		datalen -= n;
 	}
-	return (0);
+	imsgev_update(iev);
+	return (rc == -1 ? -1 : 0);
 }
 
 void

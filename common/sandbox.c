@@ -200,7 +200,7 @@ static void	sb_ll_confine(enum sandbox_proc, const struct sandbox_paths *);
 static int	sb_ll_abi(void);
 static void	sb_ll_add(struct sb_ll *, const char *, uint64_t, int);
 static void	sb_ll_exec(struct sb_ll *, const struct sandbox_paths *);
-static void	sb_seccomp(enum sandbox_proc, int);
+static void	sb_seccomp(enum sandbox_proc);
 static int	sb_selftest_eperm(const char *);
 static void	sb_prefetch(void);
 static void	sb_relay(scmp_filter_ctx);
@@ -263,12 +263,15 @@ sandbox_confine(enum sandbox_proc proc, const struct sandbox_paths *paths)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		fatal("%s: PR_SET_NO_NEW_PRIVS", __func__);
 	/* Landlock first: its own syscalls are not in the allow-lists. */
-	if (proc != SANDBOX_EXEC || !paths->mounts)
+	if (proc == SANDBOX_ZYGOTE)
+		log_debug("%s: no landlock for the zygote: its inits mount",
+		    __func__);
+	else if (proc != SANDBOX_EXEC || !paths->mounts)
 		sb_ll_confine(proc, paths);
 	else
-		log_debug("%s: no landlock for exec: run inits mount",
-		    __func__);
-	sb_seccomp(proc, paths->mounts);
+		log_debug("%s: no landlock for exec: it makes the runs' "
+		    "cgroups", __func__);
+	sb_seccomp(proc);
 }
 
 int
@@ -357,6 +360,7 @@ sandbox_child_free(struct sandbox_child *sc)
 int
 sandbox_selftest(const char *name)
 {
+	static const struct sandbox_paths	 mounts = { .mounts = 1 };
 	struct sandbox_child	 sc;
 	char			*argv[] = { "/bin/true", NULL };
 	char			*envp[] = { NULL };
@@ -386,7 +390,11 @@ sandbox_selftest(const char *name)
 		fflush(stdout);
 		listen(fd, 1);
 	} else if (strcmp(name, "exec") == 0) {
-		sandbox_confine(SANDBOX_EXEC, NULL);
+		/* As when its runs get namespaces: the filter alone. */
+		sandbox_confine(SANDBOX_EXEC, &mounts);
+		return (sb_selftest_eperm(name));
+	} else if (strcmp(name, "zygote") == 0) {
+		sandbox_confine(SANDBOX_ZYGOTE, NULL);
 		return (sb_selftest_eperm(name));
 	} else if (strcmp(name, "child") == 0) {
 		if (sandbox_child_prepare(&sc) == -1)
@@ -438,27 +446,28 @@ sb_prefetch(void)
 static int
 sb_selftest_eperm(const char *name)
 {
-	int	 ptrace_errno = 0, unshare_errno = 0, mount_errno = EPERM;
+	int	 ptrace_errno = 0, unshare_errno = 0, mount_errno = 0;
+	int	 mounts = strcmp(name, "zygote") == 0;
 
 	if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == -1)
 		ptrace_errno = errno;
 	if (unshare(CLONE_NEWUSER) == -1)
 		unshare_errno = errno;
+	/*
+	 * Without the filter a missing mount point is ENOENT, not EPERM.
+	 * The zygote's inits mount: it only says what it got.
+	 */
+	if (mount("tmpfs", "/nonexistent/tregd-selftest", "tmpfs", 0,
+	    NULL) == -1)
+		mount_errno = errno;
 	printf("selftest %s: ptrace: %s\n", name,
 	    ptrace_errno ? strerror(ptrace_errno) : "allowed");
 	printf("selftest %s: unshare: %s\n", name,
 	    unshare_errno ? strerror(unshare_errno) : "allowed");
-	/* Without the filter a missing mount point is ENOENT, not EPERM. */
-	if (strcmp(name, "child") == 0) {
-		mount_errno = 0;
-		if (mount("tmpfs", "/nonexistent/tregd-selftest", "tmpfs", 0,
-		    NULL) == -1)
-			mount_errno = errno;
-		printf("selftest %s: mount: %s\n", name,
-		    mount_errno ? strerror(mount_errno) : "allowed");
-	}
+	printf("selftest %s: mount: %s\n", name,
+	    mount_errno ? strerror(mount_errno) : "allowed");
 	if (ptrace_errno != EPERM || unshare_errno != EPERM ||
-	    mount_errno != EPERM) {
+	    (!mounts && mount_errno != EPERM)) {
 		printf("selftest %s: forbidden call was allowed\n", name);
 		fflush(stdout);
 		return (1);
@@ -467,17 +476,22 @@ sb_selftest_eperm(const char *name)
 	return (0);
 }
 
+/*
+ * exec's and the zygote's filters stack onto every run child, whose CLI
+ * may call anything else: deny-lists that refuse, never kill.  Only the
+ * zygote (forked before exec's filter) and its inits make namespaces
+ * and mount; exec, which makes neither, is refused both.
+ */
 static void
-sb_seccomp(enum sandbox_proc proc, int mounts)
+sb_seccomp(enum sandbox_proc proc)
 {
 	scmp_filter_ctx	 ctx;
 	uint32_t	 kill = SCMP_ACT_KILL_PROCESS;
 
-	if (proc == SANDBOX_EXEC) {
-		/* Stacks onto every run child: refuse, never kill. */
+	if (proc == SANDBOX_EXEC || proc == SANDBOX_ZYGOTE) {
 		if ((ctx = sb_ctx_new(SCMP_ACT_ALLOW)) == NULL)
 			fatalx("%s: seccomp_init", __func__);
-		sb_deny_common(ctx, mounts);
+		sb_deny_common(ctx, proc == SANDBOX_ZYGOTE);
 		sb_load(ctx);
 		return;
 	}
@@ -593,8 +607,8 @@ sb_allow_common(scmp_filter_ctx ctx)
 }
 
 /*
- * mounts: exec's own filter when its run inits make namespaces and
- * mount; the run child's filter, stacked on it, refuses both again.
+ * mounts: the zygote's filter, whose inits make namespaces and mount;
+ * the run child's filter, stacked on it, refuses both again.
  */
 static void
 sb_deny_common(scmp_filter_ctx ctx, int mounts)
@@ -761,6 +775,7 @@ sb_ll_confine(enum sandbox_proc proc, const struct sandbox_paths *paths)
 	switch (proc) {
 	case SANDBOX_FRONTEND:
 	case SANDBOX_RELAY:
+	case SANDBOX_ZYGOTE:	/* never: its inits mount */
 		break;		/* no filesystem at all */
 	case SANDBOX_VAULT:
 		if (paths->state != NULL)

@@ -28,7 +28,8 @@ enum sandbox_proc {
 	SANDBOX_FRONTEND,
 	SANDBOX_VAULT,
 	SANDBOX_EXEC,
-	SANDBOX_RELAY
+	SANDBOX_RELAY,
+	SANDBOX_ZYGOTE		/* exec's zygote: it and its inits mount */
 };
 
 struct sandbox_paths {		/* filesystem the process keeps (Landlock) */
@@ -38,8 +39,8 @@ struct sandbox_paths {		/* filesystem the process keeps (Landlock) */
 	const char	*run_path;	/* exec: colon-separated dirs of
 					   allowed binaries (read+exec) */
 	int		 mounts;	/* exec: run inits clone namespaces
-					   and mount (no Landlock then: it
-					   forbids mount) */
+					   and mount (no Landlock then:
+					   exec makes their cgroups) */
 };
 
 /* A compiled run child filter: classic BPF, ready for seccomp(2). */
@@ -79,9 +80,11 @@ void	sandbox_child_free(struct sandbox_child *);
  * tregd -T NAME: install the real confinement of NAME and try a call it
  * forbids.  "frontend" (open, then execve) and "vault" (socket(AF_INET),
  * then execve) do not return when the filter works: SIGSYS kills them.
- * "exec" and "child" have deny-lists: ptrace(PTRACE_TRACEME) and
- * unshare(CLONE_NEWUSER) must fail with EPERM, and for "child" mount(2)
- * too; they print the results and return 0 when all failed.  "relay"
+ * "exec" (as when its runs get namespaces: no Landlock), "zygote" and
+ * "child" have deny-lists: ptrace(PTRACE_TRACEME) and
+ * unshare(CLONE_NEWUSER) must fail with EPERM, and for "exec" and
+ * "child" mount(2) too (the zygote's inits mount: it prints what mount
+ * got); they print the results and return 0 when all failed.  "relay"
  * may make an outbound socket but not open a file (EACCES) nor listen
  * (SIGSYS kills it).  Returns 1
  * after printing "selftest NAME: forbidden call was allowed" when a call

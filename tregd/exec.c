@@ -173,8 +173,12 @@ exec_main(int debug, int verbose)
 	paths.run_dir = exec_conf.run_dir;
 	paths.run_path = exec_conf.run_path;
 	paths.mounts = sbx_mounts();
+	/*
+	 * Before any message that may hold a secret, and before exec's
+	 * filter: the zygote installs its own, which lets its inits mount.
+	 */
+	sbx_zygote();
 	sandbox_confine(SANDBOX_EXEC, &paths);
-	sbx_zygote();		/* before any message that may hold a secret */
 	if (sbx_zygote_fd() != -1) {
 		event_set(&ev_zygote, sbx_zygote_fd(), EV_READ | EV_PERSIST,
 		    exec_zygote, NULL);

@@ -15,9 +15,10 @@
  *    address space of its maker, and exec's holds other runs' secrets:
  *    the cached redaction sets of every recent tool of every org
  *    (exec_rset.c), the environment and held-back output of runs in
- *    flight, freed buffers.  The zygote is forked once, after exec's
- *    confinement (it has exec's privileges and filter) and before exec
- *    reads its first message from a peer, so its memory, and every
+ *    flight, freed buffers.  The zygote is forked once, before exec's
+ *    filter (it has exec's privileges and a filter of its own, the only
+ *    one that lets it make namespaces and its inits mount) and before
+ *    exec reads its first message from a peer, so its memory, and every
  *    init's, is a copy of an exec that never held a secret; it accepts
  *    only ZYG_MAKE (a uid, a slot, a directory, the init's pipes and
  *    cgroup.procs by SCM_RIGHTS, checked for length and descriptors),
@@ -25,19 +26,21 @@
  *    exec's child, exec reaps it and reads the status it leaves in the
  *    page shared since start, and its PR_SET_PDEATHSIG is on exec.  The
  *    zygote dies with exec; exec stops when the zygote dies.  Every
- *    init, pooled or not, then waits on a pipe for its one run order
- *    (argv, environment, secrets) from exec: secrets enter a sandbox
- *    only when its run starts, and only that run's.  A re-exec of
+ *    init's CLI, pooled or not, then waits on a pipe for its one run
+ *    order (argv, environment, secrets) from exec: secrets enter a
+ *    sandbox only when its run starts, and only that run's.  A re-exec of
  *    tregd for each init (a fresh image) would close the same hole at
  *    the price of an execve and a dynamic link per sandbox.
  *    The init is tregd code, not a program: it mounts the run's /proc,
  *    /tmp, /var/tmp, /dev/shm and run directory (tmpfs), hides the
  *    state directory, joins the run's cgroups, installs the CLI's
  *    seccomp filter (built once at start; the CLI inherits it), starts
- *    the CLI with a vfork-like clone of its own, drops every capability,
- *    reaps, leaves the CLI's wait status in the shared page and exits,
- *    which kills what the run left behind.  It dies with exec, and so
- *    does the whole run.
+ *    the CLI with a vfork-like clone of its own before the order (the
+ *    CLI, still root, waits for it, then becomes the run user and calls
+ *    execve), zeroes the order once the CLI has exec'd, drops every
+ *    capability, reaps, leaves the CLI's wait status in the shared
+ *    page and exits, which kills what the run left behind.  It dies
+ *    with exec, and so does the whole run.
  *    A pool of "run pool" inits is made in advance (off the run's path:
  *    on cgroup v1 joining a cgroup waits for an RCU grace period, and
  *    exec only asks; the zygote clones while exec serves runs).  An init
@@ -87,6 +90,7 @@
 
 #define SBX_STATUS_SET	0x40000000	/* the init left the CLI's status */
 #define SBX_CG_PREFIX	"tregd-run-"
+#define SBX_GO_FD	3		/* the CLI's order pipe, until execve */
 
 enum sbx_mode {
 	SBX_NONE,
@@ -147,6 +151,9 @@ static char		 sbx_cg[2][PATH_MAX];	/* memory, pids; "" none */
 static int		 sbx_cg_v2;
 static const char	*sbx_cg_name = "RLIMIT_AS";
 static char		 sbx_stack[64 * 1024] __attribute__((__aligned__(16)));
+/* The order a CLI read in its init's memory, zeroed by the init. */
+static char		*sbx_order_buf;
+static size_t		 sbx_order_len;
 #ifndef TREGD_SANITIZE
 static char		 sbx_cli_stack[128 * 1024]
 			    __attribute__((__aligned__(16)));
@@ -1038,9 +1045,6 @@ sbx_init_main(void *arg)
 {
 	struct sbx_child	*c = arg;
 	const struct sbx_spec	*sp = c->sp;
-	struct sbx_spec		 order;
-	char			*buf = NULL;
-	size_t			 len = 0;
 	pid_t			 cli, pid;
 	ssize_t			 n;
 	int			 i, status;
@@ -1073,14 +1077,12 @@ sbx_init_main(void *arg)
 	 */
 	if (sandbox_child_apply(&sbx_filter) == -1)
 		sbx_fail(c->err, "seccomp");
-	if (c->go != -1) {
-		/* Ready: the run is what exec sends (nothing: exec is gone). */
-		order.dir = sp->dir;
-		order.network = sp->network;
-		if (sbx_order_recv(c->go, &order, &buf, &len) == -1)
-			_exit(127);
-		c->sp = &order;
-	}
+	/*
+	 * The CLI is made now, ahead of its order: it waits for the order
+	 * on the pipe (sbx_cli), then becomes the run user, so a run starts
+	 * with one wake-up and an execve.  Sharing this memory, the init
+	 * sleeps until that execve, then zeroes the order the CLI read.
+	 */
 #ifdef TREGD_SANITIZE
 	if ((cli = fork()) == 0)
 		sbx_cli(c);
@@ -1090,8 +1092,9 @@ sbx_init_main(void *arg)
 #endif
 	if (cli == -1)
 		sbx_fail(c->err, "clone");
-	if (buf != NULL)
-		freezero(buf, len);
+	if (sbx_order_buf != NULL)
+		freezero(sbx_order_buf, sbx_order_len);
+	sbx_order_buf = NULL;
 	/*
 	 * The pipes are the CLI's now, but for the init's stderr copy: its
 	 * EOF tells exec the status is there.  Of privilege, only the kill
@@ -1139,16 +1142,21 @@ sbx_cli(const struct sbx_child *c)
 	const struct tregd_conf	*conf = c->conf;
 	const struct sbx_spec	*sp = c->sp;
 	const struct sbx_run	*sr = c->sr;
+	struct sbx_spec		 order;
 	pid_t			 ppid = getppid();
-	int			 err = c->err;
+	int			 err = c->err, go = -1;
 
 	sbx_signals();
+	/* A ready init's order pipe: above stdio, then SBX_GO_FD. */
+	if (c->go != -1 && (go = fcntl(c->go, F_DUPFD, SBX_GO_FD)) == -1)
+		_exit(127);
 	if (dup2(c->err, STDERR_FILENO) == -1 ||
 	    dup2(c->out, STDOUT_FILENO) == -1 ||
-	    dup2(sbx_devnull, STDIN_FILENO) == -1)
+	    dup2(sbx_devnull, STDIN_FILENO) == -1 ||
+	    (go > SBX_GO_FD && dup2(go, SBX_GO_FD) == -1))
 		_exit(127);
 	err = STDERR_FILENO;
-	if (close_range(3, ~0U, 0) == -1)
+	if (close_range(go == -1 ? SBX_GO_FD : SBX_GO_FD + 1, ~0U, 0) == -1)
 		sbx_fail(err, "close_range");
 	/* With an init, its session is the run's; it has the filter. */
 	if (!sbx_mounts() && setsid() == -1)
@@ -1156,6 +1164,19 @@ sbx_cli(const struct sbx_child *c)
 	sbx_limits(conf);
 	if (chdir(sp->dir) == -1)
 		sbx_fail(err, "chdir");
+	/*
+	 * Ready: the run is what exec sends.  Still root, so no process of
+	 * the run's uid exists before its run.
+	 */
+	if (go != -1) {
+		order.dir = sp->dir;
+		order.network = sp->network;
+		if (sbx_order_recv(SBX_GO_FD, &order, &sbx_order_buf,
+		    &sbx_order_len) == -1)
+			_exit(127);	/* exec is gone */
+		close(SBX_GO_FD);
+		sp = &order;
+	}
 	if (sr->change_uid) {
 		if (syscall(SYS_setgroups, 1, &sr->gid) == -1 ||
 		    syscall(SYS_setresgid, sr->gid, sr->gid, sr->gid) == -1 ||

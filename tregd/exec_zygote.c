@@ -2,9 +2,13 @@
  * exec_zygote: the process that makes every run's init (SPEC.md section
  * 6, "Isolation"; the design is in exec_sandbox.c's head comment).
  *
- * exec forks it once at start, after its confinement and before it has
- * read any message of its peers: its memory is a copy of an exec that
- * has never held a secret, and so is every init it clones.  It accepts
+ * exec forks it once at start, before it has read any message of its
+ * peers and before exec's own filter: its memory is a copy of an exec
+ * that has never held a secret, and so is every init it clones.  It
+ * installs a filter of its own (SANDBOX_ZYGOTE), which lets it clone
+ * namespaces and its inits mount; exec's refuses both.  Both are
+ * deny-lists: every init and CLI inherits the zygote's filter, and a
+ * CLI may call anything the run child's filter does not refuse.  It accepts
  * one message, ZYG_MAKE, from exec alone (the socketpair's peer, checked
  * once), of one exact length and with its exact descriptors; nothing in
  * it is a secret.  The run's argv, environment and secrets go from exec
@@ -25,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sandbox.h"
 #include "tregd.h"
 #include "log.h"
 #include "util.h"
@@ -239,6 +244,8 @@ zyg_main(int fd, int life, int null)
 		from = keep[i] + 1;
 	}
 	close_range(from, ~0U, 0);
+	/* Its own filter, not exec's: it and its inits alone may mount. */
+	sandbox_confine(SANDBOX_ZYGOTE, NULL);
 	for (;;) {
 		rc = zyg_recv(fd, &type, &m, sizeof(m), fds, &nfd);
 		if (rc == 0)
@@ -367,7 +374,10 @@ sbx_order_send(int fd, const struct sbx_spec *sp)
 	return (rc);
 }
 
-/* In a ready init: the order, into sp (buf holds it; zero it after). */
+/*
+ * In a ready init's CLI: the order, into sp (*bufp holds it, or part of
+ * it after a failure: zero it after).
+ */
 int
 sbx_order_recv(int fd, struct sbx_spec *sp, char **bufp, size_t *lenp)
 {
@@ -383,8 +393,11 @@ sbx_order_recv(int fd, struct sbx_spec *sp, char **bufp, size_t *lenp)
 	}
 	if (o.len == 0 || o.len > SBX_ORDER_MAX || (o.argc < 1 && !o.test) ||
 	    o.argc > o.len || o.envc > o.len ||
-	    (buf = malloc(o.len)) == NULL ||
-	    (v = calloc(o.argc + o.envc + 2, sizeof(*v))) == NULL)
+	    (buf = malloc(o.len)) == NULL)
+		return (-1);
+	*bufp = buf;
+	*lenp = o.len;
+	if ((v = calloc(o.argc + o.envc + 2, sizeof(*v))) == NULL)
 		return (-1);
 	for (got = 0; got < o.len; got += n)
 		if ((n = read(fd, buf + got, o.len - got)) <= 0)
@@ -401,7 +414,5 @@ sbx_order_recv(int fd, struct sbx_spec *sp, char **bufp, size_t *lenp)
 	sp->argv = v;
 	sp->env = v + o.argc + 1;
 	sp->test = o.test ? sbx_selftest_run : NULL;
-	*bufp = buf;
-	*lenp = o.len;
 	return (0);
 }
