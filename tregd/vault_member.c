@@ -95,6 +95,7 @@ static int	agent_body(struct vault_req *, struct vault_resp *,
 		    const struct org_ctx *, struct agent_req *);
 static int	agent_issue(const struct org_ctx *, const struct agent_req *,
 		    char *, int64_t *, int *, struct vault_resp *);
+static int	agent_elsewhere(const struct store_membership *, void *);
 
 static void	invites_create(struct vault_req *, struct vault_resp *);
 static void	invites_list(struct vault_req *, struct vault_resp *);
@@ -827,6 +828,7 @@ agent_issue(const struct org_ctx *ctx, const struct agent_req *a,
 	struct store_membership_set	 set;
 	struct member_state		 ms = { 0 };
 	uint8_t				 hash[TOKEN_HASH_LEN];
+	int64_t				 other;
 	int				 rc = 1, is_agent;
 
 	if (user_ensure(a->email, 1, uid, &is_agent) == -1 ||
@@ -836,6 +838,20 @@ agent_issue(const struct org_ctx *ctx, const struct agent_req *a,
 		store_rollback();
 		resp_error(resp, 409, "%s is registered as a person",
 		    a->email);
+		return (-1);
+	}
+	/*
+	 * "agent-q-b-c" is org q's "b-c" and org q-b's "c": the address
+	 * names one agent, and that agent is another org's.
+	 */
+	other = ctx->org_id;
+	if (rc == 1 && store_user_memberships(*uid, agent_elsewhere,
+	    &other) == -1)
+		goto fail;
+	if (other != ctx->org_id) {
+		store_rollback();
+		resp_error(resp, 409, "the agent address %s is taken by an "
+		    "agent of another org: choose another name", a->email);
 		return (-1);
 	}
 	if (rc == 1 && (rc = membership_new(*uid, ctx->org_id, a->role,
@@ -860,6 +876,18 @@ agent_issue(const struct org_ctx *ctx, const struct agent_req *a,
 	explicit_bzero(token, TOKEN_LEN + 1);
 	db_fail(resp, "agent");
 	return (-1);
+}
+
+/* A membership of an agent's user outside the org in *arg: its org. */
+static int
+agent_elsewhere(const struct store_membership *m, void *arg)
+{
+	int64_t	*org = arg;
+
+	if (m->org_id == *org)
+		return (0);
+	*org = m->org_id;
+	return (1);
 }
 
 /*
