@@ -653,7 +653,8 @@ member_role(struct vault_req *req, struct vault_resp *resp)
 
 /*
  * Owners are never restricted, so restricting one is refused (422)
- * rather than stored and silently ignored.
+ * rather than stored and silently ignored; a daily call cap (stored by
+ * call_view_after() once this answers 200) is a restriction too.
  */
 static void
 member_access(struct vault_req *req, struct vault_resp *resp)
@@ -661,9 +662,12 @@ member_access(struct vault_req *req, struct vault_resp *resp)
 	struct org_ctx			 ctx;
 	struct store_membership_set	 set = { NULL };
 	struct member_state		 ms = { 0 };
+	json_t				*cap;
 	char				*access = NULL;
 	int				 local_run = -1, rc;
 
+	cap = req->body != NULL ? json_object_get(req->body,
+	    "daily_call_cap") : NULL;
 	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1 ||
 	    body_bool(req, resp, "local_run_enabled", 0, &local_run) == -1 ||
 	    body_access(req, resp, ctx.org_id, &set.access_sent,
@@ -680,14 +684,15 @@ member_access(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	if (rc == 1 || (ms.role == ROLE_OWNER && (access != NULL ||
-	    local_run == 0))) {
+	    local_run == 0 || (cap != NULL && !json_is_null(cap))))) {
 		free(access);
 		store_rollback();
 		if (rc == 1)
 			resp_error(resp, 404, "member not found");
 		else
 			resp_error(resp, 403, "owners cannot be restricted: "
-			    "they always have every tool and local runs");
+			    "they always have every tool, local runs and no "
+			    "daily call cap");
 		return;
 	}
 	set.tool_access = access;
