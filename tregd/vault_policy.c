@@ -49,6 +49,7 @@ struct local_audit {
 
 static int	host_match(const char *, const char *);
 static int	path_match(const char *, const char *);
+static const char *host_port(const char *);
 static void	host_undot(const char *, char *, size_t);
 static void	path_plain(const char *, char *, size_t);
 static void	url_path(const char *, char *, size_t);
@@ -113,32 +114,44 @@ const struct vault_route vault_policy_routes[] = {
 
 /*
  * A rule's host is equal to the used host, ignoring case; a rule without
- * a port also matches the host on any port.
+ * a port also matches the host on any port, and one on port 80 or 443
+ * the host written without a port (its scheme's default).
  */
 static int
 host_match(const char *rule_in, const char *host_in)
 {
 	char		 rule[HOST_LEN_MAX], host[HOST_LEN_MAX];
-	const char	*end;
+	const char	*rp, *hp;
 	size_t		 n;
 
 	host_undot(rule_in, rule, sizeof(rule));
 	host_undot(host_in, host, sizeof(host));
 	if (strcasecmp(rule, host) == 0)
 		return (1);
-	if (*rule == '[' ? strstr(rule, "]:") != NULL :
-	    strchr(rule, ':') != NULL)
+	rp = host_port(rule);
+	hp = host_port(host);
+	if (rp != NULL && hp == NULL &&
+	    (strcmp(rp, ":443") == 0 || strcmp(rp, ":80") == 0)) {
+		n = rp - rule;
+		return (strlen(host) == n && strncasecmp(rule, host, n) == 0);
+	}
+	if (rp != NULL || hp == NULL)
 		return (0);
-	if (*host == '[') {
-		if ((end = strchr(host, ']')) == NULL)
-			return (0);
-		n = end - host + 1;
-	} else if ((end = strchr(host, ':')) != NULL &&
-	    strchr(end + 1, ':') == NULL)
-		n = end - host;
-	else
-		return (0);
+	n = hp - host;
 	return (strlen(rule) == n && strncasecmp(rule, host, n) == 0);
+}
+
+/* The ":port" of a host ("[v6]:port" too), or NULL. */
+static const char *
+host_port(const char *h)
+{
+	const char	*p;
+
+	if (*h == '[')
+		return ((p = strstr(h, "]:")) != NULL ? p + 1 : NULL);
+	if ((p = strchr(h, ':')) == NULL || strchr(p + 1, ':') != NULL)
+		return (NULL);	/* none, or a bare IPv6 address */
+	return (p);
 }
 
 /*
@@ -152,12 +165,7 @@ host_undot(const char *in, char *out, size_t len)
 	const char	*port;
 	size_t		 n;
 
-	if (*in == '[') {
-		if ((port = strstr(in, "]:")) != NULL)
-			port++;
-	} else if ((port = strchr(in, ':')) != NULL &&
-	    strchr(port + 1, ':') != NULL)
-		port = NULL;		/* a bare IPv6 address */
+	port = host_port(in);
 	n = port != NULL ? (size_t)(port - in) : strlen(in);
 	while (n > 0 && in[n - 1] == '.')
 		n--;
