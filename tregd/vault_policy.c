@@ -52,6 +52,7 @@ static int	path_match(const char *, const char *);
 static const char *host_port(const char *);
 static void	host_undot(const char *, char *, size_t);
 static void	path_plain(const char *, char *, size_t);
+static void	path_dots(char *);
 static void	url_path(const char *, char *, size_t);
 static int	deny_body(struct vault_req *, struct vault_resp *, char *,
 		    size_t, const char **, char *, size_t, int64_t *,
@@ -178,10 +179,11 @@ host_undot(const char *in, char *out, size_t len)
 }
 
 /*
- * A path as the upstream reads it: percent-escapes decoded ("%61dmin"
- * is "admin", "%2F" a '/') and every run of '/' one, up to the query,
- * which is kept as it is.  A rule matches a use when it matches either
- * spelling, so no other spelling of a denied path gets through.
+ * A path as an upstream may read it: percent-escapes decoded ("%61dmin"
+ * is "admin", "%2F" a '/'), '\\' a '/', ";param" of a segment dropped,
+ * every run of '/' one and "." and ".." segments resolved, up to the
+ * query, which is kept as it is.  A rule matches a use when it matches
+ * either spelling, so no other spelling of a denied path gets through.
  */
 static void
 path_plain(const char *in, char *out, size_t len)
@@ -202,12 +204,43 @@ path_plain(const char *in, char *out, size_t len)
 			else
 				in += 2;
 		}
+		if (c == ';') {
+			while (in[1] != '\0' && strchr("/\\?", in[1]) == NULL)
+				in++;
+			continue;
+		}
+		if (c == '\\')
+			c = '/';
 		if (c == '/' && o > 0 && out[o - 1] == '/')
 			continue;
 		out[o++] = c;
 	}
 	out[o] = '\0';
+	path_dots(out);
 	strlcat(out, in, len);
+}
+
+/* Resolve the "." and ".." segments of a path in place. */
+static void
+path_dots(char *p)
+{
+	char	*r = p, *w = p;
+	size_t	 n;
+
+	while (*r == '/') {
+		n = strcspn(r + 1, "/");
+		if (n == 2 && r[1] == '.' && r[2] == '.') {
+			while (w > p && *--w != '/')
+				;
+		} else if (n != 1 || r[1] != '.') {
+			memmove(w, r, n + 1);
+			w += n + 1;
+		}
+		r += n + 1;
+	}
+	if (w == p && *r == '\0')
+		*w++ = '/';
+	memmove(w, r, strlen(r) + 1);
 }
 
 /*
