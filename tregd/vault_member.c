@@ -641,8 +641,10 @@ member_role(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	set.role = role_name(role);
+	/* An owner has no daily call cap (member_access()): it goes. */
 	if (store_membership_update(req->id2, ctx.org_id, &set) != 0 ||
-	    store_commit() == -1) {
+	    (role == ROLE_OWNER && store_call_cap_set(ctx.org_id, req->id2,
+	    0, 0) == -1) || store_commit() == -1) {
 		db_fail(resp, "change role");
 		return;
 	}
