@@ -95,6 +95,7 @@ static int	agent_body(struct vault_req *, struct vault_resp *,
 		    const struct org_ctx *, struct agent_req *);
 static int	agent_issue(const struct org_ctx *, const struct agent_req *,
 		    char *, int64_t *, int *, struct vault_resp *);
+static int	agent_elsewhere(const struct store_membership *, void *);
 
 static void	invites_create(struct vault_req *, struct vault_resp *);
 static void	invites_list(struct vault_req *, struct vault_resp *);
@@ -640,8 +641,10 @@ member_role(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	set.role = role_name(role);
+	/* An owner has no daily call cap (member_access()): it goes. */
 	if (store_membership_update(req->id2, ctx.org_id, &set) != 0 ||
-	    store_commit() == -1) {
+	    (role == ROLE_OWNER && store_call_cap_set(ctx.org_id, req->id2,
+	    0, 0) == -1) || store_commit() == -1) {
 		db_fail(resp, "change role");
 		return;
 	}
@@ -652,7 +655,8 @@ member_role(struct vault_req *req, struct vault_resp *resp)
 
 /*
  * Owners are never restricted, so restricting one is refused (422)
- * rather than stored and silently ignored.
+ * rather than stored and silently ignored; a daily call cap (stored by
+ * call_view_after() once this answers 200) is a restriction too.
  */
 static void
 member_access(struct vault_req *req, struct vault_resp *resp)
@@ -660,9 +664,12 @@ member_access(struct vault_req *req, struct vault_resp *resp)
 	struct org_ctx			 ctx;
 	struct store_membership_set	 set = { NULL };
 	struct member_state		 ms = { 0 };
+	json_t				*cap;
 	char				*access = NULL;
 	int				 local_run = -1, rc;
 
+	cap = req->body != NULL ? json_object_get(req->body,
+	    "daily_call_cap") : NULL;
 	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1 ||
 	    body_bool(req, resp, "local_run_enabled", 0, &local_run) == -1 ||
 	    body_access(req, resp, ctx.org_id, &set.access_sent,
@@ -679,14 +686,15 @@ member_access(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	if (rc == 1 || (ms.role == ROLE_OWNER && (access != NULL ||
-	    local_run == 0))) {
+	    local_run == 0 || (cap != NULL && !json_is_null(cap))))) {
 		free(access);
 		store_rollback();
 		if (rc == 1)
 			resp_error(resp, 404, "member not found");
 		else
 			resp_error(resp, 403, "owners cannot be restricted: "
-			    "they always have every tool and local runs");
+			    "they always have every tool, local runs and no "
+			    "daily call cap");
 		return;
 	}
 	set.tool_access = access;
@@ -827,6 +835,7 @@ agent_issue(const struct org_ctx *ctx, const struct agent_req *a,
 	struct store_membership_set	 set;
 	struct member_state		 ms = { 0 };
 	uint8_t				 hash[TOKEN_HASH_LEN];
+	int64_t				 other;
 	int				 rc = 1, is_agent;
 
 	if (user_ensure(a->email, 1, uid, &is_agent) == -1 ||
@@ -836,6 +845,20 @@ agent_issue(const struct org_ctx *ctx, const struct agent_req *a,
 		store_rollback();
 		resp_error(resp, 409, "%s is registered as a person",
 		    a->email);
+		return (-1);
+	}
+	/*
+	 * "agent-q-b-c" is org q's "b-c" and org q-b's "c": the address
+	 * names one agent, and that agent is another org's.
+	 */
+	other = ctx->org_id;
+	if (rc == 1 && store_user_memberships(*uid, agent_elsewhere,
+	    &other) == -1)
+		goto fail;
+	if (other != ctx->org_id) {
+		store_rollback();
+		resp_error(resp, 409, "the agent address %s is taken by an "
+		    "agent of another org: choose another name", a->email);
 		return (-1);
 	}
 	if (rc == 1 && (rc = membership_new(*uid, ctx->org_id, a->role,
@@ -860,6 +883,18 @@ agent_issue(const struct org_ctx *ctx, const struct agent_req *a,
 	explicit_bzero(token, TOKEN_LEN + 1);
 	db_fail(resp, "agent");
 	return (-1);
+}
+
+/* A membership of an agent's user outside the org in *arg: its org. */
+static int
+agent_elsewhere(const struct store_membership *m, void *arg)
+{
+	int64_t	*org = arg;
+
+	if (m->org_id == *org)
+		return (0);
+	*org = m->org_id;
+	return (1);
 }
 
 /*

@@ -49,6 +49,10 @@ struct local_audit {
 
 static int	host_match(const char *, const char *);
 static int	path_match(const char *, const char *);
+static const char *host_port(const char *);
+static void	host_undot(const char *, char *, size_t);
+static void	path_plain(const char *, char *, size_t);
+static void	path_dots(char *);
 static void	url_path(const char *, char *, size_t);
 static int	deny_body(struct vault_req *, struct vault_resp *, char *,
 		    size_t, const char **, char *, size_t, int64_t *,
@@ -111,29 +115,132 @@ const struct vault_route vault_policy_routes[] = {
 
 /*
  * A rule's host is equal to the used host, ignoring case; a rule without
- * a port also matches the host on any port.
+ * a port also matches the host on any port, and one on port 80 or 443
+ * the host written without a port (its scheme's default).
  */
 static int
-host_match(const char *rule, const char *host)
+host_match(const char *rule_in, const char *host_in)
 {
-	const char	*end;
+	char		 rule[HOST_LEN_MAX], host[HOST_LEN_MAX];
+	const char	*rp, *hp;
 	size_t		 n;
 
+	host_undot(rule_in, rule, sizeof(rule));
+	host_undot(host_in, host, sizeof(host));
 	if (strcasecmp(rule, host) == 0)
 		return (1);
-	if (*rule == '[' ? strstr(rule, "]:") != NULL :
-	    strchr(rule, ':') != NULL)
+	rp = host_port(rule);
+	hp = host_port(host);
+	if (rp != NULL && hp == NULL &&
+	    (strcmp(rp, ":443") == 0 || strcmp(rp, ":80") == 0)) {
+		n = rp - rule;
+		return (strlen(host) == n && strncasecmp(rule, host, n) == 0);
+	}
+	if (rp != NULL || hp == NULL)
 		return (0);
-	if (*host == '[') {
-		if ((end = strchr(host, ']')) == NULL)
-			return (0);
-		n = end - host + 1;
-	} else if ((end = strchr(host, ':')) != NULL &&
-	    strchr(end + 1, ':') == NULL)
-		n = end - host;
-	else
-		return (0);
+	n = hp - host;
 	return (strlen(rule) == n && strncasecmp(rule, host, n) == 0);
+}
+
+/* The ":port" of a host ("[v6]:port" too), or NULL. */
+static const char *
+host_port(const char *h)
+{
+	const char	*p;
+
+	if (*h == '[')
+		return ((p = strstr(h, "]:")) != NULL ? p + 1 : NULL);
+	if ((p = strchr(h, ':')) == NULL || strchr(p + 1, ':') != NULL)
+		return (NULL);	/* none, or a bare IPv6 address */
+	return (p);
+}
+
+/*
+ * A host without the root's trailing dots: "example.com." and
+ * "example.com.:443" name the hosts "example.com" and "example.com:443"
+ * do, so a rule written one way holds for the other.
+ */
+static void
+host_undot(const char *in, char *out, size_t len)
+{
+	const char	*port;
+	size_t		 n;
+
+	port = host_port(in);
+	n = port != NULL ? (size_t)(port - in) : strlen(in);
+	while (n > 0 && in[n - 1] == '.')
+		n--;
+	if (n >= len)
+		n = len - 1;
+	memcpy(out, in, n);
+	out[n] = '\0';
+	if (port != NULL)
+		strlcat(out, port, len);
+}
+
+/*
+ * A path as an upstream may read it: percent-escapes decoded ("%61dmin"
+ * is "admin", "%2F" a '/'), '\\' a '/', ";param" of a segment dropped,
+ * every run of '/' one and "." and ".." segments resolved, up to the
+ * query, which is kept as it is.  A rule matches a use when it matches
+ * either spelling, so no other spelling of a denied path gets through.
+ */
+static void
+path_plain(const char *in, char *out, size_t len)
+{
+	char	 hex[3];
+	size_t	 o = 0;
+	int	 c;
+
+	for (; *in != '\0' && *in != '?' && o + 1 < len; in++) {
+		c = (unsigned char)*in;
+		if (c == '%' && isxdigit((unsigned char)in[1]) &&
+		    isxdigit((unsigned char)in[2])) {
+			hex[0] = in[1];
+			hex[1] = in[2];
+			hex[2] = '\0';
+			if ((c = (int)strtol(hex, NULL, 16)) == 0)
+				c = '%';	/* NUL ends nothing here */
+			else
+				in += 2;
+		}
+		if (c == ';') {
+			while (in[1] != '\0' && strchr("/\\?", in[1]) == NULL)
+				in++;
+			continue;
+		}
+		if (c == '\\')
+			c = '/';
+		if (c == '/' && o > 0 && out[o - 1] == '/')
+			continue;
+		out[o++] = c;
+	}
+	out[o] = '\0';
+	path_dots(out);
+	strlcat(out, in, len);
+}
+
+/* Resolve the "." and ".." segments of a path in place. */
+static void
+path_dots(char *p)
+{
+	char	*r = p, *w = p;
+	size_t	 n;
+
+	while (*r == '/') {
+		n = strcspn(r + 1, "/");
+		if (n == 2 && r[1] == '.' && r[2] == '.') {
+			while (w > p && *--w != '/')
+				;
+		} else if (n != 1 || r[1] != '.') {
+			memmove(w, r, n + 1);
+			w += n + 1;
+		}
+		r += n + 1;
+	}
+	if (w == p && *r == '\0')
+		*w++ = '/';
+	memmove(w, r, strlen(r) + 1);
 }
 
 /*
@@ -188,6 +295,7 @@ url_path(const char *url, char *buf, size_t len)
 /* A use checked against the rules, one at a time; the first match. */
 struct deny_use {
 	const char	*host, *path, *method;
+	char		 plain[DENY_PATH_MAX + 1];	/* path_plain() */
 	int64_t		 id;
 	char		 note[DENY_NOTE_MAX + 1];
 };
@@ -199,6 +307,7 @@ deny_matches(const struct store_deny *d, void *arg)
 	const char	*rh = d->host ? d->host : "";
 	const char	*rp = d->path_prefix ? d->path_prefix : "";
 	const char	*rm = d->method ? d->method : "";
+	char		 plain[DENY_PATH_MAX + 1];
 
 	if (*rh == '\0' && *rp == '\0' && *rm == '\0')
 		return (0);	/* matches nothing, by definition */
@@ -206,8 +315,11 @@ deny_matches(const struct store_deny *d, void *arg)
 		return (0);
 	if (*rm != '\0' && (u->method == NULL || strcmp(rm, u->method) != 0))
 		return (0);
-	if (*rp != '\0' && !path_match(rp, u->path))
-		return (0);
+	if (*rp != '\0') {
+		path_plain(rp, plain, sizeof(plain));
+		if (!path_match(rp, u->path) && !path_match(plain, u->plain))
+			return (0);
+	}
 	u->id = d->id;
 	strlcpy(u->note, d->note ? d->note : "", sizeof(u->note));
 	return (1);
@@ -231,6 +343,7 @@ deny_check(const struct auth *a, const char *host, const char *path,
 	memset(&u, 0, sizeof(u));
 	u.host = host;
 	u.path = path;
+	path_plain(path, u.plain, sizeof(u.plain));
 	u.method = method;
 	if (store_deny_rules(a->org_id, a->user_id, deny_matches, &u) == -1) {
 		db_fail(resp, "deny rules");

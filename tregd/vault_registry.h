@@ -56,6 +56,8 @@ int		 secret_kind_valid(const char *);
 int		 secret_value(struct vault_resp *, json_t *, const char *,
 		    const char *, char **, size_t *);
 void		 secret_value_free(char *, size_t);
+/* Whether a gated caller sees secret id (owned by owner): 1 or 0. */
+int		 secret_visible(const struct auth *, int64_t, int64_t);
 /* Insert a secret and seal its value into it, in a transaction. */
 int		 secret_insert(struct vault_resp *, int64_t, int64_t,
 		    const char *, const char *, const char *, size_t, int64_t,

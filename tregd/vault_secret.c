@@ -35,7 +35,6 @@ static int	 secret_json_value(struct vault_resp *, json_t *,
 static int	 secret_store_value(struct vault_resp *, int64_t, int64_t,
 		    const char *, size_t);
 static int	 secret_user_seen(const char *, const char *, void *);
-static int	 secret_visible(const struct auth *, int64_t, int64_t);
 static int	 secret_list_row(const struct store_secret_item *, void *);
 static int	 secret_first_tool(const char *, const char *, void *);
 static int	 secret_check_json(struct vault_resp *, int64_t, int64_t,
@@ -212,7 +211,7 @@ secret_user_seen(const char *tool, const char *bundle, void *arg)
  * For a gated caller: its own secrets, and those a visible tool uses or
  * whose skill is visible.
  */
-static int
+int
 secret_visible(const struct auth *a, int64_t id, int64_t owner)
 {
 	struct secret_seen	 s;

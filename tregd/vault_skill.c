@@ -384,7 +384,9 @@ bundle_secret(const struct store_secret_item *s, void *arg)
 {
 	struct skill_view	*sv = arg;
 
-	json_array_append_new(sv->list, reg_secret_json(s));
+	/* As in GET /secrets: a hidden tool's secret is hidden here too. */
+	if (sv->a == NULL || secret_visible(sv->a, s->id, s->owner_id))
+		json_array_append_new(sv->list, reg_secret_json(s));
 	return (0);
 }
 
