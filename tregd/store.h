@@ -404,6 +404,32 @@ struct store_bundle_item {
 typedef int	(*store_bundle_item_fn)(const struct store_bundle_item *,
 		    void *);
 
+/*
+ * Inside the engines: a listing's callback and its argument, handed
+ * through the engine's row walk to the function that reads one row.
+ */
+struct store_each {
+	union {
+		store_org_member_fn	 member;
+		store_secret_row_fn	 secret_row;
+		store_org_fn		 org;
+		store_deny_fn		 deny;
+		store_membership_fn	 membership;
+		store_invite_fn		 invite;
+		store_user_fn		 user;
+		store_org_row_fn	 org_row;
+		store_text_fn		 text;
+		store_secret_item_fn	 secret;
+		store_secret_user_fn	 secret_user;
+		store_tool_item_fn	 tool;
+		store_bundle_item_fn	 bundle;
+		store_runs_fn		 runs;
+		store_calls_fn		 calls;
+		store_sealed_fn		 sealed;
+	}		 fn;
+	void		*arg;
+};
+
 struct store_ops {
 	const char	*name;
 	int	(*open)(const struct store_params *, char *, size_t);

@@ -38,6 +38,17 @@ void		 pgq_blob(struct pgq *, const void *, size_t);
 void		 pgq_null(struct pgq *);
 /* Rows (or none) in binary, or NULL with store_error() set. */
 PGresult	*pg_run(struct pg_stmt *, const struct pgq *);
+/* Reads row i of a result; non-zero stops a walk (< 0: a failure). */
+typedef int	(*pg_row_fn)(const PGresult *, int, void *);
+/* Every row to row() until it stops: 0, or -1. */
+int		 pg_each(struct pg_stmt *, const struct pgq *, pg_row_fn,
+		    void *);
+/* The first row to row() (NULL: only whether any): 0, 1 none, -1. */
+int		 pg_one(struct pg_stmt *, const struct pgq *, pg_row_fn,
+		    void *);
+/* Up to max ids from the first column; *n how many. */
+int		 pg_ids(struct pg_stmt *, const struct pgq *, int64_t *,
+		    size_t, size_t *);
 void		 pg_version_seen(int64_t);
 int		 pg_exec(const char *);
 int		 pg_fail(PGresult *, const char *);

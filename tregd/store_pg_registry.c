@@ -17,8 +17,12 @@
 static struct pg_stmt *pg_sel(struct pg_stmt [], const struct store_sel *,
 		    struct pgq *);
 static int	 pg_write(struct pg_stmt *, const struct pgq *, int64_t *);
-static int	 pg_tool_rows(PGresult *, store_tool_item_fn, void *);
+static int	 pg_ref_row(const PGresult *, int, void *);
+static int	 pg_secret_row(const PGresult *, int, void *);
+static int	 pg_user_row(const PGresult *, int, void *);
+static int	 pg_tool_row(const PGresult *, int, void *);
 static void	 pg_tool_params(struct pgq *, const struct store_tool_item *);
+static int	 pg_bundle_row(const PGresult *, int, void *);
 
 int
 pg_member_by_token(const uint8_t hash[STORE_HASH_LEN],
@@ -227,18 +231,11 @@ pg_tool_secret_ids(int64_t tool, int64_t *ids, size_t max, size_t *n)
 	static struct pg_stmt	 st = { "SELECT secret_id FROM tool_secrets "
 	    "WHERE tool_id = $1 ORDER BY secret_id", 0 };
 	struct pgq		 q;
-	PGresult		*res;
-	int			 i;
 
 	*n = 0;
 	pgq_init(&q);
 	pgq_int(&q, tool);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	for (i = 0; i < PQntuples(res) && *n < max; i++)
-		ids[(*n)++] = pg_int(res, i, 0);
-	PQclear(res);
-	return (0);
+	return (pg_ids(&st, &q, ids, max, n));
 }
 
 /* ------------------------------------------------------------------ */
@@ -316,8 +313,6 @@ pg_ref_get(enum store_object what, int64_t org, int64_t id,
 	};
 	struct pg_stmt	*s;
 	struct pgq	 q;
-	PGresult	*res;
-	int		 rc = 1;
 
 	if ((unsigned)what > STORE_BUNDLE ||
 	    (s = &st[what][name != NULL])->sql == NULL)
@@ -328,17 +323,19 @@ pg_ref_get(enum store_object what, int64_t org, int64_t id,
 		pgq_text(&q, name);
 	else
 		pgq_int(&q, id);
-	if ((res = pg_run(s, &q)) == NULL)
-		return (-1);
-	if (PQntuples(res) == 1) {
-		ref->id = pg_int(res, 0, 0);
-		ref->owner_id = pg_int(res, 0, 1);
-		pg_copy(ref->name, sizeof(ref->name), res, 0, 2);
-		pg_copy(ref->detail, sizeof(ref->detail), res, 0, 3);
-		rc = 0;
-	}
-	PQclear(res);
-	return (rc);
+	return (pg_one(s, &q, pg_ref_row, ref));
+}
+
+static int
+pg_ref_row(const PGresult *res, int i, void *arg)
+{
+	struct store_ref	*ref = arg;
+
+	ref->id = pg_int(res, i, 0);
+	ref->owner_id = pg_int(res, i, 1);
+	pg_copy(ref->name, sizeof(ref->name), res, i, 2);
+	pg_copy(ref->detail, sizeof(ref->detail), res, i, 3);
+	return (0);
 }
 
 #define PG_SECRET_COLS	"SELECT s.id, s.name, s.kind, s.owner_id, u.email, " \
@@ -354,24 +351,27 @@ pg_secrets(const struct store_sel *sel, store_secret_item_fn fn, void *arg)
 		    "ORDER BY s.id", 0 },
 		[SEL_ALL] = { PG_SECRET_COLS "ORDER BY s.id", 0 },
 	};
-	struct store_secret_item s;
+	struct store_each	 e = { .fn.secret = fn, .arg = arg };
+	struct pg_stmt		*s;
 	struct pgq		 q;
-	PGresult		*res;
-	int			 i, stop = 0;
 
-	if ((res = pg_run(pg_sel(st, sel, &q), &q)) == NULL)
-		return (-1);
-	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
-		s.id = pg_int(res, i, 0);
-		s.name = pg_text(res, i, 1);
-		s.kind = pg_text(res, i, 2);
-		s.owner_id = pg_int(res, i, 3);
-		s.owner_email = pg_ntext(res, i, 4);
-		s.bundle_id = pg_int(res, i, 5);
-		stop = fn(&s, arg);
-	}
-	PQclear(res);
-	return (stop < 0 ? -1 : 0);
+	s = pg_sel(st, sel, &q);
+	return (pg_each(s, &q, pg_secret_row, &e));
+}
+
+static int
+pg_secret_row(const PGresult *res, int i, void *arg)
+{
+	struct store_each	*e = arg;
+	struct store_secret_item s;
+
+	s.id = pg_int(res, i, 0);
+	s.name = pg_text(res, i, 1);
+	s.kind = pg_text(res, i, 2);
+	s.owner_id = pg_int(res, i, 3);
+	s.owner_email = pg_ntext(res, i, 4);
+	s.bundle_id = pg_int(res, i, 5);
+	return (e->fn.secret(&s, e->arg));
 }
 
 int
@@ -435,18 +435,21 @@ pg_secret_users(int64_t id, store_secret_user_fn fn, void *arg)
 	    "LEFT JOIN bundles b ON b.id = t.bundle_id WHERE ts.secret_id = $1 "
 	    "UNION ALL SELECT 1, NULL, b.name FROM secrets s JOIN bundles b ON "
 	    "b.id = s.bundle_id WHERE s.id = $1 ORDER BY own, tool", 0 };
+	struct store_each	 e = { .fn.secret_user = fn, .arg = arg };
 	struct pgq		 q;
-	PGresult		*res;
-	int			 i, stop = 0;
 
 	pgq_init(&q);
 	pgq_int(&q, id);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	for (i = 0; i < PQntuples(res) && stop == 0; i++)
-		stop = fn(pg_ntext(res, i, 1), pg_text(res, i, 2), arg);
-	PQclear(res);
-	return (stop < 0 ? -1 : 0);
+	return (pg_each(&st, &q, pg_user_row, &e));
+}
+
+static int
+pg_user_row(const PGresult *res, int i, void *arg)
+{
+	struct store_each	*e = arg;
+
+	return (e->fn.secret_user(pg_ntext(res, i, 1), pg_text(res, i, 2),
+	    e->arg));
 }
 
 int
@@ -470,33 +473,29 @@ pg_secret_delete(int64_t org, int64_t id)
 			"u.id = t.owner_id LEFT JOIN bundles b ON " \
 			"b.id = t.bundle_id "
 
-/* The rows of a tools statement; column 14, if any, is the org's slug. */
+/* A row of a tools statement; column 14, if any, is the org's slug. */
 static int
-pg_tool_rows(PGresult *res, store_tool_item_fn fn, void *arg)
+pg_tool_row(const PGresult *res, int i, void *arg)
 {
+	struct store_each	*e = arg;
 	struct store_tool_item	 t;
-	int			 i, stop = 0, slug = PQnfields(res) > 14;
 
-	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
-		t.id = pg_int(res, i, 0);
-		t.org_id = pg_int(res, i, 1);
-		t.name = pg_text(res, i, 2);
-		t.owner_id = pg_int(res, i, 3);
-		t.owner_email = pg_ntext(res, i, 4);
-		t.base_url = pg_text(res, i, 5);
-		t.host = pg_text(res, i, 6);
-		t.bindings = pg_text(res, i, 7);
-		t.cli = pg_ntext(res, i, 8);
-		t.health_check = pg_ntext(res, i, 9);
-		t.examples = pg_text(res, i, 10);
-		t.bundle_id = pg_int(res, i, 11);
-		t.bundle = pg_text(res, i, 12);
-		t.created_at = pg_text(res, i, 13);
-		t.org_slug = slug ? pg_text(res, i, 14) : "";
-		stop = fn(&t, arg);
-	}
-	PQclear(res);
-	return (stop < 0 ? -1 : 0);
+	t.id = pg_int(res, i, 0);
+	t.org_id = pg_int(res, i, 1);
+	t.name = pg_text(res, i, 2);
+	t.owner_id = pg_int(res, i, 3);
+	t.owner_email = pg_ntext(res, i, 4);
+	t.base_url = pg_text(res, i, 5);
+	t.host = pg_text(res, i, 6);
+	t.bindings = pg_text(res, i, 7);
+	t.cli = pg_ntext(res, i, 8);
+	t.health_check = pg_ntext(res, i, 9);
+	t.examples = pg_text(res, i, 10);
+	t.bundle_id = pg_int(res, i, 11);
+	t.bundle = pg_text(res, i, 12);
+	t.created_at = pg_text(res, i, 13);
+	t.org_slug = PQnfields(res) > 14 ? pg_text(res, i, 14) : "";
+	return (e->fn.tool(&t, e->arg));
 }
 
 int
@@ -512,12 +511,12 @@ pg_tools(const struct store_sel *sel, store_tool_item_fn fn, void *arg)
 		[SEL_ALL] = { PG_TOOL_COLS PG_TOOL_FROM "WHERE t.org_id = $1 "
 		    "ORDER BY t.id", 0 },
 	};
+	struct store_each	 e = { .fn.tool = fn, .arg = arg };
+	struct pg_stmt		*s;
 	struct pgq		 q;
-	PGresult		*res;
 
-	if ((res = pg_run(pg_sel(st, sel, &q), &q)) == NULL)
-		return (-1);
-	return (pg_tool_rows(res, fn, arg));
+	s = pg_sel(st, sel, &q);
+	return (pg_each(s, &q, pg_tool_row, &e));
 }
 
 int
@@ -526,14 +525,12 @@ pg_tools_by_slug(const char *slug, store_tool_item_fn fn, void *arg)
 	static struct pg_stmt	 st = { PG_TOOL_COLS ", o.slug" PG_TOOL_FROM
 	    "JOIN orgs o ON o.id = t.org_id WHERE $1 = '' OR o.slug = $1 "
 	    "ORDER BY o.slug, t.name", 0 };
+	struct store_each	 e = { .fn.tool = fn, .arg = arg };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_text(&q, slug);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	return (pg_tool_rows(res, fn, arg));
+	return (pg_each(&st, &q, pg_tool_row, &e));
 }
 
 int
@@ -659,27 +656,31 @@ pg_bundles(const struct store_sel *sel, store_bundle_item_fn fn, void *arg)
 		[SEL_ALL] = { PG_BUNDLE_COLS PG_BUNDLE_FROM "ORDER BY b.id",
 		    0 },
 	};
-	struct store_bundle_item b;
+	struct store_each	 e = { .fn.bundle = fn, .arg = arg };
+	struct pg_stmt		*s;
 	struct pgq		 q;
-	PGresult		*res;
-	int			 i, stop = 0, withtext = !sel->brief;
 
-	if ((res = pg_run(pg_sel(sel->brief ? brief : full, sel, &q), &q)) ==
-	    NULL)
-		return (-1);
-	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
-		b.id = pg_int(res, i, 0);
-		b.org_id = pg_int(res, i, 1);
-		b.name = pg_text(res, i, 2);
-		b.owner_id = pg_int(res, i, 3);
-		b.owner_email = pg_ntext(res, i, 4);
-		b.created_at = pg_text(res, i, 5);
-		b.recipe = withtext ? pg_text(res, i, 6) : "";
-		b.files = withtext ? pg_text(res, i, 7) : "";
-		stop = fn(&b, arg);
-	}
-	PQclear(res);
-	return (stop < 0 ? -1 : 0);
+	s = pg_sel(sel->brief ? brief : full, sel, &q);
+	return (pg_each(s, &q, pg_bundle_row, &e));
+}
+
+/* A brief listing's rows end before the recipe and the files. */
+static int
+pg_bundle_row(const PGresult *res, int i, void *arg)
+{
+	struct store_each	*e = arg;
+	struct store_bundle_item b;
+	int			 full = PQnfields(res) > 6;
+
+	b.id = pg_int(res, i, 0);
+	b.org_id = pg_int(res, i, 1);
+	b.name = pg_text(res, i, 2);
+	b.owner_id = pg_int(res, i, 3);
+	b.owner_email = pg_ntext(res, i, 4);
+	b.created_at = pg_text(res, i, 5);
+	b.recipe = full ? pg_text(res, i, 6) : "";
+	b.files = full ? pg_text(res, i, 7) : "";
+	return (e->fn.bundle(&b, e->arg));
 }
 
 int
