@@ -13,17 +13,11 @@
 /* The statements of a listing, by selection: id, name, bundle, all. */
 enum { SEL_ID, SEL_NAME, SEL_BUNDLE, SEL_ALL, SEL_MAX };
 
-/* The caller's function and argument, for sq_each's row functions. */
+/* The caller's function and argument, and where the row's columns are. */
 struct reg_each {
-	union {
-		store_secret_item_fn	 secret;
-		store_secret_user_fn	 user;
-		store_tool_item_fn	 tool;
-		store_bundle_item_fn	 bundle;
-	}		 fn;
-	void		*arg;
-	int		 col[16];	/* the columns, by the row's names */
-	int		 ncol;
+	struct store_each	 each;
+	int			 col[16];	/* by the row's names */
+	int			 ncol;
 };
 
 static sqlite3_stmt *sq_sel(const char *const [SEL_MAX],
@@ -201,7 +195,7 @@ sq_secret_row(sqlite3_stmt *st, void *arg)
 	s.owner_id = sqlite3_column_int64(st, e->col[3]);
 	s.owner_email = sq_ntext(st, e->col[4]);
 	s.bundle_id = sqlite3_column_int64(st, e->col[5]);
-	return (e->fn.secret(&s, e->arg));
+	return (e->each.fn.secret(&s, e->each.arg));
 }
 
 int
@@ -218,8 +212,8 @@ sq_secrets(const struct store_sel *sel, store_secret_item_fn fn, void *arg)
 
 	if ((st = sq_sel(sql, sel)) == NULL)
 		return (-1);
-	e.fn.secret = fn;
-	e.arg = arg;
+	e.each.fn.secret = fn;
+	e.each.arg = arg;
 	sq_colmap(&e, st, secret_cols, 6);
 	return (sq_each(st, sq_secret_row, &e));
 }
@@ -283,8 +277,8 @@ sq_user_row(sqlite3_stmt *st, void *arg)
 {
 	struct reg_each	*e = arg;
 
-	return (e->fn.user(sq_ntext(st, e->col[0]), db_text(st, e->col[1]),
-	    e->arg));
+	return (e->each.fn.secret_user(sq_ntext(st, e->col[0]),
+	    db_text(st, e->col[1]), e->each.arg));
 }
 
 int
@@ -302,8 +296,8 @@ sq_secret_users(int64_t id, store_secret_user_fn fn, void *arg)
 	    "ORDER BY own, tool")) == NULL)
 		return (-1);
 	sq_int(st, ":id", id);
-	e.fn.user = fn;
-	e.arg = arg;
+	e.each.fn.secret_user = fn;
+	e.each.arg = arg;
 	sq_colmap(&e, st, cols, 2);
 	return (sq_each(st, sq_user_row, &e));
 }
@@ -363,7 +357,7 @@ sq_tool_row(sqlite3_stmt *st, void *arg)
 	t.bundle = db_text(st, e->col[12]);
 	t.created_at = db_text(st, e->col[13]);
 	t.org_slug = e->col[14] >= 0 ? db_text(st, e->col[14]) : "";
-	return (e->fn.tool(&t, e->arg));
+	return (e->each.fn.tool(&t, e->each.arg));
 }
 
 static int
@@ -371,8 +365,8 @@ sq_tools_each(sqlite3_stmt *st, store_tool_item_fn fn, void *arg)
 {
 	struct reg_each	 e;
 
-	e.fn.tool = fn;
-	e.arg = arg;
+	e.each.fn.tool = fn;
+	e.each.arg = arg;
 	sq_colmap(&e, st, tool_cols, 15);
 	return (sq_each(st, sq_tool_row, &e));
 }
@@ -543,7 +537,7 @@ sq_bundle_row(sqlite3_stmt *st, void *arg)
 	b.created_at = db_text(st, e->col[5]);
 	b.recipe = e->col[6] >= 0 ? db_text(st, e->col[6]) : "";
 	b.files = e->col[7] >= 0 ? db_text(st, e->col[7]) : "";
-	return (e->fn.bundle(&b, e->arg));
+	return (e->each.fn.bundle(&b, e->each.arg));
 }
 
 int
@@ -566,8 +560,8 @@ sq_bundles(const struct store_sel *sel, store_bundle_item_fn fn, void *arg)
 
 	if ((st = sq_sel(sel->brief ? brief : full, sel)) == NULL)
 		return (-1);
-	e.fn.bundle = fn;
-	e.arg = arg;
+	e.each.fn.bundle = fn;
+	e.each.arg = arg;
 	sq_colmap(&e, st, bundle_cols, 8);
 	return (sq_each(st, sq_bundle_row, &e));
 }
