@@ -339,6 +339,14 @@ struct store_sel {
 	int64_t		 bundle;
 	int		 brief;
 };
+/* Which of those rules applies: an engine's statement for each. */
+enum store_sel_by {
+	STORE_SEL_ID,
+	STORE_SEL_NAME,
+	STORE_SEL_BUNDLE,
+	STORE_SEL_ALL,
+	STORE_SEL_MAX
+};
 
 /*
  * An object's owner and names, for the edit and reference checks; the
@@ -705,6 +713,7 @@ int		 store_health(int64_t, const char *, int64_t,
 		    store_secret_row_fn, void *);
 
 /* vault_tool.c */
+enum store_sel_by store_sel_by(const struct store_sel *);
 /* Object id (name NULL) or name of org: 0 and *ref, 1 none, -1. */
 int		 store_ref_get(enum store_object, int64_t, int64_t,
 		    const char *, struct store_ref *);

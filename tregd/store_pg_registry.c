@@ -242,32 +242,22 @@ pg_tool_secret_ids(int64_t tool, int64_t *ids, size_t max, size_t *n)
 /* The registry (vault_tool.c): owners and names, secrets, tools and   */
 /* skills.  A listing's statement is chosen by its selection.          */
 
-enum { SEL_ID, SEL_NAME, SEL_BUNDLE, SEL_ALL, SEL_MAX };
-
 /* The statement of sel among st[], and its parameters ($1 org, $2). */
 static struct pg_stmt *
 pg_sel(struct pg_stmt st[], const struct store_sel *sel,
     struct pgq *q)
 {
-	int	 which;
+	enum store_sel_by	 which = store_sel_by(sel);
 
-	if (sel->id > 0)
-		which = SEL_ID;
-	else if (sel->name != NULL)
-		which = SEL_NAME;
-	else if (sel->bundle > 0)
-		which = SEL_BUNDLE;
-	else
-		which = SEL_ALL;
 	if (st[which].sql == NULL)
 		fatalx("%s: no such selection", __func__);
 	pgq_init(q);
 	pgq_int(q, sel->org);
-	if (which == SEL_ID)
+	if (which == STORE_SEL_ID)
 		pgq_int(q, sel->id);
-	else if (which == SEL_NAME)
+	else if (which == STORE_SEL_NAME)
 		pgq_text(q, sel->name);
-	else if (which == SEL_BUNDLE)
+	else if (which == STORE_SEL_BUNDLE)
 		pgq_int(q, sel->bundle);
 	return (&st[which]);
 }
@@ -345,11 +335,11 @@ pg_ref_row(const PGresult *res, int i, void *arg)
 int
 pg_secrets(const struct store_sel *sel, store_secret_item_fn fn, void *arg)
 {
-	static struct pg_stmt	 st[SEL_MAX] = {
-		[SEL_ID] = { PG_SECRET_COLS "AND s.id = $2", 0 },
-		[SEL_BUNDLE] = { PG_SECRET_COLS "AND s.bundle_id = $2 "
+	static struct pg_stmt	 st[STORE_SEL_MAX] = {
+		[STORE_SEL_ID] = { PG_SECRET_COLS "AND s.id = $2", 0 },
+		[STORE_SEL_BUNDLE] = { PG_SECRET_COLS "AND s.bundle_id = $2 "
 		    "ORDER BY s.id", 0 },
-		[SEL_ALL] = { PG_SECRET_COLS "ORDER BY s.id", 0 },
+		[STORE_SEL_ALL] = { PG_SECRET_COLS "ORDER BY s.id", 0 },
 	};
 	struct store_each	 e = { .fn.secret = fn, .arg = arg };
 	struct pg_stmt		*s;
@@ -501,15 +491,15 @@ pg_tool_row(const PGresult *res, int i, void *arg)
 int
 pg_tools(const struct store_sel *sel, store_tool_item_fn fn, void *arg)
 {
-	static struct pg_stmt	 st[SEL_MAX] = {
-		[SEL_ID] = { PG_TOOL_COLS PG_TOOL_FROM "WHERE t.org_id = $1 "
-		    "AND t.id = $2", 0 },
-		[SEL_NAME] = { PG_TOOL_COLS PG_TOOL_FROM "WHERE t.org_id = $1 "
-		    "AND t.name = $2", 0 },
-		[SEL_BUNDLE] = { PG_TOOL_COLS PG_TOOL_FROM "WHERE "
+	static struct pg_stmt	 st[STORE_SEL_MAX] = {
+		[STORE_SEL_ID] = { PG_TOOL_COLS PG_TOOL_FROM
+		    "WHERE t.org_id = $1 AND t.id = $2", 0 },
+		[STORE_SEL_NAME] = { PG_TOOL_COLS PG_TOOL_FROM
+		    "WHERE t.org_id = $1 AND t.name = $2", 0 },
+		[STORE_SEL_BUNDLE] = { PG_TOOL_COLS PG_TOOL_FROM "WHERE "
 		    "t.org_id = $1 AND t.bundle_id = $2 ORDER BY t.id", 0 },
-		[SEL_ALL] = { PG_TOOL_COLS PG_TOOL_FROM "WHERE t.org_id = $1 "
-		    "ORDER BY t.id", 0 },
+		[STORE_SEL_ALL] = { PG_TOOL_COLS PG_TOOL_FROM
+		    "WHERE t.org_id = $1 ORDER BY t.id", 0 },
 	};
 	struct store_each	 e = { .fn.tool = fn, .arg = arg };
 	struct pg_stmt		*s;
@@ -641,20 +631,21 @@ pg_tool_delete(int64_t org, int64_t id)
 int
 pg_bundles(const struct store_sel *sel, store_bundle_item_fn fn, void *arg)
 {
-	static struct pg_stmt	 full[SEL_MAX] = {
-		[SEL_ID] = { PG_BUNDLE_COLS PG_BUNDLE_FULL PG_BUNDLE_FROM
+	static struct pg_stmt	 full[STORE_SEL_MAX] = {
+		[STORE_SEL_ID] = { PG_BUNDLE_COLS PG_BUNDLE_FULL PG_BUNDLE_FROM
 		    "AND b.id = $2", 0 },
-		[SEL_NAME] = { PG_BUNDLE_COLS PG_BUNDLE_FULL PG_BUNDLE_FROM
-		    "AND b.name = $2", 0 },
-		[SEL_ALL] = { PG_BUNDLE_COLS PG_BUNDLE_FULL PG_BUNDLE_FROM
+		[STORE_SEL_NAME] = { PG_BUNDLE_COLS PG_BUNDLE_FULL
+		    PG_BUNDLE_FROM "AND b.name = $2", 0 },
+		[STORE_SEL_ALL] = { PG_BUNDLE_COLS PG_BUNDLE_FULL PG_BUNDLE_FROM
 		    "ORDER BY b.id", 0 },
 	};
-	static struct pg_stmt	 brief[SEL_MAX] = {
-		[SEL_ID] = { PG_BUNDLE_COLS PG_BUNDLE_FROM "AND b.id = $2", 0 },
-		[SEL_NAME] = { PG_BUNDLE_COLS PG_BUNDLE_FROM "AND b.name = $2",
-		    0 },
-		[SEL_ALL] = { PG_BUNDLE_COLS PG_BUNDLE_FROM "ORDER BY b.id",
-		    0 },
+	static struct pg_stmt	 brief[STORE_SEL_MAX] = {
+		[STORE_SEL_ID] = { PG_BUNDLE_COLS PG_BUNDLE_FROM
+		    "AND b.id = $2", 0 },
+		[STORE_SEL_NAME] = { PG_BUNDLE_COLS PG_BUNDLE_FROM
+		    "AND b.name = $2", 0 },
+		[STORE_SEL_ALL] = { PG_BUNDLE_COLS PG_BUNDLE_FROM
+		    "ORDER BY b.id", 0 },
 	};
 	struct store_each	 e = { .fn.bundle = fn, .arg = arg };
 	struct pg_stmt		*s;

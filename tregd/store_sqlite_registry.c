@@ -10,9 +10,6 @@
 #include "log.h"
 #include "store_sqlite.h"
 
-/* The statements of a listing, by selection: id, name, bundle, all. */
-enum { SEL_ID, SEL_NAME, SEL_BUNDLE, SEL_ALL, SEL_MAX };
-
 /* The caller's function and argument, and where the row's columns are. */
 struct reg_each {
 	struct store_each	 each;
@@ -20,7 +17,7 @@ struct reg_each {
 	int			 ncol;
 };
 
-static sqlite3_stmt *sq_sel(const char *const [SEL_MAX],
+static sqlite3_stmt *sq_sel(const char *const [STORE_SEL_MAX],
 		    const struct store_sel *);
 static void	 sq_colmap(struct reg_each *, sqlite3_stmt *,
 		    const char *const [], int);
@@ -37,30 +34,23 @@ static int	 sq_bundle_row(sqlite3_stmt *, void *);
 /* ------------------------------------------------------------------ */
 /* Helpers.                                                            */
 
+/* The statement of sel among sql[] (one per kind), bound. */
 static sqlite3_stmt *
-sq_sel(const char *const sql[SEL_MAX], const struct store_sel *sel)
+sq_sel(const char *const sql[STORE_SEL_MAX], const struct store_sel *sel)
 {
-	sqlite3_stmt	*st;
-	int		 which;
+	sqlite3_stmt		*st;
+	enum store_sel_by	 which = store_sel_by(sel);
 
-	if (sel->id > 0)
-		which = SEL_ID;
-	else if (sel->name != NULL)
-		which = SEL_NAME;
-	else if (sel->bundle > 0)
-		which = SEL_BUNDLE;
-	else
-		which = SEL_ALL;
 	if (sql[which] == NULL)
 		fatalx("%s: no such selection", __func__);
 	if ((st = db_prepare(sql[which])) == NULL)
 		return (NULL);
 	sq_int(st, ":org", sel->org);
-	if (which == SEL_ID)
+	if (which == STORE_SEL_ID)
 		sq_int(st, ":id", sel->id);
-	else if (which == SEL_NAME)
+	else if (which == STORE_SEL_NAME)
 		sq_text(st, ":name", sel->name);
-	else if (which == SEL_BUNDLE)
+	else if (which == STORE_SEL_BUNDLE)
 		sq_int(st, ":bundle", sel->bundle);
 	return (st);
 }
@@ -201,11 +191,11 @@ sq_secret_row(sqlite3_stmt *st, void *arg)
 int
 sq_secrets(const struct store_sel *sel, store_secret_item_fn fn, void *arg)
 {
-	static const char *const sql[SEL_MAX] = {
-		[SEL_ID] = SECRET_COLS "AND s.id = :id",
-		[SEL_BUNDLE] = SECRET_COLS "AND s.bundle_id = :bundle "
+	static const char *const sql[STORE_SEL_MAX] = {
+		[STORE_SEL_ID] = SECRET_COLS "AND s.id = :id",
+		[STORE_SEL_BUNDLE] = SECRET_COLS "AND s.bundle_id = :bundle "
 		    "ORDER BY s.id",
-		[SEL_ALL] = SECRET_COLS "ORDER BY s.id",
+		[STORE_SEL_ALL] = SECRET_COLS "ORDER BY s.id",
 	};
 	struct reg_each	 e;
 	sqlite3_stmt	*st;
@@ -374,14 +364,15 @@ sq_tools_each(sqlite3_stmt *st, store_tool_item_fn fn, void *arg)
 int
 sq_tools(const struct store_sel *sel, store_tool_item_fn fn, void *arg)
 {
-	static const char *const sql[SEL_MAX] = {
-		[SEL_ID] = TOOL_COLS TOOL_FROM "WHERE t.org_id = :org AND "
-		    "t.id = :id",
-		[SEL_NAME] = TOOL_COLS TOOL_FROM "WHERE t.org_id = :org AND "
-		    "t.name = :name",
-		[SEL_BUNDLE] = TOOL_COLS TOOL_FROM "WHERE t.org_id = :org AND "
-		    "t.bundle_id = :bundle ORDER BY t.id",
-		[SEL_ALL] = TOOL_COLS TOOL_FROM "WHERE t.org_id = :org "
+	static const char *const sql[STORE_SEL_MAX] = {
+		[STORE_SEL_ID] = TOOL_COLS TOOL_FROM "WHERE t.org_id = :org "
+		    "AND t.id = :id",
+		[STORE_SEL_NAME] = TOOL_COLS TOOL_FROM "WHERE t.org_id = :org "
+		    "AND t.name = :name",
+		[STORE_SEL_BUNDLE] = TOOL_COLS TOOL_FROM
+		    "WHERE t.org_id = :org AND t.bundle_id = :bundle "
+		    "ORDER BY t.id",
+		[STORE_SEL_ALL] = TOOL_COLS TOOL_FROM "WHERE t.org_id = :org "
 		    "ORDER BY t.id",
 	};
 	sqlite3_stmt	*st;
@@ -543,17 +534,18 @@ sq_bundle_row(sqlite3_stmt *st, void *arg)
 int
 sq_bundles(const struct store_sel *sel, store_bundle_item_fn fn, void *arg)
 {
-	static const char *const full[SEL_MAX] = {
-		[SEL_ID] = BUNDLE_COLS BUNDLE_FULL BUNDLE_FROM "AND b.id = :id",
-		[SEL_NAME] = BUNDLE_COLS BUNDLE_FULL BUNDLE_FROM
+	static const char *const full[STORE_SEL_MAX] = {
+		[STORE_SEL_ID] = BUNDLE_COLS BUNDLE_FULL BUNDLE_FROM
+		    "AND b.id = :id",
+		[STORE_SEL_NAME] = BUNDLE_COLS BUNDLE_FULL BUNDLE_FROM
 		    "AND b.name = :name",
-		[SEL_ALL] = BUNDLE_COLS BUNDLE_FULL BUNDLE_FROM
+		[STORE_SEL_ALL] = BUNDLE_COLS BUNDLE_FULL BUNDLE_FROM
 		    "ORDER BY b.id",
 	};
-	static const char *const brief[SEL_MAX] = {
-		[SEL_ID] = BUNDLE_COLS BUNDLE_FROM "AND b.id = :id",
-		[SEL_NAME] = BUNDLE_COLS BUNDLE_FROM "AND b.name = :name",
-		[SEL_ALL] = BUNDLE_COLS BUNDLE_FROM "ORDER BY b.id",
+	static const char *const brief[STORE_SEL_MAX] = {
+		[STORE_SEL_ID] = BUNDLE_COLS BUNDLE_FROM "AND b.id = :id",
+		[STORE_SEL_NAME] = BUNDLE_COLS BUNDLE_FROM "AND b.name = :name",
+		[STORE_SEL_ALL] = BUNDLE_COLS BUNDLE_FROM "ORDER BY b.id",
 	};
 	struct reg_each	 e;
 	sqlite3_stmt	*st;
