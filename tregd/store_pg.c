@@ -403,6 +403,15 @@ pgq_null(struct pgq *q)
 	q->vals[pgq_next(q)] = NULL;
 }
 
+void
+pgq_intif(struct pgq *q, int has, int64_t v)
+{
+	if (has)
+		pgq_int(q, v);
+	else
+		pgq_null(q);
+}
+
 PGresult *
 pg_run(struct pg_stmt *st, const struct pgq *q)
 {

@@ -46,15 +46,27 @@ pg_each(struct pg_stmt *st, const struct pgq *q, pg_row_fn row, void *arg)
 }
 
 int
+pg_row(struct pg_stmt *st, const struct pgq *q, PGresult **res)
+{
+	if ((*res = pg_run(st, q)) == NULL)
+		return (-1);
+	if (PQntuples(*res) == 0) {
+		PQclear(*res);
+		*res = NULL;
+		return (1);
+	}
+	return (0);
+}
+
+int
 pg_one(struct pg_stmt *st, const struct pgq *q, pg_row_fn row, void *arg)
 {
 	PGresult	*res;
-	int		 rc = 1;
+	int		 rc;
 
-	if ((res = pg_run(st, q)) == NULL)
-		return (-1);
-	if (PQntuples(res) >= 1)
-		rc = row != NULL && row(res, 0, arg) < 0 ? -1 : 0;
+	if ((rc = pg_row(st, q, &res)) != 0)
+		return (rc);
+	rc = row != NULL && row(res, 0, arg) < 0 ? -1 : 0;
 	PQclear(res);
 	return (rc);
 }
@@ -109,12 +121,8 @@ pg_counts(struct store_counts *c)
 	    "(SELECT count(*) FROM calls WHERE action = 'GRANT')", 0 };
 	PGresult		*res;
 
-	if ((res = pg_run(&st, NULL)) == NULL)
+	if (pg_row(&st, NULL, &res) != 0)
 		return (-1);
-	if (PQntuples(res) != 1) {
-		PQclear(res);
-		return (-1);
-	}
 	c->users = pg_int(res, 0, 0);
 	c->orgs = pg_int(res, 0, 1);
 	c->tools = pg_int(res, 0, 2);
@@ -227,19 +235,16 @@ pg_user_by_email(const char *email, int64_t *id, int *is_agent)
 	    "WHERE email = $1", 0 };
 	struct pgq		 q;
 	PGresult		*res;
-	int			 rc = 1;
+	int			 rc;
 
 	pgq_init(&q);
 	pgq_text(&q, email);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	if (PQntuples(res) == 1) {
-		*id = pg_int(res, 0, 0);
-		*is_agent = pg_int(res, 0, 1) != 0;
-		rc = 0;
-	}
+	if ((rc = pg_row(&st, &q, &res)) != 0)
+		return (rc);
+	*id = pg_int(res, 0, 0);
+	*is_agent = pg_int(res, 0, 1) != 0;
 	PQclear(res);
-	return (rc);
+	return (0);
 }
 
 static int
@@ -316,16 +321,27 @@ pg_insert(struct pg_stmt *st, const struct pgq *q, int64_t *id)
 }
 
 int
-pg_changed(struct pg_stmt *st, const struct pgq *q)
+pg_write(struct pg_stmt *st, const struct pgq *q, int64_t *id)
 {
 	PGresult	*res;
 	int		 n;
 
 	if ((res = pg_run(st, q)) == NULL)
-		return (-1);
-	n = strtonum(PQcmdTuples(res), 0, INT32_MAX, NULL);
+		return (pg_unique_violation() ? STORE_TAKEN : -1);
+	if (id != NULL && PQntuples(res) == 1)
+		*id = pg_int(res, 0, 0);
+	n = PQntuples(res) > 0 ? PQntuples(res) :
+	    (int)strtonum(PQcmdTuples(res), 0, INT32_MAX, NULL);
 	PQclear(res);
-	return (n == 0 ? 1 : 0);
+	return (n > 0 ? 0 : 1);
+}
+
+int
+pg_changed(struct pg_stmt *st, const struct pgq *q)
+{
+	int	 rc;
+
+	return ((rc = pg_write(st, q, NULL)) == STORE_TAKEN ? -1 : rc);
 }
 
 /* ------------------------------------------------------------------ */

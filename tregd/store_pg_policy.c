@@ -78,10 +78,7 @@ pg_deny_insert(const struct store_deny *d, int64_t *id)
 	pgq_text(&q, d->host);
 	pgq_text(&q, d->path_prefix);
 	pgq_text(&q, d->method);
-	if (d->user_id != 0)
-		pgq_int(&q, d->user_id);
-	else
-		pgq_null(&q);
+	pgq_intif(&q, d->user_id != 0, d->user_id);
 	pgq_text(&q, d->note);
 	pgq_int(&q, d->created_by);
 	pgq_text(&q, d->created_at);

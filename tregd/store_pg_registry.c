@@ -16,7 +16,6 @@
 
 static struct pg_stmt *pg_sel(struct pg_stmt [], const struct store_sel *,
 		    struct pgq *);
-static int	 pg_write(struct pg_stmt *, const struct pgq *, int64_t *);
 static int	 pg_ref_row(const PGresult *, int, void *);
 static int	 pg_secret_row(const PGresult *, int, void *);
 static int	 pg_user_row(const PGresult *, int, void *);
@@ -35,13 +34,14 @@ pg_member_by_token(const uint8_t hash[STORE_HASH_LEN],
 	    "o.id = m.org_id WHERE m.token_hash = $1", 0 };
 	struct pgq		 q;
 	PGresult		*res;
+	int			 rc;
 
 	memset(m, 0, sizeof(*m));
 	pgq_init(&q);
 	pgq_blob(&q, hash, STORE_HASH_LEN);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	if (PQntuples(res) != 1 || PQgetlength(res, 0, 9) != STORE_HASH_LEN) {
+	if ((rc = pg_row(&st, &q, &res)) != 0)
+		return (rc);
+	if (PQgetlength(res, 0, 9) != STORE_HASH_LEN) {
 		PQclear(res);
 		return (1);
 	}
@@ -69,17 +69,14 @@ pg_secret_get(int64_t org, int64_t id, struct store_secret *s)
 	struct pgq		 q;
 	PGresult		*res;
 	size_t			 len;
+	int			 rc;
 
 	memset(s, 0, sizeof(*s));
 	pgq_init(&q);
 	pgq_int(&q, org);
 	pgq_int(&q, id);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	if (PQntuples(res) != 1) {
-		PQclear(res);
-		return (1);
-	}
+	if ((rc = pg_row(&st, &q, &res)) != 0)
+		return (rc);
 	s->id = pg_int(res, 0, 0);
 	s->org_id = pg_int(res, 0, 1);
 	pg_copy(s->name, sizeof(s->name), res, 0, 2);
@@ -200,17 +197,14 @@ pg_tool_by_name(int64_t org, const char *name, struct store_tool *t)
 	    "WHERE t.org_id = $1 AND t.name = $2", 0 };
 	struct pgq		 q;
 	PGresult		*res;
+	int			 rc;
 
 	memset(t, 0, sizeof(*t));
 	pgq_init(&q);
 	pgq_int(&q, org);
 	pgq_text(&q, name);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	if (PQntuples(res) != 1) {
-		PQclear(res);
-		return (1);
-	}
+	if ((rc = pg_row(&st, &q, &res)) != 0)
+		return (rc);
 	t->id = pg_int(res, 0, 0);
 	t->org_id = pg_int(res, 0, 1);
 	pg_copy(t->name, sizeof(t->name), res, 0, 2);
@@ -260,23 +254,6 @@ pg_sel(struct pg_stmt st[], const struct store_sel *sel,
 	else if (which == STORE_SEL_BUNDLE)
 		pgq_int(q, sel->bundle);
 	return (&st[which]);
-}
-
-/* A write: 0 done, STORE_TAKEN a UNIQUE refused it, -1 failed. */
-static int
-pg_write(struct pg_stmt *st, const struct pgq *q, int64_t *id)
-{
-	PGresult	*res;
-	int		 n;
-
-	if ((res = pg_run(st, q)) == NULL)
-		return (pg_unique_violation() ? STORE_TAKEN : -1);
-	if (id != NULL && PQntuples(res) == 1)
-		*id = pg_int(res, 0, 0);
-	n = PQntuples(res) > 0 ? PQntuples(res) :
-	    (int)strtonum(PQcmdTuples(res), 0, INT32_MAX, NULL);
-	PQclear(res);
-	return (n > 0 ? 0 : 1);
 }
 
 int
@@ -377,10 +354,7 @@ pg_secret_insert(const struct store_secret *s, int64_t *id)
 	pgq_text(&q, s->name);
 	pgq_text(&q, s->kind);
 	pgq_int(&q, s->owner_id);
-	if (s->bundle_id > 0)
-		pgq_int(&q, s->bundle_id);
-	else
-		pgq_null(&q);
+	pgq_intif(&q, s->bundle_id > 0, s->bundle_id);
 	pgq_text(&q, s->created_at);
 	return (pg_write(&st, &q, id));
 }
@@ -563,10 +537,7 @@ pg_tool_insert(const struct store_tool_item *t, int64_t *id)
 
 	pg_tool_params(&q, t);
 	pgq_int(&q, t->owner_id);
-	if (t->bundle_id > 0)
-		pgq_int(&q, t->bundle_id);
-	else
-		pgq_null(&q);
+	pgq_intif(&q, t->bundle_id > 0, t->bundle_id);
 	pgq_text(&q, t->created_at);
 	return (pg_write(&st, &q, id));
 }
@@ -715,19 +686,16 @@ pg_bundle_outside_user(int64_t id, char *tool, char *secret, size_t len)
 	    "(t.bundle_id IS NULL OR t.bundle_id <> $1) LIMIT 1", 0 };
 	struct pgq		 q;
 	PGresult		*res;
-	int			 rc = 1;
+	int			 rc;
 
 	pgq_init(&q);
 	pgq_int(&q, id);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	if (PQntuples(res) == 1) {
-		pg_copy(tool, len, res, 0, 0);
-		pg_copy(secret, len, res, 0, 1);
-		rc = 0;
-	}
+	if ((rc = pg_row(&st, &q, &res)) != 0)
+		return (rc);
+	pg_copy(tool, len, res, 0, 0);
+	pg_copy(secret, len, res, 0, 1);
 	PQclear(res);
-	return (rc);
+	return (0);
 }
 
 /*

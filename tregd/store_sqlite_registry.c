@@ -23,6 +23,8 @@ static void	 sq_colmap(struct reg_each *, sqlite3_stmt *,
 		    const char *const [], int);
 static const char *sq_ntext(sqlite3_stmt *, int);
 static int	 sq_write(sqlite3_stmt *);
+static int	 sq_write_id(sqlite3_stmt *, int64_t *);
+static int	 sq_updated(sqlite3_stmt *);
 static int	 sq_changed(sqlite3_stmt *);
 static int	 sq_secret_row(sqlite3_stmt *, void *);
 static int	 sq_user_row(sqlite3_stmt *, void *);
@@ -99,15 +101,35 @@ sq_write(sqlite3_stmt *st)
 	return (-1);
 }
 
-/* A write of one row by id: 0 done, 1 no such row, -1 failed. */
+/* An insert's sq_write(), and its rowid in *id when done. */
+static int
+sq_write_id(sqlite3_stmt *st, int64_t *id)
+{
+	int	 rc;
+
+	if ((rc = sq_write(st)) == 0)
+		*id = sqlite3_last_insert_rowid(vault_db);
+	return (rc);
+}
+
+/* A write of one row by id: 0 done, 1 no such row, STORE_TAKEN, -1. */
+static int
+sq_updated(sqlite3_stmt *st)
+{
+	int	 rc;
+
+	if ((rc = sq_write(st)) != 0)
+		return (rc);
+	return (sqlite3_changes(vault_db) > 0 ? 0 : 1);
+}
+
+/* The same where no UNIQUE can refuse it: 0, 1, -1. */
 static int
 sq_changed(sqlite3_stmt *st)
 {
 	int	 rc;
 
-	if ((rc = sq_write(st)) != 0)
-		return (rc == STORE_TAKEN ? -1 : rc);
-	return (sqlite3_changes(vault_db) > 0 ? 0 : 1);
+	return ((rc = sq_updated(st)) == STORE_TAKEN ? -1 : rc);
 }
 
 /* ------------------------------------------------------------------ */
@@ -212,7 +234,6 @@ int
 sq_secret_insert(const struct store_secret *s, int64_t *id)
 {
 	sqlite3_stmt	*st;
-	int		 rc;
 
 	if ((st = db_prepare("INSERT INTO secrets (org_id, name, kind, "
 	    "owner_id, bundle_id, sealed, created_at) VALUES (:org, :name, "
@@ -225,9 +246,7 @@ sq_secret_insert(const struct store_secret *s, int64_t *id)
 	if (s->bundle_id > 0)
 		sq_int(st, ":bundle", s->bundle_id);
 	sq_text(st, ":at", s->created_at);
-	if ((rc = sq_write(st)) == 0)
-		*id = sqlite3_last_insert_rowid(vault_db);
-	return (rc);
+	return (sq_write_id(st, id));
 }
 
 int
@@ -427,7 +446,6 @@ int
 sq_tool_insert(const struct store_tool_item *t, int64_t *id)
 {
 	sqlite3_stmt	*st;
-	int		 rc;
 
 	if ((st = db_prepare("INSERT INTO tools (org_id, name, owner_id, "
 	    "base_url, host, bindings, cli, health_check, examples, "
@@ -439,16 +457,13 @@ sq_tool_insert(const struct store_tool_item *t, int64_t *id)
 	if (t->bundle_id > 0)
 		sq_int(st, ":bundle", t->bundle_id);
 	sq_text(st, ":at", t->created_at);
-	if ((rc = sq_write(st)) == 0)
-		*id = sqlite3_last_insert_rowid(vault_db);
-	return (rc);
+	return (sq_write_id(st, id));
 }
 
 int
 sq_tool_update(const struct store_tool_item *t)
 {
 	sqlite3_stmt	*st;
-	int		 rc;
 
 	if ((st = db_prepare("UPDATE tools SET name = :name, base_url = "
 	    ":base_url, host = :host, bindings = :bindings, cli = :cli, "
@@ -457,9 +472,7 @@ sq_tool_update(const struct store_tool_item *t)
 		return (-1);
 	sq_tool_bind(st, t);
 	sq_int(st, ":id", t->id);
-	if ((rc = sq_write(st)) != 0)
-		return (rc);
-	return (sqlite3_changes(vault_db) > 0 ? 0 : 1);
+	return (sq_updated(st));
 }
 
 int
@@ -562,7 +575,6 @@ int
 sq_bundle_insert(const struct store_bundle_item *b, int64_t *id)
 {
 	sqlite3_stmt	*st;
-	int		 rc;
 
 	if ((st = db_prepare("INSERT INTO bundles (org_id, name, owner_id, "
 	    "recipe, files, created_at) VALUES (:org, :name, :owner, "
@@ -574,9 +586,7 @@ sq_bundle_insert(const struct store_bundle_item *b, int64_t *id)
 	sq_text(st, ":recipe", b->recipe);
 	sq_text(st, ":files", b->files);
 	sq_text(st, ":at", b->created_at);
-	if ((rc = sq_write(st)) == 0)
-		*id = sqlite3_last_insert_rowid(vault_db);
-	return (rc);
+	return (sq_write_id(st, id));
 }
 
 int
