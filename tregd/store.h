@@ -339,6 +339,14 @@ struct store_sel {
 	int64_t		 bundle;
 	int		 brief;
 };
+/* Which of those rules applies: an engine's statement for each. */
+enum store_sel_by {
+	STORE_SEL_ID,
+	STORE_SEL_NAME,
+	STORE_SEL_BUNDLE,
+	STORE_SEL_ALL,
+	STORE_SEL_MAX
+};
 
 /*
  * An object's owner and names, for the edit and reference checks; the
@@ -403,6 +411,32 @@ struct store_bundle_item {
 };
 typedef int	(*store_bundle_item_fn)(const struct store_bundle_item *,
 		    void *);
+
+/*
+ * Inside the engines: a listing's callback and its argument, handed
+ * through the engine's row walk to the function that reads one row.
+ */
+struct store_each {
+	union {
+		store_org_member_fn	 member;
+		store_secret_row_fn	 secret_row;
+		store_org_fn		 org;
+		store_deny_fn		 deny;
+		store_membership_fn	 membership;
+		store_invite_fn		 invite;
+		store_user_fn		 user;
+		store_org_row_fn	 org_row;
+		store_text_fn		 text;
+		store_secret_item_fn	 secret;
+		store_secret_user_fn	 secret_user;
+		store_tool_item_fn	 tool;
+		store_bundle_item_fn	 bundle;
+		store_runs_fn		 runs;
+		store_calls_fn		 calls;
+		store_sealed_fn		 sealed;
+	}		 fn;
+	void		*arg;
+};
 
 struct store_ops {
 	const char	*name;
@@ -679,6 +713,7 @@ int		 store_health(int64_t, const char *, int64_t,
 		    store_secret_row_fn, void *);
 
 /* vault_tool.c */
+enum store_sel_by store_sel_by(const struct store_sel *);
 /* Object id (name NULL) or name of org: 0 and *ref, 1 none, -1. */
 int		 store_ref_get(enum store_object, int64_t, int64_t,
 		    const char *, struct store_ref *);

@@ -300,20 +300,14 @@ static int64_t
 pg_version(void)
 {
 	static struct pg_stmt	 st = { "SELECT v FROM tregd_version", 0 };
-	PGresult		*res;
-	int64_t			 v = -1;
+	int64_t			 v;
 
 	/* Read with the token's membership: one round trip less. */
 	if (pg_seen_ok) {
 		pg_seen_ok = 0;
 		return (pg_seen);
 	}
-	if ((res = pg_run(&st, NULL)) == NULL)
-		return (-1);
-	if (PQntuples(res) == 1)
-		v = pg_int(res, 0, 0);
-	PQclear(res);
-	return (v);
+	return (pg_value(&st, NULL, &v) == 0 ? v : -1);
 }
 
 /*
@@ -407,6 +401,15 @@ void
 pgq_null(struct pgq *q)
 {
 	q->vals[pgq_next(q)] = NULL;
+}
+
+void
+pgq_intif(struct pgq *q, int has, int64_t v)
+{
+	if (has)
+		pgq_int(q, v);
+	else
+		pgq_null(q);
 }
 
 PGresult *

@@ -36,8 +36,24 @@ void		 pgq_int(struct pgq *, int64_t);
 void		 pgq_text(struct pgq *, const char *);	/* NULL: NULL */
 void		 pgq_blob(struct pgq *, const void *, size_t);
 void		 pgq_null(struct pgq *);
+void		 pgq_intif(struct pgq *, int, int64_t);	/* 0: NULL */
 /* Rows (or none) in binary, or NULL with store_error() set. */
 PGresult	*pg_run(struct pg_stmt *, const struct pgq *);
+/* Reads row i of a result; non-zero stops a walk (< 0: a failure). */
+typedef int	(*pg_row_fn)(const PGresult *, int, void *);
+/* Every row to row() until it stops: 0, or -1. */
+int		 pg_each(struct pg_stmt *, const struct pgq *, pg_row_fn,
+		    void *);
+/* A result with a row in *res (the caller clears it): 0, 1 none, -1. */
+int		 pg_row(struct pg_stmt *, const struct pgq *, PGresult **);
+/* The first row to row() (NULL: only whether any): 0, 1 none, -1. */
+int		 pg_one(struct pg_stmt *, const struct pgq *, pg_row_fn,
+		    void *);
+/* A write: 0 done (*id from RETURNING), 1 no row, STORE_TAKEN, -1. */
+int		 pg_write(struct pg_stmt *, const struct pgq *, int64_t *);
+/* Up to max ids from the first column; *n how many. */
+int		 pg_ids(struct pg_stmt *, const struct pgq *, int64_t *,
+		    size_t, size_t *);
 void		 pg_version_seen(int64_t);
 int		 pg_exec(const char *);
 int		 pg_fail(PGresult *, const char *);

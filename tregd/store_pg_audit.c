@@ -83,15 +83,6 @@ static void	 runs_params(struct pgq *, int64_t, const char *, const char *,
 static int	 runs_row(const PGresult *, int, store_runs_fn, void *);
 static int	 calls_row(const PGresult *, int, store_calls_fn, void *);
 
-static void
-pgq_intif(struct pgq *q, int has, int64_t v)
-{
-	if (has)
-		pgq_int(q, v);
-	else
-		pgq_null(q);
-}
-
 static int
 pg_returning_id(struct pg_stmt *st, const struct pgq *q, int64_t *id)
 {
@@ -203,18 +194,15 @@ runs_cursor(char src, int64_t id, char *at, size_t len)
 	    "WHERE id = $1", 0 };
 	struct pgq		 q;
 	PGresult		*res;
-	int			 rc = 1;
+	int			 rc;
 
 	pgq_init(&q);
 	pgq_int(&q, id);
-	if ((res = pg_run(src == 's' ? &run : &grant, &q)) == NULL)
-		return (-1);
-	if (PQntuples(res) == 1) {
-		pg_copy(at, len, res, 0, 0);
-		rc = 0;
-	}
+	if ((rc = pg_row(src == 's' ? &run : &grant, &q, &res)) != 0)
+		return (rc);
+	pg_copy(at, len, res, 0, 0);
 	PQclear(res);
-	return (rc);
+	return (0);
 }
 
 int

@@ -24,33 +24,29 @@
 	"i.created_at, o.slug, o.name FROM invites i "			\
 	"JOIN orgs o ON o.id = i.org_id "
 
-static int	pg_membership_rows(PGresult *, store_membership_fn, void *);
-static int	pg_invite_rows(PGresult *, store_invite_fn, void *);
+static int	pg_membership_row(const PGresult *, int, void *);
+static int	pg_invite_row(const PGresult *, int, void *);
 
 static int
-pg_membership_rows(PGresult *res, store_membership_fn fn, void *arg)
+pg_membership_row(const PGresult *res, int i, void *arg)
 {
+	struct store_each	*e = arg;
 	struct store_membership	 m;
-	int			 i, stop = 0;
 
-	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
-		memset(&m, 0, sizeof(m));
-		m.id = pg_int(res, i, 0);
-		m.user_id = pg_int(res, i, 1);
-		m.org_id = pg_int(res, i, 2);
-		m.role = pg_text(res, i, 3);
-		m.tool_access = pg_ntext(res, i, 4);
-		m.local_run_enabled = pg_int(res, i, 5) != 0;
-		m.agent_name = pg_ntext(res, i, 6);
-		m.created_at = pg_text(res, i, 7);
-		m.is_agent = pg_int(res, i, 8) != 0;
-		m.email = pg_text(res, i, 9);
-		m.org_slug = pg_text(res, i, 10);
-		m.org_name = pg_text(res, i, 11);
-		stop = fn(&m, arg);
-	}
-	PQclear(res);
-	return (stop < 0 ? -1 : 0);
+	memset(&m, 0, sizeof(m));
+	m.id = pg_int(res, i, 0);
+	m.user_id = pg_int(res, i, 1);
+	m.org_id = pg_int(res, i, 2);
+	m.role = pg_text(res, i, 3);
+	m.tool_access = pg_ntext(res, i, 4);
+	m.local_run_enabled = pg_int(res, i, 5) != 0;
+	m.agent_name = pg_ntext(res, i, 6);
+	m.created_at = pg_text(res, i, 7);
+	m.is_agent = pg_int(res, i, 8) != 0;
+	m.email = pg_text(res, i, 9);
+	m.org_slug = pg_text(res, i, 10);
+	m.org_name = pg_text(res, i, 11);
+	return (e->fn.membership(&m, e->arg));
 }
 
 int
@@ -81,19 +77,13 @@ pg_membership_get(int64_t user, int64_t org, store_membership_fn fn,
 {
 	static struct pg_stmt	 st = { MEMBERSHIP_SELECT "WHERE "
 	    "m.user_id = $1 AND m.org_id = $2", 0 };
+	struct store_each	 e = { .fn.membership = fn, .arg = arg };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_int(&q, user);
 	pgq_int(&q, org);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	if (PQntuples(res) == 0) {
-		PQclear(res);
-		return (1);
-	}
-	return (pg_membership_rows(res, fn, arg));
+	return (pg_one(&st, &q, pg_membership_row, &e));
 }
 
 int
@@ -102,15 +92,13 @@ pg_memberships(int64_t org, int agents, store_membership_fn fn, void *arg)
 	static struct pg_stmt	 st = { MEMBERSHIP_SELECT "WHERE "
 	    "m.org_id = $1 AND ($2::bigint < 0 OR u.is_agent = $2::bigint) "
 	    "ORDER BY m.id", 0 };
+	struct store_each	 e = { .fn.membership = fn, .arg = arg };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_int(&q, org);
 	pgq_int(&q, agents < 0 ? -1 : agents != 0);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	return (pg_membership_rows(res, fn, arg));
+	return (pg_each(&st, &q, pg_membership_row, &e));
 }
 
 int
@@ -118,14 +106,12 @@ pg_user_memberships(int64_t user, store_membership_fn fn, void *arg)
 {
 	static struct pg_stmt	 st = { MEMBERSHIP_SELECT "WHERE "
 	    "m.user_id = $1 ORDER BY o.id", 0 };
+	struct store_each	 e = { .fn.membership = fn, .arg = arg };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_int(&q, user);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	return (pg_membership_rows(res, fn, arg));
+	return (pg_each(&st, &q, pg_membership_row, &e));
 }
 
 int
@@ -200,44 +186,33 @@ pg_user_org_ids(int64_t user, const char *org, int64_t *ids, size_t max,
 	    "JOIN orgs o ON o.id = m.org_id WHERE m.user_id = $1 AND "
 	    "($2 = '' OR o.slug = $2 OR o.name = $2) ORDER BY m.id", 0 };
 	struct pgq		 q;
-	PGresult		*res;
-	int			 i;
 
 	pgq_init(&q);
 	pgq_int(&q, user);
 	pgq_text(&q, org);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	for (i = 0; i < PQntuples(res) && *n < max; i++)
-		ids[(*n)++] = pg_int(res, i, 0);
-	PQclear(res);
-	return (0);
+	return (pg_ids(&st, &q, ids, max, n));
 }
 
 static int
-pg_invite_rows(PGresult *res, store_invite_fn fn, void *arg)
+pg_invite_row(const PGresult *res, int i, void *arg)
 {
+	struct store_each	*e = arg;
 	struct store_invite	 iv;
-	int			 i, stop = 0;
 
-	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
-		memset(&iv, 0, sizeof(iv));
-		iv.id = pg_int(res, i, 0);
-		iv.org_id = pg_int(res, i, 1);
-		iv.email = pg_text(res, i, 2);
-		iv.role = pg_text(res, i, 3);
-		iv.tool_access = pg_ntext(res, i, 4);
-		iv.local_run_enabled = pg_int(res, i, 5) != 0;
-		iv.expires_at = pg_int(res, i, 6);
-		iv.used = pg_int(res, i, 7) != 0;
-		iv.created_by = pg_int(res, i, 8);
-		iv.created_at = pg_text(res, i, 9);
-		iv.org_slug = pg_text(res, i, 10);
-		iv.org_name = pg_text(res, i, 11);
-		stop = fn(&iv, arg);
-	}
-	PQclear(res);
-	return (stop < 0 ? -1 : 0);
+	memset(&iv, 0, sizeof(iv));
+	iv.id = pg_int(res, i, 0);
+	iv.org_id = pg_int(res, i, 1);
+	iv.email = pg_text(res, i, 2);
+	iv.role = pg_text(res, i, 3);
+	iv.tool_access = pg_ntext(res, i, 4);
+	iv.local_run_enabled = pg_int(res, i, 5) != 0;
+	iv.expires_at = pg_int(res, i, 6);
+	iv.used = pg_int(res, i, 7) != 0;
+	iv.created_by = pg_int(res, i, 8);
+	iv.created_at = pg_text(res, i, 9);
+	iv.org_slug = pg_text(res, i, 10);
+	iv.org_name = pg_text(res, i, 11);
+	return (e->fn.invite(&iv, e->arg));
 }
 
 int
@@ -268,15 +243,13 @@ pg_invites_each(int64_t org, int64_t now, store_invite_fn fn, void *arg)
 {
 	static struct pg_stmt	 st = { INVITE_SELECT "WHERE i.org_id = $1 "
 	    "AND i.used = 0 AND i.expires_at > $2 ORDER BY i.id", 0 };
+	struct store_each	 e = { .fn.invite = fn, .arg = arg };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_int(&q, org);
 	pgq_int(&q, now);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	return (pg_invite_rows(res, fn, arg));
+	return (pg_each(&st, &q, pg_invite_row, &e));
 }
 
 int
@@ -285,18 +258,12 @@ pg_invite_by_code(const uint8_t hash[STORE_HASH_LEN], store_invite_fn fn,
 {
 	static struct pg_stmt	 st = { INVITE_SELECT "WHERE "
 	    "i.code_hash = $1", 0 };
+	struct store_each	 e = { .fn.invite = fn, .arg = arg };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_blob(&q, hash, STORE_HASH_LEN);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	if (PQntuples(res) == 0) {
-		PQclear(res);
-		return (1);
-	}
-	return (pg_invite_rows(res, fn, arg));
+	return (pg_one(&st, &q, pg_invite_row, &e));
 }
 
 int

@@ -13,24 +13,98 @@
 #include "log.h"
 #include "store_pg.h"
 
-static int	pg_secret_rows(PGresult *, store_secret_row_fn, void *);
+/* An id list being filled, for pg_id_row(). */
+struct pg_idlist {
+	int64_t		*ids;
+	size_t		 max;
+	size_t		*n;
+};
+
+static int	pg_value_row(const PGresult *, int, void *);
+static int	pg_id_row(const PGresult *, int, void *);
+static int	pg_member_row(const PGresult *, int, void *);
+static int	pg_secret_row(const PGresult *, int, void *);
+static int	pg_org_row(const PGresult *, int, void *);
+static int	pg_user_row(const PGresult *, int, void *);
+static int	pg_org_full_row(const PGresult *, int, void *);
+
+/* ------------------------------------------------------------------ */
+/* Shared by the engine's files: rows, one row, one value, one write.  */
+
+int
+pg_each(struct pg_stmt *st, const struct pgq *q, pg_row_fn row, void *arg)
+{
+	PGresult	*res;
+	int		 i, stop = 0;
+
+	if ((res = pg_run(st, q)) == NULL)
+		return (-1);
+	for (i = 0; i < PQntuples(res) && stop == 0; i++)
+		stop = row(res, i, arg);
+	PQclear(res);
+	return (stop < 0 ? -1 : 0);
+}
+
+int
+pg_row(struct pg_stmt *st, const struct pgq *q, PGresult **res)
+{
+	if ((*res = pg_run(st, q)) == NULL)
+		return (-1);
+	if (PQntuples(*res) == 0) {
+		PQclear(*res);
+		*res = NULL;
+		return (1);
+	}
+	return (0);
+}
+
+int
+pg_one(struct pg_stmt *st, const struct pgq *q, pg_row_fn row, void *arg)
+{
+	PGresult	*res;
+	int		 rc;
+
+	if ((rc = pg_row(st, q, &res)) != 0)
+		return (rc);
+	rc = row != NULL && row(res, 0, arg) < 0 ? -1 : 0;
+	PQclear(res);
+	return (rc);
+}
+
+static int
+pg_value_row(const PGresult *res, int i, void *arg)
+{
+	int64_t	*v = arg;
+
+	*v = pg_int(res, i, 0);
+	return (0);
+}
 
 /* The first column of the first row (a count, an id), or whether any. */
 int
 pg_value(struct pg_stmt *st, const struct pgq *q, int64_t *v)
 {
-	PGresult	*res;
-	int		 rc = 1;
+	return (pg_one(st, q, v != NULL ? pg_value_row : NULL, v));
+}
 
-	if ((res = pg_run(st, q)) == NULL)
-		return (-1);
-	if (PQntuples(res) >= 1) {
-		if (v != NULL)
-			*v = pg_int(res, 0, 0);
-		rc = 0;
-	}
-	PQclear(res);
-	return (rc);
+static int
+pg_id_row(const PGresult *res, int i, void *arg)
+{
+	struct pg_idlist	*l = arg;
+
+	l->ids[(*l->n)++] = pg_int(res, i, 0);
+	return (*l->n >= l->max);
+}
+
+int
+pg_ids(struct pg_stmt *st, const struct pgq *q, int64_t *ids, size_t max,
+    size_t *n)
+{
+	struct pg_idlist	 l = { ids, max, n };
+
+	if (*n >= max)
+		return (0);
+	return (pg_each(st, q, pg_id_row, &l));
 }
 
 int
@@ -47,12 +121,8 @@ pg_counts(struct store_counts *c)
 	    "(SELECT count(*) FROM calls WHERE action = 'GRANT')", 0 };
 	PGresult		*res;
 
-	if ((res = pg_run(&st, NULL)) == NULL)
+	if (pg_row(&st, NULL, &res) != 0)
 		return (-1);
-	if (PQntuples(res) != 1) {
-		PQclear(res);
-		return (-1);
-	}
 	c->users = pg_int(res, 0, 0);
 	c->orgs = pg_int(res, 0, 1);
 	c->tools = pg_int(res, 0, 2);
@@ -65,6 +135,23 @@ pg_counts(struct store_counts *c)
 	return (0);
 }
 
+static int
+pg_member_row(const PGresult *res, int i, void *arg)
+{
+	struct store_each	*e = arg;
+	struct store_org_member	 m;
+
+	memset(&m, 0, sizeof(m));
+	m.user_id = pg_int(res, i, 0);
+	m.email = pg_text(res, i, 1);
+	m.role = pg_text(res, i, 2);
+	m.tool_access = pg_ntext(res, i, 3);
+	m.local_run_enabled = pg_int(res, i, 4) != 0;
+	m.agent_name = pg_text(res, i, 5);
+	m.created_at = pg_text(res, i, 6);
+	return (e->fn.member(&m, e->arg));
+}
+
 int
 pg_org_members(int64_t org, int agents, store_org_member_fn fn, void *arg)
 {
@@ -72,52 +159,32 @@ pg_org_members(int64_t org, int agents, store_org_member_fn fn, void *arg)
 	    "m.tool_access, m.local_run_enabled, m.agent_name, m.created_at "
 	    "FROM memberships m JOIN users u ON u.id = m.user_id "
 	    "WHERE m.org_id = $1 AND u.is_agent = $2 ORDER BY m.id", 0 };
-	struct store_org_member	 m;
+	struct store_each	 e = { .fn.member = fn, .arg = arg };
 	struct pgq		 q;
-	PGresult		*res;
-	int			 i, stop = 0;
 
 	pgq_init(&q);
 	pgq_int(&q, org);
 	pgq_int(&q, agents != 0);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
-		memset(&m, 0, sizeof(m));
-		m.user_id = pg_int(res, i, 0);
-		m.email = pg_text(res, i, 1);
-		m.role = pg_text(res, i, 2);
-		m.tool_access = pg_ntext(res, i, 3);
-		m.local_run_enabled = pg_int(res, i, 4) != 0;
-		m.agent_name = pg_text(res, i, 5);
-		m.created_at = pg_text(res, i, 6);
-		stop = fn(&m, arg);
-	}
-	PQclear(res);
-	return (stop < 0 ? -1 : 0);
+	return (pg_each(&st, &q, pg_member_row, &e));
 }
 
 static int
-pg_secret_rows(PGresult *res, store_secret_row_fn fn, void *arg)
+pg_secret_row(const PGresult *res, int i, void *arg)
 {
+	struct store_each	*e = arg;
 	struct store_secret_row	 s;
-	int			 i, stop = 0;
 
-	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
-		memset(&s, 0, sizeof(s));
-		s.id = pg_int(res, i, 0);
-		s.name = pg_text(res, i, 1);
-		s.kind = pg_text(res, i, 2);
-		s.owner_email = pg_text(res, i, 3);
-		s.bundle_id = pg_int(res, i, 4);
-		s.status = pg_text(res, i, 5);
-		s.status_detail = pg_ntext(res, i, 6);
-		s.checked_at = pg_ntext(res, i, 7);
-		s.created_at = pg_text(res, i, 8);
-		stop = fn(&s, arg);
-	}
-	PQclear(res);
-	return (stop < 0 ? -1 : 0);
+	memset(&s, 0, sizeof(s));
+	s.id = pg_int(res, i, 0);
+	s.name = pg_text(res, i, 1);
+	s.kind = pg_text(res, i, 2);
+	s.owner_email = pg_text(res, i, 3);
+	s.bundle_id = pg_int(res, i, 4);
+	s.status = pg_text(res, i, 5);
+	s.status_detail = pg_ntext(res, i, 6);
+	s.checked_at = pg_ntext(res, i, 7);
+	s.created_at = pg_text(res, i, 8);
+	return (e->fn.secret_row(&s, e->arg));
 }
 
 int
@@ -127,14 +194,12 @@ pg_org_secrets(int64_t org, store_secret_row_fn fn, void *arg)
 	    "coalesce(u.email, ''), s.bundle_id, s.status, s.status_detail, "
 	    "s.checked_at, s.created_at FROM secrets s LEFT JOIN users u ON "
 	    "u.id = s.owner_id WHERE s.org_id = $1 ORDER BY s.id", 0 };
+	struct store_each	 e = { .fn.secret_row = fn, .arg = arg };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_int(&q, org);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	return (pg_secret_rows(res, fn, arg));
+	return (pg_each(&st, &q, pg_secret_row, &e));
 }
 
 /* GET /health's rows have the shape of tregctl's, without the owner. */
@@ -153,16 +218,14 @@ pg_health(int64_t org, const char *access, int64_t user,
 	    "(t.name IN (SELECT jsonb_array_elements_text($2::text::jsonb)) OR "
 	    "b.name IN (SELECT jsonb_array_elements_text($2::text::jsonb))))) "
 	    "ORDER BY s.id", 0 };
+	struct store_each	 e = { .fn.secret_row = fn, .arg = arg };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_int(&q, org);
 	pgq_text(&q, access);
 	pgq_int(&q, user);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	return (pg_secret_rows(res, fn, arg));
+	return (pg_each(&st, &q, pg_secret_row, &e));
 }
 
 int
@@ -172,19 +235,24 @@ pg_user_by_email(const char *email, int64_t *id, int *is_agent)
 	    "WHERE email = $1", 0 };
 	struct pgq		 q;
 	PGresult		*res;
-	int			 rc = 1;
+	int			 rc;
 
 	pgq_init(&q);
 	pgq_text(&q, email);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	if (PQntuples(res) == 1) {
-		*id = pg_int(res, 0, 0);
-		*is_agent = pg_int(res, 0, 1) != 0;
-		rc = 0;
-	}
+	if ((rc = pg_row(&st, &q, &res)) != 0)
+		return (rc);
+	*id = pg_int(res, 0, 0);
+	*is_agent = pg_int(res, 0, 1) != 0;
 	PQclear(res);
-	return (rc);
+	return (0);
+}
+
+static int
+pg_org_row(const PGresult *res, int i, void *arg)
+{
+	struct store_each	*e = arg;
+
+	return (e->fn.org(pg_int(res, i, 0), pg_text(res, i, 1), e->arg));
 }
 
 int
@@ -195,18 +263,12 @@ pg_user_sole_owned(int64_t uid, store_org_fn fn, void *arg)
 	    "m.user_id = $1 AND m.role = 'owner' AND NOT EXISTS (SELECT 1 "
 	    "FROM memberships x WHERE x.org_id = m.org_id AND "
 	    "x.role = 'owner' AND x.user_id <> $1) ORDER BY o.id", 0 };
+	struct store_each	 e = { .fn.org = fn, .arg = arg };
 	struct pgq		 q;
-	PGresult		*res;
-	int			 i, stop = 0;
 
 	pgq_init(&q);
 	pgq_int(&q, uid);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	for (i = 0; i < PQntuples(res) && stop == 0; i++)
-		stop = fn(pg_int(res, i, 0), pg_text(res, i, 1), arg);
-	PQclear(res);
-	return (stop < 0 ? -1 : 0);
+	return (pg_each(&st, &q, pg_org_row, &e));
 }
 
 int
@@ -226,14 +288,10 @@ pg_user_delete(int64_t uid)
 {
 	static struct pg_stmt	 st = { "DELETE FROM users WHERE id = $1", 0 };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_int(&q, uid);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	PQclear(res);
-	return (0);
+	return (pg_changed(&st, &q) == -1 ? -1 : 0);
 }
 
 int
@@ -249,9 +307,6 @@ pg_member_of(int64_t user, int64_t org)
 	return (pg_value(&st, &q, NULL));
 }
 
-/* ------------------------------------------------------------------ */
-/* Shared by the engine's files: one write.                            */
-
 int
 pg_insert(struct pg_stmt *st, const struct pgq *q, int64_t *id)
 {
@@ -266,16 +321,27 @@ pg_insert(struct pg_stmt *st, const struct pgq *q, int64_t *id)
 }
 
 int
-pg_changed(struct pg_stmt *st, const struct pgq *q)
+pg_write(struct pg_stmt *st, const struct pgq *q, int64_t *id)
 {
 	PGresult	*res;
 	int		 n;
 
 	if ((res = pg_run(st, q)) == NULL)
-		return (-1);
-	n = strtonum(PQcmdTuples(res), 0, INT32_MAX, NULL);
+		return (pg_unique_violation() ? STORE_TAKEN : -1);
+	if (id != NULL && PQntuples(res) == 1)
+		*id = pg_int(res, 0, 0);
+	n = PQntuples(res) > 0 ? PQntuples(res) :
+	    (int)strtonum(PQcmdTuples(res), 0, INT32_MAX, NULL);
 	PQclear(res);
-	return (n == 0 ? 1 : 0);
+	return (n > 0 ? 0 : 1);
+}
+
+int
+pg_changed(struct pg_stmt *st, const struct pgq *q)
+{
+	int	 rc;
+
+	return ((rc = pg_write(st, q, NULL)) == STORE_TAKEN ? -1 : rc);
 }
 
 /* ------------------------------------------------------------------ */
@@ -296,27 +362,28 @@ pg_user_insert(const char *email, int is_agent, const char *at, int64_t *id)
 	return (pg_insert(&st, &q, id));
 }
 
+static int
+pg_user_row(const PGresult *res, int i, void *arg)
+{
+	struct store_each	*e = arg;
+	struct store_user	 u;
+
+	memset(&u, 0, sizeof(u));
+	u.id = pg_int(res, i, 0);
+	u.email = pg_text(res, i, 1);
+	u.is_agent = pg_int(res, i, 2) != 0;
+	u.created_at = pg_text(res, i, 3);
+	return (e->fn.user(&u, e->arg));
+}
+
 int
 pg_users_each(store_user_fn fn, void *arg)
 {
 	static struct pg_stmt	 st = { "SELECT id, email, is_agent, "
 	    "created_at FROM users ORDER BY id", 0 };
-	struct store_user	 u;
-	PGresult		*res;
-	int			 i, stop = 0;
+	struct store_each	 e = { .fn.user = fn, .arg = arg };
 
-	if ((res = pg_run(&st, NULL)) == NULL)
-		return (-1);
-	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
-		memset(&u, 0, sizeof(u));
-		u.id = pg_int(res, i, 0);
-		u.email = pg_text(res, i, 1);
-		u.is_agent = pg_int(res, i, 2) != 0;
-		u.created_at = pg_text(res, i, 3);
-		stop = fn(&u, arg);
-	}
-	PQclear(res);
-	return (stop < 0 ? -1 : 0);
+	return (pg_each(&st, NULL, pg_user_row, &e));
 }
 
 int
@@ -381,6 +448,23 @@ pg_org_find(const char *what, int64_t *id, char *slug, size_t len)
 	return (n == 0 ? 1 : n == 1 ? 0 : 2);
 }
 
+static int
+pg_org_full_row(const PGresult *res, int i, void *arg)
+{
+	struct store_each	*e = arg;
+	struct store_org_row	 o;
+
+	memset(&o, 0, sizeof(o));
+	o.id = pg_int(res, i, 0);
+	o.slug = pg_text(res, i, 1);
+	o.name = pg_text(res, i, 2);
+	o.members = pg_int(res, i, 3);
+	o.tools = pg_int(res, i, 4);
+	o.secrets = pg_int(res, i, 5);
+	o.created_at = pg_text(res, i, 6);
+	return (e->fn.org_row(&o, e->arg));
+}
+
 int
 pg_orgs_each(store_org_row_fn fn, void *arg)
 {
@@ -389,25 +473,9 @@ pg_orgs_each(store_org_row_fn fn, void *arg)
 	    "(SELECT count(*) FROM tools WHERE org_id = o.id), "
 	    "(SELECT count(*) FROM secrets WHERE org_id = o.id), "
 	    "o.created_at FROM orgs o ORDER BY o.id", 0 };
-	struct store_org_row	 o;
-	PGresult		*res;
-	int			 i, stop = 0;
+	struct store_each	 e = { .fn.org_row = fn, .arg = arg };
 
-	if ((res = pg_run(&st, NULL)) == NULL)
-		return (-1);
-	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
-		memset(&o, 0, sizeof(o));
-		o.id = pg_int(res, i, 0);
-		o.slug = pg_text(res, i, 1);
-		o.name = pg_text(res, i, 2);
-		o.members = pg_int(res, i, 3);
-		o.tools = pg_int(res, i, 4);
-		o.secrets = pg_int(res, i, 5);
-		o.created_at = pg_text(res, i, 6);
-		stop = fn(&o, arg);
-	}
-	PQclear(res);
-	return (stop < 0 ? -1 : 0);
+	return (pg_each(&st, NULL, pg_org_full_row, &e));
 }
 
 int

@@ -16,27 +16,26 @@
 	"SELECT id, org_id, host, path_prefix, method, user_id, note, "	\
 	"created_by, created_at FROM deny_rules "
 
-static int
-pg_deny_rows(PGresult *res, store_deny_fn fn, void *arg)
-{
-	struct store_deny	 d;
-	int			 i, stop = 0;
+static int	pg_deny_row(const PGresult *, int, void *);
+static int	pg_text_row(const PGresult *, int, void *);
 
-	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
-		memset(&d, 0, sizeof(d));
-		d.id = pg_int(res, i, 0);
-		d.org_id = pg_int(res, i, 1);
-		d.host = pg_ntext(res, i, 2);
-		d.path_prefix = pg_ntext(res, i, 3);
-		d.method = pg_ntext(res, i, 4);
-		d.user_id = pg_int(res, i, 5);
-		d.note = pg_ntext(res, i, 6);
-		d.created_by = pg_int(res, i, 7);
-		d.created_at = pg_text(res, i, 8);
-		stop = fn(&d, arg);
-	}
-	PQclear(res);
-	return (stop < 0 ? -1 : 0);
+static int
+pg_deny_row(const PGresult *res, int i, void *arg)
+{
+	struct store_each	*e = arg;
+	struct store_deny	 d;
+
+	memset(&d, 0, sizeof(d));
+	d.id = pg_int(res, i, 0);
+	d.org_id = pg_int(res, i, 1);
+	d.host = pg_ntext(res, i, 2);
+	d.path_prefix = pg_ntext(res, i, 3);
+	d.method = pg_ntext(res, i, 4);
+	d.user_id = pg_int(res, i, 5);
+	d.note = pg_ntext(res, i, 6);
+	d.created_by = pg_int(res, i, 7);
+	d.created_at = pg_text(res, i, 8);
+	return (e->fn.deny(&d, e->arg));
 }
 
 int
@@ -44,15 +43,13 @@ pg_deny_rules(int64_t org, int64_t user, store_deny_fn fn, void *arg)
 {
 	static struct pg_stmt	 st = { DENY_SELECT "WHERE org_id = $1 AND "
 	    "($2 < 0 OR user_id IS NULL OR user_id = $2) ORDER BY id", 0 };
+	struct store_each	 e = { .fn.deny = fn, .arg = arg };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_int(&q, org);
 	pgq_int(&q, user);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	return (pg_deny_rows(res, fn, arg));
+	return (pg_each(&st, &q, pg_deny_row, &e));
 }
 
 int
@@ -81,10 +78,7 @@ pg_deny_insert(const struct store_deny *d, int64_t *id)
 	pgq_text(&q, d->host);
 	pgq_text(&q, d->path_prefix);
 	pgq_text(&q, d->method);
-	if (d->user_id != 0)
-		pgq_int(&q, d->user_id);
-	else
-		pgq_null(&q);
+	pgq_intif(&q, d->user_id != 0, d->user_id);
 	pgq_text(&q, d->note);
 	pgq_int(&q, d->created_by);
 	pgq_text(&q, d->created_at);
@@ -96,18 +90,12 @@ int
 pg_deny_get(int64_t id, store_deny_fn fn, void *arg)
 {
 	static struct pg_stmt	 st = { DENY_SELECT "WHERE id = $1", 0 };
+	struct store_each	 e = { .fn.deny = fn, .arg = arg };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_int(&q, id);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	if (PQntuples(res) == 0) {
-		PQclear(res);
-		return (1);
-	}
-	return (pg_deny_rows(res, fn, arg));
+	return (pg_one(&st, &q, pg_deny_row, &e));
 }
 
 int
@@ -147,9 +135,8 @@ pg_tool_secrets_mark(int64_t org, int64_t tool, const char *status,
 	    "status_detail = $2, checked_at = $3 WHERE org_id = $4 AND "
 	    "kind <> 'param' AND id IN (SELECT secret_id FROM tool_secrets "
 	    "WHERE tool_id = $5) RETURNING name", 0 };
+	struct store_each	 e = { .fn.text = fn, .arg = arg };
 	struct pgq		 q;
-	PGresult		*res;
-	int			 i;
 
 	pgq_init(&q);
 	pgq_text(&q, status);
@@ -157,10 +144,15 @@ pg_tool_secrets_mark(int64_t org, int64_t tool, const char *status,
 	pgq_text(&q, at);
 	pgq_int(&q, org);
 	pgq_int(&q, tool);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	for (i = 0; i < PQntuples(res); i++)
-		fn(pg_text(res, i, 0), arg);
-	PQclear(res);
+	return (pg_each(&st, &q, pg_text_row, &e));
+}
+
+/* Every name marked is told, whatever the callback answers. */
+static int
+pg_text_row(const PGresult *res, int i, void *arg)
+{
+	struct store_each	*e = arg;
+
+	e->fn.text(pg_text(res, i, 0), e->arg);
 	return (0);
 }

@@ -16,9 +16,12 @@
 
 static struct pg_stmt *pg_sel(struct pg_stmt [], const struct store_sel *,
 		    struct pgq *);
-static int	 pg_write(struct pg_stmt *, const struct pgq *, int64_t *);
-static int	 pg_tool_rows(PGresult *, store_tool_item_fn, void *);
+static int	 pg_ref_row(const PGresult *, int, void *);
+static int	 pg_secret_row(const PGresult *, int, void *);
+static int	 pg_user_row(const PGresult *, int, void *);
+static int	 pg_tool_row(const PGresult *, int, void *);
 static void	 pg_tool_params(struct pgq *, const struct store_tool_item *);
+static int	 pg_bundle_row(const PGresult *, int, void *);
 
 int
 pg_member_by_token(const uint8_t hash[STORE_HASH_LEN],
@@ -31,13 +34,14 @@ pg_member_by_token(const uint8_t hash[STORE_HASH_LEN],
 	    "o.id = m.org_id WHERE m.token_hash = $1", 0 };
 	struct pgq		 q;
 	PGresult		*res;
+	int			 rc;
 
 	memset(m, 0, sizeof(*m));
 	pgq_init(&q);
 	pgq_blob(&q, hash, STORE_HASH_LEN);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	if (PQntuples(res) != 1 || PQgetlength(res, 0, 9) != STORE_HASH_LEN) {
+	if ((rc = pg_row(&st, &q, &res)) != 0)
+		return (rc);
+	if (PQgetlength(res, 0, 9) != STORE_HASH_LEN) {
 		PQclear(res);
 		return (1);
 	}
@@ -65,17 +69,14 @@ pg_secret_get(int64_t org, int64_t id, struct store_secret *s)
 	struct pgq		 q;
 	PGresult		*res;
 	size_t			 len;
+	int			 rc;
 
 	memset(s, 0, sizeof(*s));
 	pgq_init(&q);
 	pgq_int(&q, org);
 	pgq_int(&q, id);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	if (PQntuples(res) != 1) {
-		PQclear(res);
-		return (1);
-	}
+	if ((rc = pg_row(&st, &q, &res)) != 0)
+		return (rc);
 	s->id = pg_int(res, 0, 0);
 	s->org_id = pg_int(res, 0, 1);
 	pg_copy(s->name, sizeof(s->name), res, 0, 2);
@@ -196,17 +197,14 @@ pg_tool_by_name(int64_t org, const char *name, struct store_tool *t)
 	    "WHERE t.org_id = $1 AND t.name = $2", 0 };
 	struct pgq		 q;
 	PGresult		*res;
+	int			 rc;
 
 	memset(t, 0, sizeof(*t));
 	pgq_init(&q);
 	pgq_int(&q, org);
 	pgq_text(&q, name);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	if (PQntuples(res) != 1) {
-		PQclear(res);
-		return (1);
-	}
+	if ((rc = pg_row(&st, &q, &res)) != 0)
+		return (rc);
 	t->id = pg_int(res, 0, 0);
 	t->org_id = pg_int(res, 0, 1);
 	pg_copy(t->name, sizeof(t->name), res, 0, 2);
@@ -227,69 +225,35 @@ pg_tool_secret_ids(int64_t tool, int64_t *ids, size_t max, size_t *n)
 	static struct pg_stmt	 st = { "SELECT secret_id FROM tool_secrets "
 	    "WHERE tool_id = $1 ORDER BY secret_id", 0 };
 	struct pgq		 q;
-	PGresult		*res;
-	int			 i;
 
 	*n = 0;
 	pgq_init(&q);
 	pgq_int(&q, tool);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	for (i = 0; i < PQntuples(res) && *n < max; i++)
-		ids[(*n)++] = pg_int(res, i, 0);
-	PQclear(res);
-	return (0);
+	return (pg_ids(&st, &q, ids, max, n));
 }
 
 /* ------------------------------------------------------------------ */
 /* The registry (vault_tool.c): owners and names, secrets, tools and   */
 /* skills.  A listing's statement is chosen by its selection.          */
 
-enum { SEL_ID, SEL_NAME, SEL_BUNDLE, SEL_ALL, SEL_MAX };
-
 /* The statement of sel among st[], and its parameters ($1 org, $2). */
 static struct pg_stmt *
 pg_sel(struct pg_stmt st[], const struct store_sel *sel,
     struct pgq *q)
 {
-	int	 which;
+	enum store_sel_by	 which = store_sel_by(sel);
 
-	if (sel->id > 0)
-		which = SEL_ID;
-	else if (sel->name != NULL)
-		which = SEL_NAME;
-	else if (sel->bundle > 0)
-		which = SEL_BUNDLE;
-	else
-		which = SEL_ALL;
 	if (st[which].sql == NULL)
 		fatalx("%s: no such selection", __func__);
 	pgq_init(q);
 	pgq_int(q, sel->org);
-	if (which == SEL_ID)
+	if (which == STORE_SEL_ID)
 		pgq_int(q, sel->id);
-	else if (which == SEL_NAME)
+	else if (which == STORE_SEL_NAME)
 		pgq_text(q, sel->name);
-	else if (which == SEL_BUNDLE)
+	else if (which == STORE_SEL_BUNDLE)
 		pgq_int(q, sel->bundle);
 	return (&st[which]);
-}
-
-/* A write: 0 done, STORE_TAKEN a UNIQUE refused it, -1 failed. */
-static int
-pg_write(struct pg_stmt *st, const struct pgq *q, int64_t *id)
-{
-	PGresult	*res;
-	int		 n;
-
-	if ((res = pg_run(st, q)) == NULL)
-		return (pg_unique_violation() ? STORE_TAKEN : -1);
-	if (id != NULL && PQntuples(res) == 1)
-		*id = pg_int(res, 0, 0);
-	n = PQntuples(res) > 0 ? PQntuples(res) :
-	    (int)strtonum(PQcmdTuples(res), 0, INT32_MAX, NULL);
-	PQclear(res);
-	return (n > 0 ? 0 : 1);
 }
 
 int
@@ -316,8 +280,6 @@ pg_ref_get(enum store_object what, int64_t org, int64_t id,
 	};
 	struct pg_stmt	*s;
 	struct pgq	 q;
-	PGresult	*res;
-	int		 rc = 1;
 
 	if ((unsigned)what > STORE_BUNDLE ||
 	    (s = &st[what][name != NULL])->sql == NULL)
@@ -328,17 +290,19 @@ pg_ref_get(enum store_object what, int64_t org, int64_t id,
 		pgq_text(&q, name);
 	else
 		pgq_int(&q, id);
-	if ((res = pg_run(s, &q)) == NULL)
-		return (-1);
-	if (PQntuples(res) == 1) {
-		ref->id = pg_int(res, 0, 0);
-		ref->owner_id = pg_int(res, 0, 1);
-		pg_copy(ref->name, sizeof(ref->name), res, 0, 2);
-		pg_copy(ref->detail, sizeof(ref->detail), res, 0, 3);
-		rc = 0;
-	}
-	PQclear(res);
-	return (rc);
+	return (pg_one(s, &q, pg_ref_row, ref));
+}
+
+static int
+pg_ref_row(const PGresult *res, int i, void *arg)
+{
+	struct store_ref	*ref = arg;
+
+	ref->id = pg_int(res, i, 0);
+	ref->owner_id = pg_int(res, i, 1);
+	pg_copy(ref->name, sizeof(ref->name), res, i, 2);
+	pg_copy(ref->detail, sizeof(ref->detail), res, i, 3);
+	return (0);
 }
 
 #define PG_SECRET_COLS	"SELECT s.id, s.name, s.kind, s.owner_id, u.email, " \
@@ -348,30 +312,33 @@ pg_ref_get(enum store_object what, int64_t org, int64_t id,
 int
 pg_secrets(const struct store_sel *sel, store_secret_item_fn fn, void *arg)
 {
-	static struct pg_stmt	 st[SEL_MAX] = {
-		[SEL_ID] = { PG_SECRET_COLS "AND s.id = $2", 0 },
-		[SEL_BUNDLE] = { PG_SECRET_COLS "AND s.bundle_id = $2 "
+	static struct pg_stmt	 st[STORE_SEL_MAX] = {
+		[STORE_SEL_ID] = { PG_SECRET_COLS "AND s.id = $2", 0 },
+		[STORE_SEL_BUNDLE] = { PG_SECRET_COLS "AND s.bundle_id = $2 "
 		    "ORDER BY s.id", 0 },
-		[SEL_ALL] = { PG_SECRET_COLS "ORDER BY s.id", 0 },
+		[STORE_SEL_ALL] = { PG_SECRET_COLS "ORDER BY s.id", 0 },
 	};
-	struct store_secret_item s;
+	struct store_each	 e = { .fn.secret = fn, .arg = arg };
+	struct pg_stmt		*s;
 	struct pgq		 q;
-	PGresult		*res;
-	int			 i, stop = 0;
 
-	if ((res = pg_run(pg_sel(st, sel, &q), &q)) == NULL)
-		return (-1);
-	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
-		s.id = pg_int(res, i, 0);
-		s.name = pg_text(res, i, 1);
-		s.kind = pg_text(res, i, 2);
-		s.owner_id = pg_int(res, i, 3);
-		s.owner_email = pg_ntext(res, i, 4);
-		s.bundle_id = pg_int(res, i, 5);
-		stop = fn(&s, arg);
-	}
-	PQclear(res);
-	return (stop < 0 ? -1 : 0);
+	s = pg_sel(st, sel, &q);
+	return (pg_each(s, &q, pg_secret_row, &e));
+}
+
+static int
+pg_secret_row(const PGresult *res, int i, void *arg)
+{
+	struct store_each	*e = arg;
+	struct store_secret_item s;
+
+	s.id = pg_int(res, i, 0);
+	s.name = pg_text(res, i, 1);
+	s.kind = pg_text(res, i, 2);
+	s.owner_id = pg_int(res, i, 3);
+	s.owner_email = pg_ntext(res, i, 4);
+	s.bundle_id = pg_int(res, i, 5);
+	return (e->fn.secret(&s, e->arg));
 }
 
 int
@@ -387,10 +354,7 @@ pg_secret_insert(const struct store_secret *s, int64_t *id)
 	pgq_text(&q, s->name);
 	pgq_text(&q, s->kind);
 	pgq_int(&q, s->owner_id);
-	if (s->bundle_id > 0)
-		pgq_int(&q, s->bundle_id);
-	else
-		pgq_null(&q);
+	pgq_intif(&q, s->bundle_id > 0, s->bundle_id);
 	pgq_text(&q, s->created_at);
 	return (pg_write(&st, &q, id));
 }
@@ -435,18 +399,21 @@ pg_secret_users(int64_t id, store_secret_user_fn fn, void *arg)
 	    "LEFT JOIN bundles b ON b.id = t.bundle_id WHERE ts.secret_id = $1 "
 	    "UNION ALL SELECT 1, NULL, b.name FROM secrets s JOIN bundles b ON "
 	    "b.id = s.bundle_id WHERE s.id = $1 ORDER BY own, tool", 0 };
+	struct store_each	 e = { .fn.secret_user = fn, .arg = arg };
 	struct pgq		 q;
-	PGresult		*res;
-	int			 i, stop = 0;
 
 	pgq_init(&q);
 	pgq_int(&q, id);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	for (i = 0; i < PQntuples(res) && stop == 0; i++)
-		stop = fn(pg_ntext(res, i, 1), pg_text(res, i, 2), arg);
-	PQclear(res);
-	return (stop < 0 ? -1 : 0);
+	return (pg_each(&st, &q, pg_user_row, &e));
+}
+
+static int
+pg_user_row(const PGresult *res, int i, void *arg)
+{
+	struct store_each	*e = arg;
+
+	return (e->fn.secret_user(pg_ntext(res, i, 1), pg_text(res, i, 2),
+	    e->arg));
 }
 
 int
@@ -470,54 +437,50 @@ pg_secret_delete(int64_t org, int64_t id)
 			"u.id = t.owner_id LEFT JOIN bundles b ON " \
 			"b.id = t.bundle_id "
 
-/* The rows of a tools statement; column 14, if any, is the org's slug. */
+/* A row of a tools statement; column 14, if any, is the org's slug. */
 static int
-pg_tool_rows(PGresult *res, store_tool_item_fn fn, void *arg)
+pg_tool_row(const PGresult *res, int i, void *arg)
 {
+	struct store_each	*e = arg;
 	struct store_tool_item	 t;
-	int			 i, stop = 0, slug = PQnfields(res) > 14;
 
-	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
-		t.id = pg_int(res, i, 0);
-		t.org_id = pg_int(res, i, 1);
-		t.name = pg_text(res, i, 2);
-		t.owner_id = pg_int(res, i, 3);
-		t.owner_email = pg_ntext(res, i, 4);
-		t.base_url = pg_text(res, i, 5);
-		t.host = pg_text(res, i, 6);
-		t.bindings = pg_text(res, i, 7);
-		t.cli = pg_ntext(res, i, 8);
-		t.health_check = pg_ntext(res, i, 9);
-		t.examples = pg_text(res, i, 10);
-		t.bundle_id = pg_int(res, i, 11);
-		t.bundle = pg_text(res, i, 12);
-		t.created_at = pg_text(res, i, 13);
-		t.org_slug = slug ? pg_text(res, i, 14) : "";
-		stop = fn(&t, arg);
-	}
-	PQclear(res);
-	return (stop < 0 ? -1 : 0);
+	t.id = pg_int(res, i, 0);
+	t.org_id = pg_int(res, i, 1);
+	t.name = pg_text(res, i, 2);
+	t.owner_id = pg_int(res, i, 3);
+	t.owner_email = pg_ntext(res, i, 4);
+	t.base_url = pg_text(res, i, 5);
+	t.host = pg_text(res, i, 6);
+	t.bindings = pg_text(res, i, 7);
+	t.cli = pg_ntext(res, i, 8);
+	t.health_check = pg_ntext(res, i, 9);
+	t.examples = pg_text(res, i, 10);
+	t.bundle_id = pg_int(res, i, 11);
+	t.bundle = pg_text(res, i, 12);
+	t.created_at = pg_text(res, i, 13);
+	t.org_slug = PQnfields(res) > 14 ? pg_text(res, i, 14) : "";
+	return (e->fn.tool(&t, e->arg));
 }
 
 int
 pg_tools(const struct store_sel *sel, store_tool_item_fn fn, void *arg)
 {
-	static struct pg_stmt	 st[SEL_MAX] = {
-		[SEL_ID] = { PG_TOOL_COLS PG_TOOL_FROM "WHERE t.org_id = $1 "
-		    "AND t.id = $2", 0 },
-		[SEL_NAME] = { PG_TOOL_COLS PG_TOOL_FROM "WHERE t.org_id = $1 "
-		    "AND t.name = $2", 0 },
-		[SEL_BUNDLE] = { PG_TOOL_COLS PG_TOOL_FROM "WHERE "
+	static struct pg_stmt	 st[STORE_SEL_MAX] = {
+		[STORE_SEL_ID] = { PG_TOOL_COLS PG_TOOL_FROM
+		    "WHERE t.org_id = $1 AND t.id = $2", 0 },
+		[STORE_SEL_NAME] = { PG_TOOL_COLS PG_TOOL_FROM
+		    "WHERE t.org_id = $1 AND t.name = $2", 0 },
+		[STORE_SEL_BUNDLE] = { PG_TOOL_COLS PG_TOOL_FROM "WHERE "
 		    "t.org_id = $1 AND t.bundle_id = $2 ORDER BY t.id", 0 },
-		[SEL_ALL] = { PG_TOOL_COLS PG_TOOL_FROM "WHERE t.org_id = $1 "
-		    "ORDER BY t.id", 0 },
+		[STORE_SEL_ALL] = { PG_TOOL_COLS PG_TOOL_FROM
+		    "WHERE t.org_id = $1 ORDER BY t.id", 0 },
 	};
+	struct store_each	 e = { .fn.tool = fn, .arg = arg };
+	struct pg_stmt		*s;
 	struct pgq		 q;
-	PGresult		*res;
 
-	if ((res = pg_run(pg_sel(st, sel, &q), &q)) == NULL)
-		return (-1);
-	return (pg_tool_rows(res, fn, arg));
+	s = pg_sel(st, sel, &q);
+	return (pg_each(s, &q, pg_tool_row, &e));
 }
 
 int
@@ -526,14 +489,12 @@ pg_tools_by_slug(const char *slug, store_tool_item_fn fn, void *arg)
 	static struct pg_stmt	 st = { PG_TOOL_COLS ", o.slug" PG_TOOL_FROM
 	    "JOIN orgs o ON o.id = t.org_id WHERE $1 = '' OR o.slug = $1 "
 	    "ORDER BY o.slug, t.name", 0 };
+	struct store_each	 e = { .fn.tool = fn, .arg = arg };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_text(&q, slug);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	return (pg_tool_rows(res, fn, arg));
+	return (pg_each(&st, &q, pg_tool_row, &e));
 }
 
 int
@@ -576,10 +537,7 @@ pg_tool_insert(const struct store_tool_item *t, int64_t *id)
 
 	pg_tool_params(&q, t);
 	pgq_int(&q, t->owner_id);
-	if (t->bundle_id > 0)
-		pgq_int(&q, t->bundle_id);
-	else
-		pgq_null(&q);
+	pgq_intif(&q, t->bundle_id > 0, t->bundle_id);
 	pgq_text(&q, t->created_at);
 	return (pg_write(&st, &q, id));
 }
@@ -644,42 +602,47 @@ pg_tool_delete(int64_t org, int64_t id)
 int
 pg_bundles(const struct store_sel *sel, store_bundle_item_fn fn, void *arg)
 {
-	static struct pg_stmt	 full[SEL_MAX] = {
-		[SEL_ID] = { PG_BUNDLE_COLS PG_BUNDLE_FULL PG_BUNDLE_FROM
+	static struct pg_stmt	 full[STORE_SEL_MAX] = {
+		[STORE_SEL_ID] = { PG_BUNDLE_COLS PG_BUNDLE_FULL PG_BUNDLE_FROM
 		    "AND b.id = $2", 0 },
-		[SEL_NAME] = { PG_BUNDLE_COLS PG_BUNDLE_FULL PG_BUNDLE_FROM
-		    "AND b.name = $2", 0 },
-		[SEL_ALL] = { PG_BUNDLE_COLS PG_BUNDLE_FULL PG_BUNDLE_FROM
+		[STORE_SEL_NAME] = { PG_BUNDLE_COLS PG_BUNDLE_FULL
+		    PG_BUNDLE_FROM "AND b.name = $2", 0 },
+		[STORE_SEL_ALL] = { PG_BUNDLE_COLS PG_BUNDLE_FULL PG_BUNDLE_FROM
 		    "ORDER BY b.id", 0 },
 	};
-	static struct pg_stmt	 brief[SEL_MAX] = {
-		[SEL_ID] = { PG_BUNDLE_COLS PG_BUNDLE_FROM "AND b.id = $2", 0 },
-		[SEL_NAME] = { PG_BUNDLE_COLS PG_BUNDLE_FROM "AND b.name = $2",
-		    0 },
-		[SEL_ALL] = { PG_BUNDLE_COLS PG_BUNDLE_FROM "ORDER BY b.id",
-		    0 },
+	static struct pg_stmt	 brief[STORE_SEL_MAX] = {
+		[STORE_SEL_ID] = { PG_BUNDLE_COLS PG_BUNDLE_FROM
+		    "AND b.id = $2", 0 },
+		[STORE_SEL_NAME] = { PG_BUNDLE_COLS PG_BUNDLE_FROM
+		    "AND b.name = $2", 0 },
+		[STORE_SEL_ALL] = { PG_BUNDLE_COLS PG_BUNDLE_FROM
+		    "ORDER BY b.id", 0 },
 	};
-	struct store_bundle_item b;
+	struct store_each	 e = { .fn.bundle = fn, .arg = arg };
+	struct pg_stmt		*s;
 	struct pgq		 q;
-	PGresult		*res;
-	int			 i, stop = 0, withtext = !sel->brief;
 
-	if ((res = pg_run(pg_sel(sel->brief ? brief : full, sel, &q), &q)) ==
-	    NULL)
-		return (-1);
-	for (i = 0; i < PQntuples(res) && stop == 0; i++) {
-		b.id = pg_int(res, i, 0);
-		b.org_id = pg_int(res, i, 1);
-		b.name = pg_text(res, i, 2);
-		b.owner_id = pg_int(res, i, 3);
-		b.owner_email = pg_ntext(res, i, 4);
-		b.created_at = pg_text(res, i, 5);
-		b.recipe = withtext ? pg_text(res, i, 6) : "";
-		b.files = withtext ? pg_text(res, i, 7) : "";
-		stop = fn(&b, arg);
-	}
-	PQclear(res);
-	return (stop < 0 ? -1 : 0);
+	s = pg_sel(sel->brief ? brief : full, sel, &q);
+	return (pg_each(s, &q, pg_bundle_row, &e));
+}
+
+/* A brief listing's rows end before the recipe and the files. */
+static int
+pg_bundle_row(const PGresult *res, int i, void *arg)
+{
+	struct store_each	*e = arg;
+	struct store_bundle_item b;
+	int			 full = PQnfields(res) > 6;
+
+	b.id = pg_int(res, i, 0);
+	b.org_id = pg_int(res, i, 1);
+	b.name = pg_text(res, i, 2);
+	b.owner_id = pg_int(res, i, 3);
+	b.owner_email = pg_ntext(res, i, 4);
+	b.created_at = pg_text(res, i, 5);
+	b.recipe = full ? pg_text(res, i, 6) : "";
+	b.files = full ? pg_text(res, i, 7) : "";
+	return (e->fn.bundle(&b, e->arg));
 }
 
 int
@@ -723,19 +686,16 @@ pg_bundle_outside_user(int64_t id, char *tool, char *secret, size_t len)
 	    "(t.bundle_id IS NULL OR t.bundle_id <> $1) LIMIT 1", 0 };
 	struct pgq		 q;
 	PGresult		*res;
-	int			 rc = 1;
+	int			 rc;
 
 	pgq_init(&q);
 	pgq_int(&q, id);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	if (PQntuples(res) == 1) {
-		pg_copy(tool, len, res, 0, 0);
-		pg_copy(secret, len, res, 0, 1);
-		rc = 0;
-	}
+	if ((rc = pg_row(&st, &q, &res)) != 0)
+		return (rc);
+	pg_copy(tool, len, res, 0, 0);
+	pg_copy(secret, len, res, 0, 1);
 	PQclear(res);
-	return (rc);
+	return (0);
 }
 
 /*

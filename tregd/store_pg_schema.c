@@ -237,15 +237,9 @@ pg_schema_version(void)
 {
 	static struct pg_stmt	 st = {
 	    "SELECT coalesce(max(version), 0)::bigint FROM tregd_schema", 0 };
-	PGresult		*res;
-	int			 v = -1;
+	int64_t			 v;
 
-	if ((res = pg_run(&st, NULL)) == NULL)
-		return (-1);
-	if (PQntuples(res) == 1)
-		v = pg_int(res, 0, 0);
-	PQclear(res);
-	return (v);
+	return (pg_value(&st, NULL, &v) == 0 ? (int)v : -1);
 }
 
 int

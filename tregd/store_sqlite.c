@@ -47,6 +47,7 @@ static int	sq_member_by_token(const uint8_t [STORE_HASH_LEN],
 static int	sq_secret_get(int64_t, int64_t, struct store_secret *);
 static int	sq_secret_set_sealed(int64_t, const void *, size_t);
 static int	sq_sealed_rows(sqlite3_stmt *, store_sealed_fn, void *);
+static int	sq_sealed_row(sqlite3_stmt *, void *);
 static int	sq_secrets_each_sealed(store_sealed_fn, void *);
 static int	sq_org_secrets_sealed(int64_t, store_sealed_fn, void *);
 static int	sq_sealed_count(const void *, size_t, int64_t *);
@@ -667,17 +668,19 @@ sq_secret_set_sealed(int64_t id, const void *sealed, size_t len)
 static int
 sq_sealed_rows(sqlite3_stmt *st, store_sealed_fn fn, void *arg)
 {
-	int	 rc, stop = 0;
+	struct store_each	 e = { .fn.sealed = fn, .arg = arg };
 
-	while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
-		stop = fn(sq_cint(st, "id"), sq_cint(st, "org_id"),
-		    sqlite3_column_blob(st, sq_col(st, "sealed")),
-		    sqlite3_column_bytes(st, sq_col(st, "sealed")), arg);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (stop)
-		return (stop < 0 ? -1 : 0);
-	return (rc == SQLITE_DONE ? 0 : -1);
+	return (sq_each(st, sq_sealed_row, &e));
+}
+
+static int
+sq_sealed_row(sqlite3_stmt *st, void *arg)
+{
+	struct store_each	*e = arg;
+
+	return (e->fn.sealed(sq_cint(st, "id"), sq_cint(st, "org_id"),
+	    sqlite3_column_blob(st, sq_col(st, "sealed")),
+	    sqlite3_column_bytes(st, sq_col(st, "sealed")), e->arg));
 }
 
 static int
@@ -707,18 +710,13 @@ static int
 sq_sealed_count(const void *prefix, size_t len, int64_t *n)
 {
 	sqlite3_stmt	*st;
-	int		 rc;
 
 	if ((st = db_prepare("SELECT count(*) AS n FROM secrets "
 	    "WHERE substr(sealed, 1, :len) = :prefix")) == NULL)
 		return (-1);
 	sq_int(st, ":len", len);
 	sq_blob(st, ":prefix", prefix, len);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		*n = sq_cint(st, "n");
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return (rc == SQLITE_ROW ? 0 : -1);
+	return (sq_value(st, n) == 0 ? 0 : -1);
 }
 
 static int
@@ -736,42 +734,31 @@ sq_tool_by_name(int64_t org, const char *name, struct store_tool *t)
 		return (-1);
 	sq_int(st, ":org", org);
 	sq_text(st, ":name", name);
-	if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
-		sqlite3_reset(st);
-		sqlite3_clear_bindings(st);
-		return (rc == SQLITE_DONE ? 1 : -1);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		t->id = sq_cint(st, "id");
+		t->org_id = sq_cint(st, "org_id");
+		sq_ccopy(st, "name", t->name, sizeof(t->name));
+		t->owner_id = sq_cint(st, "owner_id");
+		t->base_url = sq_cdup(st, "base_url");
+		t->host = sq_cdup(st, "host");
+		t->bindings = sq_cdup(st, "bindings");
+		t->cli = sq_cdup(st, "cli");
+		t->bundle_id = sq_cint(st, "bundle_id");
+		sq_ccopy(st, "bundle", t->bundle, sizeof(t->bundle));
 	}
-	t->id = sq_cint(st, "id");
-	t->org_id = sq_cint(st, "org_id");
-	sq_ccopy(st, "name", t->name, sizeof(t->name));
-	t->owner_id = sq_cint(st, "owner_id");
-	t->base_url = sq_cdup(st, "base_url");
-	t->host = sq_cdup(st, "host");
-	t->bindings = sq_cdup(st, "bindings");
-	t->cli = sq_cdup(st, "cli");
-	t->bundle_id = sq_cint(st, "bundle_id");
-	sq_ccopy(st, "bundle", t->bundle, sizeof(t->bundle));
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return (0);
+	return (sq_row_end(st, rc));
 }
 
 static int
 sq_tool_secret_ids(int64_t tool, int64_t *ids, size_t max, size_t *n)
 {
 	sqlite3_stmt	*st;
-	int		 rc;
 
 	if ((st = db_prepare("SELECT secret_id FROM tool_secrets "
 	    "WHERE tool_id = :tool ORDER BY secret_id")) == NULL)
 		return (-1);
 	sq_int(st, ":tool", tool);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		if (*n < max)
-			ids[(*n)++] = sq_cint(st, "secret_id");
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return (rc == SQLITE_DONE ? 0 : -1);
+	return (sq_ids(st, ids, max, n));
 }
 
 static int

@@ -66,6 +66,8 @@ int		 sq_deny_delete(int64_t, int64_t);
 /* Step st, fn per row until it returns non-zero: 0, or -1. */
 int		 sq_each(sqlite3_stmt *, int (*)(sqlite3_stmt *, void *),
 		    void *);
+/* Up to max ids from the first column; *n how many: 0, or -1. */
+int		 sq_ids(sqlite3_stmt *, int64_t *, size_t, size_t *);
 
 /* store_sqlite_audit.c */
 int		 sq_run_insert(const struct store_run *, int64_t *);

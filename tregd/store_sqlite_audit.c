@@ -15,6 +15,8 @@
 
 static int	sq_row_time(const char *, int64_t, char *, size_t);
 static int	sq_runs_rows(sqlite3_stmt *, store_runs_fn, void *);
+static int	sq_runs_row(sqlite3_stmt *, void *);
+static int	sq_calls_row(sqlite3_stmt *, void *);
 static int	sq_runs_cursor(char, int64_t, char *, size_t);
 static void	sq_runs_key(sqlite3_stmt *, char, int64_t, const char *);
 
@@ -33,10 +35,7 @@ sq_run_insert(const struct store_run *r, int64_t *id)
 	sq_text(st, ":tool", r->tool);
 	sq_text(st, ":argv", r->argv);
 	sq_text(st, ":at", r->created_at);
-	if (sq_done(st) == -1)
-		return (-1);
-	*id = sqlite3_last_insert_rowid(vault_db);
-	return (0);
+	return (sq_insert(st, id));
 }
 
 int
@@ -95,11 +94,7 @@ sq_call_insert(const struct store_call *c, int64_t *id)
 	if (c->has_duration)
 		sq_int(st, ":ms", c->duration_ms);
 	sq_text(st, ":at", c->created_at);
-	if (sq_done(st) == -1)
-		return (-1);
-	if (id != NULL)
-		*id = sqlite3_last_insert_rowid(vault_db);
-	return (0);
+	return (sq_insert(st, id));
 }
 
 /* The time of the row a page starts below: 0, 1 no such row, -1. */
@@ -114,40 +109,37 @@ sq_row_time(const char *sql, int64_t id, char *buf, size_t len)
 	sq_int(st, ":id", id);
 	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		sq_ccopy(st, "created_at", buf, len);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc == SQLITE_ROW)
-		return (0);
-	return (rc == SQLITE_DONE ? 1 : -1);
+	return (sq_row_end(st, rc));
 }
 
 static int
 sq_runs_rows(sqlite3_stmt *st, store_runs_fn fn, void *arg)
 {
-	struct store_runs_row	 r;
-	int			 rc, stop = 0;
+	struct store_each	 e = { .fn.runs = fn, .arg = arg };
 
-	while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		memset(&r, 0, sizeof(r));
-		r.src = *sq_ctext(st, "src");
-		r.id = sq_cint(st, "id");
-		r.user_email = sq_ctext(st, "user_email");
-		r.tool = sq_ctext(st, "tool");
-		r.argv = sq_ctext(st, "argv");
-		r.has_exit = !sq_cnull(st, "exit_code");
-		r.exit_code = sq_cint(st, "exit_code");
-		r.has_duration = !sq_cnull(st, "duration_ms");
-		r.duration_ms = sq_cint(st, "duration_ms");
-		r.outcome = sq_ctext(st, "outcome");
-		r.created_at = sq_ctext(st, "created_at");
-		r.org_slug = sq_ctext(st, "slug");
-		stop = fn(&r, arg);
-	}
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (stop)
-		return (stop < 0 ? -1 : 0);
-	return (rc == SQLITE_DONE ? 0 : -1);
+	return (sq_each(st, sq_runs_row, &e));
+}
+
+static int
+sq_runs_row(sqlite3_stmt *st, void *arg)
+{
+	struct store_each	*e = arg;
+	struct store_runs_row	 r;
+
+	memset(&r, 0, sizeof(r));
+	r.src = *sq_ctext(st, "src");
+	r.id = sq_cint(st, "id");
+	r.user_email = sq_ctext(st, "user_email");
+	r.tool = sq_ctext(st, "tool");
+	r.argv = sq_ctext(st, "argv");
+	r.has_exit = !sq_cnull(st, "exit_code");
+	r.exit_code = sq_cint(st, "exit_code");
+	r.has_duration = !sq_cnull(st, "duration_ms");
+	r.duration_ms = sq_cint(st, "duration_ms");
+	r.outcome = sq_ctext(st, "outcome");
+	r.created_at = sq_ctext(st, "created_at");
+	r.org_slug = sq_ctext(st, "slug");
+	return (e->fn.runs(&r, e->arg));
 }
 
 /*
@@ -285,9 +277,8 @@ sq_runs_tools(int64_t org, const char *const *tools, size_t ntools,
 int
 sq_calls_page(int64_t org, int64_t bid, store_calls_fn fn, void *arg)
 {
-	struct store_calls_row	 r;
+	struct store_each	 e = { .fn.calls = fn, .arg = arg };
 	sqlite3_stmt		*st;
-	int			 rc, stop = 0;
 
 	if (org != 0)
 		st = db_prepare(CALLS_SELECT "WHERE c.org_id = :org AND "
@@ -300,39 +291,41 @@ sq_calls_page(int64_t org, int64_t bid, store_calls_fn fn, void *arg)
 	if (org != 0)
 		sq_int(st, ":org", org);
 	sq_int(st, ":before", bid > 0 ? bid : INT64_MAX);
-	while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		memset(&r, 0, sizeof(r));
-		r.id = sq_cint(st, "id");
-		r.c.org_id = sq_cint(st, "org_id");
-		r.c.user_id = sq_cint(st, "user_id");
-		r.c.user_email = sq_ctext(st, "user_email");
-		r.c.tool_name = sq_cntext(st, "tool_name");
-		r.c.method = sq_cntext(st, "method");
-		r.c.path = sq_cntext(st, "path");
-		r.c.has_status = !sq_cnull(st, "status_code");
-		r.c.status_code = sq_cint(st, "status_code");
-		r.c.kind = sq_ctext(st, "kind");
-		r.c.action = sq_cntext(st, "action");
-		r.c.refused_by = sq_cntext(st, "refused_by");
-		r.c.argv = sq_cntext(st, "argv");
-		r.c.has_exit = !sq_cnull(st, "exit_code");
-		r.c.exit_code = sq_cint(st, "exit_code");
-		r.c.verdict = sq_cntext(st, "verdict");
-		r.has_grant = !sq_cnull(st, "grant_id");
-		r.c.grant_id = sq_cint(st, "grant_id");
-		r.c.has_duration = !sq_cnull(st, "duration_ms");
-		r.c.duration_ms = sq_cint(st, "duration_ms");
-		r.c.created_at = sq_ctext(st, "created_at");
-		r.has_bytes = !sq_cnull(st, "bytes");
-		r.bytes = sq_cint(st, "bytes");
-		r.org_slug = sq_ctext(st, "slug");
-		stop = fn(&r, arg);
-	}
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (stop)
-		return (stop < 0 ? -1 : 0);
-	return (rc == SQLITE_DONE ? 0 : -1);
+	return (sq_each(st, sq_calls_row, &e));
+}
+
+static int
+sq_calls_row(sqlite3_stmt *st, void *arg)
+{
+	struct store_each	*e = arg;
+	struct store_calls_row	 r;
+
+	memset(&r, 0, sizeof(r));
+	r.id = sq_cint(st, "id");
+	r.c.org_id = sq_cint(st, "org_id");
+	r.c.user_id = sq_cint(st, "user_id");
+	r.c.user_email = sq_ctext(st, "user_email");
+	r.c.tool_name = sq_cntext(st, "tool_name");
+	r.c.method = sq_cntext(st, "method");
+	r.c.path = sq_cntext(st, "path");
+	r.c.has_status = !sq_cnull(st, "status_code");
+	r.c.status_code = sq_cint(st, "status_code");
+	r.c.kind = sq_ctext(st, "kind");
+	r.c.action = sq_cntext(st, "action");
+	r.c.refused_by = sq_cntext(st, "refused_by");
+	r.c.argv = sq_cntext(st, "argv");
+	r.c.has_exit = !sq_cnull(st, "exit_code");
+	r.c.exit_code = sq_cint(st, "exit_code");
+	r.c.verdict = sq_cntext(st, "verdict");
+	r.has_grant = !sq_cnull(st, "grant_id");
+	r.c.grant_id = sq_cint(st, "grant_id");
+	r.c.has_duration = !sq_cnull(st, "duration_ms");
+	r.c.duration_ms = sq_cint(st, "duration_ms");
+	r.c.created_at = sq_ctext(st, "created_at");
+	r.has_bytes = !sq_cnull(st, "bytes");
+	r.bytes = sq_cint(st, "bytes");
+	r.org_slug = sq_ctext(st, "slug");
+	return (e->fn.calls(&r, e->arg));
 }
 
 /* batched run ends */

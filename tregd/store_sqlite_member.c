@@ -26,23 +26,13 @@
 	"o.slug AS slug, o.name AS name FROM invites i "		\
 	"JOIN orgs o ON o.id = i.org_id "
 
-struct membership_each {
-	store_membership_fn	 fn;
-	void			*arg;
-};
-
-struct invite_each {
-	store_invite_fn		 fn;
-	void			*arg;
-};
-
 static int	sq_membership_row(sqlite3_stmt *, void *);
 static int	sq_invite_row(sqlite3_stmt *, void *);
 
 static int
 sq_membership_row(sqlite3_stmt *st, void *arg)
 {
-	struct membership_each	*e = arg;
+	struct store_each	*e = arg;
 	struct store_membership	 m;
 
 	memset(&m, 0, sizeof(m));
@@ -58,7 +48,7 @@ sq_membership_row(sqlite3_stmt *st, void *arg)
 	m.email = sq_ctext(st, "email");
 	m.org_slug = sq_ctext(st, "slug");
 	m.org_name = sq_ctext(st, "name");
-	return (e->fn(&m, e->arg));
+	return (e->fn.membership(&m, e->arg));
 }
 
 int
@@ -87,7 +77,7 @@ int
 sq_membership_get(int64_t user, int64_t org, store_membership_fn fn,
     void *arg)
 {
-	struct membership_each	 e = { fn, arg };
+	struct store_each	 e = { .fn.membership = fn, .arg = arg };
 	sqlite3_stmt		*st;
 
 	if ((st = db_prepare(MEMBERSHIP_SELECT "WHERE m.user_id = :user AND "
@@ -101,7 +91,7 @@ sq_membership_get(int64_t user, int64_t org, store_membership_fn fn,
 int
 sq_memberships(int64_t org, int agents, store_membership_fn fn, void *arg)
 {
-	struct membership_each	 e = { fn, arg };
+	struct store_each	 e = { .fn.membership = fn, .arg = arg };
 	sqlite3_stmt		*st;
 
 	if ((st = db_prepare(MEMBERSHIP_SELECT "WHERE m.org_id = :org AND "
@@ -115,7 +105,7 @@ sq_memberships(int64_t org, int agents, store_membership_fn fn, void *arg)
 int
 sq_user_memberships(int64_t user, store_membership_fn fn, void *arg)
 {
-	struct membership_each	 e = { fn, arg };
+	struct store_each	 e = { .fn.membership = fn, .arg = arg };
 	sqlite3_stmt		*st;
 
 	if ((st = db_prepare(MEMBERSHIP_SELECT "WHERE m.user_id = :user "
@@ -191,7 +181,6 @@ sq_user_org_ids(int64_t user, const char *org, int64_t *ids, size_t max,
     size_t *n)
 {
 	sqlite3_stmt	*st;
-	int		 rc = SQLITE_DONE;
 
 	if ((st = db_prepare("SELECT m.org_id FROM memberships m JOIN orgs o "
 	    "ON o.id = m.org_id WHERE m.user_id = :user AND (:org = '' OR "
@@ -199,19 +188,13 @@ sq_user_org_ids(int64_t user, const char *org, int64_t *ids, size_t max,
 		return (-1);
 	sq_int(st, ":user", user);
 	sq_text(st, ":org", org);
-	while (*n < max && (rc = sqlite3_step(st)) == SQLITE_ROW)
-		ids[(*n)++] = sqlite3_column_int64(st, 0);
-	if (rc == SQLITE_ROW)
-		rc = SQLITE_DONE;		/* max reached */
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return (rc == SQLITE_DONE ? 0 : -1);
+	return (sq_ids(st, ids, max, n));
 }
 
 static int
 sq_invite_row(sqlite3_stmt *st, void *arg)
 {
-	struct invite_each	*e = arg;
+	struct store_each	*e = arg;
 	struct store_invite	 iv;
 
 	memset(&iv, 0, sizeof(iv));
@@ -227,7 +210,7 @@ sq_invite_row(sqlite3_stmt *st, void *arg)
 	iv.created_at = sq_ctext(st, "created_at");
 	iv.org_slug = sq_ctext(st, "slug");
 	iv.org_name = sq_ctext(st, "name");
-	return (e->fn(&iv, e->arg));
+	return (e->fn.invite(&iv, e->arg));
 }
 
 int
@@ -257,7 +240,7 @@ sq_invite_insert(const struct store_invite *iv,
 int
 sq_invites_each(int64_t org, int64_t now, store_invite_fn fn, void *arg)
 {
-	struct invite_each	 e = { fn, arg };
+	struct store_each	 e = { .fn.invite = fn, .arg = arg };
 	sqlite3_stmt		*st;
 
 	if ((st = db_prepare(INVITE_SELECT "WHERE i.org_id = :org AND "
@@ -272,7 +255,7 @@ int
 sq_invite_by_code(const uint8_t hash[STORE_HASH_LEN], store_invite_fn fn,
     void *arg)
 {
-	struct invite_each	 e = { fn, arg };
+	struct store_each	 e = { .fn.invite = fn, .arg = arg };
 	sqlite3_stmt		*st;
 
 	if ((st = db_prepare(INVITE_SELECT "WHERE i.code_hash = :hash")) ==

@@ -9,18 +9,6 @@
 #include "log.h"
 #include "store_sqlite.h"
 
-/* The caller's function and argument, for sq_each's row functions. */
-struct each {
-	union {
-		store_org_member_fn	 member;
-		store_secret_row_fn	 secret;
-		store_org_fn		 org;
-		store_user_fn		 user;
-		store_org_row_fn	 orgrow;
-	}		 fn;
-	void		*arg;
-};
-
 static int64_t	sq_count(const char *);
 static int	sq_member_row(sqlite3_stmt *, void *);
 static int	sq_secret_row(sqlite3_stmt *, void *);
@@ -42,6 +30,35 @@ sq_each(sqlite3_stmt *st, int (*row)(sqlite3_stmt *, void *), void *arg)
 	return (rc == SQLITE_DONE ? 0 : -1);
 }
 
+/* An id list being filled, for sq_id_row(). */
+struct sq_idlist {
+	int64_t		*ids;
+	size_t		 max;
+	size_t		*n;
+};
+
+static int
+sq_id_row(sqlite3_stmt *st, void *arg)
+{
+	struct sq_idlist	*l = arg;
+
+	l->ids[(*l->n)++] = sqlite3_column_int64(st, 0);
+	return (*l->n >= l->max);
+}
+
+int
+sq_ids(sqlite3_stmt *st, int64_t *ids, size_t max, size_t *n)
+{
+	struct sq_idlist	 l = { ids, max, n };
+
+	if (*n >= max) {
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+		return (0);
+	}
+	return (sq_each(st, sq_id_row, &l));
+}
+
 static int64_t
 sq_count(const char *sql)
 {
@@ -50,10 +67,7 @@ sq_count(const char *sql)
 
 	if ((st = db_prepare(sql)) == NULL)
 		return (-1);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		n = sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	return (n);
+	return (sq_value(st, &n) == 0 ? n : -1);
 }
 
 int
@@ -80,7 +94,7 @@ sq_counts(struct store_counts *c)
 static int
 sq_member_row(sqlite3_stmt *st, void *arg)
 {
-	struct each		*e = arg;
+	struct store_each	*e = arg;
 	struct store_org_member	 m;
 
 	memset(&m, 0, sizeof(m));
@@ -97,8 +111,8 @@ sq_member_row(sqlite3_stmt *st, void *arg)
 int
 sq_org_members(int64_t org, int agents, store_org_member_fn fn, void *arg)
 {
-	struct each	 e = { .fn.member = fn, .arg = arg };
-	sqlite3_stmt	*st;
+	struct store_each	 e = { .fn.member = fn, .arg = arg };
+	sqlite3_stmt		*st;
 
 	if ((st = db_prepare("SELECT m.user_id AS user_id, u.email AS email, "
 	    "m.role AS role, m.tool_access AS tool_access, "
@@ -116,7 +130,7 @@ sq_org_members(int64_t org, int agents, store_org_member_fn fn, void *arg)
 static int
 sq_secret_row(sqlite3_stmt *st, void *arg)
 {
-	struct each		*e = arg;
+	struct store_each	*e = arg;
 	struct store_secret_row	 s;
 
 	memset(&s, 0, sizeof(s));
@@ -129,14 +143,14 @@ sq_secret_row(sqlite3_stmt *st, void *arg)
 	s.status_detail = sq_cntext(st, "status_detail");
 	s.checked_at = sq_cntext(st, "checked_at");
 	s.created_at = sq_ctext(st, "created_at");
-	return (e->fn.secret(&s, e->arg));
+	return (e->fn.secret_row(&s, e->arg));
 }
 
 int
 sq_org_secrets(int64_t org, store_secret_row_fn fn, void *arg)
 {
-	struct each	 e = { .fn.secret = fn, .arg = arg };
-	sqlite3_stmt	*st;
+	struct store_each	 e = { .fn.secret_row = fn, .arg = arg };
+	sqlite3_stmt		*st;
 
 	if ((st = db_prepare("SELECT s.id AS id, s.name AS name, "
 	    "s.kind AS kind, coalesce(u.email, '') AS owner, "
@@ -155,8 +169,8 @@ int
 sq_health(int64_t org, const char *access, int64_t user,
     store_secret_row_fn fn, void *arg)
 {
-	struct each	 e = { .fn.secret = fn, .arg = arg };
-	sqlite3_stmt	*st;
+	struct store_each	 e = { .fn.secret_row = fn, .arg = arg };
+	sqlite3_stmt		*st;
 
 	if ((st = db_prepare("SELECT s.id AS id, s.name AS name, "
 	    "s.kind AS kind, '' AS owner, NULL AS bundle_id, "
@@ -198,7 +212,7 @@ sq_user_by_email(const char *email, int64_t *id, int *is_agent)
 static int
 sq_org_row(sqlite3_stmt *st, void *arg)
 {
-	struct each	*e = arg;
+	struct store_each	*e = arg;
 
 	return (e->fn.org(sq_cint(st, "id"), sq_ctext(st, "slug"), e->arg));
 }
@@ -206,8 +220,8 @@ sq_org_row(sqlite3_stmt *st, void *arg)
 int
 sq_user_sole_owned(int64_t uid, store_org_fn fn, void *arg)
 {
-	struct each	 e = { .fn.org = fn, .arg = arg };
-	sqlite3_stmt	*st;
+	struct store_each	 e = { .fn.org = fn, .arg = arg };
+	sqlite3_stmt		*st;
 
 	if ((st = db_prepare("SELECT o.id AS id, o.slug AS slug "
 	    "FROM memberships m JOIN orgs o ON o.id = m.org_id "
@@ -278,7 +292,7 @@ sq_value(sqlite3_stmt *st, int64_t *v)
 	return (sq_row_end(st, rc));
 }
 
-/* An INSERT ... ON CONFLICT DO NOTHING: its rowid or STORE_CONFLICT. */
+/* An INSERT: its rowid, or STORE_CONFLICT (ON CONFLICT DO NOTHING). */
 int
 sq_insert(sqlite3_stmt *st, int64_t *id)
 {
@@ -321,7 +335,7 @@ sq_user_insert(const char *email, int is_agent, const char *at, int64_t *id)
 static int
 sq_user_row(sqlite3_stmt *st, void *arg)
 {
-	struct each		*e = arg;
+	struct store_each	*e = arg;
 	struct store_user	 u;
 
 	memset(&u, 0, sizeof(u));
@@ -335,8 +349,8 @@ sq_user_row(sqlite3_stmt *st, void *arg)
 int
 sq_users_each(store_user_fn fn, void *arg)
 {
-	struct each	 e = { .fn.user = fn, .arg = arg };
-	sqlite3_stmt	*st;
+	struct store_each	 e = { .fn.user = fn, .arg = arg };
+	sqlite3_stmt		*st;
 
 	if ((st = db_prepare("SELECT id, email, is_agent, created_at FROM "
 	    "users ORDER BY id")) == NULL)
@@ -402,7 +416,7 @@ sq_org_find(const char *what, int64_t *id, char *slug, size_t len)
 static int
 sq_org_full_row(sqlite3_stmt *st, void *arg)
 {
-	struct each		*e = arg;
+	struct store_each	*e = arg;
 	struct store_org_row	 o;
 
 	memset(&o, 0, sizeof(o));
@@ -413,14 +427,14 @@ sq_org_full_row(sqlite3_stmt *st, void *arg)
 	o.tools = sq_cint(st, "tools");
 	o.secrets = sq_cint(st, "secrets");
 	o.created_at = sq_ctext(st, "created_at");
-	return (e->fn.orgrow(&o, e->arg));
+	return (e->fn.org_row(&o, e->arg));
 }
 
 int
 sq_orgs_each(store_org_row_fn fn, void *arg)
 {
-	struct each	 e = { .fn.orgrow = fn, .arg = arg };
-	sqlite3_stmt	*st;
+	struct store_each	 e = { .fn.org_row = fn, .arg = arg };
+	sqlite3_stmt		*st;
 
 	if ((st = db_prepare("SELECT o.id AS id, o.slug AS slug, "
 	    "o.name AS name, "

@@ -12,17 +12,13 @@
 	"SELECT id, org_id, host, path_prefix, method, user_id, note, "	\
 	"created_by, created_at FROM deny_rules "
 
-struct deny_each {
-	store_deny_fn	 fn;
-	void		*arg;
-};
-
 static int	sq_deny_row(sqlite3_stmt *, void *);
+static int	sq_text_row(sqlite3_stmt *, void *);
 
 static int
 sq_deny_row(sqlite3_stmt *st, void *arg)
 {
-	struct deny_each	*e = arg;
+	struct store_each	*e = arg;
 	struct store_deny	 d;
 
 	memset(&d, 0, sizeof(d));
@@ -35,13 +31,13 @@ sq_deny_row(sqlite3_stmt *st, void *arg)
 	d.note = sq_cntext(st, "note");
 	d.created_by = sq_cint(st, "created_by");
 	d.created_at = sq_ctext(st, "created_at");
-	return (e->fn(&d, e->arg));
+	return (e->fn.deny(&d, e->arg));
 }
 
 int
 sq_deny_rules(int64_t org, int64_t user, store_deny_fn fn, void *arg)
 {
-	struct deny_each	 e = { fn, arg };
+	struct store_each	 e = { .fn.deny = fn, .arg = arg };
 	sqlite3_stmt		*st;
 
 	if (user >= 0) {
@@ -89,16 +85,13 @@ sq_deny_insert(const struct store_deny *d, int64_t *id)
 	sq_text(st, ":note", d->note);
 	sq_int(st, ":by", d->created_by);
 	sq_text(st, ":at", d->created_at);
-	if (sq_done(st) == -1)
-		return (-1);
-	*id = sqlite3_last_insert_rowid(vault_db);
-	return (0);
+	return (sq_insert(st, id));
 }
 
 int
 sq_deny_get(int64_t id, store_deny_fn fn, void *arg)
 {
-	struct deny_each	 e = { fn, arg };
+	struct store_each	 e = { .fn.deny = fn, .arg = arg };
 	sqlite3_stmt		*st;
 
 	if ((st = db_prepare(DENY_SELECT "WHERE id = :id")) == NULL)
@@ -117,9 +110,7 @@ sq_deny_delete(int64_t org, int64_t id)
 		return (-1);
 	sq_int(st, ":id", id);
 	sq_int(st, ":org", org);
-	if (sq_done(st) == -1)
-		return (-1);
-	return (sqlite3_changes(vault_db) == 0 ? 1 : 0);
+	return (sq_affected(st));
 }
 
 int
@@ -142,8 +133,8 @@ int
 sq_tool_secrets_mark(int64_t org, int64_t tool, const char *status,
     const char *detail, const char *at, store_text_fn fn, void *arg)
 {
-	sqlite3_stmt	*st;
-	int		 rc;
+	struct store_each	 e = { .fn.text = fn, .arg = arg };
+	sqlite3_stmt		*st;
 
 	if ((st = db_prepare("UPDATE secrets SET status = :status, "
 	    "status_detail = :detail, checked_at = :at WHERE org_id = :org "
@@ -155,9 +146,15 @@ sq_tool_secrets_mark(int64_t org, int64_t tool, const char *status,
 	sq_text(st, ":at", at);
 	sq_int(st, ":org", org);
 	sq_int(st, ":tool", tool);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		fn(db_text(st, 0), arg);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return (rc == SQLITE_DONE ? 0 : -1);
+	return (sq_each(st, sq_text_row, &e));
+}
+
+/* Every name marked is told, whatever the callback answers. */
+static int
+sq_text_row(sqlite3_stmt *st, void *arg)
+{
+	struct store_each	*e = arg;
+
+	e->fn.text(db_text(st, 0), e->arg);
+	return (0);
 }

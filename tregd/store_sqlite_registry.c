@@ -10,28 +10,21 @@
 #include "log.h"
 #include "store_sqlite.h"
 
-/* The statements of a listing, by selection: id, name, bundle, all. */
-enum { SEL_ID, SEL_NAME, SEL_BUNDLE, SEL_ALL, SEL_MAX };
-
-/* The caller's function and argument, for sq_each's row functions. */
+/* The caller's function and argument, and where the row's columns are. */
 struct reg_each {
-	union {
-		store_secret_item_fn	 secret;
-		store_secret_user_fn	 user;
-		store_tool_item_fn	 tool;
-		store_bundle_item_fn	 bundle;
-	}		 fn;
-	void		*arg;
-	int		 col[16];	/* the columns, by the row's names */
-	int		 ncol;
+	struct store_each	 each;
+	int			 col[16];	/* by the row's names */
+	int			 ncol;
 };
 
-static sqlite3_stmt *sq_sel(const char *const [SEL_MAX],
+static sqlite3_stmt *sq_sel(const char *const [STORE_SEL_MAX],
 		    const struct store_sel *);
 static void	 sq_colmap(struct reg_each *, sqlite3_stmt *,
 		    const char *const [], int);
 static const char *sq_ntext(sqlite3_stmt *, int);
 static int	 sq_write(sqlite3_stmt *);
+static int	 sq_write_id(sqlite3_stmt *, int64_t *);
+static int	 sq_updated(sqlite3_stmt *);
 static int	 sq_changed(sqlite3_stmt *);
 static int	 sq_secret_row(sqlite3_stmt *, void *);
 static int	 sq_user_row(sqlite3_stmt *, void *);
@@ -43,30 +36,23 @@ static int	 sq_bundle_row(sqlite3_stmt *, void *);
 /* ------------------------------------------------------------------ */
 /* Helpers.                                                            */
 
+/* The statement of sel among sql[] (one per kind), bound. */
 static sqlite3_stmt *
-sq_sel(const char *const sql[SEL_MAX], const struct store_sel *sel)
+sq_sel(const char *const sql[STORE_SEL_MAX], const struct store_sel *sel)
 {
-	sqlite3_stmt	*st;
-	int		 which;
+	sqlite3_stmt		*st;
+	enum store_sel_by	 which = store_sel_by(sel);
 
-	if (sel->id > 0)
-		which = SEL_ID;
-	else if (sel->name != NULL)
-		which = SEL_NAME;
-	else if (sel->bundle > 0)
-		which = SEL_BUNDLE;
-	else
-		which = SEL_ALL;
 	if (sql[which] == NULL)
 		fatalx("%s: no such selection", __func__);
 	if ((st = db_prepare(sql[which])) == NULL)
 		return (NULL);
 	sq_int(st, ":org", sel->org);
-	if (which == SEL_ID)
+	if (which == STORE_SEL_ID)
 		sq_int(st, ":id", sel->id);
-	else if (which == SEL_NAME)
+	else if (which == STORE_SEL_NAME)
 		sq_text(st, ":name", sel->name);
-	else if (which == SEL_BUNDLE)
+	else if (which == STORE_SEL_BUNDLE)
 		sq_int(st, ":bundle", sel->bundle);
 	return (st);
 }
@@ -115,15 +101,35 @@ sq_write(sqlite3_stmt *st)
 	return (-1);
 }
 
-/* A write of one row by id: 0 done, 1 no such row, -1 failed. */
+/* An insert's sq_write(), and its rowid in *id when done. */
+static int
+sq_write_id(sqlite3_stmt *st, int64_t *id)
+{
+	int	 rc;
+
+	if ((rc = sq_write(st)) == 0)
+		*id = sqlite3_last_insert_rowid(vault_db);
+	return (rc);
+}
+
+/* A write of one row by id: 0 done, 1 no such row, STORE_TAKEN, -1. */
+static int
+sq_updated(sqlite3_stmt *st)
+{
+	int	 rc;
+
+	if ((rc = sq_write(st)) != 0)
+		return (rc);
+	return (sqlite3_changes(vault_db) > 0 ? 0 : 1);
+}
+
+/* The same where no UNIQUE can refuse it: 0, 1, -1. */
 static int
 sq_changed(sqlite3_stmt *st)
 {
 	int	 rc;
 
-	if ((rc = sq_write(st)) != 0)
-		return (rc == STORE_TAKEN ? -1 : rc);
-	return (sqlite3_changes(vault_db) > 0 ? 0 : 1);
+	return ((rc = sq_updated(st)) == STORE_TAKEN ? -1 : rc);
 }
 
 /* ------------------------------------------------------------------ */
@@ -201,25 +207,25 @@ sq_secret_row(sqlite3_stmt *st, void *arg)
 	s.owner_id = sqlite3_column_int64(st, e->col[3]);
 	s.owner_email = sq_ntext(st, e->col[4]);
 	s.bundle_id = sqlite3_column_int64(st, e->col[5]);
-	return (e->fn.secret(&s, e->arg));
+	return (e->each.fn.secret(&s, e->each.arg));
 }
 
 int
 sq_secrets(const struct store_sel *sel, store_secret_item_fn fn, void *arg)
 {
-	static const char *const sql[SEL_MAX] = {
-		[SEL_ID] = SECRET_COLS "AND s.id = :id",
-		[SEL_BUNDLE] = SECRET_COLS "AND s.bundle_id = :bundle "
+	static const char *const sql[STORE_SEL_MAX] = {
+		[STORE_SEL_ID] = SECRET_COLS "AND s.id = :id",
+		[STORE_SEL_BUNDLE] = SECRET_COLS "AND s.bundle_id = :bundle "
 		    "ORDER BY s.id",
-		[SEL_ALL] = SECRET_COLS "ORDER BY s.id",
+		[STORE_SEL_ALL] = SECRET_COLS "ORDER BY s.id",
 	};
 	struct reg_each	 e;
 	sqlite3_stmt	*st;
 
 	if ((st = sq_sel(sql, sel)) == NULL)
 		return (-1);
-	e.fn.secret = fn;
-	e.arg = arg;
+	e.each.fn.secret = fn;
+	e.each.arg = arg;
 	sq_colmap(&e, st, secret_cols, 6);
 	return (sq_each(st, sq_secret_row, &e));
 }
@@ -228,7 +234,6 @@ int
 sq_secret_insert(const struct store_secret *s, int64_t *id)
 {
 	sqlite3_stmt	*st;
-	int		 rc;
 
 	if ((st = db_prepare("INSERT INTO secrets (org_id, name, kind, "
 	    "owner_id, bundle_id, sealed, created_at) VALUES (:org, :name, "
@@ -241,9 +246,7 @@ sq_secret_insert(const struct store_secret *s, int64_t *id)
 	if (s->bundle_id > 0)
 		sq_int(st, ":bundle", s->bundle_id);
 	sq_text(st, ":at", s->created_at);
-	if ((rc = sq_write(st)) == 0)
-		*id = sqlite3_last_insert_rowid(vault_db);
-	return (rc);
+	return (sq_write_id(st, id));
 }
 
 int
@@ -283,8 +286,8 @@ sq_user_row(sqlite3_stmt *st, void *arg)
 {
 	struct reg_each	*e = arg;
 
-	return (e->fn.user(sq_ntext(st, e->col[0]), db_text(st, e->col[1]),
-	    e->arg));
+	return (e->each.fn.secret_user(sq_ntext(st, e->col[0]),
+	    db_text(st, e->col[1]), e->each.arg));
 }
 
 int
@@ -302,8 +305,8 @@ sq_secret_users(int64_t id, store_secret_user_fn fn, void *arg)
 	    "ORDER BY own, tool")) == NULL)
 		return (-1);
 	sq_int(st, ":id", id);
-	e.fn.user = fn;
-	e.arg = arg;
+	e.each.fn.secret_user = fn;
+	e.each.arg = arg;
 	sq_colmap(&e, st, cols, 2);
 	return (sq_each(st, sq_user_row, &e));
 }
@@ -363,7 +366,7 @@ sq_tool_row(sqlite3_stmt *st, void *arg)
 	t.bundle = db_text(st, e->col[12]);
 	t.created_at = db_text(st, e->col[13]);
 	t.org_slug = e->col[14] >= 0 ? db_text(st, e->col[14]) : "";
-	return (e->fn.tool(&t, e->arg));
+	return (e->each.fn.tool(&t, e->each.arg));
 }
 
 static int
@@ -371,8 +374,8 @@ sq_tools_each(sqlite3_stmt *st, store_tool_item_fn fn, void *arg)
 {
 	struct reg_each	 e;
 
-	e.fn.tool = fn;
-	e.arg = arg;
+	e.each.fn.tool = fn;
+	e.each.arg = arg;
 	sq_colmap(&e, st, tool_cols, 15);
 	return (sq_each(st, sq_tool_row, &e));
 }
@@ -380,14 +383,15 @@ sq_tools_each(sqlite3_stmt *st, store_tool_item_fn fn, void *arg)
 int
 sq_tools(const struct store_sel *sel, store_tool_item_fn fn, void *arg)
 {
-	static const char *const sql[SEL_MAX] = {
-		[SEL_ID] = TOOL_COLS TOOL_FROM "WHERE t.org_id = :org AND "
-		    "t.id = :id",
-		[SEL_NAME] = TOOL_COLS TOOL_FROM "WHERE t.org_id = :org AND "
-		    "t.name = :name",
-		[SEL_BUNDLE] = TOOL_COLS TOOL_FROM "WHERE t.org_id = :org AND "
-		    "t.bundle_id = :bundle ORDER BY t.id",
-		[SEL_ALL] = TOOL_COLS TOOL_FROM "WHERE t.org_id = :org "
+	static const char *const sql[STORE_SEL_MAX] = {
+		[STORE_SEL_ID] = TOOL_COLS TOOL_FROM "WHERE t.org_id = :org "
+		    "AND t.id = :id",
+		[STORE_SEL_NAME] = TOOL_COLS TOOL_FROM "WHERE t.org_id = :org "
+		    "AND t.name = :name",
+		[STORE_SEL_BUNDLE] = TOOL_COLS TOOL_FROM
+		    "WHERE t.org_id = :org AND t.bundle_id = :bundle "
+		    "ORDER BY t.id",
+		[STORE_SEL_ALL] = TOOL_COLS TOOL_FROM "WHERE t.org_id = :org "
 		    "ORDER BY t.id",
 	};
 	sqlite3_stmt	*st;
@@ -442,7 +446,6 @@ int
 sq_tool_insert(const struct store_tool_item *t, int64_t *id)
 {
 	sqlite3_stmt	*st;
-	int		 rc;
 
 	if ((st = db_prepare("INSERT INTO tools (org_id, name, owner_id, "
 	    "base_url, host, bindings, cli, health_check, examples, "
@@ -454,16 +457,13 @@ sq_tool_insert(const struct store_tool_item *t, int64_t *id)
 	if (t->bundle_id > 0)
 		sq_int(st, ":bundle", t->bundle_id);
 	sq_text(st, ":at", t->created_at);
-	if ((rc = sq_write(st)) == 0)
-		*id = sqlite3_last_insert_rowid(vault_db);
-	return (rc);
+	return (sq_write_id(st, id));
 }
 
 int
 sq_tool_update(const struct store_tool_item *t)
 {
 	sqlite3_stmt	*st;
-	int		 rc;
 
 	if ((st = db_prepare("UPDATE tools SET name = :name, base_url = "
 	    ":base_url, host = :host, bindings = :bindings, cli = :cli, "
@@ -472,9 +472,7 @@ sq_tool_update(const struct store_tool_item *t)
 		return (-1);
 	sq_tool_bind(st, t);
 	sq_int(st, ":id", t->id);
-	if ((rc = sq_write(st)) != 0)
-		return (rc);
-	return (sqlite3_changes(vault_db) > 0 ? 0 : 1);
+	return (sq_updated(st));
 }
 
 int
@@ -543,31 +541,32 @@ sq_bundle_row(sqlite3_stmt *st, void *arg)
 	b.created_at = db_text(st, e->col[5]);
 	b.recipe = e->col[6] >= 0 ? db_text(st, e->col[6]) : "";
 	b.files = e->col[7] >= 0 ? db_text(st, e->col[7]) : "";
-	return (e->fn.bundle(&b, e->arg));
+	return (e->each.fn.bundle(&b, e->each.arg));
 }
 
 int
 sq_bundles(const struct store_sel *sel, store_bundle_item_fn fn, void *arg)
 {
-	static const char *const full[SEL_MAX] = {
-		[SEL_ID] = BUNDLE_COLS BUNDLE_FULL BUNDLE_FROM "AND b.id = :id",
-		[SEL_NAME] = BUNDLE_COLS BUNDLE_FULL BUNDLE_FROM
+	static const char *const full[STORE_SEL_MAX] = {
+		[STORE_SEL_ID] = BUNDLE_COLS BUNDLE_FULL BUNDLE_FROM
+		    "AND b.id = :id",
+		[STORE_SEL_NAME] = BUNDLE_COLS BUNDLE_FULL BUNDLE_FROM
 		    "AND b.name = :name",
-		[SEL_ALL] = BUNDLE_COLS BUNDLE_FULL BUNDLE_FROM
+		[STORE_SEL_ALL] = BUNDLE_COLS BUNDLE_FULL BUNDLE_FROM
 		    "ORDER BY b.id",
 	};
-	static const char *const brief[SEL_MAX] = {
-		[SEL_ID] = BUNDLE_COLS BUNDLE_FROM "AND b.id = :id",
-		[SEL_NAME] = BUNDLE_COLS BUNDLE_FROM "AND b.name = :name",
-		[SEL_ALL] = BUNDLE_COLS BUNDLE_FROM "ORDER BY b.id",
+	static const char *const brief[STORE_SEL_MAX] = {
+		[STORE_SEL_ID] = BUNDLE_COLS BUNDLE_FROM "AND b.id = :id",
+		[STORE_SEL_NAME] = BUNDLE_COLS BUNDLE_FROM "AND b.name = :name",
+		[STORE_SEL_ALL] = BUNDLE_COLS BUNDLE_FROM "ORDER BY b.id",
 	};
 	struct reg_each	 e;
 	sqlite3_stmt	*st;
 
 	if ((st = sq_sel(sel->brief ? brief : full, sel)) == NULL)
 		return (-1);
-	e.fn.bundle = fn;
-	e.arg = arg;
+	e.each.fn.bundle = fn;
+	e.each.arg = arg;
 	sq_colmap(&e, st, bundle_cols, 8);
 	return (sq_each(st, sq_bundle_row, &e));
 }
@@ -576,7 +575,6 @@ int
 sq_bundle_insert(const struct store_bundle_item *b, int64_t *id)
 {
 	sqlite3_stmt	*st;
-	int		 rc;
 
 	if ((st = db_prepare("INSERT INTO bundles (org_id, name, owner_id, "
 	    "recipe, files, created_at) VALUES (:org, :name, :owner, "
@@ -588,9 +586,7 @@ sq_bundle_insert(const struct store_bundle_item *b, int64_t *id)
 	sq_text(st, ":recipe", b->recipe);
 	sq_text(st, ":files", b->files);
 	sq_text(st, ":at", b->created_at);
-	if ((rc = sq_write(st)) == 0)
-		*id = sqlite3_last_insert_rowid(vault_db);
-	return (rc);
+	return (sq_write_id(st, id));
 }
 
 int

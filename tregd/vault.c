@@ -836,6 +836,26 @@ db_fail(struct vault_resp *resp, const char *what)
 	    what);
 }
 
+int
+db_begin(struct vault_resp *resp)
+{
+	if (store_begin() == -1) {
+		db_fail(resp, "begin");
+		return (-1);
+	}
+	return (0);
+}
+
+int
+db_commit(struct vault_resp *resp)
+{
+	if (store_commit() == -1) {
+		db_fail(resp, "commit");
+		return (-1);
+	}
+	return (0);
+}
+
 void
 iso_time(int64_t t, char *buf, size_t len)
 {

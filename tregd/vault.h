@@ -89,6 +89,9 @@ extern struct imsgev		*vault_relay;
 void		 vault_respond(uint32_t, struct vault_resp *);
 void		 vault_keyring_changed(void);	/* tell the other workers */
 void		 db_fail(struct vault_resp *, const char *);	/* 500 + log */
+/* store_begin(), store_commit(), or db_fail(): 0, or -1 with resp set. */
+int		 db_begin(struct vault_resp *);
+int		 db_commit(struct vault_resp *);
 void		 resp_error(struct vault_resp *, int, const char *, ...)
 		    __attribute__((__format__ (printf, 3, 4)));
 void		 resp_ok(struct vault_resp *, json_t *);	/* steals */

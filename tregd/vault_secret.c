@@ -236,11 +236,7 @@ secret_commit(struct vault_resp *resp, int rc, char *pt, size_t ptlen)
 	secret_value_free(pt, ptlen);
 	if (rc == -1)
 		return (-1);
-	if (store_commit() == -1) {
-		db_fail(resp, "commit");
-		return (-1);
-	}
-	return (0);
+	return (db_commit(resp));
 }
 
 /* The view of a secret just written, with the short-value warning. */
@@ -334,9 +330,8 @@ secrets_create(struct vault_req *req, struct vault_resp *resp)
 	    &pt, &ptlen) == -1)
 		return;
 	tooshort = value_too_short(pt, ptlen);
-	if (store_begin() == -1) {
+	if (db_begin(resp) == -1) {
 		secret_value_free(pt, ptlen);
-		db_fail(resp, "begin");
 		return;
 	}
 	if (secret_commit(resp, secret_insert(resp, req->auth->org_id,
@@ -437,9 +432,8 @@ secret_patch(struct vault_req *req, struct vault_resp *resp)
 	    secret_check_json(resp, org, id, kind) == -1)
 		return;
 
-	if (store_begin() == -1) {
+	if (db_begin(resp) == -1) {
 		secret_value_free(pt, ptlen);
-		db_fail(resp, "begin");
 		return;
 	}
 	if (store_secret_update(org, id, name, kind) == -1) {
@@ -472,10 +466,8 @@ secret_delete(struct vault_req *req, struct vault_resp *resp)
 
 	if (reg_ref(req, resp, STORE_SECRET, id, NULL, "delete", &ref) == -1)
 		return;
-	if (store_begin() == -1) {
-		db_fail(resp, "begin");
+	if (db_begin(resp) == -1)
 		return;
-	}
 	tool[0] = '\0';
 	if (store_secret_users(id, secret_first_tool, tool) == -1) {
 		db_fail(resp, "secret");
@@ -492,10 +484,8 @@ secret_delete(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "delete secret");
 		return;
 	}
-	if (store_commit() == -1) {
-		db_fail(resp, "commit");
+	if (db_commit(resp) == -1)
 		return;
-	}
 	log_info("secret %lld deleted by %s", (long long)id, req->auth->email);
 	resp_ok(resp, json_pack("{s:I}", "deleted", (json_int_t)id));
 }

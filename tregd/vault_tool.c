@@ -517,16 +517,12 @@ tools_create(struct vault_req *req, struct vault_resp *resp)
 		resp_error(resp, 422, "field 'name' is required");
 		return;
 	}
-	if (store_begin() == -1) {
-		db_fail(resp, "begin");
+	if (db_begin(resp) == -1)
 		return;
-	}
 	if (tool_create(req, resp, req->body, "", 0, NULL, &id) == -1)
 		return;
-	if (store_commit() == -1) {
-		db_fail(resp, "commit");
+	if (db_commit(resp) == -1)
 		return;
-	}
 	if ((view = reg_view(STORE_TOOL, req->auth->org_id, id)) == NULL) {
 		db_fail(resp, "tool view");
 		return;
@@ -687,10 +683,8 @@ tool_update(struct vault_resp *resp, int64_t org, int64_t id,
 	struct store_tool_item	 t;
 	int			 rc;
 
-	if (store_begin() == -1) {
-		db_fail(resp, "begin");
+	if (db_begin(resp) == -1)
 		return (-1);
-	}
 	tool_item(&t, in);
 	t.id = id;
 	t.org_id = org;
@@ -705,11 +699,7 @@ tool_update(struct vault_resp *resp, int64_t org, int64_t id,
 		db_fail(resp, "tool");
 		return (-1);
 	}
-	if (store_commit() == -1) {
-		db_fail(resp, "commit");
-		return (-1);
-	}
-	return (0);
+	return (db_commit(resp));
 }
 
 static void
