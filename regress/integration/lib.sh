@@ -112,18 +112,27 @@ run_users_take() {
 	atf_fail "no free block of run users in $RUN_LOCKS"
 }
 
-# run_users_reclaim LOCK: remove LOCK if its owner's directory is gone
-# (under a mutex, so that a fresh lock taken meanwhile stays); 0 if done.
+# run_users_reclaim LOCK: remove LOCK if its owner is gone (under a mutex,
+# so that a fresh lock taken meanwhile stays); 0 if done.
 run_users_reclaim() {
 	_ro=$(cat "$1/owner" 2>/dev/null)
-	[ -n "$_ro" ] && [ ! -d "$_ro" ] || return 1
+	[ -n "$_ro" ] && run_users_gone "$_ro" || return 1
 	mkdir "$1/reclaim" 2>/dev/null || return 1
-	if [ "$(cat "$1/owner" 2>/dev/null)" = "$_ro" ] && [ ! -d "$_ro" ]; then
+	if [ "$(cat "$1/owner" 2>/dev/null)" = "$_ro" ] && run_users_gone "$_ro"
+	then
 		rm -rf "$1"
 		return 0
 	fi
 	rmdir "$1/reclaim"
 	return 1
+}
+
+# run_users_gone DIR: the test of DIR is over: DIR is gone, or its daemon
+# died more than ten minutes ago (a run of kyua killed before the cleanup).
+run_users_gone() {
+	[ -d "$1" ] || return 0
+	[ -f "$1/tregd.pid" ] && ! alive "$(cat "$1/tregd.pid")" &&
+	    [ -n "$(find "$1/tregd.pid" -mmin +10)" ]
 }
 
 # run_users_free DIR: give back the block of DIR's daemon, once stopped.
