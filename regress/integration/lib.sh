@@ -167,6 +167,25 @@ tregd_launch() {
 	if ! grep -q '^run users ' "$CONF"; then
 		run_users_take "$T" >> "$CONF"
 	fi
+	_tries=0
+	while ! tregd_spawn; do
+		# free_port gave the port to a test running beside this one
+		# too, and its daemon took it first: another port.
+		_tries=$((_tries + 1))
+		[ $_tries -lt 5 ] || atf_fail "no free port after 5 tries"
+		_np=$(free_port)
+		sed -i "s/ port $PORT\$/ port $_np/" "$CONF"
+		URL=$(echo "$URL" | sed "s/:$PORT\$/:$_np/")
+		PORT=$_np
+	done
+}
+
+# tregd_spawn: start tregd -d on $CONF, wait until GET /meta answers from
+# it (its parent holds the listening socket of $PORT: another daemon may
+# answer there first); 1 if the port was taken, its lines left out of
+# the log.
+tregd_spawn() {
+	_logsize=$(stat -c %s "$LOG" 2>/dev/null || echo 0)
 	# Sanitizer builds: LeakSanitizer cannot read /proc inside a chroot,
 	# so leaks are checked by the unit tests, not in the daemon.
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
@@ -174,9 +193,16 @@ tregd_launch() {
 	PID=$!
 	echo "$PID" > "$T/tregd.pid"
 	i=0
-	while ! curl -sf -o /dev/null "$URL/meta"; do
+	until curl -sf -o /dev/null "$URL/meta" &&
+	    ss -Htlnp "sport = :$PORT" | grep -q "pid=$PID,"; do
 		i=$((i + 1))
-		if [ $i -gt 200 ] || ! kill -0 "$PID" 2>/dev/null; then
+		if ! alive "$PID" && tail -n 3 "$LOG" |
+		    grep -q "port $PORT: Address already in use"; then
+			wait "$PID"
+			truncate -s "$_logsize" "$LOG"
+			return 1
+		fi
+		if [ $i -gt 200 ] || ! alive "$PID"; then
 			cat "$LOG" >&2
 			atf_fail "tregd did not start"
 		fi
