@@ -2,7 +2,8 @@
 #
 #   make                 build tregd/tregd and tregctl/tregctl
 #   make check           install missing dependencies (as root), build, run
-#                        every test under kyua; SANITIZE=1 for ASan+UBSan
+#                        every test under kyua; SANITIZE=1 for ASan+UBSan,
+#                        CHECK_JOBS=4 the cases run at once (1: one by one)
 #   make check-pg        the PostgreSQL engine's tests on a throwaway
 #                        server (scripts/pg.sh); make check runs it too
 #   make run             a development daemon on 127.0.0.1:8790, state in ./run
@@ -125,11 +126,17 @@ regress/unit/%_test: regress/unit/%_test.c $(TREGD_LIBOBJS) common/libcommon.a
 
 check-build: all $(UNIT_PROGS)
 
+# Test cases at once under kyua (each daemon has its own port, directories,
+# database and block of run users: regress/integration/lib.sh; the cases
+# that cannot share the machine are is_exclusive in their Kyuafile).
+CHECK_JOBS ?= 4
+KYUA_RUN = kyua -v parallelism=$(CHECK_JOBS)
+
 # Dependencies first: on a fresh machine nothing below builds without them.
 check:
 	@sh scripts/deps.sh
 	$(MAKE) check-build
-	cd regress && { $(SANENV) kyua test -k Kyuafile; rc=$$?; \
+	cd regress && { $(SANENV) $(KYUA_RUN) test -k Kyuafile; rc=$$?; \
 	    [ $$rc -eq 0 ] || kyua report --verbose --results-filter broken,failed; \
 	    $(MAKE) -C .. check-pg || rc=1; exit $$rc; }
 
@@ -146,7 +153,7 @@ check-pg: check-build
 	    trap 'sh scripts/pg.sh stop "$$pg"' EXIT INT TERM; \
 	    cd regress && { cases="$(PG_CASES)"; [ -n "$$cases" ] || \
 	    cases="$$(sh ../scripts/pg-cases.sh) $(PG_UNITS)" || \
-	    exit 1; $(SANENV) kyua -v test_suites.tregd.engine=pg \
+	    exit 1; $(SANENV) $(KYUA_RUN) -v test_suites.tregd.engine=pg \
 	    -v test_suites.tregd.pg_host="$$pg" test -k Kyuafile $$cases; \
 	    rc=$$?; [ $$rc -eq 0 ] || kyua report --verbose \
 	    --results-filter broken,failed; cd ..; exit $$rc; }

@@ -6,7 +6,7 @@
 #   sh ../scripts/pg-cases.sh
 
 dir=integration
-progs=$(sed -n 's/^atf_test_program{name="\([a-z_]*\)"}$/\1/p' \
+progs=$(sed -n 's/^atf_test_program{name="\([a-z_]*\)"[,}].*$/\1/p' \
     "$dir/Kyuafile") || exit 1
 [ -n "$progs" ] || { echo "pg-cases.sh: no programs" >&2; exit 1; }
 skip=$(sed -e 's/#.*//' -e 's/[[:space:]].*//' "$dir/sqlite-only" |

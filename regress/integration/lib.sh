@@ -72,11 +72,120 @@ tregd_sql() {
 	fi
 }
 
+# Run users of the suite's daemons: a block of RUN_BLOCK uids of the
+# default range 61000-61999 per daemon, held by a lock directory under
+# /tmp/tregd-test-uids while its test directory lives, so that daemons
+# running at once (kyua parallelism, other checkouts) never share a run
+# uid nor the run cgroups named after it.  Block 0 (61000-61063) is left
+# to daemons on the default range (make run), whose first runs take it.
+RUN_BLOCK=64
+RUN_BLOCKS=15
+RUN_LOCKS=/tmp/tregd-test-uids
+
+# run_users_take DIR: print the "run users" line of the daemon whose
+# directory is DIR, taking a free block (one a lock whose owner's
+# directory is gone is free again).
+run_users_take() {
+	if [ -f "$1/run-users" ]; then
+		cat "$1/run-users"
+		return 0
+	fi
+	mkdir -p "$RUN_LOCKS"
+	_rw=0
+	while [ $_rw -lt 300 ]; do
+		_rk=1
+		while [ $_rk -lt $RUN_BLOCKS ]; do
+			_rl="$RUN_LOCKS/$_rk"
+			if mkdir "$_rl" 2>/dev/null; then
+				echo "$1" > "$_rl/owner"
+				echo "$_rl" > "$1/run-users.lock"
+				_rf=$((61000 + _rk * RUN_BLOCK))
+				echo "run users $_rf-$((_rf + RUN_BLOCK - 1))" |
+				    tee "$1/run-users"
+				return 0
+			fi
+			run_users_reclaim "$_rl" || _rk=$((_rk + 1))
+		done
+		_rw=$((_rw + 1))
+		sleep 0.1
+	done
+	atf_fail "no free block of run users in $RUN_LOCKS"
+}
+
+# run_users_reclaim LOCK: remove LOCK if its owner is gone (under a mutex,
+# so that a fresh lock taken meanwhile stays); 0 if done.
+run_users_reclaim() {
+	_ro=$(cat "$1/owner" 2>/dev/null)
+	[ -n "$_ro" ] && run_users_gone "$_ro" || return 1
+	mkdir "$1/reclaim" 2>/dev/null || return 1
+	if [ "$(cat "$1/owner" 2>/dev/null)" = "$_ro" ] && run_users_gone "$_ro"
+	then
+		rm -rf "$1"
+		return 0
+	fi
+	rmdir "$1/reclaim"
+	return 1
+}
+
+# run_users_gone DIR: the test of DIR is over: DIR is gone, or its daemon
+# died more than ten minutes ago (a run of kyua killed before the cleanup).
+run_users_gone() {
+	[ -d "$1" ] || return 0
+	[ -f "$1/tregd.pid" ] && ! alive "$(cat "$1/tregd.pid")" &&
+	    [ -n "$(find "$1/tregd.pid" -mmin +10)" ]
+}
+
+# run_users_free DIR: give back the block of DIR's daemon, once stopped.
+run_users_free() {
+	[ -f "$1/run-users.lock" ] || return 0
+	_rl=$(cat "$1/run-users.lock")
+	[ "$(cat "$_rl/owner" 2>/dev/null)" = "$1" ] && rm -rf "$_rl"
+	rm -f "$1/run-users.lock"
+}
+
+# The run users of the daemon of $CONF (the default without it): sets
+# RUN_FIRST and RUN_LAST.
+run_users_range() {
+	RUN_FIRST=61000 RUN_LAST=61999
+	_r=$(sed -n 's/^run users \([0-9]*-[0-9]*\)$/\1/p' \
+	    "${CONF:-/dev/null}" 2>/dev/null | tail -1)
+	[ -z "$_r" ] || { RUN_FIRST=${_r%-*}; RUN_LAST=${_r#*-}; }
+}
+
+# alive PID: PID is a process that has not exited (a zombie has: an
+# orphaned daemon waits for init to reap it).
+alive() {
+	[ -e "/proc/$1" ] && ! grep -q '^State:[[:space:]]*Z' \
+	    "/proc/$1/status" 2>/dev/null
+}
+
 # Start tregd on the configuration already in $CONF.
 tregd_launch() {
 	if [ "$(tregd_engine)" = pg ] && ! grep -q '^database ' "$CONF"; then
 		tregd_pg_line >> "$CONF"
 	fi
+	if ! grep -q '^run users ' "$CONF"; then
+		run_users_take "$T" >> "$CONF"
+	fi
+	_tries=0
+	while ! tregd_spawn; do
+		# free_port gave the port to a test running beside this one
+		# too, and its daemon took it first: another port.
+		_tries=$((_tries + 1))
+		[ $_tries -lt 5 ] || atf_fail "no free port after 5 tries"
+		_np=$(free_port)
+		sed -i "s/ port $PORT\$/ port $_np/" "$CONF"
+		URL=$(echo "$URL" | sed "s/:$PORT\$/:$_np/")
+		PORT=$_np
+	done
+}
+
+# tregd_spawn: start tregd -d on $CONF, wait until GET /meta answers from
+# it (its parent holds the listening socket of $PORT: another daemon may
+# answer there first); 1 if the port was taken, its lines left out of
+# the log.
+tregd_spawn() {
+	_logsize=$(stat -c %s "$LOG" 2>/dev/null || echo 0)
 	# Sanitizer builds: LeakSanitizer cannot read /proc inside a chroot,
 	# so leaks are checked by the unit tests, not in the daemon.
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
@@ -84,13 +193,20 @@ tregd_launch() {
 	PID=$!
 	echo "$PID" > "$T/tregd.pid"
 	i=0
-	while ! curl -sf -o /dev/null "$URL/meta"; do
+	until curl -sf -o /dev/null "$URL/meta" &&
+	    ss -Htlnp "sport = :$PORT" | grep -q "pid=$PID,"; do
 		i=$((i + 1))
-		if [ $i -gt 100 ] || ! kill -0 "$PID" 2>/dev/null; then
+		if ! alive "$PID" && tail -n 3 "$LOG" |
+		    grep -q "port $PORT: Address already in use"; then
+			wait "$PID"
+			truncate -s "$_logsize" "$LOG"
+			return 1
+		fi
+		if [ $i -gt 200 ] || ! alive "$PID"; then
 			cat "$LOG" >&2
 			atf_fail "tregd did not start"
 		fi
-		sleep 0.1
+		sleep 0.05
 	done
 }
 
@@ -102,8 +218,8 @@ tregd_stop() {
 		pid=$(cat "$T/tregd.pid")
 		kill -TERM "$pid" 2>/dev/null
 		i=0
-		while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do
-			sleep 0.1
+		while alive "$pid" && [ $i -lt 500 ]; do
+			sleep 0.02
 			i=$((i + 1))
 		done
 		kill -KILL "$pid" 2>/dev/null
@@ -115,6 +231,7 @@ tregd_stop() {
 		done < "$T/pg-dbs"
 		PG_DB=		# the next tregd_start makes a fresh one
 	fi
+	run_users_free "$T"
 	rm -rf "$T"
 	rm -f tregd-test-dir
 }
@@ -164,11 +281,13 @@ expect_not_in_log() {
 
 # run_procs PATTERN: pids of run processes whose command line matches the
 # awk regular expression PATTERN.  Under a root daemon a run has a uid of
-# "run users" (61000-61999 by default); otherwise the daemon's own user.
+# the daemon's "run users" (run_users_range); otherwise the daemon's own
+# user.
 run_procs() {
 	if [ "$(id -u)" -eq 0 ]; then
-		ps -eo pid=,uid=,args= | awk -v p="$1" \
-		    '$2 >= 61000 && $2 <= 61999 && $0 ~ p { print $1 }'
+		run_users_range
+		ps -eo pid=,uid=,args= | awk -v p="$1" -v f="$RUN_FIRST" \
+		    -v l="$RUN_LAST" '$2 >= f && $2 <= l && $0 ~ p { print $1 }'
 	else
 		pgrep -u "$(id -un)" -f "$1"
 	fi
