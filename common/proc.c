@@ -56,7 +56,7 @@ imsgev_update(struct imsgev *iev)
 {
 	short	 events = EV_READ | EV_PERSIST;
 
-	if (iev->dead)
+	if (iev->dead || iev->corked)
 		return;
 	if (imsgbuf_queuelen(&iev->ibuf) > 0)
 		(void)imsgbuf_write(&iev->ibuf);	/* errors: see handler */
@@ -68,6 +68,24 @@ imsgev_update(struct imsgev *iev)
 	iev->events = events;
 	event_set(&iev->ev, iev->ibuf.fd, events, imsgev_handler, iev);
 	event_add(&iev->ev, NULL);
+}
+
+/*
+ * Messages composed between these two leave in one write (one sendmsg
+ * for what fits), not one each: a blob's head and data, or every answer
+ * one event produced.  Nested corks are counted.
+ */
+void
+imsgev_cork(struct imsgev *iev)
+{
+	iev->corked++;
+}
+
+void
+imsgev_uncork(struct imsgev *iev)
+{
+	if (iev->corked > 0 && --iev->corked == 0)
+		imsgev_update(iev);
 }
 
 int
@@ -121,16 +139,21 @@ imsgev_send_blob(struct imsgev *iev, uint32_t type, uint32_t id,
 	iov[0].iov_len = sizeof(bh);
 	iov[1].iov_base = (void *)head;
 	iov[1].iov_len = headlen;
+	imsgev_cork(iev);
 	if (imsgev_composev(iev, type, id, -1, iov, 2) == -1)
-		return (-1);
+		goto fail;
 	while (datalen > 0) {
 		n = datalen > IMSG_DATA_MAX ? IMSG_DATA_MAX : datalen;
 		if (imsgev_compose(iev, IMSG_DATA, id, -1, p, n) == -1)
-			return (-1);
+			goto fail;
 		p += n;
 		datalen -= n;
 	}
+	imsgev_uncork(iev);
 	return (0);
+ fail:
+	imsgev_uncork(iev);
+	return (-1);
 }
 
 void

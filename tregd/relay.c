@@ -574,6 +574,28 @@ relay_addr_ok(const struct rcall *rc, const struct sockaddr *sa)
 /* ------------------------------------------------------------------ */
 /* Answers.                                                            */
 
+/*
+ * Around each turn of curl's: what it produces (a head, a body, the end
+ * to the frontend; how it ended to the vault) leaves in one write per
+ * channel, not one per message.
+ */
+void
+relay_cork(int on)
+{
+	int	 i;
+
+	if (on)
+		imsgev_cork(&iev_frontend);
+	else
+		imsgev_uncork(&iev_frontend);
+	for (i = 0; i < nvaults; i++) {
+		if (on)
+			imsgev_cork(&iev_vaults[i]);
+		else
+			imsgev_uncork(&iev_vaults[i]);
+	}
+}
+
 void
 relay_send_head(struct rcall *rc, int status, int refused, const char *data,
     size_t len)

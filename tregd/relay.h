@@ -72,6 +72,7 @@ TAILQ_HEAD(rcall_list, rcall);
 /* relay.c */
 extern struct tregd_conf	 relay_conf;
 int	 relay_addr_ok(const struct rcall *, const struct sockaddr *);
+void	 relay_cork(int);
 void	 relay_send_head(struct rcall *, int, int, const char *, size_t);
 void	 relay_send_body(struct rcall *, const void *, size_t);
 void	 relay_finish(struct rcall *, int);

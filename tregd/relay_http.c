@@ -157,8 +157,10 @@ rh_event(int fd, short kind, void *arg)
 		action |= CURL_CSELECT_IN;
 	if (kind & EV_WRITE)
 		action |= CURL_CSELECT_OUT;
+	relay_cork(1);
 	curl_multi_socket_action(multi, fd, action, &running);
 	rh_check();
+	relay_cork(0);
 }
 
 static void
@@ -166,8 +168,10 @@ rh_timeout(int fd, short kind, void *arg)
 {
 	int	 running;
 
+	relay_cork(1);
 	curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
 	rh_check();
+	relay_cork(0);
 }
 
 static void

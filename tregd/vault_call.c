@@ -275,6 +275,8 @@ call_starts(void)
 	if (npends == 0)
 		return;
 	fail = call_starts_write();
+	imsgev_cork(vault_relay);
+	imsgev_cork(vault_frontend);
 	while ((p = TAILQ_FIRST(&vpends)) != NULL) {
 		TAILQ_REMOVE(&vpends, p, entry);
 		if (fail) {
@@ -294,6 +296,8 @@ call_starts(void)
 		json_decref(p->resp.body);
 		free(p);
 	}
+	imsgev_uncork(vault_frontend);
+	imsgev_uncork(vault_relay);
 	npends = 0;
 }
 
