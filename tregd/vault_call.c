@@ -46,11 +46,18 @@ struct vcall {
 };
 TAILQ_HEAD(vcall_list, vcall);
 
+/* The membership's daily_call_cap, as read with the call's decision. */
+struct call_capv {
+	int			 has;
+	int64_t			 cap;
+};
+
 /* A call decided but for its cap and row: written with its turn's. */
 struct vpend {
 	TAILQ_ENTRY(vpend)	 entry;
 	uint32_t		 reqid;
 	struct auth		 auth;
+	struct call_capv	 cap;
 	char			 tool[NAME_LEN_MAX + 1];
 	char			 method[sizeof(((struct call_request *)0)->method)];
 	char			 logpath[CALL_PATH_LOG_MAX + 1];
@@ -111,9 +118,12 @@ static int	 call_by_url(const struct auth *, const char *,
 static int	 call_match_fn(const struct store_tool_url *, void *);
 static size_t	 base_path_len(const char *, const char **);
 static int	 call_allowed(const struct auth *, const struct tool_row *);
-static int	 call_cap(const struct auth *, struct vault_resp *);
-static void	 call_pend(uint32_t, struct auth *, const char *,
-		    const char *, const char *, struct pack *);
+static int	 call_cap_check(const struct auth *, struct call_capv *,
+		    struct vault_resp *);
+static int	 call_cap(const struct auth *, const struct call_capv *,
+		    struct vault_resp *);
+static void	 call_pend(uint32_t, struct auth *, const struct call_capv *,
+		    const char *, const char *, const char *, struct pack *);
 static void	 call_starts_timer(int, short, void *);
 static void	 call_starts(void);
 static int	 call_starts_write(void);
@@ -142,7 +152,8 @@ call_request(struct blob *b)
 	struct call_in		 in;
 	struct call_out		*out;
 	struct pack		 pk;
-	const char		*why = NULL;
+	struct call_capv	 cap;
+	const char		*why = NULL, *tool = NULL;
 	char			*q, logpath[CALL_PATH_LOG_MAX + 1];
 	int			 rc;
 
@@ -170,6 +181,15 @@ call_request(struct blob *b)
 	in.body = b->data + cr.targetlen + cr.headerslen;
 	in.bodylen = cr.bodylen;
 
+	/*
+	 * Every read of the decision in one read transaction, ended before
+	 * anything is written (a refusal's row, or the batch's).
+	 */
+	if (store_read_begin() == -1) {
+		resp_error(&resp, 503, "the database cannot be read — try "
+		    "again in a moment");
+		goto refused;
+	}
 	/* auth: an unknown token has no org to audit in; it is logged. */
 	if (!cr.has_token) {
 		resp_error(&resp, 401, "not authenticated");
@@ -187,25 +207,34 @@ call_request(struct blob *b)
 	}
 	call_log_path(in.target, in.query, logpath, sizeof(logpath));
 	if (call_resolve(&auth, &in, out, &resp, &why) == -1) {
-		call_refuse(b->id, &auth, out->have_tool ? out->t.name : NULL,
-		    in.method, logpath, why, &resp);
-		goto done;
+		tool = out->have_tool ? out->t.name : NULL;
+		goto refuse;
 	}
+	tool = out->t.name;
 	call_log_path(out->path, in.query, logpath, sizeof(logpath));
 	if (deny_check(&auth, out->t.host, out->path, in.method,
 	    &resp) == -1) {
-		call_refuse(b->id, &auth, out->t.name, in.method, logpath,
-		    resp.status == 403 ? "policy" : NULL, &resp);
-		goto done;
+		why = resp.status == 403 ? "policy" : NULL;
+		goto refuse;
+	}
+	/* Over the cap: refused before a secret is unsealed. */
+	if ((rc = call_cap_check(&auth, &cap, &resp)) != 0) {
+		why = rc == 1 ? "cap" : NULL;
+		goto refuse;
 	}
 	if (call_build(&auth, &in, out, &pk, &resp) == -1) {
-		call_refuse(b->id, &auth, out->t.name, in.method, logpath,
-		    NULL, &resp);
-		goto done;
+		why = NULL;
+		goto refuse;
 	}
-	call_pend(b->id, &auth, out->t.name, in.method, logpath, &pk);
+	store_read_end();
+	call_pend(b->id, &auth, &cap, tool, in.method, logpath, &pk);
+	goto done;
+ refuse:
+	store_read_end();
+	call_refuse(b->id, &auth, tool, in.method, logpath, why, &resp);
 	goto done;
  refused:
+	store_read_end();
 	call_refuse(b->id, NULL, NULL, NULL, NULL, NULL, &resp);
  done:
 	pack_free(&pk);
@@ -221,8 +250,9 @@ call_request(struct blob *b)
 
 /* Queue a decided call (its auth and request move) for its turn's write. */
 static void
-call_pend(uint32_t reqid, struct auth *a, const char *tool,
-    const char *method, const char *logpath, struct pack *pk)
+call_pend(uint32_t reqid, struct auth *a, const struct call_capv *cap,
+    const char *tool, const char *method, const char *logpath,
+    struct pack *pk)
 {
 	struct timeval	 tv = { 0, 0 };
 	struct vpend	*p;
@@ -232,6 +262,7 @@ call_pend(uint32_t reqid, struct auth *a, const char *tool,
 	p->reqid = reqid;
 	p->auth = *a;
 	memset(a, 0, sizeof(*a));
+	p->cap = *cap;
 	strlcpy(p->tool, tool, sizeof(p->tool));
 	strlcpy(p->method, method, sizeof(p->method));
 	strlcpy(p->logpath, logpath, sizeof(p->logpath));
@@ -314,7 +345,7 @@ call_starts_write(void)
 		return (-1);
 	}
 	TAILQ_FOREACH(p, &vpends, entry) {
-		if (call_cap(&p->auth, &p->resp) == 0) {
+		if (call_cap(&p->auth, &p->cap, &p->resp) == 0) {
 			if (call_audit(&p->auth, p->tool, p->method,
 			    p->logpath, NULL, 0, &p->audit_id) == -1)
 				break;
@@ -692,25 +723,56 @@ day_utc(char *buf, size_t len)
 	strftime(buf, len, "%Y-%m-%d", &tm);
 }
 
-/* Counted in the database, so it holds across workers and hosts. */
+/*
+ * With the decision's reads: a caller already at the cap is refused (1)
+ * before anything is unsealed.  The count itself is taken with the
+ * call's row (call_cap()).
+ */
 static int
-call_cap(const struct auth *a, struct vault_resp *resp)
+call_cap_check(const struct auth *a, struct call_capv *cv,
+    struct vault_resp *resp)
 {
 	char		 day[16];
-	int64_t		 cap, used;
-	int		 has, rc;
+	int64_t		 used;
 
-	day_utc(day, sizeof(day));
-	if (store_call_cap_get(a->org_id, a->user_id, &has, &cap) == -1) {
+	memset(cv, 0, sizeof(*cv));
+	if (store_call_cap_get(a->org_id, a->user_id, &cv->has,
+	    &cv->cap) == -1) {
 		db_fail(resp, "daily call cap");
 		return (-1);
 	}
-	if (has && cap <= 0)
+	if (!cv->has)
+		return (0);
+	day_utc(day, sizeof(day));
+	if (store_call_used(a->org_id, a->user_id, day, &used) == -1) {
+		db_fail(resp, "daily call count");
+		return (-1);
+	}
+	if (used < cv->cap)
+		return (0);
+	resp_error(resp, 429, "daily usage limit reached (%lld/%lld) — ask "
+	    "an admin to raise your cap", (long long)used,
+	    (long long)cv->cap);
+	return (1);
+}
+
+/* Counted in the database, so it holds across workers and hosts. */
+static int
+call_cap(const struct auth *a, const struct call_capv *cv,
+    struct vault_resp *resp)
+{
+	char		 day[16];
+	int64_t		 used;
+	int		 rc;
+
+	day_utc(day, sizeof(day));
+	/* The take would create a first row past a cap of 0. */
+	if (cv->has && cv->cap <= 0)
 		rc = store_call_used(a->org_id, a->user_id, day, &used) == -1 ?
 		    -1 : 1;
 	else
 		rc = store_call_cap_take(a->org_id, a->user_id, day,
-		    has ? cap : INT64_MAX, &used);
+		    cv->has ? cv->cap : INT64_MAX, &used);
 	if (rc == -1) {
 		db_fail(resp, "daily call count");
 		return (-1);
@@ -718,7 +780,7 @@ call_cap(const struct auth *a, struct vault_resp *resp)
 	if (rc == 1) {
 		resp_error(resp, 429, "daily usage limit reached (%lld/%lld) "
 		    "— ask an admin to raise your cap", (long long)used,
-		    (long long)cap);
+		    (long long)cv->cap);
 		return (-1);
 	}
 	return (0);
