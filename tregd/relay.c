@@ -448,6 +448,8 @@ relay_start(struct blob *b)
 	rc->worker = b->peer - PROC_WORKER(0);
 	rc->callid = cs.callid;
 	rc->allow_private = cs.allow_private != 0;
+	rc->org_id = cs.org_id;
+	rc->user_id = cs.user_id;
 	clock_gettime(CLOCK_MONOTONIC, &rc->start);
 	TAILQ_INSERT_TAIL(&rcalls, rc, entry);
 	ncalls++;
@@ -605,6 +607,8 @@ relay_send_head(struct rcall *rc, int status, int refused, const char *data,
 	memset(&ch, 0, sizeof(ch));
 	ch.status = status;
 	ch.refused = refused;
+	ch.org_id = rc->org_id;
+	ch.user_id = rc->user_id;
 	rc->status = status;
 	rc->head_sent = 1;
 	if (imsgev_send_blob(&iev_frontend, IMSG_CALL_HEAD, rc->reqid, &ch,

@@ -35,6 +35,8 @@ struct rcall {
 	uint32_t		 callid;	/* the vault's */
 	int			 worker;	/* the vault worker that sent it */
 	int			 allow_private;
+	int64_t			 org_id;	/* for the request log */
+	int64_t			 user_id;
 	char			*method;
 	char			*url;
 	char			 host[HOST_LEN_MAX];	/* no brackets */

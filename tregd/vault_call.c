@@ -381,6 +381,8 @@ call_start(struct vpend *p)
 	memset(&cs, 0, sizeof(cs));
 	cs.callid = vc->callid;
 	cs.allow_private = vault_conf.relay_allow_private;
+	cs.org_id = p->auth.org_id;
+	cs.user_id = p->auth.user_id;
 	if (imsgev_send_blob(vault_relay, IMSG_CALL_START, p->reqid, &cs,
 	    sizeof(cs), p->pk.buf, p->pk.len) == -1)
 		fatal("%s: send to relay", __func__);
