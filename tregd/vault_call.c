@@ -96,6 +96,24 @@ struct call_match {
 	char		 names[CALL_TOOLS_MAX][NAME_LEN_MAX + 1];
 };
 
+/*
+ * The tools calls name, kept while the data stays as it is: an entry
+ * serves only the store_version() it was read at (any write anywhere
+ * moves it), and the calls of one turn of the event loop are decided at
+ * one version, so all but the first call of a tool in a turn skip its
+ * lookup and the parsing of its bindings.  No secret is in a tool row.
+ */
+#define CALL_TOOL_CACHE	16
+struct call_tool_ent {
+	int64_t		 ver;
+	int64_t		 org;
+	char		 key[NAME_LEN_MAX + 1];	/* the name as asked */
+	struct tool_row	 t;
+	int		 set;
+};
+static struct call_tool_ent	 tcache[CALL_TOOL_CACHE];
+static unsigned int		 tcache_next;
+
 static struct vcall_list vcalls = TAILQ_HEAD_INITIALIZER(vcalls);
 static struct vpend_list vpends = TAILQ_HEAD_INITIALIZER(vpends);
 static int		 npends;
@@ -116,6 +134,7 @@ static int	 call_by_name(const struct auth *, const char *,
 static int	 call_by_url(const struct auth *, const char *,
 		    struct call_out *, struct vault_resp *, const char **);
 static int	 call_match_fn(const struct store_tool_url *, void *);
+static int	 call_tool_load(int64_t, const char *, struct tool_row *);
 static size_t	 base_path_len(const char *, const char **);
 static int	 call_allowed(const struct auth *, const struct tool_row *);
 static int	 call_cap_check(const struct auth *, struct call_capv *,
@@ -596,7 +615,7 @@ call_by_name(const struct auth *a, const char *target, struct call_out *out,
 		resp_error(resp, 404, "no such tool in this org");
 		return (-1);
 	}
-	if ((rc = tool_load(a->org_id, name, &out->t)) == -1) {
+	if ((rc = call_tool_load(a->org_id, name, &out->t)) == -1) {
 		db_fail(resp, "tool lookup");
 		*why = NULL;
 		return (-1);
@@ -614,6 +633,39 @@ call_by_name(const struct auth *a, const char *target, struct call_out *out,
 		return (-1);
 	}
 	call_target(out, rest);
+	return (0);
+}
+
+/* tool_load() through the cache: the row is the caller's to clear. */
+static int
+call_tool_load(int64_t org, const char *name, struct tool_row *t)
+{
+	struct call_tool_ent	*e;
+	int64_t			 ver = store_version();
+	int			 i, rc;
+
+	for (i = 0; ver != -1 && i < CALL_TOOL_CACHE; i++) {
+		e = &tcache[i];
+		if (e->set && e->ver == ver && e->org == org &&
+		    strcmp(e->key, name) == 0) {
+			*t = e->t;
+			json_incref(t->bindings);
+			json_incref(t->cli);
+			return (0);
+		}
+	}
+	if ((rc = tool_load(org, name, t)) != 0 || ver == -1)
+		return (rc);
+	e = &tcache[tcache_next++ % CALL_TOOL_CACHE];
+	if (e->set)
+		tool_row_clear(&e->t);
+	e->ver = ver;
+	e->org = org;
+	strlcpy(e->key, name, sizeof(e->key));
+	e->t = *t;
+	json_incref(e->t.bindings);
+	json_incref(e->t.cli);
+	e->set = 1;
 	return (0);
 }
 
@@ -679,7 +731,7 @@ call_by_url(const struct auth *a, const char *target, struct call_out *out,
 	}
 	tie[0] = '\0';
 	for (i = 0; i < (size_t)m->nbest; i++) {
-		if (tool_load(a->org_id, m->names[i], &t) != 0)
+		if (call_tool_load(a->org_id, m->names[i], &t) != 0)
 			continue;
 		if (call_allowed(a, &t)) {
 			if (usable++ == 0) {
