@@ -249,7 +249,7 @@ front_call(struct http_conn *conn, const struct http_head *h,
 	    fc->id, &cr, sizeof(cr), payload, tlen + hlen + bodylen) == -1)
 		fatal("%s: send to vault", __func__);
 	/* Headers and body may hold the client's own credentials. */
-	freezero(payload, tlen + HTTP_HEADERS_MAX + bodylen + 1);
+	freezero(payload, tlen + hlen + bodylen);
 	explicit_bzero(&cr, sizeof(cr));
 }
 
