@@ -75,7 +75,11 @@ npid=$!
 "$top/tregd/tregd" -d -f "$T/tregd.conf" 2> "$T/log" &
 pid=$!
 trap 'kill $pid $npid 2>/dev/null; rm -rf "$T"' EXIT
-while ! curl -sf -o /dev/null "http://127.0.0.1:$port/meta"; do sleep 0.1; done
+while ! curl -sf -o /dev/null "http://127.0.0.1:$port/meta"; do
+	kill -0 $pid 2>/dev/null ||
+	    { echo "bench: tregd did not start" >&2; cat "$T/log" >&2; exit 1; }
+	sleep 0.1
+done
 while ! curl -sf -o /dev/null "http://127.0.0.1:$up/x"; do sleep 0.1; done
 
 H="Content-Type: application/json"
