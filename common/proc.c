@@ -56,7 +56,8 @@ imsgev_update(struct imsgev *iev)
 {
 	short	 events = EV_READ | EV_PERSIST;
 
-	if (iev->dead || iev->corked)
+	if (iev->dead || (iev->corked &&
+	    imsgbuf_queuelen(&iev->ibuf) < IMSGEV_CORK_MAX))
 		return;
 	if (imsgbuf_queuelen(&iev->ibuf) > 0)
 		(void)imsgbuf_write(&iev->ibuf);	/* errors: see handler */
@@ -73,7 +74,9 @@ imsgev_update(struct imsgev *iev)
 /*
  * Messages composed between these two leave in one write (one sendmsg
  * for what fits), not one each: a blob's head and data, or every answer
- * one event produced.  Nested corks are counted.
+ * one event produced.  Nested corks are counted.  A corked queue is
+ * written all the same once it holds IMSGEV_CORK_MAX messages, so a
+ * stream of body chunks is not held back (memory stays bounded).
  */
 void
 imsgev_cork(struct imsgev *iev)

@@ -47,6 +47,7 @@ int	 imsgev_composev(struct imsgev *, uint32_t, uint32_t, int,
 int	 imsgev_send_blob(struct imsgev *, uint32_t, uint32_t,
 	    const void *, size_t, const void *, size_t);
 void	 imsgev_update(struct imsgev *);
+#define IMSGEV_CORK_MAX	16	/* messages held back at the most */
 void	 imsgev_cork(struct imsgev *);
 void	 imsgev_uncork(struct imsgev *);
 
