@@ -5,12 +5,15 @@
 # 1, 16 and 64 connections with wrk, and the ratios from the same run:
 # tregd's req/s against the peer's, and the latency each adds to the
 # direct request.  Keep-alive to the upstream in both relays; no request
-# log anywhere.
+# log anywhere.  On a shared machine give several rounds: the three are
+# measured in turn in each round, and the medians are printed, with the
+# load average before and after.
 #
-#   sh bench/relay.sh [seconds]        (as root: installs wrk and nginx)
+#   sh bench/relay.sh [seconds [rounds]]   (as root: installs wrk and nginx)
 
 set -e
 secs=${1:-5}
+rounds=${2:-1}
 top=$(cd "$(dirname "$0")/.." && pwd)
 if [ "$(id -u)" -eq 0 ]; then
 	for p in wrk nginx-light; do
@@ -72,7 +75,11 @@ npid=$!
 "$top/tregd/tregd" -d -f "$T/tregd.conf" 2> "$T/log" &
 pid=$!
 trap 'kill $pid $npid 2>/dev/null; rm -rf "$T"' EXIT
-while ! curl -sf -o /dev/null "http://127.0.0.1:$port/meta"; do sleep 0.1; done
+while ! curl -sf -o /dev/null "http://127.0.0.1:$port/meta"; do
+	kill -0 $pid 2>/dev/null ||
+	    { echo "bench: tregd did not start" >&2; cat "$T/log" >&2; exit 1; }
+	sleep 0.1
+done
 while ! curl -sf -o /dev/null "http://127.0.0.1:$up/x"; do sleep 0.1; done
 
 H="Content-Type: application/json"
@@ -100,18 +107,32 @@ measure() {
 	    END { printf "%s %.3f\n", r, p }'
 }
 
+# median: of the numbers on stdin
+median() {
+	sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]
+	    else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $rounds round(s) of ${secs}s"
 printf "%-6s %22s %22s %22s %10s %12s\n" conns "direct req/s p50ms" \
     "nginx-proxy req/s p50" "tregd req/s p50" "req/s x" "added p50 x"
 for c in 1 16 64; do
-	set -- $(measure "http://127.0.0.1:$up/x" $c)
-	dr=$1 dp=$2
-	set -- $(measure "http://127.0.0.1:$peer/x" $c)
-	nr=$1 np=$2
-	set -- $(measure "http://127.0.0.1:$port/call/api/x" $c "$T/auth.lua")
-	tr=$1 tp=$2
-	awk -v c=$c -v dr=$dr -v dp=$dp -v nr=$nr -v np=$np -v tr=$tr -v tp=$tp \
-	    'BEGIN { na = np - dp; ta = tp - dp; if (na < 0.001) na = 0.001
-	    printf "%-6s %12d %9.3f %12d %9.3f %12d %9.3f %10.2f %12.2f\n",
-	    c, dr, dp, nr, np, tr, tp, tr / nr, ta / na }'
+	: > "$T/r"
+	r=0
+	while [ $r -lt $rounds ]; do
+		r=$((r + 1))
+		echo "$(measure "http://127.0.0.1:$up/x" $c) $(measure \
+		    "http://127.0.0.1:$peer/x" $c) $(measure \
+		    "http://127.0.0.1:$port/call/api/x" $c "$T/auth.lua")" >> "$T/r"
+	done
+	for i in 1 2 3 4 5 6; do
+		eval m$i=$(cut -d' ' -f$i "$T/r" | median)
+	done
+	awk -v c=$c -v dr=$m1 -v dp=$m2 -v nr=$m3 -v np=$m4 -v tr=$m5 -v tp=$m6 \
+	    'BEGIN { na = np - dp; ta = tp - dp
+	    printf "%-6s %12d %9.3f %12d %9.3f %12d %9.3f %10.2f ", c, dr, dp,
+	    nr, np, tr, tp, tr / nr
+	    if (na < 0.005) print "           -"; else printf "%12.2f\n", ta / na }'
 done
-echo "req/s x: tregd / nginx proxy_pass; added p50 x: (tregd - direct) / (proxy_pass - direct)"
+echo "req/s x: tregd / nginx proxy_pass; added p50 x: (tregd - direct) / (proxy_pass - direct), - when proxy_pass adds under 5 us"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

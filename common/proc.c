@@ -56,7 +56,8 @@ imsgev_update(struct imsgev *iev)
 {
 	short	 events = EV_READ | EV_PERSIST;
 
-	if (iev->dead)
+	if (iev->dead || (iev->corked &&
+	    imsgbuf_queuelen(&iev->ibuf) < IMSGEV_CORK_MAX))
 		return;
 	if (imsgbuf_queuelen(&iev->ibuf) > 0)
 		(void)imsgbuf_write(&iev->ibuf);	/* errors: see handler */
@@ -68,6 +69,26 @@ imsgev_update(struct imsgev *iev)
 	iev->events = events;
 	event_set(&iev->ev, iev->ibuf.fd, events, imsgev_handler, iev);
 	event_add(&iev->ev, NULL);
+}
+
+/*
+ * Messages composed between these two leave in one write (one sendmsg
+ * for what fits), not one each: a blob's head and data, or every answer
+ * one event produced.  Nested corks are counted.  A corked queue is
+ * written all the same once it holds IMSGEV_CORK_MAX messages, so a
+ * stream of body chunks is not held back (memory stays bounded).
+ */
+void
+imsgev_cork(struct imsgev *iev)
+{
+	iev->corked++;
+}
+
+void
+imsgev_uncork(struct imsgev *iev)
+{
+	if (iev->corked > 0 && --iev->corked == 0)
+		imsgev_update(iev);
 }
 
 int
@@ -104,8 +125,8 @@ imsgev_composev(struct imsgev *iev, uint32_t type, uint32_t id, int fd,
 
 /*
  * The head (blob_hdr + head struct), then the payload in IMSG_DATA chunks,
- * queued whole and written at once: the peer wakes for the blob, not for
- * its head alone.
+ * queued whole (corked) and written at once: the peer wakes for the blob,
+ * not for its head alone.
  */
 int
 imsgev_send_blob(struct imsgev *iev, uint32_t type, uint32_t id,
@@ -115,7 +136,6 @@ imsgev_send_blob(struct imsgev *iev, uint32_t type, uint32_t id,
 	struct iovec	 iov[2];
 	const char	*p = data;
 	size_t		 n;
-	int		 rc = 0;
 
 	if (datalen > UINT32_MAX) {
 		errno = EMSGSIZE;
@@ -130,16 +150,21 @@ imsgev_send_blob(struct imsgev *iev, uint32_t type, uint32_t id,
 	iov[0].iov_len = sizeof(bh);
 	iov[1].iov_base = (void *)head;
 	iov[1].iov_len = headlen;
-	if (imsg_composev(&iev->ibuf, type, id, -1, iov, 2) == -1)
-		return (-1);
-	while (rc == 0 && datalen > 0) {
+	imsgev_cork(iev);
+	if (imsgev_composev(iev, type, id, -1, iov, 2) == -1)
+		goto fail;
+	while (datalen > 0) {
 		n = datalen > IMSG_DATA_MAX ? IMSG_DATA_MAX : datalen;
-		rc = imsg_compose(&iev->ibuf, IMSG_DATA, id, -1, p, n);
+		if (imsgev_compose(iev, IMSG_DATA, id, -1, p, n) == -1)
+			goto fail;
 		p += n;
 		datalen -= n;
 	}
-	imsgev_update(iev);
-	return (rc == -1 ? -1 : 0);
+	imsgev_uncork(iev);
+	return (0);
+ fail:
+	imsgev_uncork(iev);
+	return (-1);
 }
 
 void

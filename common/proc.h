@@ -34,6 +34,7 @@ struct imsgev {
 	const char		*name;		/* peer name, for messages */
 	int			 dead;
 	int			 untrusted;	/* a client: corrupt closes */
+	int			 corked;	/* writes wait for the uncork */
 };
 
 void	 imsgev_init(struct imsgev *, int, int, const char *, imsgev_fn,
@@ -46,6 +47,9 @@ int	 imsgev_composev(struct imsgev *, uint32_t, uint32_t, int,
 int	 imsgev_send_blob(struct imsgev *, uint32_t, uint32_t,
 	    const void *, size_t, const void *, size_t);
 void	 imsgev_update(struct imsgev *);
+#define IMSGEV_CORK_MAX	16	/* messages held back at the most */
+void	 imsgev_cork(struct imsgev *);
+void	 imsgev_uncork(struct imsgev *);
 
 /* A payload being gathered. */
 struct blob {

@@ -249,7 +249,7 @@ front_call(struct http_conn *conn, const struct http_head *h,
 	    fc->id, &cr, sizeof(cr), payload, tlen + hlen + bodylen) == -1)
 		fatal("%s: send to vault", __func__);
 	/* Headers and body may hold the client's own credentials. */
-	freezero(payload, tlen + HTTP_HEADERS_MAX + bodylen + 1);
+	freezero(payload, tlen + hlen + bodylen);
 	explicit_bzero(&cr, sizeof(cr));
 }
 
@@ -368,6 +368,8 @@ fcall_head(struct blob *b)
 	if (ch.status < 100 || ch.status > 599 || fc->started)
 		fatalx("bad IMSG_CALL_HEAD from relay");
 	fcall_vault_done(fc);
+	if (fc->conn != NULL && (ch.org_id != 0 || ch.user_id != 0))
+		http_set_log(fc->conn, NULL, ch.org_id, ch.user_id);
 	if (fc->conn == NULL) {
 		if (fc->recancel) {
 			fcall_to_relay(fc, IMSG_CALL_CANCEL);

@@ -448,6 +448,8 @@ relay_start(struct blob *b)
 	rc->worker = b->peer - PROC_WORKER(0);
 	rc->callid = cs.callid;
 	rc->allow_private = cs.allow_private != 0;
+	rc->org_id = cs.org_id;
+	rc->user_id = cs.user_id;
 	clock_gettime(CLOCK_MONOTONIC, &rc->start);
 	TAILQ_INSERT_TAIL(&rcalls, rc, entry);
 	ncalls++;
@@ -574,6 +576,28 @@ relay_addr_ok(const struct rcall *rc, const struct sockaddr *sa)
 /* ------------------------------------------------------------------ */
 /* Answers.                                                            */
 
+/*
+ * Around each turn of curl's: what it produces (a head, a body, the end
+ * to the frontend; how it ended to the vault) leaves in one write per
+ * channel, not one per message.
+ */
+void
+relay_cork(int on)
+{
+	int	 i;
+
+	if (on)
+		imsgev_cork(&iev_frontend);
+	else
+		imsgev_uncork(&iev_frontend);
+	for (i = 0; i < nvaults; i++) {
+		if (on)
+			imsgev_cork(&iev_vaults[i]);
+		else
+			imsgev_uncork(&iev_vaults[i]);
+	}
+}
+
 void
 relay_send_head(struct rcall *rc, int status, int refused, const char *data,
     size_t len)
@@ -583,6 +607,8 @@ relay_send_head(struct rcall *rc, int status, int refused, const char *data,
 	memset(&ch, 0, sizeof(ch));
 	ch.status = status;
 	ch.refused = refused;
+	ch.org_id = rc->org_id;
+	ch.user_id = rc->user_id;
 	rc->status = status;
 	rc->head_sent = 1;
 	if (imsgev_send_blob(&iev_frontend, IMSG_CALL_HEAD, rc->reqid, &ch,

@@ -35,6 +35,8 @@ struct rcall {
 	uint32_t		 callid;	/* the vault's */
 	int			 worker;	/* the vault worker that sent it */
 	int			 allow_private;
+	int64_t			 org_id;	/* for the request log */
+	int64_t			 user_id;
 	char			*method;
 	char			*url;
 	char			 host[HOST_LEN_MAX];	/* no brackets */
@@ -72,6 +74,7 @@ TAILQ_HEAD(rcall_list, rcall);
 /* relay.c */
 extern struct tregd_conf	 relay_conf;
 int	 relay_addr_ok(const struct rcall *, const struct sockaddr *);
+void	 relay_cork(int);
 void	 relay_send_head(struct rcall *, int, int, const char *, size_t);
 void	 relay_send_body(struct rcall *, const void *, size_t);
 void	 relay_finish(struct rcall *, int);

@@ -33,7 +33,17 @@ struct rsock {
 	int		 added;
 };
 
+/*
+ * Easy handles of ended calls, reset (every option back to its default:
+ * nothing of a call's request stays set) and kept for the next ones:
+ * a new handle and its buffers per call cost more than the rest of
+ * curl's work for a small answer.
+ */
+#define RH_SPARE_MAX	64
+
 static CURLM		*multi;
+static CURL		*spare[RH_SPARE_MAX];
+static int		 nspare;
 static struct event	 multi_timer;
 static X509_STORE	*ca_store;	/* parsed once, shared by every TLS */
 
@@ -157,8 +167,10 @@ rh_event(int fd, short kind, void *arg)
 		action |= CURL_CSELECT_IN;
 	if (kind & EV_WRITE)
 		action |= CURL_CSELECT_OUT;
+	relay_cork(1);
 	curl_multi_socket_action(multi, fd, action, &running);
 	rh_check();
+	relay_cork(0);
 }
 
 static void
@@ -166,8 +178,10 @@ rh_timeout(int fd, short kind, void *arg)
 {
 	int	 running;
 
+	relay_cork(1);
 	curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
 	rh_check();
+	relay_cork(0);
 }
 
 static void
@@ -205,7 +219,11 @@ rhttp_stop(struct rcall *rc)
 	if (rc->easy == NULL)
 		return;
 	curl_multi_remove_handle(multi, rc->easy);
-	curl_easy_cleanup(rc->easy);
+	if (nspare < RH_SPARE_MAX) {
+		curl_easy_reset(rc->easy);
+		spare[nspare++] = rc->easy;
+	} else
+		curl_easy_cleanup(rc->easy);
 	curl_slist_free_all(rc->hlist);
 	curl_slist_free_all(rc->rlist);
 	rc->easy = NULL;
@@ -266,7 +284,9 @@ rh_setup(struct rcall *rc)
 	CURL	*e;
 	int	 body;
 
-	if ((e = curl_easy_init()) == NULL)
+	if (nspare > 0)
+		e = spare[--nspare];
+	else if ((e = curl_easy_init()) == NULL)
 		return (-1);
 	rc->easy = e;
 	curl_easy_setopt(e, CURLOPT_PRIVATE, rc);

@@ -571,6 +571,18 @@ store_bundle_delete(int64_t org, int64_t id)
 /* calls and daily caps (the relay) */
 
 int
+store_read_begin(void)
+{
+	return (ops->read_begin());
+}
+
+void
+store_read_end(void)
+{
+	ops->read_end();
+}
+
+int
 store_call_end_insert(const struct store_call_end *e)
 {
 	return (ops->call_end_insert(e));

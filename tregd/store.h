@@ -538,6 +538,8 @@ struct store_ops {
 	int	(*bundle_delete)(int64_t, int64_t);
 
 	/* ops: calls and daily caps (the relay) */
+	int	(*read_begin)(void);
+	void	(*read_end)(void);
 	int	(*call_end_insert)(const struct store_call_end *);
 	int	(*call_cap_take)(int64_t, int64_t, const char *, int64_t,
 		    int64_t *);
@@ -755,6 +757,13 @@ int		 store_bundle_outside_user(int64_t, char *, char *, size_t);
 int		 store_bundle_delete(int64_t, int64_t);
 
 /* calls and daily caps (the relay) */
+/*
+ * The reads of one request in one read transaction (one snapshot, one
+ * set of locks instead of one per statement); nothing is written
+ * before store_read_end().  A no-op where statements cost no locks.
+ */
+int		 store_read_begin(void);
+void		 store_read_end(void);
 int		 store_call_end_insert(const struct store_call_end *);
 /*
  * Count one call of user in org on day ("YYYY-MM-DD", UTC) unless cap

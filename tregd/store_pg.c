@@ -138,6 +138,8 @@ const struct store_ops store_pg_ops = {
 	.bundle_delete = pg_bundle_delete,
 
 	/* calls and daily caps (the relay) */
+	.read_begin = pg_read_begin,
+	.read_end = pg_read_end,
 	.call_end_insert = pg_call_end_insert,
 	.call_cap_take = pg_call_cap_take,
 	.call_used = pg_call_used,

@@ -164,6 +164,8 @@ int	pg_bundle_delete(int64_t, int64_t);
 int	pg_unique_violation(void);
 
 /* calls and daily caps (the relay) */
+int		 pg_read_begin(void);
+void		 pg_read_end(void);
 int		 pg_call_end_insert(const struct store_call_end *);
 int		 pg_call_cap_take(int64_t, int64_t, const char *, int64_t,
 		    int64_t *);

@@ -142,6 +142,8 @@ const struct store_ops store_sqlite_ops = {
 	.bundle_delete = sq_bundle_delete,
 
 	/* calls and daily caps (the relay) */
+	.read_begin = sq_read_begin,
+	.read_end = sq_read_end,
 	.call_end_insert = sq_call_end_insert,
 	.call_cap_take = sq_call_cap_take,
 	.call_used = sq_call_used,

@@ -146,6 +146,8 @@ int		 sq_bundle_outside_user(int64_t, char *, char *, size_t);
 int		 sq_bundle_delete(int64_t, int64_t);
 
 /* calls and daily caps (the relay) */
+int		 sq_read_begin(void);
+void		 sq_read_end(void);
 int		 sq_call_end_insert(const struct store_call_end *);
 int		 sq_call_cap_take(int64_t, int64_t, const char *, int64_t,
 		    int64_t *);

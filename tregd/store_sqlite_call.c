@@ -9,6 +9,25 @@
 
 #include "store_sqlite.h"
 
+/*
+ * A deferred transaction: the shared lock and the WAL read mark are
+ * taken at the first read and let go at the end, instead of a lock and
+ * unlock (four fcntl calls) around every statement.
+ */
+int
+sq_read_begin(void)
+{
+	return (db_exec("BEGIN DEFERRED"));
+}
+
+void
+sq_read_end(void)
+{
+	if (!sqlite3_get_autocommit(vault_db) && sqlite3_exec(vault_db,
+	    "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		sqlite3_exec(vault_db, "ROLLBACK", NULL, NULL, NULL);
+}
+
 int
 sq_call_end_insert(const struct store_call_end *e)
 {

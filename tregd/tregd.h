@@ -344,6 +344,8 @@ struct call_request {
 struct call_start {
 	uint32_t	 callid;	/* the vault's, for IMSG_CALL_DONE */
 	uint32_t	 allow_private;
+	int64_t		 org_id;	/* the caller's, for the request log */
+	int64_t		 user_id;
 	/* packed: method, url, nheaders, headers[], body, nsecrets, secrets[] */
 };
 
@@ -351,6 +353,8 @@ struct call_start {
 struct call_head {
 	uint32_t	 status;
 	uint32_t	 refused;	/* 1: tregd's own refusal, JSON detail */
+	int64_t		 org_id;	/* the caller's, for the request log */
+	int64_t		 user_id;
 };
 
 struct call_end {

@@ -46,11 +46,18 @@ struct vcall {
 };
 TAILQ_HEAD(vcall_list, vcall);
 
+/* The membership's daily_call_cap, as read with the call's decision. */
+struct call_capv {
+	int			 has;
+	int64_t			 cap;
+};
+
 /* A call decided but for its cap and row: written with its turn's. */
 struct vpend {
 	TAILQ_ENTRY(vpend)	 entry;
 	uint32_t		 reqid;
 	struct auth		 auth;
+	struct call_capv	 cap;
 	char			 tool[NAME_LEN_MAX + 1];
 	char			 method[sizeof(((struct call_request *)0)->method)];
 	char			 logpath[CALL_PATH_LOG_MAX + 1];
@@ -89,6 +96,24 @@ struct call_match {
 	char		 names[CALL_TOOLS_MAX][NAME_LEN_MAX + 1];
 };
 
+/*
+ * The tools calls name, kept while the data stays as it is: an entry
+ * serves only the store_version() it was read at (any write anywhere
+ * moves it), and the calls of one turn of the event loop are decided at
+ * one version, so all but the first call of a tool in a turn skip its
+ * lookup and the parsing of its bindings.  No secret is in a tool row.
+ */
+#define CALL_TOOL_CACHE	16
+struct call_tool_ent {
+	int64_t		 ver;
+	int64_t		 org;
+	char		 key[NAME_LEN_MAX + 1];	/* the name as asked */
+	struct tool_row	 t;
+	int		 set;
+};
+static struct call_tool_ent	 tcache[CALL_TOOL_CACHE];
+static unsigned int		 tcache_next;
+
 static struct vcall_list vcalls = TAILQ_HEAD_INITIALIZER(vcalls);
 static struct vpend_list vpends = TAILQ_HEAD_INITIALIZER(vpends);
 static int		 npends;
@@ -109,11 +134,15 @@ static int	 call_by_name(const struct auth *, const char *,
 static int	 call_by_url(const struct auth *, const char *,
 		    struct call_out *, struct vault_resp *, const char **);
 static int	 call_match_fn(const struct store_tool_url *, void *);
+static int	 call_tool_load(int64_t, const char *, struct tool_row *);
 static size_t	 base_path_len(const char *, const char **);
 static int	 call_allowed(const struct auth *, const struct tool_row *);
-static int	 call_cap(const struct auth *, struct vault_resp *);
-static void	 call_pend(uint32_t, struct auth *, const char *,
-		    const char *, const char *, struct pack *);
+static int	 call_cap_check(const struct auth *, struct call_capv *,
+		    struct vault_resp *);
+static int	 call_cap(const struct auth *, const struct call_capv *,
+		    struct vault_resp *);
+static void	 call_pend(uint32_t, struct auth *, const struct call_capv *,
+		    const char *, const char *, const char *, struct pack *);
 static void	 call_starts_timer(int, short, void *);
 static void	 call_starts(void);
 static int	 call_starts_write(void);
@@ -142,7 +171,8 @@ call_request(struct blob *b)
 	struct call_in		 in;
 	struct call_out		*out;
 	struct pack		 pk;
-	const char		*why = NULL;
+	struct call_capv	 cap;
+	const char		*why = NULL, *tool = NULL;
 	char			*q, logpath[CALL_PATH_LOG_MAX + 1];
 	int			 rc;
 
@@ -170,6 +200,15 @@ call_request(struct blob *b)
 	in.body = b->data + cr.targetlen + cr.headerslen;
 	in.bodylen = cr.bodylen;
 
+	/*
+	 * Every read of the decision in one read transaction, ended before
+	 * anything is written (a refusal's row, or the batch's).
+	 */
+	if (store_read_begin() == -1) {
+		resp_error(&resp, 503, "the database cannot be read — try "
+		    "again in a moment");
+		goto refused;
+	}
 	/* auth: an unknown token has no org to audit in; it is logged. */
 	if (!cr.has_token) {
 		resp_error(&resp, 401, "not authenticated");
@@ -187,25 +226,34 @@ call_request(struct blob *b)
 	}
 	call_log_path(in.target, in.query, logpath, sizeof(logpath));
 	if (call_resolve(&auth, &in, out, &resp, &why) == -1) {
-		call_refuse(b->id, &auth, out->have_tool ? out->t.name : NULL,
-		    in.method, logpath, why, &resp);
-		goto done;
+		tool = out->have_tool ? out->t.name : NULL;
+		goto refuse;
 	}
+	tool = out->t.name;
 	call_log_path(out->path, in.query, logpath, sizeof(logpath));
 	if (deny_check(&auth, out->t.host, out->path, in.method,
 	    &resp) == -1) {
-		call_refuse(b->id, &auth, out->t.name, in.method, logpath,
-		    resp.status == 403 ? "policy" : NULL, &resp);
-		goto done;
+		why = resp.status == 403 ? "policy" : NULL;
+		goto refuse;
+	}
+	/* Over the cap: refused before a secret is unsealed. */
+	if ((rc = call_cap_check(&auth, &cap, &resp)) != 0) {
+		why = rc == 1 ? "cap" : NULL;
+		goto refuse;
 	}
 	if (call_build(&auth, &in, out, &pk, &resp) == -1) {
-		call_refuse(b->id, &auth, out->t.name, in.method, logpath,
-		    NULL, &resp);
-		goto done;
+		why = NULL;
+		goto refuse;
 	}
-	call_pend(b->id, &auth, out->t.name, in.method, logpath, &pk);
+	store_read_end();
+	call_pend(b->id, &auth, &cap, tool, in.method, logpath, &pk);
+	goto done;
+ refuse:
+	store_read_end();
+	call_refuse(b->id, &auth, tool, in.method, logpath, why, &resp);
 	goto done;
  refused:
+	store_read_end();
 	call_refuse(b->id, NULL, NULL, NULL, NULL, NULL, &resp);
  done:
 	pack_free(&pk);
@@ -221,8 +269,9 @@ call_request(struct blob *b)
 
 /* Queue a decided call (its auth and request move) for its turn's write. */
 static void
-call_pend(uint32_t reqid, struct auth *a, const char *tool,
-    const char *method, const char *logpath, struct pack *pk)
+call_pend(uint32_t reqid, struct auth *a, const struct call_capv *cap,
+    const char *tool, const char *method, const char *logpath,
+    struct pack *pk)
 {
 	struct timeval	 tv = { 0, 0 };
 	struct vpend	*p;
@@ -232,6 +281,7 @@ call_pend(uint32_t reqid, struct auth *a, const char *tool,
 	p->reqid = reqid;
 	p->auth = *a;
 	memset(a, 0, sizeof(*a));
+	p->cap = *cap;
 	strlcpy(p->tool, tool, sizeof(p->tool));
 	strlcpy(p->method, method, sizeof(p->method));
 	strlcpy(p->logpath, logpath, sizeof(p->logpath));
@@ -275,6 +325,8 @@ call_starts(void)
 	if (npends == 0)
 		return;
 	fail = call_starts_write();
+	imsgev_cork(vault_relay);
+	imsgev_cork(vault_frontend);
 	while ((p = TAILQ_FIRST(&vpends)) != NULL) {
 		TAILQ_REMOVE(&vpends, p, entry);
 		if (fail) {
@@ -294,6 +346,8 @@ call_starts(void)
 		json_decref(p->resp.body);
 		free(p);
 	}
+	imsgev_uncork(vault_frontend);
+	imsgev_uncork(vault_relay);
 	npends = 0;
 }
 
@@ -310,7 +364,7 @@ call_starts_write(void)
 		return (-1);
 	}
 	TAILQ_FOREACH(p, &vpends, entry) {
-		if (call_cap(&p->auth, &p->resp) == 0) {
+		if (call_cap(&p->auth, &p->cap, &p->resp) == 0) {
 			if (call_audit(&p->auth, p->tool, p->method,
 			    p->logpath, NULL, 0, &p->audit_id) == -1)
 				break;
@@ -346,6 +400,8 @@ call_start(struct vpend *p)
 	memset(&cs, 0, sizeof(cs));
 	cs.callid = vc->callid;
 	cs.allow_private = vault_conf.relay_allow_private;
+	cs.org_id = p->auth.org_id;
+	cs.user_id = p->auth.user_id;
 	if (imsgev_send_blob(vault_relay, IMSG_CALL_START, p->reqid, &cs,
 	    sizeof(cs), p->pk.buf, p->pk.len) == -1)
 		fatal("%s: send to relay", __func__);
@@ -559,7 +615,7 @@ call_by_name(const struct auth *a, const char *target, struct call_out *out,
 		resp_error(resp, 404, "no such tool in this org");
 		return (-1);
 	}
-	if ((rc = tool_load(a->org_id, name, &out->t)) == -1) {
+	if ((rc = call_tool_load(a->org_id, name, &out->t)) == -1) {
 		db_fail(resp, "tool lookup");
 		*why = NULL;
 		return (-1);
@@ -577,6 +633,39 @@ call_by_name(const struct auth *a, const char *target, struct call_out *out,
 		return (-1);
 	}
 	call_target(out, rest);
+	return (0);
+}
+
+/* tool_load() through the cache: the row is the caller's to clear. */
+static int
+call_tool_load(int64_t org, const char *name, struct tool_row *t)
+{
+	struct call_tool_ent	*e;
+	int64_t			 ver = store_version();
+	int			 i, rc;
+
+	for (i = 0; ver != -1 && i < CALL_TOOL_CACHE; i++) {
+		e = &tcache[i];
+		if (e->set && e->ver == ver && e->org == org &&
+		    strcmp(e->key, name) == 0) {
+			*t = e->t;
+			json_incref(t->bindings);
+			json_incref(t->cli);
+			return (0);
+		}
+	}
+	if ((rc = tool_load(org, name, t)) != 0 || ver == -1)
+		return (rc);
+	e = &tcache[tcache_next++ % CALL_TOOL_CACHE];
+	if (e->set)
+		tool_row_clear(&e->t);
+	e->ver = ver;
+	e->org = org;
+	strlcpy(e->key, name, sizeof(e->key));
+	e->t = *t;
+	json_incref(e->t.bindings);
+	json_incref(e->t.cli);
+	e->set = 1;
 	return (0);
 }
 
@@ -642,7 +731,7 @@ call_by_url(const struct auth *a, const char *target, struct call_out *out,
 	}
 	tie[0] = '\0';
 	for (i = 0; i < (size_t)m->nbest; i++) {
-		if (tool_load(a->org_id, m->names[i], &t) != 0)
+		if (call_tool_load(a->org_id, m->names[i], &t) != 0)
 			continue;
 		if (call_allowed(a, &t)) {
 			if (usable++ == 0) {
@@ -688,25 +777,56 @@ day_utc(char *buf, size_t len)
 	strftime(buf, len, "%Y-%m-%d", &tm);
 }
 
-/* Counted in the database, so it holds across workers and hosts. */
+/*
+ * With the decision's reads: a caller already at the cap is refused (1)
+ * before anything is unsealed.  The count itself is taken with the
+ * call's row (call_cap()).
+ */
 static int
-call_cap(const struct auth *a, struct vault_resp *resp)
+call_cap_check(const struct auth *a, struct call_capv *cv,
+    struct vault_resp *resp)
 {
 	char		 day[16];
-	int64_t		 cap, used;
-	int		 has, rc;
+	int64_t		 used;
 
-	day_utc(day, sizeof(day));
-	if (store_call_cap_get(a->org_id, a->user_id, &has, &cap) == -1) {
+	memset(cv, 0, sizeof(*cv));
+	if (store_call_cap_get(a->org_id, a->user_id, &cv->has,
+	    &cv->cap) == -1) {
 		db_fail(resp, "daily call cap");
 		return (-1);
 	}
-	if (has && cap <= 0)
+	if (!cv->has)
+		return (0);
+	day_utc(day, sizeof(day));
+	if (store_call_used(a->org_id, a->user_id, day, &used) == -1) {
+		db_fail(resp, "daily call count");
+		return (-1);
+	}
+	if (used < cv->cap)
+		return (0);
+	resp_error(resp, 429, "daily usage limit reached (%lld/%lld) — ask "
+	    "an admin to raise your cap", (long long)used,
+	    (long long)cv->cap);
+	return (1);
+}
+
+/* Counted in the database, so it holds across workers and hosts. */
+static int
+call_cap(const struct auth *a, const struct call_capv *cv,
+    struct vault_resp *resp)
+{
+	char		 day[16];
+	int64_t		 used;
+	int		 rc;
+
+	day_utc(day, sizeof(day));
+	/* The take would create a first row past a cap of 0. */
+	if (cv->has && cv->cap <= 0)
 		rc = store_call_used(a->org_id, a->user_id, day, &used) == -1 ?
 		    -1 : 1;
 	else
 		rc = store_call_cap_take(a->org_id, a->user_id, day,
-		    has ? cap : INT64_MAX, &used);
+		    cv->has ? cv->cap : INT64_MAX, &used);
 	if (rc == -1) {
 		db_fail(resp, "daily call count");
 		return (-1);
@@ -714,7 +834,7 @@ call_cap(const struct auth *a, struct vault_resp *resp)
 	if (rc == 1) {
 		resp_error(resp, 429, "daily usage limit reached (%lld/%lld) "
 		    "— ask an admin to raise your cap", (long long)used,
-		    (long long)cap);
+		    (long long)cv->cap);
 		return (-1);
 	}
 	return (0);

@@ -127,6 +127,33 @@ the_cap_is_null_until_set_body(const atf_tc_t *tc, int pg)
 	store_close();
 }
 
+static void
+reads_share_a_read_transaction_ended_before_a_write_body(const atf_tc_t *tc,
+    int pg)
+{
+	int64_t	 cap, used;
+	int	 has;
+
+	open_engine(tc, pg);
+	ATF_REQUIRE(store_read_begin() == 0);
+	ATF_REQUIRE(store_call_cap_get(1, 1, &has, &cap) == 0);
+	ATF_REQUIRE(store_call_used(1, 1, "2026-01-02", &used) == 0);
+	ATF_CHECK(has == 0 && used == 0);
+	store_read_end();
+	/* Ended: a write transaction may begin and commit. */
+	ATF_REQUIRE(store_begin() == 0);
+	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 5, &used) == 0);
+	ATF_REQUIRE(store_commit() == 0);
+	ATF_REQUIRE(store_read_begin() == 0);
+	ATF_REQUIRE(store_call_used(1, 1, "2026-01-02", &used) == 0);
+	ATF_CHECK_EQ(used, 1);
+	store_read_end();
+	store_read_end();		/* a second end: nothing to end */
+	ATF_REQUIRE(store_begin() == 0);
+	store_rollback();
+	store_close();
+}
+
 struct tools {
 	char	 names[8][32];
 	int	 n;
@@ -227,6 +254,7 @@ ATF_TC_BODY(name##_pg, tc) { name##_body(tc, 1); }
 
 BOTH(a_cap_counts_up_to_it_and_no_further)
 BOTH(the_cap_is_null_until_set)
+BOTH(reads_share_a_read_transaction_ended_before_a_write)
 BOTH(tools_by_host_are_the_orgs_own)
 BOTH(a_call_end_shows_in_calls_page)
 
@@ -236,6 +264,10 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, a_cap_counts_up_to_it_and_no_further_pg);
 	ATF_TP_ADD_TC(tp, the_cap_is_null_until_set_sqlite);
 	ATF_TP_ADD_TC(tp, the_cap_is_null_until_set_pg);
+	ATF_TP_ADD_TC(tp,
+	    reads_share_a_read_transaction_ended_before_a_write_sqlite);
+	ATF_TP_ADD_TC(tp,
+	    reads_share_a_read_transaction_ended_before_a_write_pg);
 	ATF_TP_ADD_TC(tp, tools_by_host_are_the_orgs_own_sqlite);
 	ATF_TP_ADD_TC(tp, tools_by_host_are_the_orgs_own_pg);
 	ATF_TP_ADD_TC(tp, a_call_end_shows_in_calls_page_sqlite);
