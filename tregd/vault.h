@@ -223,6 +223,7 @@ void		 redset_clear(struct redset *);
  * NULL for runs and grants.  0 allowed; -1 refused, resp set to 403
  * "blocked by a policy rule ...".
  */
+#define DENY_METHOD_MAX		32	/* a rule's method, in bytes */
 int		 deny_check(const struct auth *, const char *, const char *,
 		    const char *, struct vault_resp *);
 /*

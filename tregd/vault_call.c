@@ -127,6 +127,9 @@ static void	 call_refuse(uint32_t, const struct auth *, const char *,
 static int	 call_audit(const struct auth *, const char *, const char *,
 		    const char *, const char *, int, int64_t *);
 static void	 call_log_path(const char *, const char *, char *, size_t);
+static int	 call_deny_override(const struct auth *,
+		    const struct call_in *, const struct call_out *,
+		    struct vault_resp *);
 static int	 call_resolve(const struct auth *, struct call_in *,
 		    struct call_out *, struct vault_resp *, const char **);
 static int	 call_by_name(const struct auth *, const char *,
@@ -232,7 +235,7 @@ call_request(struct blob *b)
 	tool = out->t.name;
 	call_log_path(out->path, in.query, logpath, sizeof(logpath));
 	if (deny_check(&auth, out->t.host, out->path, in.method,
-	    &resp) == -1) {
+	    &resp) == -1 || call_deny_override(&auth, &in, out, &resp) == -1) {
 		why = resp.status == 403 ? "policy" : NULL;
 		goto refuse;
 	}
@@ -493,9 +496,25 @@ call_log_path(const char *path, const char *query, char *buf, size_t len)
 /* Resolution.                                                         */
 
 /*
- * A "." or ".." segment (or its %2e spelling) would let the upstream's
- * normalisation take the call outside the tool's base path and past the
- * deny rules, which see the path as sent: refused.
+ * The length of a path separator at p, 0 if none: "/", and what an
+ * upstream may read as one ("\\", "%2F", "%5C").
+ */
+static size_t
+path_sep(const char *p)
+{
+	if (*p == '/' || *p == '\\')
+		return (1);
+	if (p[0] == '%' && (p[1] == '2' || p[1] == '5') && p[2] != '\0' &&
+	    strchr(p[1] == '2' ? "fF" : "cC", p[2]) != NULL)
+		return (3);
+	return (0);
+}
+
+/*
+ * A "." or ".." segment (or its %2e spelling), between any separators an
+ * upstream may normalise (path_sep), would let it take the call outside
+ * the tool's base path and past the deny rules, which see the path as
+ * sent: refused.
  */
 static int
 dot_segments(const char *path)
@@ -503,8 +522,9 @@ dot_segments(const char *path)
 	const char	*p, *e;
 	size_t		 n, dots;
 
-	for (p = path; *p != '\0'; p = *e ? e + 1 : e) {
-		e = p + strcspn(p, "/");
+	for (p = path; *p != '\0'; p = *e ? e + path_sep(e) : e) {
+		for (e = p; *e != '\0' && path_sep(e) == 0; e++)
+			;
 		for (n = 0, dots = 0; p + n < e; dots++) {
 			if (p[n] == '.')
 				n++;
@@ -517,6 +537,46 @@ dot_segments(const char *path)
 		}
 		if (p + n == e && (dots == 1 || dots == 2))
 			return (1);
+	}
+	return (0);
+}
+
+/*
+ * The method an override header asks the upstream to act as (Rails,
+ * Express's method-override and Google's APIs honour them): the deny
+ * rules see it as well as the real one, or a POST carrying
+ * "X-HTTP-Method-Override: DELETE" would pass a rule on DELETE.
+ */
+static int
+call_deny_override(const struct auth *a, const struct call_in *in,
+    const struct call_out *out, struct vault_resp *resp)
+{
+	static const char *const names[] = {
+		"X-HTTP-Method-Override", "X-HTTP-Method",
+		"X-Method-Override", NULL
+	};
+	const char	*p, *e, *v, *end = in->headers + in->headerslen;
+	char		 m[DENY_METHOD_MAX + 1];
+	size_t		 i, n, len;
+
+	for (p = in->headers; p < end && (e = memmem(p, end - p, "\r\n",
+	    2)) != NULL; p = e + 2) {
+		for (i = 0; names[i] != NULL; i++) {
+			len = strlen(names[i]);
+			if ((size_t)(e - p) > len && p[len] == ':' &&
+			    strncasecmp(p, names[i], len) == 0)
+				break;
+		}
+		if (names[i] == NULL)
+			continue;
+		for (v = p + len + 1; v < e && (*v == ' ' || *v == '\t'); v++)
+			;
+		for (n = 0; v + n < e && n < DENY_METHOD_MAX &&
+		    v[n] != ' ' && v[n] != '\t'; n++)
+			m[n] = toupper((unsigned char)v[n]);
+		m[n] = '\0';
+		if (deny_check(a, out->t.host, out->path, m, resp) == -1)
+			return (-1);
 	}
 	return (0);
 }

@@ -24,7 +24,6 @@
 #define DENY_RULES_MAX		1000	/* per org */
 #define DENY_NOTE_MAX		256
 #define DENY_PATH_MAX		1024
-#define DENY_METHOD_MAX		32
 #define GRANT_ARGV_MAX		256
 #define GRANT_ARG_LEN_MAX	(32 * 1024)
 #define GRANT_TTL		300
