@@ -103,6 +103,8 @@ static void	run_ends_commit(int, short, void *);
 static void	run_exits_read(void);
 static int	run_in_flight(int64_t);
 static int	runs_row(const struct store_runs_row *, void *);
+static int	runs_access_tool(const struct store_tool_item *, void *);
+static json_t	*runs_access_names(int64_t, json_t *);
 static json_t	*runs_query(int64_t, const struct auth *, int, char,
 		    int64_t, int *);
 static int	mask_secret_open(int64_t, int64_t, const void *, size_t,
@@ -747,8 +749,7 @@ runs_row(const struct store_runs_row *r, void *arg)
 	json_t			*o, *argv, *outcome;
 	char			 id[32];
 
-	if (pg->auth != NULL && !access_allows(pg->auth, r->tool))
-		return (0);
+	/* The walk reads only the tools runs_access_names() allows. */
 	snprintf(id, sizeof(id), "%c%lld", r->src, (long long)r->id);
 	argv = json_loads(r->argv, 0, NULL);
 	if (!json_is_array(argv)) {
@@ -786,6 +787,50 @@ runs_row(const struct store_runs_row *r, void *arg)
  * hides the runs of tools it may not use.  NULL: the database failed;
  * *gone when the before row does not exist.
  */
+static int
+runs_access_tool(const struct store_tool_item *t, void *arg)
+{
+	json_array_append_new(arg, json_string(t->name));
+	return (0);
+}
+
+/*
+ * The tool names an access list lets a member see runs of: each name,
+ * and the tools of each name that is a skill's.  NULL: the database
+ * failed.
+ */
+static json_t *
+runs_access_names(int64_t org, json_t *access)
+{
+	struct store_ref	 ref;
+	struct store_sel	 sel;
+	json_t			*names, *v;
+	size_t			 i;
+	int			 rc;
+
+	if ((names = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	json_array_foreach(access, i, v) {
+		if (!json_is_string(v))
+			continue;
+		json_array_append(names, v);
+		rc = store_ref_get(STORE_BUNDLE, org, 0, json_string_value(v),
+		    &ref);
+		if (rc == 1)
+			continue;
+		memset(&sel, 0, sizeof(sel));
+		sel.org = org;
+		sel.bundle = ref.id;
+		sel.brief = 1;
+		if (rc == -1 || store_tools(&sel, runs_access_tool,
+		    names) == -1) {
+			json_decref(names);
+			return (NULL);
+		}
+	}
+	return (names);
+}
+
 static json_t *
 runs_query(int64_t org, const struct auth *a, int limit, char bsrc,
     int64_t bid, int *gone)
@@ -793,7 +838,7 @@ runs_query(int64_t org, const struct auth *a, int limit, char bsrc,
 	struct runs_page	 pg;
 	const char		**tools = NULL;
 	size_t			 i, n = 0;
-	json_t			*v;
+	json_t			*v, *names;
 	int			 rc;
 
 	pg.auth = a;
@@ -801,19 +846,27 @@ runs_query(int64_t org, const struct auth *a, int limit, char bsrc,
 	if ((pg.list = json_array()) == NULL)
 		fatal("%s: json_array", __func__);
 	*gone = 0;
-	/* A restricted caller's page holds the tools it names, no other. */
+	/*
+	 * A restricted caller's page holds the tools it names and those of
+	 * the skills it names, no other.
+	 */
+	names = NULL;
 	if (a != NULL && a->role != ROLE_OWNER &&
 	    json_is_array(a->tool_access)) {
-		if ((tools = calloc(json_array_size(a->tool_access) + 1,
+		if ((names = runs_access_names(org, a->tool_access)) == NULL) {
+			json_decref(pg.list);
+			return (NULL);
+		}
+		if ((tools = calloc(json_array_size(names) + 1,
 		    sizeof(*tools))) == NULL)
 			fatal("%s: calloc", __func__);
-		json_array_foreach(a->tool_access, i, v)
-			if (json_is_string(v))
-				tools[n++] = json_string_value(v);
+		json_array_foreach(names, i, v)
+			tools[n++] = json_string_value(v);
 	}
 	rc = store_runs_page_tools(org, tools, n, bsrc, bid, limit, runs_row,
 	    &pg);
 	free(tools);
+	json_decref(names);
 	if (rc != 0) {
 		json_decref(pg.list);
 		*gone = rc == 1;
