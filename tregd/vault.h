@@ -199,6 +199,10 @@ struct redset {
 /* Unseal secret id of org: 0, or -1 with resp set (gone: its status). */
 int		 isecret_open(int64_t, int64_t, struct isecret *,
 		    struct vault_resp *, int);
+/* isecret_open() with the sealed row read through get (store_secret_get). */
+typedef int	(*secret_get_fn)(int64_t, int64_t, struct store_secret *);
+int		 isecret_open_by(secret_get_fn, int64_t, int64_t,
+		    struct isecret *, struct vault_resp *, int);
 void		 isecret_close(struct isecret *);
 /*
  * The bytes a CLI gets for one template (NULL: "{secret}") of inject
@@ -309,6 +313,7 @@ void		 ccache_end(void);
 int		 ccache_auth(const uint8_t [TOKEN_HASH_LEN], struct auth *);
 int		 ccache_cap_get(int64_t, int64_t, int *, int64_t *);
 int		 ccache_deny_rules(int64_t, int64_t, store_deny_fn, void *);
+int		 ccache_secret_get(int64_t, int64_t, struct store_secret *);
 
 /* vault_crypto.c */
 int		 crypto_init(const char *);	/* the state directory */

@@ -1029,8 +1029,9 @@ call_bind(const struct auth *a, json_t *b, struct call_keys *k,
 		if (k->secs[j].id == sid)
 			break;
 	if (j == k->nsecs) {
-		if (k->nsecs >= CALL_SECRETS_MAX || isecret_open(a->org_id,
-		    sid, &k->secs[j], resp, 500) == -1)
+		if (k->nsecs >= CALL_SECRETS_MAX || isecret_open_by(
+		    ccache_secret_get, a->org_id, sid, &k->secs[j], resp,
+		    500) == -1)
 			return (-1);
 		k->nsecs++;
 	}

@@ -16,8 +16,10 @@
  * least as new as the version it is kept under.
  *
  * Kept: a membership by token hash (its auth and daily_call_cap), a tool
- * by name with its bindings (vault_call.c), the deny rules of a caller.
- * No secret is kept, sealed or not; the daily counts are never kept.
+ * by name with its bindings (vault_call.c), the deny rules of a caller,
+ * a secret's sealed row (a re-seal by tregctl key rotate moves the
+ * version too).  Never an unsealed value: each call unseals its own and
+ * zeroes it; the daily counts are never kept.
  */
 
 #include <sys/types.h>
@@ -31,6 +33,7 @@
 #define CC_AUTH_MAX	64	/* memberships */
 #define CC_DENY_MAX	32	/* callers' rule lists */
 #define CC_RULES_MAX	64	/* rules of one caller kept; more: read */
+#define CC_SECRET_MAX	32	/* sealed rows */
 
 struct cc_auth {
 	uint8_t		 hash[TOKEN_HASH_LEN];
@@ -65,6 +68,8 @@ static struct cc_auth	 auths[CC_AUTH_MAX];
 static unsigned int	 auths_next;
 static struct cc_deny	 denies[CC_DENY_MAX];
 static unsigned int	 denies_next;
+static struct store_secret secrets[CC_SECRET_MAX];	/* id 0: free */
+static unsigned int	 secrets_next;
 
 static void	 cc_flush(void);
 static void	 cc_auth_drop(struct cc_auth *);
@@ -72,6 +77,9 @@ static void	 cc_deny_drop(struct cc_deny *);
 static struct cc_auth *cc_auth_find(int64_t, int64_t);
 static int	 cc_fill_rule(const struct store_deny *, void *);
 static char	*cc_strdup(const char *);
+static void	 cc_secret_drop(struct store_secret *);
+static void	 cc_secret_copy(struct store_secret *,
+		    const struct store_secret *);
 
 /*
  * First in a call's read transaction: 0, or -1 when the version cannot
@@ -119,6 +127,8 @@ cc_flush(void)
 		cc_auth_drop(&auths[i]);
 	for (i = 0; i < CC_DENY_MAX; i++)
 		cc_deny_drop(&denies[i]);
+	for (i = 0; i < CC_SECRET_MAX; i++)
+		cc_secret_drop(&secrets[i]);
 	cver = -1;
 }
 
@@ -276,5 +286,54 @@ ccache_deny_rules(int64_t org, int64_t user, store_deny_fn fn, void *arg)
 	for (i = 0; i < e->n; i++)
 		if ((rc = fn(&e->r[i].d, arg)) != 0)
 			return (rc < 0 ? -1 : 0);
+	return (0);
+}
+
+static void
+cc_secret_drop(struct store_secret *s)
+{
+	if (s->sealed != NULL)
+		freezero(s->sealed, s->sealedlen);
+	explicit_bzero(s, sizeof(*s));
+}
+
+/* A row with its own copy of the sealed bytes. */
+static void
+cc_secret_copy(struct store_secret *to, const struct store_secret *from)
+{
+	*to = *from;
+	if ((to->sealed = malloc(from->sealedlen > 0 ?
+	    from->sealedlen : 1)) == NULL)
+		fatal("%s: malloc", __func__);
+	memcpy(to->sealed, from->sealed, from->sealedlen);
+}
+
+/*
+ * store_secret_get() through the cache, for isecret_open_by(): the row
+ * is the caller's to store_secret_clear().  Only the sealed value is
+ * kept; a secret that is not there is read again each time.
+ */
+int
+ccache_secret_get(int64_t org, int64_t id, struct store_secret *s)
+{
+	struct store_secret	*e;
+	size_t			 i;
+	int			 rc;
+
+	for (i = 0; cur != -1 && i < CC_SECRET_MAX; i++) {
+		e = &secrets[i];
+		if (e->id != 0 && e->id == id && e->org_id == org) {
+			cc_secret_copy(s, e);
+			return (0);
+		}
+	}
+	if ((rc = store_secret_get(org, id, s)) != 0 || cur == -1)
+		return (rc);
+	/* The row names its org: only what was asked for is kept. */
+	if (s->id != id || s->org_id != org)
+		return (0);
+	e = &secrets[secrets_next++ % CC_SECRET_MAX];
+	cc_secret_drop(e);
+	cc_secret_copy(e, s);
 	return (0);
 }
