@@ -38,6 +38,7 @@ static int	 collect_tool(const struct store_tool_url *, void *);
 static int	 first_call(const struct store_calls_row *, void *);
 static void	 sql(int, const char *);
 static int64_t	 regv(void);
+static int64_t	 a_call(void);
 
 /* The PostgreSQL database open_engine() made, for a second connection. */
 static char	 pg_ci[512];
@@ -206,15 +207,13 @@ first_call(const struct store_calls_row *r, void *arg)
 	return (1);
 }
 
-static void
-a_call_end_shows_in_calls_page_body(const atf_tc_t *tc, int pg)
+/* A call of v1 by user 1 in org 1, audited: its id. */
+static int64_t
+a_call(void)
 {
 	struct store_call	 c;
-	struct store_call_end	 e;
-	struct store_calls_row	 got;
 	int64_t			 id;
 
-	open_engine(tc, pg);
 	memset(&c, 0, sizeof(c));
 	c.org_id = 1;
 	c.user_id = 1;
@@ -225,6 +224,18 @@ a_call_end_shows_in_calls_page_body(const atf_tc_t *tc, int pg)
 	c.kind = "call";
 	c.created_at = "2026-01-02T00:00:00Z";
 	ATF_REQUIRE(store_call_insert(&c, &id) == 0);
+	return (id);
+}
+
+static void
+a_call_end_shows_in_calls_page_body(const atf_tc_t *tc, int pg)
+{
+	struct store_call_end	 e;
+	struct store_calls_row	 got;
+	int64_t			 id;
+
+	open_engine(tc, pg);
+	id = a_call();
 	memset(&got, 0, sizeof(got));
 	ATF_REQUIRE(store_calls_page(1, 0, first_call, &got) == 0);
 	ATF_CHECK(!got.c.has_status && !got.has_bytes);
@@ -303,7 +314,6 @@ the_registry_version_moves_with_registry_writes_only_body(
 		"DELETE FROM tool_secrets",
 		"DELETE FROM memberships",
 	};
-	struct store_call	 c;
 	struct store_call_end	 e;
 	int64_t			 v, used, id;
 	size_t			 i;
@@ -311,13 +321,7 @@ the_registry_version_moves_with_registry_writes_only_body(
 	open_engine(tc, pg);
 	v = regv();
 	/* The audit, the call ends and the daily counts leave it. */
-	memset(&c, 0, sizeof(c));
-	c.org_id = 1;
-	c.user_id = 1;
-	c.user_email = "a@example.com";
-	c.kind = "call";
-	c.created_at = "2026-01-02T00:00:00Z";
-	ATF_REQUIRE(store_call_insert(&c, &id) == 0);
+	id = a_call();
 	memset(&e, 0, sizeof(e));
 	e.call_id = id;
 	e.org_id = 1;
