@@ -624,6 +624,13 @@ store_tools_by_host(int64_t org, const char *host, store_tool_url_fn fn,
 	return (ops->tools_by_host(org, host, fn, arg));
 }
 
+int
+store_registry_version(int64_t *v)
+{
+	*v = -1;
+	return (ops->registry_version(v));
+}
+
 /* batched run ends */
 
 int

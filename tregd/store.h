@@ -548,6 +548,7 @@ struct store_ops {
 	int	(*call_cap_set)(int64_t, int64_t, int, int64_t);
 	int	(*tools_by_host)(int64_t, const char *, store_tool_url_fn,
 		    void *);
+	int	(*registry_version)(int64_t *);
 
 	/* ops: batched run ends */
 	int	(*run_ends_insert)(const struct store_run_end *, size_t);
@@ -780,6 +781,13 @@ int		 store_call_cap_set(int64_t, int64_t, int, int64_t);
 /* The tools of org whose host is host (lower case), by id. */
 int		 store_tools_by_host(int64_t, const char *, store_tool_url_fn,
 		    void *);
+/*
+ * The registry version: moved in the writing transaction by every change
+ * of users, orgs, memberships, invites, bundles, secrets, tools, their
+ * secrets and deny rules, never by the audit, runs or daily counts.
+ * Read first in a call's read transaction, it names the data read after.
+ */
+int		 store_registry_version(int64_t *);
 
 /* batched run ends */
 /* n ends in one transaction: all are committed, or none (-1). */

@@ -146,6 +146,7 @@ const struct store_ops store_pg_ops = {
 	.call_cap_get = pg_call_cap_get,
 	.call_cap_set = pg_call_cap_set,
 	.tools_by_host = pg_tools_by_host,
+	.registry_version = pg_registry_version,
 
 	/* batched run ends */
 	.run_ends_insert = pg_run_ends_insert,

@@ -174,6 +174,7 @@ int		 pg_call_cap_get(int64_t, int64_t, int *, int64_t *);
 int		 pg_call_cap_set(int64_t, int64_t, int, int64_t);
 int		 pg_tools_by_host(int64_t, const char *, store_tool_url_fn,
 		    void *);
+int		 pg_registry_version(int64_t *);
 
 /* batched run ends */
 int	pg_run_ends_insert(const struct store_run_end *, size_t);

@@ -166,3 +166,20 @@ pg_tools_by_host(int64_t org, const char *host, store_tool_url_fn fn,
 	PQclear(res);
 	return (rc < 0 ? -1 : 0);
 }
+
+/* One row, moved by the triggers of migration 6. */
+int
+pg_registry_version(int64_t *v)
+{
+	static struct pg_stmt	 st = { "SELECT v FROM "
+	    "tregd_registry_version", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+
+	pgq_init(&q);
+	if (pg_row(&st, &q, &res) != 0)
+		return (-1);
+	*v = pg_int(res, 0, 0);
+	PQclear(res);
+	return (0);
+}

@@ -25,6 +25,12 @@
 	"CREATE TRIGGER " t "_bump AFTER INSERT OR UPDATE OR DELETE "	\
 	"ON " t " FOR EACH STATEMENT EXECUTE FUNCTION tregd_bump();"
 
+/* Tables whose writes bump tregd_registry_version. */
+#define PG_REG_BUMP(t)							\
+	"CREATE TRIGGER " t "_reg_bump AFTER INSERT OR UPDATE OR DELETE"	\
+	" ON " t " FOR EACH STATEMENT EXECUTE FUNCTION"			\
+	" tregd_registry_bump();"
+
 /* Audit rows never change, and go only with their org. */
 #define PG_APPEND_ONLY(t)						\
 	"CREATE TRIGGER " t "_no_update BEFORE UPDATE ON " t		\
@@ -229,6 +235,21 @@ static const char *const migrations[] = {
 	"CREATE INDEX runs_org_tool_time ON runs(org_id, tool, created_at, id);"
 	"CREATE INDEX calls_grants_org_tool_time ON calls(org_id, tool_name,"
 	"  created_at, id) WHERE kind = 'local_run' AND action = 'GRANT';",
+
+	/*
+	 * 6: the registry version: like tregd_version, but moved only by
+	 * the tables a call's decision reads (store_registry_version()).
+	 */
+	"CREATE TABLE tregd_registry_version (one INTEGER PRIMARY KEY"
+	"  CHECK (one = 1), v BIGINT NOT NULL);"
+	"INSERT INTO tregd_registry_version VALUES (1, 1);"
+	"CREATE FUNCTION tregd_registry_bump() RETURNS trigger"
+	"  LANGUAGE plpgsql AS $$ BEGIN"
+	"  UPDATE tregd_registry_version SET v = v + 1; RETURN NULL; END $$;"
+	PG_REG_BUMP("users") PG_REG_BUMP("orgs") PG_REG_BUMP("memberships")
+	PG_REG_BUMP("invites") PG_REG_BUMP("bundles") PG_REG_BUMP("secrets")
+	PG_REG_BUMP("tools") PG_REG_BUMP("tool_secrets")
+	PG_REG_BUMP("deny_rules"),
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -150,6 +150,7 @@ const struct store_ops store_sqlite_ops = {
 	.call_cap_get = sq_call_cap_get,
 	.call_cap_set = sq_call_cap_set,
 	.tools_by_host = sq_tools_by_host,
+	.registry_version = sq_registry_version,
 
 	/* batched run ends */
 	.run_ends_insert = sq_run_ends_insert,

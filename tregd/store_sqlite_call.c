@@ -164,3 +164,18 @@ sq_tools_by_host(int64_t org, const char *host, store_tool_url_fn fn,
 		return (stop < 0 ? -1 : 0);
 	return (rc == SQLITE_DONE ? 0 : -1);
 }
+
+/* One row, moved by the triggers of migration 6. */
+int
+sq_registry_version(int64_t *v)
+{
+	sqlite3_stmt	*st;
+	int		 rc;
+
+	if ((st = db_prepare("SELECT v FROM registry_version")) == NULL)
+		return (-1);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		*v = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return (rc == SQLITE_ROW ? 0 : -1);
+}

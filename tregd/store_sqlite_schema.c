@@ -11,6 +11,14 @@
 #include "log.h"
 #include "store_sqlite.h"
 
+/* A table whose every row written moves the registry version. */
+#define SQ_REG_BUMP1(t, op)						\
+	"CREATE TRIGGER " t "_reg_" op " AFTER " op " ON " t " BEGIN"	\
+	"  UPDATE registry_version SET v = v + 1; END;"
+#define SQ_REG_BUMP(t)							\
+	SQ_REG_BUMP1(t, "INSERT") SQ_REG_BUMP1(t, "UPDATE")		\
+	SQ_REG_BUMP1(t, "DELETE")
+
 static const char *const migrations[] = {
 	/* 1: identity, registry and audit. */
 	"CREATE TABLE users ("
@@ -222,6 +230,20 @@ static const char *const migrations[] = {
 	"CREATE INDEX runs_org_tool_time ON runs(org_id, tool, created_at, id);"
 	"CREATE INDEX calls_grants_org_tool_time ON calls(org_id, tool_name,"
 	"  created_at, id) WHERE kind = 'local_run' AND action = 'GRANT';",
+
+	/*
+	 * 6: the registry version moves, inside the writing transaction,
+	 * with every change of what a call's decision reads (not with the
+	 * audit, the runs or the daily counts): what the relay cached at
+	 * one version is what the database holds while it stays.
+	 */
+	"CREATE TABLE registry_version (one INTEGER PRIMARY KEY"
+	"  CHECK (one = 1), v INTEGER NOT NULL);"
+	"INSERT INTO registry_version VALUES (1, 1);"
+	SQ_REG_BUMP("users") SQ_REG_BUMP("orgs") SQ_REG_BUMP("memberships")
+	SQ_REG_BUMP("invites") SQ_REG_BUMP("bundles") SQ_REG_BUMP("secrets")
+	SQ_REG_BUMP("tools") SQ_REG_BUMP("tool_secrets")
+	SQ_REG_BUMP("deny_rules"),
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -199,6 +199,10 @@ struct redset {
 /* Unseal secret id of org: 0, or -1 with resp set (gone: its status). */
 int		 isecret_open(int64_t, int64_t, struct isecret *,
 		    struct vault_resp *, int);
+/* isecret_open() with the sealed row read through get (store_secret_get). */
+typedef int	(*secret_get_fn)(int64_t, int64_t, struct store_secret *);
+int		 isecret_open_by(secret_get_fn, int64_t, int64_t,
+		    struct isecret *, struct vault_resp *, int);
 void		 isecret_close(struct isecret *);
 /*
  * The bytes a CLI gets for one template (NULL: "{secret}") of inject
@@ -226,6 +230,11 @@ void		 redset_clear(struct redset *);
 #define DENY_METHOD_MAX		32	/* a rule's method, in bytes */
 int		 deny_check(const struct auth *, const char *, const char *,
 		    const char *, struct vault_resp *);
+/* deny_check() with the rules read through rules (store_deny_rules()). */
+typedef int	(*deny_rules_fn)(int64_t, int64_t, store_deny_fn, void *);
+int		 deny_check_by(deny_rules_fn, const struct auth *,
+		    const char *, const char *, const char *,
+		    struct vault_resp *);
 /*
  * cli.deny of the tool against argv, for a grant or a server run (kind
  * "local_run" or "server_run"): 0 allowed; -1 refused and audited as
@@ -296,6 +305,15 @@ int		 call_usage(int64_t, int64_t, json_t *);
 /* Around the member routes: daily_call_cap checked, stored, shown. */
 int		 call_view_before(struct vault_req *, struct vault_resp *);
 void		 call_view_after(struct vault_req *, struct vault_resp *);
+
+/* vault_call_cache.c: a call's decision's reads per registry version */
+int		 ccache_begin(void);
+int64_t		 ccache_version(void);
+void		 ccache_end(void);
+int		 ccache_auth(const uint8_t [TOKEN_HASH_LEN], struct auth *);
+int		 ccache_cap_get(int64_t, int64_t, int *, int64_t *);
+int		 ccache_deny_rules(int64_t, int64_t, store_deny_fn, void *);
+int		 ccache_secret_get(int64_t, int64_t, struct store_secret *);
 
 /* vault_crypto.c */
 int		 crypto_init(const char *);	/* the state directory */

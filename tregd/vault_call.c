@@ -97,11 +97,12 @@ struct call_match {
 };
 
 /*
- * The tools calls name, kept while the data stays as it is: an entry
- * serves only the store_version() it was read at (any write anywhere
- * moves it), and the calls of one turn of the event loop are decided at
- * one version, so all but the first call of a tool in a turn skip its
- * lookup and the parsing of its bindings.  No secret is in a tool row.
+ * The tools calls name, kept while the registry stays as it is: an
+ * entry serves only the registry version it was read at (see
+ * vault_call_cache.c: any change of a tool, its bindings, its secrets or
+ * anything else a call's decision reads moves it; the audit does not),
+ * so a steady stream of calls skips the lookup and the parsing of the
+ * bindings.  No secret is in a tool row.
  */
 #define CALL_TOOL_CACHE	16
 struct call_tool_ent {
@@ -217,7 +218,9 @@ call_request(struct blob *b)
 		resp_error(&resp, 401, "not authenticated");
 		goto refused;
 	}
-	if ((rc = auth_lookup(cr.token_hash, &auth)) != 0) {
+	/* First: what the cache holds is of this version, or is dropped. */
+	(void)ccache_begin();
+	if ((rc = ccache_auth(cr.token_hash, &auth)) != 0) {
 		if (rc == -1)
 			resp_error(&resp, 503, "the database cannot be "
 			    "read — try again in a moment");
@@ -234,8 +237,9 @@ call_request(struct blob *b)
 	}
 	tool = out->t.name;
 	call_log_path(out->path, in.query, logpath, sizeof(logpath));
-	if (deny_check(&auth, out->t.host, out->path, in.method,
-	    &resp) == -1 || call_deny_override(&auth, &in, out, &resp) == -1) {
+	if (deny_check_by(ccache_deny_rules, &auth, out->t.host, out->path,
+	    in.method, &resp) == -1 ||
+	    call_deny_override(&auth, &in, out, &resp) == -1) {
 		why = resp.status == 403 ? "policy" : NULL;
 		goto refuse;
 	}
@@ -259,6 +263,7 @@ call_request(struct blob *b)
 	store_read_end();
 	call_refuse(b->id, NULL, NULL, NULL, NULL, NULL, &resp);
  done:
+	ccache_end();
 	pack_free(&pk);
 	if (out->have_tool)
 		tool_row_clear(&out->t);
@@ -575,7 +580,8 @@ call_deny_override(const struct auth *a, const struct call_in *in,
 		    v[n] != ' ' && v[n] != '\t'; n++)
 			m[n] = toupper((unsigned char)v[n]);
 		m[n] = '\0';
-		if (deny_check(a, out->t.host, out->path, m, resp) == -1)
+		if (deny_check_by(ccache_deny_rules, a, out->t.host,
+		    out->path, m, resp) == -1)
 			return (-1);
 	}
 	return (0);
@@ -701,7 +707,7 @@ static int
 call_tool_load(int64_t org, const char *name, struct tool_row *t)
 {
 	struct call_tool_ent	*e;
-	int64_t			 ver = store_version();
+	int64_t			 ver = ccache_version();
 	int			 i, rc;
 
 	for (i = 0; ver != -1 && i < CALL_TOOL_CACHE; i++) {
@@ -850,7 +856,7 @@ call_cap_check(const struct auth *a, struct call_capv *cv,
 	int64_t		 used;
 
 	memset(cv, 0, sizeof(*cv));
-	if (store_call_cap_get(a->org_id, a->user_id, &cv->has,
+	if (ccache_cap_get(a->org_id, a->user_id, &cv->has,
 	    &cv->cap) == -1) {
 		db_fail(resp, "daily call cap");
 		return (-1);
@@ -1023,8 +1029,9 @@ call_bind(const struct auth *a, json_t *b, struct call_keys *k,
 		if (k->secs[j].id == sid)
 			break;
 	if (j == k->nsecs) {
-		if (k->nsecs >= CALL_SECRETS_MAX || isecret_open(a->org_id,
-		    sid, &k->secs[j], resp, 500) == -1)
+		if (k->nsecs >= CALL_SECRETS_MAX || isecret_open_by(
+		    ccache_secret_get, a->org_id, sid, &k->secs[j], resp,
+		    500) == -1)
 			return (-1);
 		k->nsecs++;
 	}

@@ -64,11 +64,19 @@ int
 isecret_open(int64_t org, int64_t id, struct isecret *sc,
     struct vault_resp *resp, int gone)
 {
+	return (isecret_open_by(store_secret_get, org, id, sc, resp, gone));
+}
+
+int
+isecret_open_by(secret_get_fn get, int64_t org, int64_t id,
+    struct isecret *sc, struct vault_resp *resp, int gone)
+{
 	struct store_secret	 ss;
 	int			 rc;
 
 	memset(sc, 0, sizeof(*sc));
-	if ((rc = store_secret_get(org, id, &ss)) == 0) {
+	memset(&ss, 0, sizeof(ss));
+	if ((rc = get(org, id, &ss)) == 0) {
 		sc->id = id;
 		strlcpy(sc->kind, ss.kind, sizeof(sc->kind));
 		sc->param = strcmp(sc->kind, "param") == 0;

@@ -328,6 +328,13 @@ int
 deny_check(const struct auth *a, const char *host, const char *path,
     const char *method, struct vault_resp *resp)
 {
+	return (deny_check_by(store_deny_rules, a, host, path, method, resp));
+}
+
+int
+deny_check_by(deny_rules_fn rules, const struct auth *a, const char *host,
+    const char *path, const char *method, struct vault_resp *resp)
+{
 	struct deny_use	 u;
 	char		 pbuf[DENY_PATH_MAX + 1];
 
@@ -344,7 +351,7 @@ deny_check(const struct auth *a, const char *host, const char *path,
 	u.path = path;
 	path_plain(path, u.plain, sizeof(u.plain));
 	u.method = method;
-	if (store_deny_rules(a->org_id, a->user_id, deny_matches, &u) == -1) {
+	if (rules(a->org_id, a->user_id, deny_matches, &u) == -1) {
 		db_fail(resp, "deny rules");
 		return (-1);
 	}

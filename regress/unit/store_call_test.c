@@ -36,6 +36,12 @@
 static void	 open_engine(const atf_tc_t *, int);
 static int	 collect_tool(const struct store_tool_url *, void *);
 static int	 first_call(const struct store_calls_row *, void *);
+static void	 sql(int, const char *);
+static int64_t	 regv(void);
+static int64_t	 a_call(void);
+
+/* The PostgreSQL database open_engine() made, for a second connection. */
+static char	 pg_ci[512];
 
 /* engine 0: sqlite in memory; 1: a fresh PostgreSQL database. */
 static void
@@ -73,6 +79,7 @@ open_engine(const atf_tc_t *tc, int pg)
 	    atf_tc_get_config_var(tc, "pg_host"), db);
 	p.engine = STORE_POSTGRESQL;
 	p.conninfo = ci;
+	strlcpy(pg_ci, ci, sizeof(pg_ci));
 	ATF_REQUIRE_MSG(store_open(&p, err, sizeof(err)) == 0, "%s", err);
 	c = PQconnectdb(ci);
 	res = PQexec(c, FIXTURE);
@@ -200,15 +207,13 @@ first_call(const struct store_calls_row *r, void *arg)
 	return (1);
 }
 
-static void
-a_call_end_shows_in_calls_page_body(const atf_tc_t *tc, int pg)
+/* A call of v1 by user 1 in org 1, audited: its id. */
+static int64_t
+a_call(void)
 {
 	struct store_call	 c;
-	struct store_call_end	 e;
-	struct store_calls_row	 got;
 	int64_t			 id;
 
-	open_engine(tc, pg);
 	memset(&c, 0, sizeof(c));
 	c.org_id = 1;
 	c.user_id = 1;
@@ -219,6 +224,18 @@ a_call_end_shows_in_calls_page_body(const atf_tc_t *tc, int pg)
 	c.kind = "call";
 	c.created_at = "2026-01-02T00:00:00Z";
 	ATF_REQUIRE(store_call_insert(&c, &id) == 0);
+	return (id);
+}
+
+static void
+a_call_end_shows_in_calls_page_body(const atf_tc_t *tc, int pg)
+{
+	struct store_call_end	 e;
+	struct store_calls_row	 got;
+	int64_t			 id;
+
+	open_engine(tc, pg);
+	id = a_call();
 	memset(&got, 0, sizeof(got));
 	ATF_REQUIRE(store_calls_page(1, 0, first_call, &got) == 0);
 	ATF_CHECK(!got.c.has_status && !got.has_bytes);
@@ -242,6 +259,92 @@ a_call_end_shows_in_calls_page_body(const atf_tc_t *tc, int pg)
 	store_close();
 }
 
+/* A statement on the engine's database; on PostgreSQL from another host. */
+static void
+sql(int pg, const char *q)
+{
+	PGconn		*c;
+	PGresult	*res;
+
+	if (!pg) {
+		ATF_REQUIRE_MSG(db_exec(q) == 0, "%s", q);
+		return;
+	}
+	c = PQconnectdb(pg_ci);
+	ATF_REQUIRE(PQstatus(c) == CONNECTION_OK);
+	res = PQexec(c, q);
+	ATF_REQUIRE_MSG(PQresultStatus(res) == PGRES_COMMAND_OK, "%s: %s",
+	    q, PQerrorMessage(c));
+	PQclear(res);
+	PQfinish(c);
+}
+
+static int64_t
+regv(void)
+{
+	int64_t	 v;
+
+	ATF_REQUIRE(store_registry_version(&v) == 0);
+	return (v);
+}
+
+static void
+the_registry_version_moves_with_registry_writes_only_body(
+    const atf_tc_t *tc, int pg)
+{
+	static const char *const writes[] = {
+		"UPDATE users SET email = 'b@example.com'",
+		"UPDATE orgs SET name = 'AA' WHERE id = 1",
+		"UPDATE memberships SET token_hash = 'BBBB'",
+		"UPDATE memberships SET tool_access = '[\"v1\"]'",
+		"INSERT INTO invites (org_id, email, role, code_hash, "
+		    "expires_at, created_at) VALUES (1, 'c@example.com', "
+		    "'member', 'CCCC', 0, 'now')",
+		"INSERT INTO bundles (org_id, name, owner_id, recipe, "
+		    "created_at) VALUES (1, 'b', 1, '{}', 'now')",
+		"INSERT INTO secrets (org_id, name, kind, owner_id, sealed, "
+		    "created_at) VALUES (1, 's', 'env', 1, 'x', 'now')",
+		"UPDATE secrets SET sealed = 'y'",
+		"INSERT INTO tool_secrets (tool_id, secret_id) VALUES (1, 1)",
+		"UPDATE tools SET base_url = 'https://api.z.com' "
+		    "WHERE name = 'v1'",
+		"INSERT INTO deny_rules (org_id, method, created_at) "
+		    "VALUES (1, 'DELETE', 'now')",
+		"DELETE FROM deny_rules",
+		"DELETE FROM tool_secrets",
+		"DELETE FROM memberships",
+	};
+	struct store_call_end	 e;
+	int64_t			 v, used, id;
+	size_t			 i;
+
+	open_engine(tc, pg);
+	v = regv();
+	/* The audit, the call ends and the daily counts leave it. */
+	id = a_call();
+	memset(&e, 0, sizeof(e));
+	e.call_id = id;
+	e.org_id = 1;
+	e.created_at = "2026-01-02T00:00:01Z";
+	ATF_REQUIRE(store_call_end_insert(&e) == 0);
+	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 5, &used) == 0);
+	ATF_CHECK_EQ(regv(), v);
+	/* A rolled back change leaves it; a committed one moves it. */
+	ATF_REQUIRE(store_begin() == 0);
+	ATF_REQUIRE(store_call_cap_set(1, 1, 1, 3) == 0);
+	store_rollback();
+	ATF_CHECK_EQ(regv(), v);
+	ATF_REQUIRE(store_call_cap_set(1, 1, 1, 3) == 0);
+	ATF_CHECK(regv() > v);
+	/* Each table a call's decision reads, written from outside. */
+	for (i = 0; i < sizeof(writes) / sizeof(writes[0]); i++) {
+		v = regv();
+		sql(pg, writes[i]);
+		ATF_CHECK_MSG(regv() > v, "not moved by: %s", writes[i]);
+	}
+	store_close();
+}
+
 #define BOTH(name)							\
 ATF_TC_WITHOUT_HEAD(name##_sqlite);					\
 ATF_TC_BODY(name##_sqlite, tc) { name##_body(tc, 0); }			\
@@ -257,6 +360,7 @@ BOTH(the_cap_is_null_until_set)
 BOTH(reads_share_a_read_transaction_ended_before_a_write)
 BOTH(tools_by_host_are_the_orgs_own)
 BOTH(a_call_end_shows_in_calls_page)
+BOTH(the_registry_version_moves_with_registry_writes_only)
 
 ATF_TP_ADD_TCS(tp)
 {
@@ -272,5 +376,9 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, tools_by_host_are_the_orgs_own_pg);
 	ATF_TP_ADD_TC(tp, a_call_end_shows_in_calls_page_sqlite);
 	ATF_TP_ADD_TC(tp, a_call_end_shows_in_calls_page_pg);
+	ATF_TP_ADD_TC(tp,
+	    the_registry_version_moves_with_registry_writes_only_sqlite);
+	ATF_TP_ADD_TC(tp,
+	    the_registry_version_moves_with_registry_writes_only_pg);
 	return (atf_no_error());
 }
