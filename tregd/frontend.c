@@ -367,8 +367,9 @@ front_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 		proc_log_verbose(imsg);
 		break;
 	case IMSG_SERVE:
-		if (imsg->datalen != 0 || serving++)
+		if (imsg->datalen != 0 || serving)
 			fatalx("%s: bad IMSG_SERVE", __func__);
+		serving = 1;
 		http_serve();
 		break;
 	default:

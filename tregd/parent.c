@@ -587,7 +587,9 @@ parent_ready(struct child *c)
 	for (i = 0; i < nchildren; i++)
 		if (!children[i].ready)
 			return;
-	imsgev_compose(&child_frontend->iev, IMSG_SERVE, 0, -1, NULL, 0);
+	if (imsgev_compose(&child_frontend->iev, IMSG_SERVE, 0, -1, NULL,
+	    0) == -1)
+		fatal("%s: imsgev_compose", __func__);
 	notify_send("READY=1");
 }
 

@@ -61,6 +61,7 @@ static void	 rh_head_done(struct rcall *);
 static int	 rh_head_kept(const char *, size_t);
 static void	 rh_done(struct rcall *, CURLcode);
 static int	 rh_setup(struct rcall *);
+static void	 rh_slist_free(struct curl_slist *);
 static CURLcode	 rh_ssl_ctx(CURL *, void *, void *);
 
 void
@@ -212,6 +213,17 @@ rhttp_start(struct rcall *rc)
 	return (0);
 }
 
+/* Header lines (the bound ones carry a secret): zeroed, then freed. */
+static void
+rh_slist_free(struct curl_slist *l)
+{
+	struct curl_slist	*n;
+
+	for (n = l; n != NULL; n = n->next)
+		explicit_bzero(n->data, strlen(n->data));
+	curl_slist_free_all(l);
+}
+
 /* The call ends here (cancelled): the handle goes, the pool stays. */
 void
 rhttp_stop(struct rcall *rc)
@@ -224,7 +236,7 @@ rhttp_stop(struct rcall *rc)
 		spare[nspare++] = rc->easy;
 	} else
 		curl_easy_cleanup(rc->easy);
-	curl_slist_free_all(rc->hlist);
+	rh_slist_free(rc->hlist);
 	curl_slist_free_all(rc->rlist);
 	rc->easy = NULL;
 	rc->hlist = rc->rlist = NULL;

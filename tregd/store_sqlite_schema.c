@@ -12,12 +12,21 @@
 #include "store_sqlite.h"
 
 /* A table whose every row written moves the registry version. */
-#define SQ_REG_BUMP1(t, op)						\
-	"CREATE TRIGGER " t "_reg_" op " AFTER " op " ON " t " BEGIN"	\
+#define SQ_REG_BUMP_AS(t, name, op)					\
+	"CREATE TRIGGER " t "_reg_" name " AFTER " op " ON " t " BEGIN"	\
 	"  UPDATE registry_version SET v = v + 1; END;"
+#define SQ_REG_BUMP1(t, op)	SQ_REG_BUMP_AS(t, op, op)
 #define SQ_REG_BUMP(t)							\
 	SQ_REG_BUMP1(t, "INSERT") SQ_REG_BUMP1(t, "UPDATE")		\
 	SQ_REG_BUMP1(t, "DELETE")
+/*
+ * Secrets: not their health (status, status_detail, checked_at), which
+ * every member's run report writes and no call reads.
+ */
+#define SQ_REG_BUMP_SECRETS						\
+	SQ_REG_BUMP1("secrets", "INSERT") SQ_REG_BUMP1("secrets", "DELETE")	\
+	SQ_REG_BUMP_AS("secrets", "UPDATE", "UPDATE OF org_id, name, kind, "	\
+	    "owner_id, bundle_id, sealed")
 
 static const char *const migrations[] = {
 	/* 1: identity, registry and audit. */
@@ -241,7 +250,7 @@ static const char *const migrations[] = {
 	"  CHECK (one = 1), v INTEGER NOT NULL);"
 	"INSERT INTO registry_version VALUES (1, 1);"
 	SQ_REG_BUMP("users") SQ_REG_BUMP("orgs") SQ_REG_BUMP("memberships")
-	SQ_REG_BUMP("invites") SQ_REG_BUMP("bundles") SQ_REG_BUMP("secrets")
+	SQ_REG_BUMP("invites") SQ_REG_BUMP("bundles") SQ_REG_BUMP_SECRETS
 	SQ_REG_BUMP("tools") SQ_REG_BUMP("tool_secrets")
 	SQ_REG_BUMP("deny_rules"),
 };

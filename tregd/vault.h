@@ -188,7 +188,7 @@ struct isecret {
 	int		 param;		/* kind "param": never redacted */
 	char		 kind[16];
 	char		 name[NAME_LEN_MAX + 1];
-	unsigned char	*val;		/* sodium_malloc'd, NUL-terminated */
+	unsigned char	*val;		/* freezero'd by secret_free, NUL-term. */
 	size_t		 len;
 };
 struct redset {
@@ -320,7 +320,7 @@ int		 crypto_init(const char *);	/* the state directory */
 int		 secret_seal(int64_t, int64_t, const void *, size_t,
 		    void **, size_t *);
 int		 secret_unseal(int64_t, int64_t, const void *, size_t,
-		    unsigned char **, size_t *);	/* sodium_malloc'd */
+		    unsigned char **, size_t *);	/* secret_free() it */
 void		 secret_free(unsigned char *, size_t);
 int		 crypto_rotate(const char *);
 int		 crypto_settle(void);

@@ -211,7 +211,7 @@ call_request(struct blob *b)
 	if (store_read_begin() == -1) {
 		resp_error(&resp, 503, "the database cannot be read — try "
 		    "again in a moment");
-		goto refused;
+		goto unread;
 	}
 	/* auth: an unknown token has no org to audit in; it is logged. */
 	if (!cr.has_token) {
@@ -261,6 +261,7 @@ call_request(struct blob *b)
 	goto done;
  refused:
 	store_read_end();
+ unread:	/* no read transaction began: none to end */
 	call_refuse(b->id, NULL, NULL, NULL, NULL, NULL, &resp);
  done:
 	ccache_end();
@@ -540,7 +541,8 @@ dot_segments(const char *path)
 			else
 				break;
 		}
-		if (p + n == e && (dots == 1 || dots == 2))
+		/* "..;x" too: Tomcat, Jetty and Spring read it as "..". */
+		if ((p + n == e || p[n] == ';') && (dots == 1 || dots == 2))
 			return (1);
 	}
 	return (0);

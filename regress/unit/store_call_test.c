@@ -336,6 +336,13 @@ the_registry_version_moves_with_registry_writes_only_body(
 	ATF_CHECK_EQ(regv(), v);
 	ATF_REQUIRE(store_call_cap_set(1, 1, 1, 3) == 0);
 	ATF_CHECK(regv() > v);
+	/* A secret's health (every run report writes it) leaves it. */
+	sql(pg, "INSERT INTO secrets (org_id, name, kind, owner_id, sealed, "
+	    "created_at) VALUES (1, 'h', 'env', 1, 'x', 'now')");
+	v = regv();
+	sql(pg, "UPDATE secrets SET status = 'ok', status_detail = 'd', "
+	    "checked_at = 'now' WHERE name = 'h'");
+	ATF_CHECK_EQ(regv(), v);
 	/* Each table a call's decision reads, written from outside. */
 	for (i = 0; i < sizeof(writes) / sizeof(writes[0]); i++) {
 		v = regv();
