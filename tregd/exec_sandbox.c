@@ -1092,8 +1092,7 @@ sbx_init_main(void *arg)
 #endif
 	if (cli == -1)
 		sbx_fail(c->err, "clone");
-	if (sbx_order_buf != NULL)
-		freezero(sbx_order_buf, sbx_order_len);
+	sbx_order_drop(sbx_order_buf, sbx_order_len);
 	sbx_order_buf = NULL;
 	/*
 	 * The pipes are the CLI's now, but for the init's stderr copy: its

@@ -16,6 +16,7 @@
  */
 
 #include <sys/types.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -375,15 +376,19 @@ sbx_order_send(int fd, const struct sbx_spec *sp)
 }
 
 /*
- * In a ready init's CLI: the order, into sp (*bufp holds it, or part of
- * it after a failure: zero it after).
+ * In a ready init's CLI: the order, into sp.  It is read into a mapping
+ * of its own, the argv and env arrays, then the strings: the CLI shares
+ * the init's memory until its execve (CLONE_VM | CLONE_VFORK), where the
+ * heap's allocator is not to be used.  *bufp, *lenp: the mapping, also
+ * after a failure; sbx_order_drop() zeroes and unmaps it.
  */
 int
 sbx_order_recv(int fd, struct sbx_spec *sp, char **bufp, size_t *lenp)
 {
 	struct sbx_order	 o;
 	char			*buf, *p, *end, **v;
-	size_t			 got = 0, i;
+	void			*map;
+	size_t			 got = 0, i, vlen;
 	ssize_t			 n;
 
 	while (got < sizeof(o)) {
@@ -392,13 +397,16 @@ sbx_order_recv(int fd, struct sbx_spec *sp, char **bufp, size_t *lenp)
 		got += n;
 	}
 	if (o.len == 0 || o.len > SBX_ORDER_MAX || (o.argc < 1 && !o.test) ||
-	    o.argc > o.len || o.envc > o.len ||
-	    (buf = malloc(o.len)) == NULL)
+	    o.argc > o.len || o.envc > o.len)
 		return (-1);
-	*bufp = buf;
-	*lenp = o.len;
-	if ((v = calloc(o.argc + o.envc + 2, sizeof(*v))) == NULL)
+	vlen = ((size_t)o.argc + o.envc + 2) * sizeof(*v);
+	if ((map = mmap(NULL, vlen + o.len, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
 		return (-1);
+	*bufp = map;
+	*lenp = vlen + o.len;
+	v = map;
+	buf = (char *)map + vlen;
 	for (got = 0; got < o.len; got += n)
 		if ((n = read(fd, buf + got, o.len - got)) <= 0)
 			return (-1);
@@ -415,4 +423,14 @@ sbx_order_recv(int fd, struct sbx_spec *sp, char **bufp, size_t *lenp)
 	sp->env = v + o.argc + 1;
 	sp->test = o.test ? sbx_selftest_run : NULL;
 	return (0);
+}
+
+/* The init, once its CLI exec'd or died: the order it read goes. */
+void
+sbx_order_drop(char *buf, size_t len)
+{
+	if (buf == NULL)
+		return;
+	explicit_bzero(buf, len);
+	munmap(buf, len);
 }

@@ -50,6 +50,7 @@ pid_t	 zyg_reply(void);
 int	 zyg_pending(void);
 int	 sbx_order_send(int, const struct sbx_spec *);
 int	 sbx_order_recv(int, struct sbx_spec *, char **, size_t *);
+void	 sbx_order_drop(char *, size_t);
 
 /* In exec_selftest.c: tregd -T child's checks, in the CLI's place. */
 int	 sbx_selftest_run(const struct tregd_conf *, const struct sbx_run *);
