@@ -1160,7 +1160,6 @@ sbx_cli(const struct sbx_child *c)
 	/* With an init, its session is the run's; it has the filter. */
 	if (!sbx_mounts() && setsid() == -1)
 		sbx_fail(err, "setsid");
-	sbx_limits(conf);
 	if (chdir(sp->dir) == -1)
 		sbx_fail(err, "chdir");
 	/*
@@ -1176,6 +1175,8 @@ sbx_cli(const struct sbx_child *c)
 		close(SBX_GO_FD);
 		sp = &order;
 	}
+	/* After the order's mapping: RLIMIT_AS would refuse it its room. */
+	sbx_limits(conf);
 	if (sr->change_uid) {
 		if (syscall(SYS_setgroups, 1, &sr->gid) == -1 ||
 		    syscall(SYS_setresgid, sr->gid, sr->gid, sr->gid) == -1 ||
