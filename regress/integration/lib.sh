@@ -351,6 +351,21 @@ upstream_stop() {
 	done < "$_t/upstream.pids"
 }
 
+# runs_settled [TOKEN]: GET /runs once the newest run is no longer
+# "running": a server run's end is appended in its worker's next batch,
+# a moment after its answer, and another vault worker may answer the
+# read.  Up to 5 s; BODY and body hold the last read.
+runs_settled() {
+	_n=0
+	while :; do
+		api GET /runs "" "${1:-$TOKEN}"
+		jq -e '.[0].outcome != "running"' body >/dev/null && return 0
+		_n=$((_n + 1))
+		[ $_n -lt 50 ] || return 0
+		sleep 0.1
+	done
+}
+
 # calls_settled [TOKEN]: GET /calls once the newest call has its end (a
 # status or a refusal): the end of a relayed call is appended a moment
 # after its answer, and another vault worker may answer the read.  Up to
