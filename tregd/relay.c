@@ -399,17 +399,22 @@ rset_put(struct rset *r)
 	r->refs--;
 }
 
-/* The host and port of the URL, without brackets: 0, or -1. */
+/*
+ * The host and port of the URL, without brackets: 0, or -1.  The parsed
+ * URL is kept for curl (CURLOPT_CURLU): it is not parsed twice.
+ */
 static int
 relay_host(struct rcall *rc)
 {
-	CURLU	*u;
-	char	*host = NULL, *port = NULL;
-	size_t	 n;
-	int	 rv = -1;
+	struct in6_addr	 a6;
+	CURLU		*u;
+	char		*host = NULL, *port = NULL;
+	size_t		 n;
+	int		 rv = -1;
 
 	if ((u = curl_url()) == NULL)
 		fatalx("%s: curl_url", __func__);
+	rc->curlu = u;
 	if (curl_url_set(u, CURLUPART_URL, rc->url, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) !=
@@ -422,12 +427,13 @@ relay_host(struct rcall *rc)
 	}
 	if (strlcpy(rc->host, host, sizeof(rc->host)) >= sizeof(rc->host))
 		goto out;
+	rc->literal = inet_pton(AF_INET, rc->host, &a6) == 1 ||
+	    inet_pton(AF_INET6, rc->host, &a6) == 1;
 	rc->port = strtol(port, NULL, 10);
 	rv = rc->port > 0 && rc->port < 65536 ? 0 : -1;
  out:
 	curl_free(host);
 	curl_free(port);
-	curl_url_cleanup(u);
 	return (rv);
 }
 
@@ -693,6 +699,8 @@ relay_free(struct rcall *rc)
 		freezero(rc->body, rc->bodylen + 1);
 	if (rc->head != NULL)
 		freezero(rc->head, rc->headlen);
+	if (rc->curlu != NULL)
+		curl_url_cleanup(rc->curlu);
 	if (rc->rd != NULL)
 		redact_free(rc->rd);
 	if (rc->rset != NULL)

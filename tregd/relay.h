@@ -54,6 +54,8 @@ struct rcall {
 	int			 dns_err;
 	struct evutil_addrinfo	*dns_res;
 	char			 resolve[RELAY_ADDRS_MAX * 48 + HOST_LEN_MAX];
+	CURLU			*curlu;		/* the URL, parsed once */
+	int			 literal;	/* the host is an address */
 	CURL			*easy;
 	struct curl_slist	*hlist;
 	struct curl_slist	*rlist;

@@ -302,10 +302,11 @@ rh_setup(struct rcall *rc)
 		return (-1);
 	rc->easy = e;
 	curl_easy_setopt(e, CURLOPT_PRIVATE, rc);
-	curl_easy_setopt(e, CURLOPT_URL, rc->url);
+	curl_easy_setopt(e, CURLOPT_CURLU, rc->curlu);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(e, CURLOPT_PROXY, "");
+	curl_easy_setopt(e, CURLOPT_NOPROXY, "*");	/* no getenv either */
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
@@ -325,7 +326,8 @@ rh_setup(struct rcall *rc)
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, rc);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, rh_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, rc);
-	if (rc->resolve[0] != '\0') {
+	/* An address is not resolved by curl: nothing to pin. */
+	if (rc->resolve[0] != '\0' && !rc->literal) {
 		rc->rlist = curl_slist_append(NULL, rc->resolve);
 		curl_easy_setopt(e, CURLOPT_RESOLVE, rc->rlist);
 	}
