@@ -365,6 +365,7 @@ rh_event(struct bufferevent *bev, short what, void *arg)
 	struct rcall	*rc = arg;
 	struct rconn	*c = rc->conn;
 	struct timeval	 tv;
+	char		 why[160];
 	long		 v;
 
 	relay_cork(1);
@@ -394,10 +395,10 @@ rh_event(struct bufferevent *bev, short what, void *arg)
 	}
 	if (c->ssl != NULL && evtimer_pending(&rc->tmo_connect, NULL) &&
 	    (v = SSL_get_verify_result(c->ssl)) != X509_V_OK) {
-		log_debug("relay: %s: %s", rc->host,
-		    X509_verify_cert_error_string(v));
-		rhttp_fail(rc, 502, "the upstream's TLS certificate is not "
-		    "trusted");
+		/* OpenSSL's reason: a fixed text, nothing of the peer's. */
+		snprintf(why, sizeof(why), "the upstream's TLS certificate "
+		    "is not trusted: %s", X509_verify_cert_error_string(v));
+		rhttp_fail(rc, 502, why);
 	} else if (c->ssl != NULL && evtimer_pending(&rc->tmo_connect, NULL))
 		rhttp_fail(rc, 502, "the TLS handshake with the upstream "
 		    "failed");

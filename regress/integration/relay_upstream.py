@@ -87,6 +87,20 @@ class Handler(BaseHTTPRequestHandler):
                 self.chunk(piece[:n])
                 n -= len(piece)
             self.wfile.write(b"0\r\n\r\n")
+        elif path == "/conn":
+            # Which connection: the same port is the same connection.
+            self.send(200, json.dumps(
+                {"port": self.client_address[1]}).encode())
+        elif path == "/close":
+            # No length, no chunks: the body ends with the connection.
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(b"until the end\n" * 1000)
+        elif path == "/hang":
+            time.sleep(3)
+            self.send(200, b"{}")
         elif path == "/binary":
             self.send(200, bytes(range(256)), "application/octet-stream")
         elif path == "/echo-auth":
@@ -121,7 +135,8 @@ class Server(socketserver.ThreadingMixIn, HTTPServer):
 
 
 def main():
-    srv = Server(("127.0.0.1", 0), Handler)
+    srv = Server((os.environ.get("RELAY_UPSTREAM_HOST", "127.0.0.1"), 0),
+                 Handler)
     if len(sys.argv) == 4:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(sys.argv[2], sys.argv[3])
