@@ -339,10 +339,9 @@ rh_request(struct rcall *rc)
 	*p++ = '\n';
 	memcpy(p, rc->body, rc->bodylen);
 	p += rc->bodylen;
+	/* Not copied into the buffer's chains: rh_zero() frees it. */
 	if (evbuffer_add_reference(out, buf, p - buf, rh_zero, NULL) == -1)
 		fatal("%s: evbuffer_add_reference", __func__);
-	/* The reference frees p - buf bytes: the rest is zero already. */
-	explicit_bzero(p, buf + len - p);
 }
 
 /* ------------------------------------------------------------------ */
