@@ -83,6 +83,8 @@ static void	relay_start(struct blob *);
 static int	relay_unpack(struct rcall *, struct blob *);
 static void	relay_resolved(int, struct evutil_addrinfo *, void *);
 static void	relay_resolved_go(int, short, void *);
+static int	relay_literal(struct rcall *);
+static void	relay_go(struct rcall *, int);
 static struct rcall *relay_find(uint32_t);
 static void	relay_free(struct rcall *);
 static struct redact_set *rset_get(const char *, size_t, struct rset **);
@@ -406,7 +408,6 @@ rset_put(struct rset *r)
 static int
 relay_host(struct rcall *rc)
 {
-	struct in6_addr	 a6;
 	const char	*p = rc->url, *e, *h, *he, *errstr;
 	char		 port[8];
 	size_t		 n;
@@ -451,8 +452,27 @@ relay_host(struct rcall *rc)
 			return (-1);
 	} else if (p != e)
 		return (-1);
-	rc->literal = inet_pton(AF_INET, rc->host, &a6) == 1 ||
-	    inet_pton(AF_INET6, rc->host, &a6) == 1;
+	rc->literal = relay_literal(rc);
+	return (0);
+}
+
+/* A host that is an address: the call's one address (1), or 0. */
+static int
+relay_literal(struct rcall *rc)
+{
+	union raddr	*ra = &rc->addrs[0];
+
+	if (inet_pton(AF_INET, rc->host, &ra->sin.sin_addr) == 1) {
+		ra->sin.sin_family = AF_INET;
+		ra->sin.sin_port = htons(rc->port);
+		return (1);
+	}
+	if (inet_pton(AF_INET6, rc->host, &ra->sin6.sin6_addr) == 1) {
+		ra->sin6.sin6_family = AF_INET6;
+		ra->sin6.sin6_port = htons(rc->port);
+		return (1);
+	}
+	memset(ra, 0, sizeof(*ra));
 	return (0);
 }
 
@@ -492,6 +512,13 @@ relay_start(struct blob *b)
 		    "valid");
 		return;
 	}
+	/* An address: nothing to resolve, the same check. */
+	if (rc->literal) {
+		if (relay_addr_ok(rc, &rc->addrs[0].sa))
+			rc->naddrs = 1;
+		relay_go(rc, rc->naddrs == 0);
+		return;
+	}
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -526,7 +553,7 @@ relay_resolved_go(int fd, short ev, void *arg)
 {
 	struct rcall		*rc = arg;
 	struct evutil_addrinfo	*ai, *res = rc->dns_res;
-	struct sockaddr_storage	*ss;
+	union raddr		*ra;
 	int			 refused = 0, err = rc->dns_err;
 
 	rc->resolving = 0;
@@ -551,15 +578,21 @@ relay_resolved_go(int fd, short ev, void *arg)
 			refused++;
 			continue;
 		}
-		ss = &rc->addrs[rc->naddrs++];
-		memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-		if (ss->ss_family == AF_INET)
-			((struct sockaddr_in *)ss)->sin_port = htons(rc->port);
+		ra = &rc->addrs[rc->naddrs++];
+		memcpy(ra, ai->ai_addr, ai->ai_addrlen);
+		if (ra->sa.sa_family == AF_INET)
+			ra->sin.sin_port = htons(rc->port);
 		else
-			((struct sockaddr_in6 *)ss)->sin6_port =
-			    htons(rc->port);
+			ra->sin6.sin6_port = htons(rc->port);
 	}
 	evutil_freeaddrinfo(res);
+	relay_go(rc, refused);
+}
+
+/* The checked addresses, if any: connect; none: refused. */
+static void
+relay_go(struct rcall *rc, int refused)
+{
 	if (rc->naddrs == 0) {
 		relay_refuse(rc, refused ? 403 : 502, refused ? CALL_SSRF :
 		    CALL_UPSTREAM, refused ? "the upstream's address is not "

@@ -11,6 +11,8 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 
+#include <netinet/in.h>
+
 #include <stdint.h>
 #include <time.h>
 
@@ -36,6 +38,13 @@ enum rbody { RB_NONE, RB_LENGTH, RB_CHUNKED, RB_CLOSE };
 enum rchunk { RC_SIZE, RC_DATA, RC_CRLF, RC_TRAILER };
 
 struct rconn;
+
+/* An upstream's address (IPv4 or IPv6, with the port). */
+union raddr {
+	struct sockaddr		 sa;
+	struct sockaddr_in	 sin;
+	struct sockaddr_in6	 sin6;
+};
 
 struct rcall {
 	TAILQ_ENTRY(rcall)	 entry;
@@ -66,7 +75,7 @@ struct rcall {
 	int			 dns_done;
 	int			 dns_err;
 	struct evutil_addrinfo	*dns_res;
-	struct sockaddr_storage	 addrs[RELAY_ADDRS_MAX];	/* checked */
+	union raddr		 addrs[RELAY_ADDRS_MAX];	/* checked */
 	int			 naddrs;
 	int			 nextaddr;	/* the next one to try */
 	/* relay_http.c: the transfer. */

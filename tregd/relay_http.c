@@ -51,7 +51,7 @@ struct rconn {
 	int			 tls;
 	char			 host[HOST_LEN_MAX];
 	long			 port;
-	struct sockaddr_storage	 addr;
+	union raddr		 addr;
 	int			 reused;	/* served a call before */
 };
 TAILQ_HEAD(rconn_list, rconn);
@@ -61,7 +61,7 @@ static int		 nidle;
 static SSL_CTX		*tls_ctx;	/* every upstream TLS */
 
 static void	 rh_ca_parse(const char *, size_t);
-static socklen_t rh_salen(const struct sockaddr_storage *);
+static socklen_t rh_salen(const union raddr *);
 static struct rconn *rh_idle_find(struct rcall *);
 static void	 rh_connect(struct rcall *);
 static void	 rh_connected(int, short, void *);
@@ -118,10 +118,10 @@ rh_ca_parse(const char *ca, size_t calen)
 }
 
 static socklen_t
-rh_salen(const struct sockaddr_storage *ss)
+rh_salen(const union raddr *ra)
 {
-	return (ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
-	    sizeof(struct sockaddr_in));
+	return (ra->sa.sa_family == AF_INET6 ? sizeof(ra->sin6) :
+	    sizeof(ra->sin));
 }
 
 /* ------------------------------------------------------------------ */
@@ -180,20 +180,20 @@ rh_idle_find(struct rcall *rc)
 static void
 rh_connect(struct rcall *rc)
 {
-	struct sockaddr_storage	*ss;
-	int			 fd, one = 1;
+	union raddr	*ra;
+	int		 fd, one = 1;
 
 	for (; rc->nextaddr < rc->naddrs; rc->nextaddr++) {
-		ss = &rc->addrs[rc->nextaddr];
-		if (!relay_addr_ok(rc, (struct sockaddr *)ss))
+		ra = &rc->addrs[rc->nextaddr];
+		if (!relay_addr_ok(rc, &ra->sa))
 			continue;
-		if ((fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+		if ((fd = socket(ra->sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK |
 		    SOCK_CLOEXEC, IPPROTO_TCP)) == -1) {
 			log_warn("relay: socket");
 			continue;
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (connect(fd, (struct sockaddr *)ss, rh_salen(ss)) == 0 ||
+		if (connect(fd, &ra->sa, rh_salen(ra)) == 0 ||
 		    errno == EINPROGRESS) {
 			rc->cfd = fd;
 			event_set(&rc->cev, fd, EV_WRITE, rh_connected, rc);
