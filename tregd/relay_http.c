@@ -66,6 +66,7 @@ static struct rconn *rh_idle_find(struct rcall *);
 static void	 rh_connect(struct rcall *);
 static void	 rh_connected(int, short, void *);
 static void	 rh_attach(struct rcall *, int);
+static char	*rh_headers(struct rcall *, char *, int *);
 static void	 rh_request(struct rcall *);
 static void	 rh_read(struct bufferevent *, void *);
 static void	 rh_event(struct bufferevent *, short, void *);
@@ -279,18 +280,47 @@ rh_zero(const void *data, size_t len, void *arg)
 }
 
 /*
- * The request line, Host, the caller's headers as the vault made them
- * (the bound ones carry a secret: the buffer is zeroed once written),
- * identity encoding only (a compressed answer could not be masked), the
- * body's length and the body.
+ * The caller's headers as the vault made them, but the framing ones
+ * (the relay sets the length) and Accept-Encoding: *host if one is Host.
+ */
+static char *
+rh_headers(struct rcall *rc, char *p, int *host)
+{
+	const char	*h, *colon;
+	size_t		 i, n;
+
+	for (i = 0; i < rc->nheaders; i++) {
+		h = rc->headers[i];
+		if ((colon = strchr(h, ':')) == NULL)
+			continue;
+		n = colon - h;
+		if ((n == 15 && strncasecmp(h, "Accept-Encoding", n) == 0) ||
+		    (n == 14 && strncasecmp(h, "Content-Length", n) == 0) ||
+		    (n == 17 && strncasecmp(h, "Transfer-Encoding", n) == 0))
+			continue;
+		if (n == 4 && strncasecmp(h, "Host", n) == 0)
+			*host = 1;
+		n = strlen(h);
+		memcpy(p, h, n);
+		p += n;
+		*p++ = '\r';
+		*p++ = '\n';
+	}
+	return (p);
+}
+
+/*
+ * The request line, Host, the headers (the bound ones carry a secret:
+ * the buffer is zeroed once written), identity encoding only (a
+ * compressed answer could not be masked), the body's length and the
+ * body, in one buffer.
  */
 static void
 rh_request(struct rcall *rc)
 {
 	struct evbuffer	*out = bufferevent_get_output(rc->conn->bev);
-	const char	*h, *colon;
 	char		*buf, *p;
-	size_t		 i, n, len, hostlen;
+	size_t		 i, len;
 	int		 body, host = 0;
 
 	body = rc->bodylen > 0 || strcmp(rc->method, "POST") == 0 ||
@@ -305,29 +335,11 @@ rh_request(struct rcall *rc)
 	p = buf;
 	p += snprintf(p, len, "%s %s%s HTTP/1.1\r\n", rc->method,
 	    rc->target[0] == '/' ? "" : "/", rc->target);
-	for (i = 0; i < rc->nheaders; i++) {
-		h = rc->headers[i];
-		if ((colon = strchr(h, ':')) == NULL)
-			continue;
-		n = colon - h;
-		if (n == 15 && strncasecmp(h, "Accept-Encoding", n) == 0)
-			continue;
-		if ((n == 14 && strncasecmp(h, "Content-Length", n) == 0) ||
-		    (n == 17 && strncasecmp(h, "Transfer-Encoding", n) == 0))
-			continue;
-		if (n == 4 && strncasecmp(h, "Host", n) == 0)
-			host = 1;
-		n = strlen(h);
-		memcpy(p, h, n);
-		p += n;
-		*p++ = '\r';
-		*p++ = '\n';
-	}
+	p = rh_headers(rc, p, &host);
 	if (!host) {
-		hostlen = rc->authlen;
 		memcpy(p, "Host: ", 6);
-		memcpy(p + 6, rc->authority, hostlen);
-		p += 6 + hostlen;
+		memcpy(p + 6, rc->authority, rc->authlen);
+		p += 6 + rc->authlen;
 		*p++ = '\r';
 		*p++ = '\n';
 	}

@@ -25,6 +25,8 @@
 static int	 rr_head(struct rcall *, struct evbuffer *);
 static int	 rr_head_done(struct rcall *);
 static int	 rr_framing(struct rcall *, int, int);
+static size_t	 rr_value(const char *, const char *, const char **);
+static void	 rr_mode(struct rcall *, int, int, long long);
 static int	 rr_head_kept(const char *, size_t);
 static void	 rr_head_send(struct rcall *, int);
 static int	 rr_body(struct rcall *, struct evbuffer *);
@@ -160,6 +162,21 @@ rr_head_done(struct rcall *rc)
 	return (1);
 }
 
+/* A header line's value, without the white space around it: its length. */
+static size_t
+rr_value(const char *colon, const char *e, const char **v)
+{
+	size_t	 vn;
+
+	for (colon++; colon < e && (*colon == ' ' || *colon == '\t'); colon++)
+		;
+	for (vn = e - colon; vn > 0 && (colon[vn - 1] == '\r' ||
+	    colon[vn - 1] == ' ' || colon[vn - 1] == '\t'); vn--)
+		;
+	*v = colon;
+	return (vn);
+}
+
 /* Content-Length, Transfer-Encoding, Connection: how the body ends. */
 static int
 rr_framing(struct rcall *rc, int code, int minor)
@@ -177,11 +194,7 @@ rr_framing(struct rcall *rc, int code, int minor)
 		if ((v = memchr(p, ':', e - p)) == NULL)
 			continue;
 		n = v - p;
-		for (v++; v < e && (*v == ' ' || *v == '\t'); v++)
-			;
-		for (vn = e - v; vn > 0 && (v[vn - 1] == '\r' ||
-		    v[vn - 1] == ' ' || v[vn - 1] == '\t'); vn--)
-			;
+		vn = rr_value(v, e, &v);
 		if (n == 14 && strncasecmp(p, "Content-Length", n) == 0) {
 			if (vn == 0 || vn >= sizeof(num))
 				goto bad;
@@ -200,29 +213,37 @@ rr_framing(struct rcall *rc, int code, int minor)
 		} else if (n == 10 && strncasecmp(p, "Connection", n) == 0) {
 			if (vn == 5 && strncasecmp(v, "close", 5) == 0)
 				rc->keepalive = 0;
-			else if (vn == 10 && strncasecmp(v, "keep-alive", 10) == 0)
+			else if (vn == 10 && strncasecmp(v, "keep-alive",
+			    10) == 0)
 				rc->keepalive = 1;
 		}
 	}
+	rr_mode(rc, code, te ? chunked : -1, len);
+	return (0);
+ bad:
+	rhttp_fail(rc, 502, "the upstream's answer has a bad Content-Length");
+	return (-1);
+}
+
+/*
+ * None after HEAD, 204 and 304; chunked (1), or another coding (0) or
+ * a switch of protocols: to the close, as without a length.
+ */
+static void
+rr_mode(struct rcall *rc, int code, int chunked, long long len)
+{
 	if (rc->head_req || code == 204 || code == 304)
 		rc->mode = RB_NONE;
-	else if (code == 101) {
-		rc->mode = RB_CLOSE;
-		rc->keepalive = 0;
-	} else if (te && chunked) {
+	else if (chunked == 1 && code != 101) {
 		rc->mode = RB_CHUNKED;
 		rc->chunk = RC_SIZE;
-	} else if (te || len == -1) {
+	} else if (code == 101 || chunked == 0 || len == -1) {
 		rc->mode = RB_CLOSE;
 		rc->keepalive = 0;
 	} else {
 		rc->mode = RB_LENGTH;
 		rc->left = len;
 	}
-	return (0);
- bad:
-	rhttp_fail(rc, 502, "the upstream's answer has a bad Content-Length");
-	return (-1);
 }
 
 /* Upstream header lines tregd does not pass on. */
