@@ -123,6 +123,7 @@ class Handler(BaseHTTPRequestHandler):
                               sha(urllib.parse.unquote(p.split("=", 1)[-1]))]
                              for p in query.split("&") if p],
             "body_b64": base64.b64encode(body).decode(),
+            "sni": getattr(self.connection, "sni", None),
         }).encode()
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = \
@@ -140,6 +141,8 @@ def main():
     if len(sys.argv) == 4:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+        # The name the client sent (SNI) goes back in the echo.
+        ctx.sni_callback = lambda sock, name, c: setattr(sock, "sni", name)
         srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     with open(sys.argv[1] + ".tmp", "w") as f:
         f.write(str(srv.server_address[1]))
