@@ -23,7 +23,7 @@ YACC    ?= byacc
 CC      ?= cc
 
 PKGS     = libevent jansson sqlite3 libsodium libbsd-overlay libseccomp \
-	   libpcre2-8 libevent_openssl libssl libcrypto libpq libcurl
+	   libpcre2-8 libevent_openssl libssl libcrypto libpq
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

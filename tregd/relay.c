@@ -8,9 +8,9 @@
  * redaction set (IMSG_CALL_START); it resolves the upstream's name
  * (evdns), checks every address against the rules base_url obeys
  * (loopback, private, link-local, CGNAT, multicast, IPv4-mapped, ...
- * unless `relay allow-private yes'), pins the checked addresses for
- * libcurl and checks again the exact address curl connects to, so a
- * second resolution can never lead elsewhere.  What comes back is
+ * unless `relay allow-private yes') and connects to the checked
+ * addresses only (relay_http.c), so a second resolution can never lead
+ * elsewhere.  What comes back is
  * redacted before it leaves this process: headers line by line, the
  * body as a stream.  The frontend gets the answer; the vault how it
  * ended, for the audit.
@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "pack.h"
@@ -82,6 +83,8 @@ static void	relay_start(struct blob *);
 static int	relay_unpack(struct rcall *, struct blob *);
 static void	relay_resolved(int, struct evutil_addrinfo *, void *);
 static void	relay_resolved_go(int, short, void *);
+static int	relay_literal(struct rcall *);
+static void	relay_go(struct rcall *, int);
 static struct rcall *relay_find(uint32_t);
 static void	relay_free(struct rcall *);
 static struct redact_set *rset_get(const char *, size_t, struct rset **);
@@ -109,8 +112,6 @@ relay_main(int debug, int verbose)
 		pw = proc_getpw(TREGD_RELAY_USER);
 
 	/* Everything from the filesystem now: nothing is opened later. */
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-		fatalx("curl_global_init");
 	ca = relay_ca_load(&calen);
 	if ((dns = evdns_base_new(proc_base, 0)) == NULL)
 		fatalx("evdns_base_new");
@@ -164,7 +165,7 @@ relay_read(const char *path, char **buf, size_t *len)
 	return (0);
 }
 
-/* The system's CA bundle, then `relay ca': kept in memory for curl. */
+/* The system's CA bundle, then `relay ca': parsed once (relay_http.c). */
 static char *
 relay_ca_load(size_t *len)
 {
@@ -253,7 +254,7 @@ relay_dispatch_frontend(struct imsgev *iev, struct imsg *imsg)
 		break;
 	case IMSG_CALL_PAUSE:
 	case IMSG_CALL_RESUME:
-		if (rc != NULL && rc->easy != NULL)
+		if (rc != NULL && !rc->resolving)
 			rhttp_pause(rc, imsg->hdr.type == IMSG_CALL_PAUSE);
 		break;
 	default:
@@ -399,36 +400,80 @@ rset_put(struct rset *r)
 	r->refs--;
 }
 
-/* The host and port of the URL, without brackets: 0, or -1. */
+/*
+ * The URL's parts (the vault built it from a checked base_url): scheme,
+ * host without brackets, port, the authority for the Host header and the
+ * target (path and query, sent as they are).  0, or -1.
+ */
 static int
 relay_host(struct rcall *rc)
 {
-	CURLU	*u;
-	char	*host = NULL, *port = NULL;
-	size_t	 n;
-	int	 rv = -1;
+	const char	*p = rc->url, *e, *h, *he, *errstr;
+	char		 port[8];
+	size_t		 n;
 
-	if ((u = curl_url()) == NULL)
-		fatalx("%s: curl_url", __func__);
-	if (curl_url_set(u, CURLUPART_URL, rc->url, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) !=
-	    CURLUE_OK)
-		goto out;
-	n = strlen(host);
-	if (host[0] == '[' && n > 2 && host[n - 1] == ']') {
-		host[n - 1] = '\0';
-		memmove(host, host + 1, n - 1);
+	if (strncasecmp(p, "http://", 7) == 0)
+		p += 7;
+	else if (strncasecmp(p, "https://", 8) == 0) {
+		rc->tls = 1;
+		p += 8;
+	} else
+		return (-1);
+	e = p + strcspn(p, "/?#");
+	rc->authority = p;
+	rc->authlen = e - p;
+	rc->target = e;
+	if (memchr(p, '@', e - p) != NULL || *e == '#')
+		return (-1);
+	if (*p == '[') {
+		h = p + 1;
+		if ((he = memchr(h, ']', e - h)) == NULL)
+			return (-1);
+		p = he + 1;
+	} else {
+		h = p;
+		he = p + strcspn(p, ":/?#");
+		p = he;
 	}
-	if (strlcpy(rc->host, host, sizeof(rc->host)) >= sizeof(rc->host))
-		goto out;
-	rc->port = strtol(port, NULL, 10);
-	rv = rc->port > 0 && rc->port < 65536 ? 0 : -1;
- out:
-	curl_free(host);
-	curl_free(port);
-	curl_url_cleanup(u);
-	return (rv);
+	n = he - h;
+	if (n == 0 || n >= sizeof(rc->host))
+		return (-1);
+	memcpy(rc->host, h, n);
+	rc->host[n] = '\0';
+	rc->port = rc->tls ? 443 : 80;
+	if (p < e && *p == ':') {
+		n = e - p - 1;
+		if (n == 0 || n >= sizeof(port))
+			return (-1);
+		memcpy(port, p + 1, n);
+		port[n] = '\0';
+		rc->port = strtonum(port, 1, 65535, &errstr);
+		if (errstr != NULL)
+			return (-1);
+	} else if (p != e)
+		return (-1);
+	rc->literal = relay_literal(rc);
+	return (0);
+}
+
+/* A host that is an address: the call's one address (1), or 0. */
+static int
+relay_literal(struct rcall *rc)
+{
+	union raddr	*ra = &rc->addrs[0];
+
+	if (inet_pton(AF_INET, rc->host, &ra->sin.sin_addr) == 1) {
+		ra->sin.sin_family = AF_INET;
+		ra->sin.sin_port = htons(rc->port);
+		return (1);
+	}
+	if (inet_pton(AF_INET6, rc->host, &ra->sin6.sin6_addr) == 1) {
+		ra->sin6.sin6_family = AF_INET6;
+		ra->sin6.sin6_port = htons(rc->port);
+		return (1);
+	}
+	memset(ra, 0, sizeof(*ra));
+	return (0);
 }
 
 static void
@@ -450,6 +495,7 @@ relay_start(struct blob *b)
 	rc->allow_private = cs.allow_private != 0;
 	rc->org_id = cs.org_id;
 	rc->user_id = cs.user_id;
+	rc->cfd = -1;
 	clock_gettime(CLOCK_MONOTONIC, &rc->start);
 	TAILQ_INSERT_TAIL(&rcalls, rc, entry);
 	ncalls++;
@@ -464,6 +510,13 @@ relay_start(struct blob *b)
 	if (relay_host(rc) == -1) {
 		relay_refuse(rc, 400, CALL_UPSTREAM, "the upstream URL is not "
 		    "valid");
+		return;
+	}
+	/* An address: nothing to resolve, the same check. */
+	if (rc->literal) {
+		if (relay_addr_ok(rc, &rc->addrs[0].sa))
+			rc->naddrs = 1;
+		relay_go(rc, rc->naddrs == 0);
 		return;
 	}
 	memset(&hints, 0, sizeof(hints));
@@ -494,14 +547,14 @@ relay_resolved(int err, struct evutil_addrinfo *res, void *arg)
 		fatalx("%s: event_base_once", __func__);
 }
 
-/* Every address the rules allow goes into the pin; none: refused. */
+/* Every address the rules allow is kept, in order; none: refused. */
 static void
 relay_resolved_go(int fd, short ev, void *arg)
 {
 	struct rcall		*rc = arg;
 	struct evutil_addrinfo	*ai, *res = rc->dns_res;
-	char			 a[INET6_ADDRSTRLEN + 2], *p;
-	int			 n = 0, refused = 0, err = rc->dns_err;
+	union raddr		*ra;
+	int			 refused = 0, err = rc->dns_err;
 
 	rc->resolving = 0;
 	rc->dns_res = NULL;
@@ -516,28 +569,31 @@ relay_resolved_go(int fd, short ev, void *arg)
 		    "does not resolve");
 		return;
 	}
-	p = rc->resolve;
-	p += snprintf(p, sizeof(rc->resolve), "%s:%ld:", rc->host, rc->port);
-	for (ai = res; ai != NULL && n < RELAY_ADDRS_MAX; ai = ai->ai_next) {
+	for (ai = res; ai != NULL && rc->naddrs < RELAY_ADDRS_MAX;
+	    ai = ai->ai_next) {
+		if ((ai->ai_family != AF_INET && ai->ai_family != AF_INET6) ||
+		    ai->ai_addrlen > sizeof(rc->addrs[0]))
+			continue;
 		if (!relay_addr_ok(rc, ai->ai_addr)) {
 			refused++;
 			continue;
 		}
-		if (ai->ai_family == AF_INET)
-			inet_ntop(AF_INET, &((struct sockaddr_in *)
-			    ai->ai_addr)->sin_addr, a, sizeof(a));
-		else if (ai->ai_family == AF_INET6) {
-			a[0] = '[';
-			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)
-			    ai->ai_addr)->sin6_addr, a + 1, sizeof(a) - 2);
-			strlcat(a, "]", sizeof(a));
-		} else
-			continue;
-		p += snprintf(p, rc->resolve + sizeof(rc->resolve) - p,
-		    "%s%s", n++ ? "," : "", a);
+		ra = &rc->addrs[rc->naddrs++];
+		memcpy(ra, ai->ai_addr, ai->ai_addrlen);
+		if (ra->sa.sa_family == AF_INET)
+			ra->sin.sin_port = htons(rc->port);
+		else
+			ra->sin6.sin6_port = htons(rc->port);
 	}
 	evutil_freeaddrinfo(res);
-	if (n == 0) {
+	relay_go(rc, refused);
+}
+
+/* The checked addresses, if any: connect; none: refused. */
+static void
+relay_go(struct rcall *rc, int refused)
+{
+	if (rc->naddrs == 0) {
 		relay_refuse(rc, refused ? 403 : 502, refused ? CALL_SSRF :
 		    CALL_UPSTREAM, refused ? "the upstream's address is not "
 		    "public: tregd does not call private networks" :
@@ -577,9 +633,9 @@ relay_addr_ok(const struct rcall *rc, const struct sockaddr *sa)
 /* Answers.                                                            */
 
 /*
- * Around each turn of curl's: what it produces (a head, a body, the end
- * to the frontend; how it ended to the vault) leaves in one write per
- * channel, not one per message.
+ * Around each turn of the client's: what it produces (a head, a body,
+ * the end to the frontend; how it ended to the vault) leaves in one
+ * write per channel, not one per message.
  */
 void
 relay_cork(int on)
@@ -692,7 +748,7 @@ relay_free(struct rcall *rc)
 	if (rc->body != NULL)
 		freezero(rc->body, rc->bodylen + 1);
 	if (rc->head != NULL)
-		freezero(rc->head, rc->headlen);
+		freezero(rc->head, rc->headsize);
 	if (rc->rd != NULL)
 		redact_free(rc->rd);
 	if (rc->rset != NULL)

@@ -1,7 +1,8 @@
 /*
  * The relay process's internal interface (relay.c: the process, its
- * channels, name resolution and the SSRF guard; relay_http.c: libcurl's
- * multi interface on libevent, one transfer per call).
+ * channels, name resolution and the SSRF guard; relay_http.c: tregd's
+ * own HTTP/1.1 client on libevent bufferevents, its connections and
+ * their pool; relay_resp.c: reading an answer, head and body).
  */
 
 #ifndef RELAY_H
@@ -10,10 +11,12 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 
+#include <netinet/in.h>
+
 #include <stdint.h>
 #include <time.h>
 
-#include <curl/curl.h>
+#include <event.h>
 
 #include "tregd.h"
 #include "vault.h"		/* validate.c: the address rules of base_url */
@@ -29,6 +32,20 @@ struct rset;
 struct evdns_getaddrinfo_request;
 struct evutil_addrinfo;
 
+/* How the body of an answer ends. */
+enum rbody { RB_NONE, RB_LENGTH, RB_CHUNKED, RB_CLOSE };
+/* Where a chunked body is. */
+enum rchunk { RC_SIZE, RC_DATA, RC_CRLF, RC_TRAILER };
+
+struct rconn;
+
+/* An upstream's address (IPv4 or IPv6, with the port). */
+union raddr {
+	struct sockaddr		 sa;
+	struct sockaddr_in	 sin;
+	struct sockaddr_in6	 sin6;
+};
+
 struct rcall {
 	TAILQ_ENTRY(rcall)	 entry;
 	uint32_t		 reqid;		/* the frontend's */
@@ -39,8 +56,13 @@ struct rcall {
 	int64_t			 user_id;
 	char			*method;
 	char			*url;
+	int			 tls;		/* https */
 	char			 host[HOST_LEN_MAX];	/* no brackets */
+	int			 literal;	/* the host is an address */
 	long			 port;
+	const char		*authority;	/* in url: the Host header */
+	size_t			 authlen;
+	const char		*target;	/* in url: path and query */
 	char			**headers;	/* "Name: value" */
 	size_t			 nheaders;
 	char			*body;
@@ -53,13 +75,27 @@ struct rcall {
 	int			 dns_done;
 	int			 dns_err;
 	struct evutil_addrinfo	*dns_res;
-	char			 resolve[RELAY_ADDRS_MAX * 48 + HOST_LEN_MAX];
-	CURL			*easy;
-	struct curl_slist	*hlist;
-	struct curl_slist	*rlist;
+	union raddr		 addrs[RELAY_ADDRS_MAX];	/* checked */
+	int			 naddrs;
+	int			 nextaddr;	/* the next one to try */
+	/* relay_http.c: the transfer. */
+	struct rconn		*conn;
+	int			 cfd;		/* connecting, or -1 */
+	struct event		 cev;		/* its connect */
+	struct event		 tmo_connect;
+	struct event		 tmo_total;
+	int			 timers;	/* added: deleted at the end */
+	int			 head_req;	/* HEAD: no body comes */
+	int			 retried;	/* once, on a reused connection */
+	int			 got;		/* a byte of the answer came */
+	enum rbody		 mode;
+	enum rchunk		 chunk;
+	uint64_t		 left;		/* of the length or the chunk */
+	int			 keepalive;
+	size_t			 trailerlen;
 	char			*head;		/* response header lines */
 	size_t			 headlen;
-	int			 head_over;	/* too long: refused */
+	size_t			 headsize;
 	int			 status;
 	int			 head_sent;
 	int			 paused;
@@ -85,5 +121,12 @@ void	 rhttp_init(const char *, size_t);
 int	 rhttp_start(struct rcall *);
 void	 rhttp_stop(struct rcall *);
 void	 rhttp_pause(struct rcall *, int);
+void	 rhttp_end(struct rcall *, int);
+void	 rhttp_fail(struct rcall *, int, const char *);
+struct evbuffer *rhttp_input(struct rcall *);
+
+/* relay_resp.c */
+void	 rresp_input(struct rcall *);
+int	 rresp_eof(struct rcall *);
 
 #endif /* RELAY_H */

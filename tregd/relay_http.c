@@ -1,521 +1,550 @@
 /*
- * relay_http.c: the relay's HTTP client, libcurl's multi interface driven
- * by the relay's libevent loop (README: why libcurl).  One easy handle
- * per call; connections stay in the multi handle's pool and are reused
- * (keep-alive).  Every transfer: HTTP and HTTPS only, TLS verified
- * against the CA bundle read at start, redirects never followed, no
- * proxy (the environment is ignored), HTTP/1.1, `relay timeout connect'
- * and `relay timeout total', the resolved and checked addresses pinned
- * (CURLOPT_RESOLVE) and checked once more at the socket (the exact
- * address curl connects to, CURLOPT_OPENSOCKETFUNCTION).
+ * relay_http.c: the relay's HTTP/1.1 client on libevent bufferevents
+ * (README: why not libcurl).  A call connects to the addresses relay.c
+ * resolved and checked, one after the other, and to no other: the
+ * socket is the relay's own, the address checked once more just before
+ * connect(2).  HTTPS is a bufferevent_openssl over that socket, verified
+ * against the CA bundle read at start (system + `relay ca'), the
+ * upstream's name checked and sent as SNI.  Redirects are answers like
+ * any other, no proxy is ever used, `relay timeout connect' covers the
+ * TCP connect and the TLS handshake, `relay timeout total' the call.
+ * A connection whose answer ended cleanly goes to the idle pool, keyed
+ * by scheme, host, port and the checked address, for the next call
+ * (keep-alive); an idle one that the upstream closes or talks on is
+ * dropped.  Reading the answer is relay_resp.c's.
  */
 
 #include <sys/types.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <errno.h>
 #include <event.h>
+#include <event2/bufferevent_ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "redact.h"
 #include "relay.h"
 
-struct rsock {
-	struct event	 ev;
-	int		 added;
+#define RH_IDLE_MAX	256	/* idle connections kept */
+#define RH_IDLE_SECS	118	/* and for how long at most */
+#define RH_READ_HIGH	(256 * 1024)	/* read ahead of the redactor */
+
+struct rconn {
+	TAILQ_ENTRY(rconn)	 entry;		/* the idle pool */
+	struct bufferevent	*bev;
+	SSL			*ssl;		/* the bufferevent's */
+	struct rcall		*rc;		/* NULL: idle */
+	int			 tls;
+	char			 host[HOST_LEN_MAX];
+	long			 port;
+	union raddr		 addr;
+	int			 reused;	/* served a call before */
 };
+TAILQ_HEAD(rconn_list, rconn);
 
-/*
- * Easy handles of ended calls, reset (every option back to its default:
- * nothing of a call's request stays set) and kept for the next ones:
- * a new handle and its buffers per call cost more than the rest of
- * curl's work for a small answer.
- */
-#define RH_SPARE_MAX	64
+static struct rconn_list idle = TAILQ_HEAD_INITIALIZER(idle);
+static int		 nidle;
+static SSL_CTX		*tls_ctx;	/* every upstream TLS */
 
-static CURLM		*multi;
-static CURL		*spare[RH_SPARE_MAX];
-static int		 nspare;
-static struct event	 multi_timer;
-static X509_STORE	*ca_store;	/* parsed once, shared by every TLS */
-
-static int	 rh_socket(CURL *, curl_socket_t, int, void *, void *);
-static int	 rh_timer(CURLM *, long, void *);
-static void	 rh_event(int, short, void *);
 static void	 rh_ca_parse(const char *, size_t);
-static void	 rh_timeout(int, short, void *);
-static void	 rh_check(void);
-static curl_socket_t rh_open(void *, curlsocktype, struct curl_sockaddr *);
-static size_t	 rh_header(char *, size_t, size_t, void *);
-static size_t	 rh_write(char *, size_t, size_t, void *);
-static void	 rh_out(void *, const void *, size_t);
-static void	 rh_head_done(struct rcall *);
-static int	 rh_head_kept(const char *, size_t);
-static void	 rh_done(struct rcall *, CURLcode);
-static int	 rh_setup(struct rcall *);
-static void	 rh_slist_free(struct curl_slist *);
-static CURLcode	 rh_ssl_ctx(CURL *, void *, void *);
+static socklen_t rh_salen(const union raddr *);
+static struct rconn *rh_idle_find(struct rcall *);
+static void	 rh_connect(struct rcall *);
+static void	 rh_connected(int, short, void *);
+static void	 rh_attach(struct rcall *, int);
+static char	*rh_headers(struct rcall *, char *, int *);
+static void	 rh_request(struct rcall *);
+static void	 rh_read(struct bufferevent *, void *);
+static void	 rh_event(struct bufferevent *, short, void *);
+static void	 rh_idle_event(struct bufferevent *, short, void *);
+static void	 rh_idle_read(struct bufferevent *, void *);
+static void	 rh_conn_free(struct rconn *);
+static void	 rh_tmo_connect(int, short, void *);
+static void	 rh_tmo_total(int, short, void *);
+static void	 rh_zero(const void *, size_t, void *);
 
 void
 rhttp_init(const char *ca, size_t calen)
 {
-	if ((multi = curl_multi_init()) == NULL)
-		fatalx("%s: curl_multi_init", __func__);
-	curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, rh_socket);
-	curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, rh_timer);
-	curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, 256L);
-	evtimer_set(&multi_timer, rh_timeout, NULL);
+	if ((tls_ctx = SSL_CTX_new(TLS_client_method())) == NULL)
+		fatalx("%s: SSL_CTX_new", __func__);
+	if (SSL_CTX_set_min_proto_version(tls_ctx, TLS1_2_VERSION) != 1)
+		fatalx("%s: SSL_CTX_set_min_proto_version", __func__);
+	SSL_CTX_set_verify(tls_ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_mode(tls_ctx, SSL_MODE_RELEASE_BUFFERS);
+	if (SSL_CTX_set_alpn_protos(tls_ctx,
+	    (const unsigned char *)"\x08http/1.1", 9) != 0)
+		fatalx("%s: SSL_CTX_set_alpn_protos", __func__);
 	rh_ca_parse(ca, calen);
 }
 
-/*
- * The CA bundle as an X509_STORE, once: curl would otherwise parse (and,
- * given as a blob, copy) the whole bundle for every new connection.
- */
+/* The CA bundle as the context's X509_STORE, parsed once, and only it. */
 static void
 rh_ca_parse(const char *ca, size_t calen)
 {
-	X509	*x;
-	BIO	*bio;
-	int	 n = 0;
+	X509_STORE	*store;
+	X509		*x;
+	BIO		*bio;
+	int		 n = 0;
 
-	if ((ca_store = X509_STORE_new()) == NULL)
+	if ((store = X509_STORE_new()) == NULL)
 		fatalx("%s: X509_STORE_new", __func__);
+	SSL_CTX_set_cert_store(tls_ctx, store);
 	if (ca == NULL || calen == 0)
 		return;
 	if ((bio = BIO_new_mem_buf(ca, calen)) == NULL)
 		fatalx("%s: BIO_new_mem_buf", __func__);
 	while ((x = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
-		if (X509_STORE_add_cert(ca_store, x) == 1)
+		if (X509_STORE_add_cert(store, x) == 1)
 			n++;
 		X509_free(x);
 	}
 	BIO_free(bio);
+	ERR_clear_error();
 	log_debug("relay: %d CA certificates", n);
 }
 
-/* Every TLS context of the relay trusts the store, and only it. */
-static CURLcode
-rh_ssl_ctx(CURL *e, void *sslctx, void *arg)
+static socklen_t
+rh_salen(const union raddr *ra)
 {
-	if (X509_STORE_up_ref(ca_store) != 1)
-		return (CURLE_SSL_CACERT_BADFILE);
-	SSL_CTX_set_cert_store(sslctx, ca_store);
-	return (CURLE_OK);
+	return (ra->sa.sa_family == AF_INET6 ? sizeof(ra->sin6) :
+	    sizeof(ra->sin));
 }
 
 /* ------------------------------------------------------------------ */
-/* The multi handle on libevent.                                       */
-
-static int
-rh_socket(CURL *e, curl_socket_t s, int what, void *arg, void *sockp)
-{
-	struct rsock	*rs = sockp;
-	short		 kind;
-
-	if (what == CURL_POLL_REMOVE) {
-		if (rs != NULL) {
-			if (rs->added)
-				event_del(&rs->ev);
-			free(rs);
-		}
-		curl_multi_assign(multi, s, NULL);
-		return (0);
-	}
-	if (rs == NULL) {
-		if ((rs = calloc(1, sizeof(*rs))) == NULL)
-			fatal("%s: calloc", __func__);
-		curl_multi_assign(multi, s, rs);
-	} else if (rs->added)
-		event_del(&rs->ev);
-	kind = EV_PERSIST | ((what & CURL_POLL_IN) ? EV_READ : 0) |
-	    ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
-	event_set(&rs->ev, s, kind, rh_event, NULL);
-	event_add(&rs->ev, NULL);
-	rs->added = 1;
-	return (0);
-}
-
-static int
-rh_timer(CURLM *m, long ms, void *arg)
-{
-	struct timeval	 tv;
-
-	if (ms < 0) {
-		evtimer_del(&multi_timer);
-		return (0);
-	}
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	evtimer_add(&multi_timer, &tv);
-	return (0);
-}
-
-static void
-rh_event(int fd, short kind, void *arg)
-{
-	int	 running, action = 0;
-
-	if (kind & EV_READ)
-		action |= CURL_CSELECT_IN;
-	if (kind & EV_WRITE)
-		action |= CURL_CSELECT_OUT;
-	relay_cork(1);
-	curl_multi_socket_action(multi, fd, action, &running);
-	rh_check();
-	relay_cork(0);
-}
-
-static void
-rh_timeout(int fd, short kind, void *arg)
-{
-	int	 running;
-
-	relay_cork(1);
-	curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	rh_check();
-	relay_cork(0);
-}
-
-static void
-rh_check(void)
-{
-	struct rcall	*rc;
-	CURLMsg		*msg;
-	int		 left;
-
-	while ((msg = curl_multi_info_read(multi, &left)) != NULL) {
-		if (msg->msg != CURLMSG_DONE)
-			continue;
-		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &rc);
-		rh_done(rc, msg->data.result);
-	}
-}
-
-/* ------------------------------------------------------------------ */
-/* A transfer.                                                         */
+/* A call's connection.                                                */
 
 int
 rhttp_start(struct rcall *rc)
 {
-	if (rh_setup(rc) == -1)
-		return (-1);
-	if (curl_multi_add_handle(multi, rc->easy) != CURLM_OK)
-		return (-1);
+	struct timeval	 tv;
+	struct rconn	*c;
+
+	rc->head_req = strcmp(rc->method, "HEAD") == 0;
+	evtimer_set(&rc->tmo_connect, rh_tmo_connect, rc);
+	evtimer_set(&rc->tmo_total, rh_tmo_total, rc);
+	rc->timers = 1;
+	tv.tv_sec = relay_conf.relay_timeout_total;
+	tv.tv_usec = 0;
+	evtimer_add(&rc->tmo_total, &tv);
+	if ((c = rh_idle_find(rc)) != NULL) {
+		TAILQ_REMOVE(&idle, c, entry);
+		nidle--;
+		c->rc = rc;
+		c->reused = 1;
+		rc->conn = c;
+		bufferevent_set_timeouts(c->bev, NULL, NULL);
+		bufferevent_setcb(c->bev, rh_read, NULL, rh_event, rc);
+		rh_request(rc);
+		return (0);
+	}
+	tv.tv_sec = relay_conf.relay_timeout_connect;
+	evtimer_add(&rc->tmo_connect, &tv);
+	rh_connect(rc);
 	return (0);
 }
 
-/* Header lines (the bound ones carry a secret): zeroed, then freed. */
-static void
-rh_slist_free(struct curl_slist *l)
+/* An idle connection to this scheme, host and port, at a checked address. */
+static struct rconn *
+rh_idle_find(struct rcall *rc)
 {
-	struct curl_slist	*n;
+	struct rconn	*c;
+	int		 i;
 
-	for (n = l; n != NULL; n = n->next)
-		explicit_bzero(n->data, strlen(n->data));
-	curl_slist_free_all(l);
+	TAILQ_FOREACH(c, &idle, entry) {
+		if (c->tls != rc->tls || c->port != rc->port ||
+		    strcasecmp(c->host, rc->host) != 0)
+			continue;
+		for (i = 0; i < rc->naddrs; i++)
+			if (memcmp(&c->addr, &rc->addrs[i],
+			    rh_salen(&rc->addrs[i])) == 0)
+				return (c);
+	}
+	return (NULL);
 }
 
-/* The call ends here (cancelled): the handle goes, the pool stays. */
-void
-rhttp_stop(struct rcall *rc)
+/* The next checked address: a socket of the relay's own, connecting. */
+static void
+rh_connect(struct rcall *rc)
 {
-	if (rc->easy == NULL)
+	union raddr	*ra;
+	int		 fd, one = 1;
+
+	for (; rc->nextaddr < rc->naddrs; rc->nextaddr++) {
+		ra = &rc->addrs[rc->nextaddr];
+		if (!relay_addr_ok(rc, &ra->sa))
+			continue;
+		if ((fd = socket(ra->sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK |
+		    SOCK_CLOEXEC, IPPROTO_TCP)) == -1) {
+			log_warn("relay: socket");
+			continue;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (connect(fd, &ra->sa, rh_salen(ra)) == 0 ||
+		    errno == EINPROGRESS) {
+			rc->cfd = fd;
+			event_set(&rc->cev, fd, EV_WRITE, rh_connected, rc);
+			event_add(&rc->cev, NULL);
+			return;
+		}
+		close(fd);
+	}
+	rhttp_fail(rc, 502, "the upstream could not be reached");
+}
+
+static void
+rh_connected(int fd, short ev, void *arg)
+{
+	struct rcall	*rc = arg;
+	socklen_t	 len = sizeof(int);
+	int		 err = 0;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		err = errno;
+	rc->cfd = -1;
+	if (err != 0) {
+		close(fd);
+		rc->nextaddr++;
+		rh_connect(rc);
 		return;
-	curl_multi_remove_handle(multi, rc->easy);
-	if (nspare < RH_SPARE_MAX) {
-		curl_easy_reset(rc->easy);
-		spare[nspare++] = rc->easy;
-	} else
-		curl_easy_cleanup(rc->easy);
-	rh_slist_free(rc->hlist);
-	curl_slist_free_all(rc->rlist);
-	rc->easy = NULL;
-	rc->hlist = rc->rlist = NULL;
+	}
+	rh_attach(rc, fd);
 }
 
-void
-rhttp_pause(struct rcall *rc, int pause)
-{
-	rc->paused = pause;
-	curl_easy_pause(rc->easy, pause ? CURLPAUSE_RECV : CURLPAUSE_CONT);
-	if (!pause)
-		rh_check();
-}
-
+/* The connected socket becomes the call's connection (TLS: handshake). */
 static void
-rh_headers(struct rcall *rc, int has_body)
+rh_attach(struct rcall *rc, int fd)
+{
+	struct rconn	*c;
+	SSL		*ssl = NULL;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		fatal("%s: calloc", __func__);
+	c->tls = rc->tls;
+	c->port = rc->port;
+	strlcpy(c->host, rc->host, sizeof(c->host));
+	memcpy(&c->addr, &rc->addrs[rc->nextaddr], sizeof(c->addr));
+	c->rc = rc;
+	rc->conn = c;
+	if (!rc->tls) {
+		evtimer_del(&rc->tmo_connect);
+		c->bev = bufferevent_socket_new(proc_base, fd,
+		    BEV_OPT_CLOSE_ON_FREE);
+	} else {
+		if ((ssl = SSL_new(tls_ctx)) == NULL)
+			fatalx("%s: SSL_new", __func__);
+		SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+		if (rc->literal) {
+			if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl),
+			    rc->host) != 1)
+				fatalx("%s: X509_VERIFY_PARAM_set1_ip_asc",
+				    __func__);
+		} else if (SSL_set_tlsext_host_name(ssl, rc->host) != 1 ||
+		    SSL_set1_host(ssl, rc->host) != 1)
+			fatalx("%s: SSL_set1_host", __func__);
+		c->ssl = ssl;
+		c->bev = bufferevent_openssl_socket_new(proc_base, fd, ssl,
+		    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+		if (c->bev != NULL)
+			bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+	}
+	if (c->bev == NULL)
+		fatalx("%s: bufferevent", __func__);
+	bufferevent_setwatermark(c->bev, EV_READ, 0, RH_READ_HIGH);
+	bufferevent_setcb(c->bev, rh_read, NULL, rh_event, rc);
+	if (bufferevent_enable(c->bev, EV_READ | EV_WRITE) == -1)
+		fatalx("%s: bufferevent_enable", __func__);
+	if (!rc->tls)
+		rh_request(rc);
+}
+
+/* An evbuffer reference to a request's bytes: zeroed once sent. */
+static void
+rh_zero(const void *data, size_t len, void *arg)
+{
+	freezero((void *)data, len);
+}
+
+/*
+ * The caller's headers as the vault made them, but the framing ones
+ * (the relay sets the length) and Accept-Encoding: *host if one is Host.
+ */
+static char *
+rh_headers(struct rcall *rc, char *p, int *host)
 {
 	const char	*h, *colon;
-	char		*line;
 	size_t		 i, n;
-	int		 ctype = 0, accept = 0;
 
 	for (i = 0; i < rc->nheaders; i++) {
 		h = rc->headers[i];
 		if ((colon = strchr(h, ':')) == NULL)
 			continue;
 		n = colon - h;
-		if (n == 12 && strncasecmp(h, "Content-Type", n) == 0)
-			ctype = 1;
-		if (n == 6 && strncasecmp(h, "Accept", n) == 0)
-			accept = 1;
-		/* A compressed answer could not be masked: identity only. */
-		if (n == 15 && strncasecmp(h, "Accept-Encoding", n) == 0)
+		if ((n == 15 && strncasecmp(h, "Accept-Encoding", n) == 0) ||
+		    (n == 14 && strncasecmp(h, "Content-Length", n) == 0) ||
+		    (n == 17 && strncasecmp(h, "Transfer-Encoding", n) == 0))
 			continue;
-		/* "Name:" alone makes curl drop it; "Name;" sends it empty. */
-		if (colon[strspn(colon + 1, " \t") + 1] == '\0') {
-			if ((line = strndup(h, n + 1)) == NULL)
-				fatal("%s: strndup", __func__);
-			line[n] = ';';
-			rc->hlist = curl_slist_append(rc->hlist, line);
-			free(line);
-		} else
-			rc->hlist = curl_slist_append(rc->hlist, h);
+		if (n == 4 && strncasecmp(h, "Host", n) == 0)
+			*host = 1;
+		n = strlen(h);
+		memcpy(p, h, n);
+		p += n;
+		*p++ = '\r';
+		*p++ = '\n';
 	}
-	/* Nothing curl would add on its own. */
-	rc->hlist = curl_slist_append(rc->hlist, "Expect:");
-	rc->hlist = curl_slist_append(rc->hlist, "Accept-Encoding: identity");
-	if (!accept)
-		rc->hlist = curl_slist_append(rc->hlist, "Accept:");
-	if (!ctype && has_body)
-		rc->hlist = curl_slist_append(rc->hlist, "Content-Type:");
-}
-
-static int
-rh_setup(struct rcall *rc)
-{
-	CURL	*e;
-	int	 body;
-
-	if (nspare > 0)
-		e = spare[--nspare];
-	else if ((e = curl_easy_init()) == NULL)
-		return (-1);
-	rc->easy = e;
-	curl_easy_setopt(e, CURLOPT_PRIVATE, rc);
-	curl_easy_setopt(e, CURLOPT_URL, rc->url);
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(e, CURLOPT_PROXY, "");
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
-	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
-	curl_easy_setopt(e, CURLOPT_HTTP_CONTENT_DECODING, 0L);
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT,
-	    (long)relay_conf.relay_timeout_connect);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT,
-	    (long)relay_conf.relay_timeout_total);
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-	curl_easy_setopt(e, CURLOPT_CAPATH, NULL);
-	curl_easy_setopt(e, CURLOPT_CAINFO, NULL);
-	curl_easy_setopt(e, CURLOPT_SSL_CTX_FUNCTION, rh_ssl_ctx);
-	curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, rh_open);
-	curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, rc);
-	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, rh_header);
-	curl_easy_setopt(e, CURLOPT_HEADERDATA, rc);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, rh_write);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, rc);
-	if (rc->resolve[0] != '\0') {
-		rc->rlist = curl_slist_append(NULL, rc->resolve);
-		curl_easy_setopt(e, CURLOPT_RESOLVE, rc->rlist);
-	}
-	body = rc->bodylen > 0 || strcmp(rc->method, "POST") == 0 ||
-	    strcmp(rc->method, "PUT") == 0 || strcmp(rc->method, "PATCH") == 0;
-	rh_headers(rc, body);
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, rc->hlist);
-	if (strcmp(rc->method, "HEAD") == 0)
-		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-	else if (strcmp(rc->method, "GET") == 0 && !body)
-		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-	else {
-		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, rc->method);
-		if (body) {
-			curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
-			    (curl_off_t)rc->bodylen);
-			curl_easy_setopt(e, CURLOPT_POSTFIELDS, rc->body);
-		}
-	}
-	return (0);
-}
-
-/* The exact address curl is about to connect to, checked once more. */
-static curl_socket_t
-rh_open(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
-{
-	struct rcall	*rc = arg;
-
-	if (purpose != CURLSOCKTYPE_IPCXN || !relay_addr_ok(rc, &a->addr)) {
-		rc->refused = CALL_SSRF;
-		return (CURL_SOCKET_BAD);
-	}
-	return (socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol));
-}
-
-/* Upstream header lines tregd does not pass on. */
-static int
-rh_head_kept(const char *line, size_t len)
-{
-	static const char *const drop[] = {
-		"Connection", "Keep-Alive", "Proxy-Authenticate",
-		"Proxy-Connection", "TE", "Trailer", "Transfer-Encoding",
-		"Upgrade", "Content-Length", "X-Content-Type-Options",
-		"Content-Security-Policy", "X-Request-Id", NULL
-	};
-	const char	*colon;
-	size_t		 i, n;
-
-	if ((colon = memchr(line, ':', len)) == NULL)
-		return (0);
-	n = colon - line;
-	if (n >= 7 && strncasecmp(line, "X-Treg-", 7) == 0)
-		return (0);
-	for (i = 0; drop[i] != NULL; i++)
-		if (strlen(drop[i]) == n && strncasecmp(line, drop[i], n) == 0)
-			return (0);
-	return (1);
-}
-
-static void
-rh_line_out(void *arg, const void *p, size_t len)
-{
-	struct evbuffer	*b = arg;
-
-	evbuffer_add(b, p, len);
+	return (p);
 }
 
 /*
- * The head is complete: filtered, redacted, sent; 1xx heads are skipped.
- * One stream (a redactor's window is 64 KiB) over the kept lines with a
- * NUL between them, which no pattern holds: a mask never joins two lines.
+ * The request line, Host, the headers (the bound ones carry a secret:
+ * the buffer is zeroed once written), identity encoding only (a
+ * compressed answer could not be masked), the body's length and the
+ * body, in one buffer.
  */
 static void
-rh_head_done(struct rcall *rc)
+rh_request(struct rcall *rc)
 {
-	struct evbuffer	*raw, *out;
-	struct redact	*rd;
-	const char	*p, *e, *end = rc->head + rc->headlen, *r, *z;
-	size_t		 n;
-	long		 code = 0;
+	struct evbuffer	*out = bufferevent_get_output(rc->conn->bev);
+	char		*buf, *p;
+	size_t		 i, len;
+	int		 body, host = 0;
 
-	curl_easy_getinfo(rc->easy, CURLINFO_RESPONSE_CODE, &code);
-	if (code >= 100 && code < 200) {
-		rc->headlen = 0;
-		return;
+	body = rc->bodylen > 0 || strcmp(rc->method, "POST") == 0 ||
+	    strcmp(rc->method, "PUT") == 0 || strcmp(rc->method, "PATCH") == 0;
+	/* The fixed parts below take 88 bytes at most. */
+	len = strlen(rc->method) + strlen(rc->target) + 128 + rc->authlen +
+	    rc->bodylen;
+	for (i = 0; i < rc->nheaders; i++)
+		len += strlen(rc->headers[i]) + 2;
+	if ((buf = malloc(len)) == NULL)
+		fatal("%s: malloc", __func__);
+	p = buf;
+	p += snprintf(p, len, "%s %s%s HTTP/1.1\r\n", rc->method,
+	    rc->target[0] == '/' ? "" : "/", rc->target);
+	p = rh_headers(rc, p, &host);
+	if (!host) {
+		memcpy(p, "Host: ", 6);
+		memcpy(p + 6, rc->authority, rc->authlen);
+		p += 6 + rc->authlen;
+		*p++ = '\r';
+		*p++ = '\n';
 	}
-	if ((raw = evbuffer_new()) == NULL || (out = evbuffer_new()) == NULL)
-		fatal("%s: evbuffer_new", __func__);
-	if ((rd = redact_new(rc->set, SIZE_MAX)) == NULL)
-		fatal("%s: redact_new", __func__);
-	/* The first line is the status line. */
-	if ((p = memchr(rc->head, '\n', rc->headlen)) != NULL)
-		p++;
-	for (; p != NULL && p < end; p = e + 1) {
-		if ((e = memchr(p, '\n', end - p)) == NULL)
-			break;
-		if (!rh_head_kept(p, e - p))
-			continue;
-		if (redact_write(rd, p, e - p - (e > p && e[-1] == '\r'),
-		    rh_line_out, raw) == -1 ||
-		    redact_write(rd, "", 1, rh_line_out, raw) == -1)
-			fatal("%s: redact_write", __func__);
-	}
-	if (redact_finish(rd, rh_line_out, raw) == -1)
-		fatal("%s: redact_finish", __func__);
-	rc->redacted += redact_count(rd);
-	redact_free(rd);
-	n = evbuffer_get_length(raw);
-	r = (const char *)evbuffer_pullup(raw, -1);
-	for (p = r; p != NULL && p < r + n; p = z + 1) {
-		if ((z = memchr(p, '\0', r + n - p)) == NULL)
-			break;
-		evbuffer_add(out, p, z - p);
-		evbuffer_add(out, "\r\n", 2);
-	}
-	relay_send_head(rc, code, 0, (const char *)evbuffer_pullup(out, -1),
-	    evbuffer_get_length(out));
-	evbuffer_free(raw);
-	evbuffer_free(out);
+	p += snprintf(p, buf + len - p, "Accept-Encoding: identity\r\n");
+	if (body)
+		p += snprintf(p, buf + len - p, "Content-Length: %zu\r\n",
+		    rc->bodylen);
+	*p++ = '\r';
+	*p++ = '\n';
+	memcpy(p, rc->body, rc->bodylen);
+	p += rc->bodylen;
+	/* Not copied into the buffer's chains: rh_zero() frees it. */
+	if (evbuffer_add_reference(out, buf, p - buf, rh_zero, NULL) == -1)
+		fatal("%s: evbuffer_add_reference", __func__);
 }
 
-static size_t
-rh_header(char *buf, size_t size, size_t n, void *arg)
-{
-	struct rcall	*rc = arg;
-	size_t		 len = size * n;
-	char		*p;
-
-	if (rc->head_sent)
-		return (len);		/* trailers: not relayed */
-	if (rc->headlen + len > RELAY_HEAD_MAX) {
-		rc->head_over = 1;
-		return (0);
-	}
-	if ((p = realloc(rc->head, rc->headlen + len)) == NULL)
-		fatal("%s: realloc", __func__);
-	memcpy(p + rc->headlen, buf, len);
-	rc->head = p;
-	rc->headlen += len;
-	if (len <= 2 && (buf[0] == '\r' || buf[0] == '\n'))
-		rh_head_done(rc);
-	return (len);
-}
+/* ------------------------------------------------------------------ */
+/* Events.                                                             */
 
 static void
-rh_out(void *arg, const void *p, size_t len)
-{
-	relay_send_body(arg, p, len);
-}
-
-static size_t
-rh_write(char *buf, size_t size, size_t n, void *arg)
+rh_read(struct bufferevent *bev, void *arg)
 {
 	struct rcall	*rc = arg;
 
-	if (rc->paused)
-		return (CURL_WRITEFUNC_PAUSE);
-	if (!rc->head_sent)
-		return (0);
-	if (redact_write(rc->rd, buf, size * n, rh_out, rc) == -1)
-		fatal("%s: redact_write", __func__);
-	return (size * n);
+	relay_cork(1);
+	rc->got = 1;
+	rresp_input(rc);
+	relay_cork(0);
 }
 
 static void
-rh_done(struct rcall *rc, CURLcode res)
+rh_event(struct bufferevent *bev, short what, void *arg)
 {
-	long	 code = 0;
+	struct rcall	*rc = arg;
+	struct rconn	*c = rc->conn;
+	struct timeval	 tv;
+	char		 why[160];
+	long		 v;
 
-	if (!rc->head_sent) {
-		curl_easy_getinfo(rc->easy, CURLINFO_RESPONSE_CODE, &code);
-		rhttp_stop(rc);
-		if (rc->refused == CALL_SSRF)
-			relay_refuse(rc, 403, CALL_SSRF, "the upstream's "
-			    "address is not public: tregd does not call "
-			    "private networks");
-		else if (res == CURLE_OPERATION_TIMEDOUT)
-			relay_refuse(rc, 504, CALL_UPSTREAM, "the upstream did "
-			    "not answer in time");
-		else if (rc->head_over)
-			relay_refuse(rc, 502, CALL_UPSTREAM, "the upstream's "
-			    "headers are too large");
-		else
-			relay_refuse(rc, 502, CALL_UPSTREAM, res == CURLE_OK ?
-			    "the upstream sent no answer" :
-			    curl_easy_strerror(res));
+	relay_cork(1);
+	if (what & BEV_EVENT_CONNECTED) {
+		/* The TLS handshake is done, verified. */
+		evtimer_del(&rc->tmo_connect);
+		rh_request(rc);
+		relay_cork(0);
 		return;
 	}
-	if (redact_finish(rc->rd, rh_out, rc) == -1)
-		fatal("%s: redact_finish", __func__);
+	if ((what & BEV_EVENT_EOF) && rresp_eof(rc) == 0) {
+		relay_cork(0);
+		return;
+	}
+	/* Nothing came on a kept connection: it was closed; once anew. */
+	if (!rc->got && c->reused && !rc->retried && !rc->head_sent) {
+		rc->retried = 1;
+		rh_conn_free(c);
+		rc->conn = NULL;
+		rc->nextaddr = 0;
+		tv.tv_sec = relay_conf.relay_timeout_connect;
+		tv.tv_usec = 0;
+		evtimer_add(&rc->tmo_connect, &tv);
+		rh_connect(rc);
+		relay_cork(0);
+		return;
+	}
+	if (c->ssl != NULL && evtimer_pending(&rc->tmo_connect, NULL) &&
+	    (v = SSL_get_verify_result(c->ssl)) != X509_V_OK) {
+		/* OpenSSL's reason: a fixed text, nothing of the peer's. */
+		snprintf(why, sizeof(why), "the upstream's TLS certificate "
+		    "is not trusted: %s", X509_verify_cert_error_string(v));
+		rhttp_fail(rc, 502, why);
+	} else if (c->ssl != NULL && evtimer_pending(&rc->tmo_connect, NULL))
+		rhttp_fail(rc, 502, "the TLS handshake with the upstream "
+		    "failed");
+	else
+		rhttp_fail(rc, 502, rc->got ? "the upstream's answer was cut "
+		    "short" : "the upstream closed the connection without an "
+		    "answer");
+	ERR_clear_error();
+	relay_cork(0);
+}
+
+static void
+rh_tmo_connect(int fd, short ev, void *arg)
+{
+	relay_cork(1);
+	rhttp_fail(arg, 504, "the upstream did not answer in time");
+	relay_cork(0);
+}
+
+static void
+rh_tmo_total(int fd, short ev, void *arg)
+{
+	relay_cork(1);
+	rhttp_fail(arg, 504, "the upstream did not answer in time");
+	relay_cork(0);
+}
+
+/* Before a head: tregd's own refusal; after it: a failed end. */
+void
+rhttp_fail(struct rcall *rc, int status, const char *detail)
+{
+	if (rc->head_sent) {
+		rhttp_end(rc, 0);
+		relay_finish(rc, 1);
+		return;
+	}
 	rhttp_stop(rc);
-	relay_finish(rc, res != CURLE_OK);
+	relay_refuse(rc, status, CALL_UPSTREAM, detail);
+}
+
+/* ------------------------------------------------------------------ */
+/* The end of a call, its connection kept or dropped.                  */
+
+struct evbuffer *
+rhttp_input(struct rcall *rc)
+{
+	return (bufferevent_get_input(rc->conn->bev));
+}
+
+/*
+ * The answer ended: a connection whose answer was read to its end,
+ * whose request went out whole and that may stay open waits for the
+ * next call; any other is closed.
+ */
+void
+rhttp_end(struct rcall *rc, int keep)
+{
+	struct rconn	*c = rc->conn;
+	struct timeval	 tv = { RH_IDLE_SECS, 0 };
+
+	if (c != NULL && keep && rc->keepalive &&
+	    evbuffer_get_length(bufferevent_get_input(c->bev)) == 0 &&
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+		rc->conn = NULL;
+		c->rc = NULL;
+		if (nidle >= RH_IDLE_MAX)
+			rh_conn_free(TAILQ_FIRST(&idle));
+		bufferevent_setcb(c->bev, rh_idle_read, NULL, rh_idle_event,
+		    c);
+		bufferevent_set_timeouts(c->bev, &tv, NULL);
+		bufferevent_enable(c->bev, EV_READ);
+		TAILQ_INSERT_TAIL(&idle, c, entry);
+		nidle++;
+	}
+	rhttp_stop(rc);
+}
+
+/* The call's transfer goes (cancelled, ended): timers, socket, connection. */
+void
+rhttp_stop(struct rcall *rc)
+{
+	if (rc->timers) {
+		evtimer_del(&rc->tmo_connect);
+		evtimer_del(&rc->tmo_total);
+		rc->timers = 0;
+	}
+	if (rc->cfd != -1) {
+		event_del(&rc->cev);
+		close(rc->cfd);
+		rc->cfd = -1;
+	}
+	if (rc->conn != NULL) {
+		rh_conn_free(rc->conn);
+		rc->conn = NULL;
+	}
+}
+
+void
+rhttp_pause(struct rcall *rc, int pause)
+{
+	if (rc->conn == NULL)
+		return;
+	rc->paused = pause;
+	if (pause) {
+		bufferevent_disable(rc->conn->bev, EV_READ);
+		return;
+	}
+	bufferevent_enable(rc->conn->bev, EV_READ);
+	/* What was read before the pause. */
+	if (evbuffer_get_length(rhttp_input(rc)) > 0) {
+		relay_cork(1);
+		rresp_input(rc);
+		relay_cork(0);
+	}
+}
+
+static void
+rh_idle_read(struct bufferevent *bev, void *arg)
+{
+	rh_conn_free(arg);		/* nothing was asked */
+}
+
+static void
+rh_idle_event(struct bufferevent *bev, short what, void *arg)
+{
+	rh_conn_free(arg);		/* closed, broken, or idle too long */
+}
+
+static void
+rh_conn_free(struct rconn *c)
+{
+	if (c->rc == NULL) {
+		TAILQ_REMOVE(&idle, c, entry);
+		nidle--;
+	}
+	bufferevent_free(c->bev);	/* and the SSL, and the socket */
+	free(c);
 }

@@ -87,6 +87,20 @@ class Handler(BaseHTTPRequestHandler):
                 self.chunk(piece[:n])
                 n -= len(piece)
             self.wfile.write(b"0\r\n\r\n")
+        elif path == "/conn":
+            # Which connection: the same port is the same connection.
+            self.send(200, json.dumps(
+                {"port": self.client_address[1]}).encode())
+        elif path == "/close":
+            # No length, no chunks: the body ends with the connection.
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(b"until the end\n" * 1000)
+        elif path == "/hang":
+            time.sleep(3)
+            self.send(200, b"{}")
         elif path == "/binary":
             self.send(200, bytes(range(256)), "application/octet-stream")
         elif path == "/echo-auth":
@@ -109,6 +123,7 @@ class Handler(BaseHTTPRequestHandler):
                               sha(urllib.parse.unquote(p.split("=", 1)[-1]))]
                              for p in query.split("&") if p],
             "body_b64": base64.b64encode(body).decode(),
+            "sni": getattr(self.connection, "sni", None),
         }).encode()
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = \
@@ -121,10 +136,13 @@ class Server(socketserver.ThreadingMixIn, HTTPServer):
 
 
 def main():
-    srv = Server(("127.0.0.1", 0), Handler)
+    srv = Server((os.environ.get("RELAY_UPSTREAM_HOST", "127.0.0.1"), 0),
+                 Handler)
     if len(sys.argv) == 4:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+        # The name the client sent (SNI) goes back in the echo.
+        ctx.sni_callback = lambda sock, name, c: setattr(sock, "sni", name)
         srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     with open(sys.argv[1] + ".tmp", "w") as f:
         f.write(str(srv.server_address[1]))
