@@ -69,6 +69,7 @@ struct vpend {
 	const char		*why;		/* its refused_by, NULL: none */
 	int64_t			 audit_id;
 	int			 refused;
+	int			 counted;	/* 1 with others, -1 alone */
 };
 TAILQ_HEAD(vpend_list, vpend);
 #define CALL_STARTS_MAX	64	/* calls in one transaction */
@@ -162,6 +163,8 @@ static size_t	 base_path_len(const char *, const char **);
 static int	 call_allowed(const struct auth *, const struct tool_row *);
 static int	 call_cap_check(const struct auth *, struct call_capv *,
 		    struct vault_resp *);
+static int	 call_same_caller(const struct vpend *, const struct vpend *);
+static int	 call_caps_take(void);
 static int	 call_cap(const struct auth *, const struct call_capv *,
 		    struct vault_resp *);
 static void	 call_starts_timer(int, short, void *);
@@ -385,6 +388,7 @@ static int
 call_turn_write(void)
 {
 	struct vpend	*p;
+	int		 rc;
 
 	TAILQ_FOREACH(p, &vpends, entry)
 		if (call_has_row(p))
@@ -397,11 +401,12 @@ call_turn_write(void)
 		vault_metrics_db_error();
 		return (-1);
 	}
+	rc = call_caps_take();
 	TAILQ_FOREACH(p, &vpends, entry)
-		if (call_has_row(p) && call_row(p) == -1)
-			break;
+		if (rc == 0 && call_has_row(p))
+			rc = call_row(p);
 	/* The ends waiting for their batch go with it: one commit less. */
-	if (p != NULL || call_ends_insert() == -1 || store_commit() == -1) {
+	if (rc == -1 || call_ends_insert() == -1 || store_commit() == -1) {
 		store_rollback();
 		return (-1);
 	}
@@ -418,7 +423,7 @@ call_row(struct vpend *p)
 	if (p->refused)
 		return (call_audit(&p->auth, tool, p->method, p->logpath,
 		    p->why, p->resp.status, NULL));
-	if (call_cap(&p->auth, &p->cap, &p->resp) == 0)
+	if (p->counted == 1 || call_cap(&p->auth, &p->cap, &p->resp) == 0)
 		return (call_audit(&p->auth, tool, p->method, p->logpath,
 		    NULL, 0, &p->audit_id));
 	if (p->resp.status != 429)
@@ -930,7 +935,48 @@ call_cap_check(const struct auth *a, struct call_capv *cv,
 	return (1);
 }
 
-/* Counted in the database, so it holds across workers and hosts. */
+static int
+call_same_caller(const struct vpend *p, const struct vpend *q)
+{
+	return (!q->refused && q->counted == 0 &&
+	    q->auth.org_id == p->auth.org_id &&
+	    q->auth.user_id == p->auth.user_id);
+}
+
+/*
+ * Counted in the database, so it holds across workers and hosts: the
+ * calls of one caller in this turn in one statement, or, when together
+ * they would pass the cap, one by one (call_cap()).
+ */
+static int
+call_caps_take(void)
+{
+	struct vpend	*p, *q;
+	int64_t		 n;
+	int		 rc;
+
+	TAILQ_FOREACH(p, &vpends, entry) {
+		if (p->refused || p->counted != 0)
+			continue;
+		for (n = 0, q = p; q != NULL; q = TAILQ_NEXT(q, entry))
+			n += call_same_caller(p, q);
+		if (n == 1)
+			continue;
+		if ((rc = store_call_cap_take(p->auth.org_id, p->auth.user_id,
+		    turn.day, n, p->cap.has ? p->cap.cap : INT64_MAX)) == -1) {
+			db_fail(&p->resp, "daily call count");
+			return (-1);
+		}
+		for (q = TAILQ_NEXT(p, entry); q != NULL;
+		    q = TAILQ_NEXT(q, entry))
+			if (call_same_caller(p, q))
+				q->counted = rc == 0 ? 1 : -1;
+		p->counted = rc == 0 ? 1 : -1;
+	}
+	return (0);
+}
+
+/* One call counted: 0, or -1 with the refusal (429) in resp. */
 static int
 call_cap(const struct auth *a, const struct call_capv *cv,
     struct vault_resp *resp)
@@ -938,21 +984,17 @@ call_cap(const struct auth *a, const struct call_capv *cv,
 	int64_t		 used = 0;
 	int		 rc;
 
-	/* The take would create a first row past a cap of 0. */
-	if (cv->has && cv->cap <= 0)
-		rc = store_call_used(a->org_id, a->user_id, turn.day,
-		    &used) == -1 ? -1 : 1;
-	else
-		rc = store_call_cap_take(a->org_id, a->user_id, turn.day,
-		    cv->has ? cv->cap : INT64_MAX, &used);
-	if (rc == -1) {
-		db_fail(resp, "daily call count");
-		return (-1);
-	}
-	if (rc == 1) {
+	rc = store_call_cap_take(a->org_id, a->user_id, turn.day, 1,
+	    cv->has ? cv->cap : INT64_MAX);
+	if (rc == 1 && (rc = store_call_used(a->org_id, a->user_id, turn.day,
+	    &used)) == 0) {
 		resp_error(resp, 429, "daily usage limit reached (%lld/%lld) "
 		    "— ask an admin to raise your cap", (long long)used,
 		    (long long)cv->cap);
+		return (-1);
+	}
+	if (rc == -1) {
+		db_fail(resp, "daily call count");
 		return (-1);
 	}
 	return (0);
