@@ -15,8 +15,8 @@
  * refusals' rows, the end records waiting; only after the commit is each
  * answered or sent (no row, no call: 503), and the relay gets the
  * request with the key in it and the call's redaction set.  The vault
- * never opens a socket; the relay answers the frontend and reports here how it ended,
- * which is appended to the audit (call_ends).
+ * never opens a socket; the relay answers the frontend and reports here
+ * how it ended, which is appended to the audit (call_ends).
  */
 
 #include <sys/types.h>
@@ -179,6 +179,7 @@ static void	 call_keys_clear(struct call_keys *);
 static int	 header_bound(json_t *, const char *, size_t);
 static int	 dot_segments(const char *);
 static void	 call_target(struct call_out *, const char *);
+static const char *call_now(time_t);
 static void	 day_utc(time_t, char *, size_t);
 
 /* ------------------------------------------------------------------ */
@@ -246,7 +247,7 @@ call_turn(void)
 	}
 	if (npends == 0)
 		return;
-	iso_time(t, turn.now, sizeof(turn.now));
+	strlcpy(turn.now, call_now(t), sizeof(turn.now));
 	day_utc(t, turn.day, sizeof(turn.day));
 	call_decide_all();
 	fail = call_turn_write();
@@ -895,6 +896,20 @@ call_by_url(const struct auth *a, const char *target, struct call_out *out,
 /* ------------------------------------------------------------------ */
 /* Daily call caps.                                                    */
 
+/* The rows' created_at: formatted once a second, not once a row. */
+static const char *
+call_now(time_t t)
+{
+	static time_t	 last = -1;
+	static char	 buf[STORE_TIME_MAX];
+
+	if (t != last) {
+		iso_time(t, buf, sizeof(buf));
+		last = t;
+	}
+	return (buf);
+}
+
 static void
 day_utc(time_t t, char *buf, size_t len)
 {
@@ -1092,6 +1107,7 @@ struct call_keys {
 	char		*query;
 	struct redset	 rs;
 };
+static struct call_keys	 keys;
 
 static void
 call_keys_clear(struct call_keys *k)
@@ -1105,6 +1121,9 @@ call_keys_clear(struct call_keys *k)
 	if (k->query != NULL)
 		freezero(k->query, strlen(k->query) + 1);
 	redset_clear(&k->rs);
+	explicit_bzero(k->lines, k->nlines * sizeof(k->lines[0]));
+	k->nsecs = k->nlines = 0;
+	k->query = NULL;
 }
 
 /* Each binding in order: the header set, or the query parameter replaced. */
@@ -1182,9 +1201,10 @@ call_build(const struct auth *a, struct call_in *in, struct call_out *out,
 	size_t			 i, nh;
 	int			 rc = -1;
 
-	if ((k = calloc(1, sizeof(*k))) == NULL ||
-	    (k->query = strdup(in->query)) == NULL)
-		fatal("%s: calloc", __func__);
+	/* One for every call: call_keys_clear() leaves it zeroed. */
+	k = &keys;
+	if ((k->query = strdup(in->query)) == NULL)
+		fatal("%s: strdup", __func__);
 	json_array_foreach(out->t.bindings, i, b)
 		if (call_bind(a, b, k, resp) == -1)
 			goto out;
@@ -1214,7 +1234,6 @@ call_build(const struct auth *a, struct call_in *in, struct call_out *out,
 	if (url != NULL)
 		freezero(url, strlen(url) + 1);
 	call_keys_clear(k);
-	freezero(k, sizeof(*k));
 	return (rc);
 }
 
@@ -1308,7 +1327,7 @@ call_done(struct imsg *imsg)
 	if (nends == CALL_ENDS_MAX)
 		call_flush();
 	e = &ends[nends].e;
-	now_iso(ends[nends].at, sizeof(ends[nends].at));
+	strlcpy(ends[nends].at, call_now(time(NULL)), sizeof(ends[nends].at));
 	e->call_id = vc->audit_id;
 	e->org_id = vc->org_id;
 	e->has_status = cd.status != 0;
