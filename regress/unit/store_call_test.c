@@ -39,6 +39,7 @@ static int	 first_call(const struct store_calls_row *, void *);
 static void	 sql(int, const char *);
 static int64_t	 regv(void);
 static int64_t	 a_call(void);
+static int64_t	 used_on(int64_t, int64_t, const char *);
 
 /* The PostgreSQL database open_engine() made, for a second connection. */
 static char	 pg_ci[512];
@@ -89,33 +90,35 @@ open_engine(const atf_tc_t *tc, int pg)
 	PQfinish(c);
 }
 
+/* The calls counted for user in org on day. */
+static int64_t
+used_on(int64_t org, int64_t user, const char *day)
+{
+	int64_t	 used = -1;
+
+	ATF_REQUIRE(store_call_used(org, user, day, &used) == 0);
+	return (used);
+}
+
 static void
 a_cap_counts_up_to_it_and_no_further_body(const atf_tc_t *tc, int pg)
 {
-	int64_t	 used;
-
 	open_engine(tc, pg);
-	ATF_REQUIRE(store_call_used(1, 1, "2026-01-02", &used) == 0);
-	ATF_CHECK_EQ(used, 0);
+	ATF_CHECK_EQ(used_on(1, 1, "2026-01-02"), 0);
 	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 1, 2) == 0);
-	ATF_REQUIRE(store_call_used(1, 1, "2026-01-02", &used) == 0);
-	ATF_CHECK_EQ(used, 1);
+	ATF_CHECK_EQ(used_on(1, 1, "2026-01-02"), 1);
 	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 1, 2) == 0);
 	/* At the cap: refused and not counted. */
 	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 1, 2) == 1);
-	ATF_REQUIRE(store_call_used(1, 1, "2026-01-02", &used) == 0);
-	ATF_CHECK_EQ(used, 2);
+	ATF_CHECK_EQ(used_on(1, 1, "2026-01-02"), 2);
 	/* Another day, another org: counted apart. */
 	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-03", 1, 2) == 0);
-	ATF_REQUIRE(store_call_used(1, 1, "2026-01-03", &used) == 0);
-	ATF_CHECK_EQ(used, 1);
+	ATF_CHECK_EQ(used_on(1, 1, "2026-01-03"), 1);
 	ATF_REQUIRE(store_call_cap_take(2, 1, "2026-01-02", 1, 2) == 0);
-	ATF_REQUIRE(store_call_used(2, 1, "2026-01-02", &used) == 0);
-	ATF_CHECK_EQ(used, 1);
+	ATF_CHECK_EQ(used_on(2, 1, "2026-01-02"), 1);
 	/* A cap of 0: nothing, not even a first row. */
 	ATF_CHECK_EQ(store_call_cap_take(1, 2, "2026-01-02", 1, 0), 1);
-	ATF_REQUIRE(store_call_used(1, 2, "2026-01-02", &used) == 0);
-	ATF_CHECK_EQ(used, 0);
+	ATF_CHECK_EQ(used_on(1, 2, "2026-01-02"), 0);
 	store_close();
 }
 
@@ -123,28 +126,21 @@ static void
 several_calls_are_counted_together_or_not_at_all_body(const atf_tc_t *tc,
     int pg)
 {
-	int64_t	 used;
-
 	open_engine(tc, pg);
 	/* A first row of more than the cap is not made. */
 	ATF_CHECK_EQ(store_call_cap_take(1, 1, "2026-01-02", 4, 3), 1);
-	ATF_REQUIRE(store_call_used(1, 1, "2026-01-02", &used) == 0);
-	ATF_CHECK_EQ(used, 0);
+	ATF_CHECK_EQ(used_on(1, 1, "2026-01-02"), 0);
 	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 2, 3) == 0);
-	ATF_REQUIRE(store_call_used(1, 1, "2026-01-02", &used) == 0);
-	ATF_CHECK_EQ(used, 2);
+	ATF_CHECK_EQ(used_on(1, 1, "2026-01-02"), 2);
 	/* Two more would pass it: none is counted; one fits. */
 	ATF_CHECK_EQ(store_call_cap_take(1, 1, "2026-01-02", 2, 3), 1);
-	ATF_REQUIRE(store_call_used(1, 1, "2026-01-02", &used) == 0);
-	ATF_CHECK_EQ(used, 2);
+	ATF_CHECK_EQ(used_on(1, 1, "2026-01-02"), 2);
 	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 1, 3) == 0);
-	ATF_REQUIRE(store_call_used(1, 1, "2026-01-02", &used) == 0);
-	ATF_CHECK_EQ(used, 3);
+	ATF_CHECK_EQ(used_on(1, 1, "2026-01-02"), 3);
 	/* No cap: counted up by as many. */
 	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 5,
 	    INT64_MAX) == 0);
-	ATF_REQUIRE(store_call_used(1, 1, "2026-01-02", &used) == 0);
-	ATF_CHECK_EQ(used, 8);
+	ATF_CHECK_EQ(used_on(1, 1, "2026-01-02"), 8);
 	store_close();
 }
 
