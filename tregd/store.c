@@ -589,11 +589,13 @@ store_call_end_insert(const struct store_call_end *e)
 }
 
 int
-store_call_cap_take(int64_t org, int64_t user, const char *day, int64_t cap,
-    int64_t *used)
+store_call_cap_take(int64_t org, int64_t user, const char *day, int64_t n,
+    int64_t cap)
 {
-	*used = 0;
-	return (ops->call_cap_take(org, user, day, cap, used));
+	/* A first row of n would be past it. */
+	if (n < 1 || n > cap)
+		return (1);
+	return (ops->call_cap_take(org, user, day, n, cap));
 }
 
 int

@@ -542,7 +542,7 @@ struct store_ops {
 	void	(*read_end)(void);
 	int	(*call_end_insert)(const struct store_call_end *);
 	int	(*call_cap_take)(int64_t, int64_t, const char *, int64_t,
-		    int64_t *);
+		    int64_t);
 	int	(*call_used)(int64_t, int64_t, const char *, int64_t *);
 	int	(*call_cap_get)(int64_t, int64_t, int *, int64_t *);
 	int	(*call_cap_set)(int64_t, int64_t, int, int64_t);
@@ -767,12 +767,12 @@ int		 store_read_begin(void);
 void		 store_read_end(void);
 int		 store_call_end_insert(const struct store_call_end *);
 /*
- * Count one call of user in org on day ("YYYY-MM-DD", UTC) unless cap
- * are already counted: 0 taken, 1 at the cap (nothing counted), -1;
- * *used the count after.  Atomic across workers and hosts.
+ * Count n calls of user in org on day ("YYYY-MM-DD", UTC) unless that
+ * would pass cap: 0 taken, 1 not (nothing counted), -1.  Atomic across
+ * workers and hosts.
  */
 int		 store_call_cap_take(int64_t, int64_t, const char *, int64_t,
-		    int64_t *);
+		    int64_t);
 /* The calls counted for user in org on day (0 when none). */
 int		 store_call_used(int64_t, int64_t, const char *, int64_t *);
 /* The membership's daily_call_cap: *has 0 for none (null). */

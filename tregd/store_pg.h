@@ -168,7 +168,7 @@ int		 pg_read_begin(void);
 void		 pg_read_end(void);
 int		 pg_call_end_insert(const struct store_call_end *);
 int		 pg_call_cap_take(int64_t, int64_t, const char *, int64_t,
-		    int64_t *);
+		    int64_t);
 int		 pg_call_used(int64_t, int64_t, const char *, int64_t *);
 int		 pg_call_cap_get(int64_t, int64_t, int *, int64_t *);
 int		 pg_call_cap_set(int64_t, int64_t, int, int64_t);

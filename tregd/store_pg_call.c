@@ -48,32 +48,30 @@ pg_call_end_insert(const struct store_call_end *e)
 	return (0);
 }
 
+/* Counted up by n, never past the cap: the rows changed say if it was. */
 int
-pg_call_cap_take(int64_t org, int64_t user, const char *day, int64_t cap,
-    int64_t *used)
+pg_call_cap_take(int64_t org, int64_t user, const char *day, int64_t n,
+    int64_t cap)
 {
 	static struct pg_stmt	 st = { "INSERT INTO call_caps (org_id, "
-	    "user_id, day, n) VALUES ($1, $2, $3, 1) ON CONFLICT (org_id, "
-	    "user_id, day) DO UPDATE SET n = call_caps.n + 1 WHERE "
-	    "call_caps.n < $4 RETURNING n", 0 };
+	    "user_id, day, n) VALUES ($1, $2, $3, $4) ON CONFLICT (org_id, "
+	    "user_id, day) DO UPDATE SET n = call_caps.n + $4 WHERE "
+	    "call_caps.n <= $5 - $4", 0 };
 	struct pgq		 q;
 	PGresult		*res;
-	int			 n;
+	int			 taken;
 
 	pgq_init(&q);
 	pgq_int(&q, org);
 	pgq_int(&q, user);
 	pgq_text(&q, day);
+	pgq_int(&q, n);
 	pgq_int(&q, cap);
 	if ((res = pg_run(&st, &q)) == NULL)
 		return (-1);
-	if ((n = PQntuples(res)) == 1)
-		*used = pg_int(res, 0, 0);
+	taken = strcmp(PQcmdTuples(res), "1") == 0;
 	PQclear(res);
-	if (n == 1)
-		return (0);
-	*used = cap;
-	return (1);
+	return (taken ? 0 : 1);
 }
 
 int

@@ -42,6 +42,7 @@ static const char *sq_error(void);
 static int	sq_begin(void);
 static int	sq_commit(void);
 static void	sq_rollback(void);
+static int	db_run(const char *);
 static int	sq_member_by_token(const uint8_t [STORE_HASH_LEN],
 		    struct store_member *);
 static int	sq_secret_get(int64_t, int64_t, struct store_secret *);
@@ -365,13 +366,13 @@ sq_error(void)
 static int
 sq_begin(void)
 {
-	return (db_exec("BEGIN IMMEDIATE"));
+	return (db_run("BEGIN IMMEDIATE"));
 }
 
 static int
 sq_commit(void)
 {
-	if (db_exec("COMMIT") == -1) {
+	if (db_run("COMMIT") == -1) {
 		sq_rollback();
 		return (-1);
 	}
@@ -381,8 +382,27 @@ sq_commit(void)
 static void
 sq_rollback(void)
 {
-	if (!sqlite3_get_autocommit(vault_db))
+	sqlite3_stmt	*st;
+
+	if (sqlite3_get_autocommit(vault_db))
+		return;
+	if ((st = db_prepare("ROLLBACK")) == NULL || sq_done(st) == -1)
 		sqlite3_exec(vault_db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* BEGIN and COMMIT of every transaction: prepared once, not parsed. */
+static int
+db_run(const char *sql)
+{
+	sqlite3_stmt	*st;
+
+	if ((st = db_prepare(sql)) == NULL)
+		return (-1);
+	if (sq_done(st) == -1) {
+		log_warnx("sqlite: %s", sqlite3_errmsg(vault_db));
+		return (-1);
+	}
+	return (0);
 }
 
 /* ------------------------------------------------------------------ */

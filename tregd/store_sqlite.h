@@ -150,7 +150,7 @@ int		 sq_read_begin(void);
 void		 sq_read_end(void);
 int		 sq_call_end_insert(const struct store_call_end *);
 int		 sq_call_cap_take(int64_t, int64_t, const char *, int64_t,
-		    int64_t *);
+		    int64_t);
 int		 sq_call_used(int64_t, int64_t, const char *, int64_t *);
 int		 sq_call_cap_get(int64_t, int64_t, int *, int64_t *);
 int		 sq_call_cap_set(int64_t, int64_t, int, int64_t);

@@ -17,14 +17,21 @@
 int
 sq_read_begin(void)
 {
-	return (db_exec("BEGIN DEFERRED"));
+	sqlite3_stmt	*st;
+
+	if ((st = db_prepare("BEGIN DEFERRED")) == NULL)
+		return (-1);
+	return (sq_done(st));
 }
 
 void
 sq_read_end(void)
 {
-	if (!sqlite3_get_autocommit(vault_db) && sqlite3_exec(vault_db,
-	    "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+	sqlite3_stmt	*st;
+
+	if (sqlite3_get_autocommit(vault_db))
+		return;
+	if ((st = db_prepare("COMMIT")) == NULL || sq_done(st) == -1)
 		sqlite3_exec(vault_db, "ROLLBACK", NULL, NULL, NULL);
 }
 
@@ -50,36 +57,29 @@ sq_call_end_insert(const struct store_call_end *e)
 	return (sq_done(st));
 }
 
-/* One statement: the row is created or counted up, never past the cap. */
+/*
+ * One statement: the row is created or counted up by n, never past the
+ * cap; whether it was is in the count of changed rows (RETURNING would
+ * cost a temporary table per call).
+ */
 int
-sq_call_cap_take(int64_t org, int64_t user, const char *day, int64_t cap,
-    int64_t *used)
+sq_call_cap_take(int64_t org, int64_t user, const char *day, int64_t n,
+    int64_t cap)
 {
 	sqlite3_stmt	*st;
-	int		 rc;
 
 	if ((st = db_prepare("INSERT INTO call_caps (org_id, user_id, day, "
-	    "n) VALUES (:org, :user, :day, 1) ON CONFLICT (org_id, user_id, "
-	    "day) DO UPDATE SET n = n + 1 WHERE n < :cap RETURNING n")) ==
-	    NULL)
+	    "n) VALUES (:org, :user, :day, :n) ON CONFLICT (org_id, user_id, "
+	    "day) DO UPDATE SET n = n + :n WHERE n <= :cap - :n")) == NULL)
 		return (-1);
 	sq_int(st, ":org", org);
 	sq_int(st, ":user", user);
 	sq_text(st, ":day", day);
+	sq_int(st, ":n", n);
 	sq_int(st, ":cap", cap);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		*used = sqlite3_column_int64(st, 0);
-		rc = sqlite3_step(st);
-	}
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc != SQLITE_DONE)
+	if (sq_done(st) == -1)
 		return (-1);
-	if (*used > 0)
-		return (0);
-	*used = cap;
-	return (1);
+	return (sqlite3_changes(vault_db) == 1 ? 0 : 1);
 }
 
 int

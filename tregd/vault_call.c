@@ -10,12 +10,13 @@
  * and path (policy).  Then the secrets are unsealed and the bindings
  * applied through inject_value() (the one function that turns a secret
  * into what a consumer sees).  The calls that arrived in one turn of the
- * event loop then share one write transaction: each one's daily call
- * cap (cap) and its row; only after the commit is each answered or sent
- * (no row, no call: 503), and the relay gets the request with the key in
- * it and the call's redaction set.  The vault never opens a
- * socket; the relay answers the frontend and reports here how it ended,
- * which is appended to the audit (call_ends).
+ * event loop are decided in one read transaction, then share one write
+ * transaction: each one's daily call cap (cap) and its row, the
+ * refusals' rows, the end records waiting; only after the commit is each
+ * answered or sent (no row, no call: 503), and the relay gets the
+ * request with the key in it and the call's redaction set.  The vault
+ * never opens a socket; the relay answers the frontend and reports here
+ * how it ended, which is appended to the audit (call_ends).
  */
 
 #include <sys/types.h>
@@ -52,19 +53,23 @@ struct call_capv {
 	int64_t			 cap;
 };
 
-/* A call decided but for its cap and row: written with its turn's. */
+/* A call of this turn: decided, then written with the turn's. */
 struct vpend {
 	TAILQ_ENTRY(vpend)	 entry;
+	struct blob		*b;		/* the request, until decided */
 	uint32_t		 reqid;
 	struct auth		 auth;
+	int			 has_auth;
 	struct call_capv	 cap;
-	char			 tool[NAME_LEN_MAX + 1];
+	char			 tool[NAME_LEN_MAX + 1];	/* "": none */
 	char			 method[sizeof(((struct call_request *)0)->method)];
 	char			 logpath[CALL_PATH_LOG_MAX + 1];
 	struct pack		 pk;		/* the request, key in it */
-	struct vault_resp	 resp;		/* of a refusal by the cap */
+	struct vault_resp	 resp;		/* of a refusal */
+	const char		*why;		/* its refused_by, NULL: none */
 	int64_t			 audit_id;
 	int			 refused;
+	int			 counted;	/* 1 with others, -1 alone */
 };
 TAILQ_HEAD(vpend_list, vpend);
 #define CALL_STARTS_MAX	64	/* calls in one transaction */
@@ -120,11 +125,26 @@ static struct vpend_list vpends = TAILQ_HEAD_INITIALIZER(vpends);
 static int		 npends;
 static struct event	 starts_ev;
 static int		 starts_armed;
+static struct {
+	char		 now[STORE_TIME_MAX];	/* the rows' created_at */
+	char		 day[16];		/* of the daily counts */
+} turn;
 static uint32_t		 next_callid = 1;
 
-static void	 call_refuse(uint32_t, const struct auth *, const char *,
-		    const char *, const char *, const char *,
+static void	 call_turn(void);
+static void	 call_decide_all(void);
+static void	 call_in_split(const struct call_request *,
+		    const struct blob *, struct call_in *);
+static void	 call_decide(struct vpend *);
+static int	 call_has_row(const struct vpend *);
+static int	 call_turn_write(void);
+static int	 call_row(struct vpend *);
+static void	 call_answer(struct vpend *, int);
+static void	 call_pend_free(struct vpend *);
+static void	 call_refuse(uint32_t, const struct auth *,
 		    struct vault_resp *);
+static int	 call_ends_insert(void);
+static void	 call_ends_clear(void);
 static int	 call_audit(const struct auth *, const char *, const char *,
 		    const char *, const char *, int, int64_t *);
 static void	 call_log_path(const char *, const char *, char *, size_t);
@@ -143,13 +163,11 @@ static size_t	 base_path_len(const char *, const char **);
 static int	 call_allowed(const struct auth *, const struct tool_row *);
 static int	 call_cap_check(const struct auth *, struct call_capv *,
 		    struct vault_resp *);
+static int	 call_same_caller(const struct vpend *, const struct vpend *);
+static int	 call_caps_take(void);
 static int	 call_cap(const struct auth *, const struct call_capv *,
 		    struct vault_resp *);
-static void	 call_pend(uint32_t, struct auth *, const struct call_capv *,
-		    const char *, const char *, const char *, struct pack *);
 static void	 call_starts_timer(int, short, void *);
-static void	 call_starts(void);
-static int	 call_starts_write(void);
 static void	 call_start(struct vpend *);
 static int	 call_build(const struct auth *, struct call_in *,
 		    struct call_out *, struct pack *, struct vault_resp *);
@@ -161,144 +179,38 @@ static void	 call_keys_clear(struct call_keys *);
 static int	 header_bound(json_t *, const char *, size_t);
 static int	 dot_segments(const char *);
 static void	 call_target(struct call_out *, const char *);
-static void	 day_utc(char *, size_t);
+static const char *call_now(time_t);
+static void	 day_utc(time_t, char *, size_t);
 
 /* ------------------------------------------------------------------ */
 /* The request.                                                        */
 
+/*
+ * A request is checked for its shape as it arrives and queued: the
+ * calls of one turn of the event loop are decided and written together
+ * (call_turn()).
+ */
 void
 call_request(struct blob *b)
 {
 	struct call_request	 cr;
-	struct vault_resp	 resp;
-	struct auth		 auth;
-	struct call_in		 in;
-	struct call_out		*out;
-	struct pack		 pk;
-	struct call_capv	 cap;
-	const char		*why = NULL, *tool = NULL;
-	char			*q, logpath[CALL_PATH_LOG_MAX + 1];
-	int			 rc;
+	struct timeval		 tv = { 0, 0 };
+	struct vpend		*p;
 
 	memcpy(&cr, b->head, sizeof(cr));
 	if ((uint64_t)cr.targetlen + cr.headerslen + cr.bodylen !=
 	    b->datalen || memchr(cr.method, '\0', sizeof(cr.method)) == NULL ||
 	    memchr(b->data, '\0', cr.targetlen + cr.headerslen) != NULL)
 		fatalx("bad IMSG_CALL_REQUEST from frontend");
-	memset(&resp, 0, sizeof(resp));
-	memset(&auth, 0, sizeof(auth));
-	memset(&in, 0, sizeof(in));
-	if ((out = calloc(1, sizeof(*out))) == NULL)
-		fatal("%s: calloc", __func__);
-	pack_init(&pk);
-	in.method = cr.method;
-	if ((in.target = strndup(b->data, cr.targetlen)) == NULL)
-		fatal("%s: strndup", __func__);
-	in.query = "";
-	if ((q = strchr(in.target, '?')) != NULL) {
-		*q = '\0';
-		in.query = q + 1;
-	}
-	in.headers = b->data + cr.targetlen;
-	in.headerslen = cr.headerslen;
-	in.body = b->data + cr.targetlen + cr.headerslen;
-	in.bodylen = cr.bodylen;
-
-	/*
-	 * Every read of the decision in one read transaction, ended before
-	 * anything is written (a refusal's row, or the batch's).
-	 */
-	if (store_read_begin() == -1) {
-		resp_error(&resp, 503, "the database cannot be read — try "
-		    "again in a moment");
-		goto unread;
-	}
-	/* auth: an unknown token has no org to audit in; it is logged. */
-	if (!cr.has_token) {
-		resp_error(&resp, 401, "not authenticated");
-		goto refused;
-	}
-	/* First: what the cache holds is of this version, or is dropped. */
-	(void)ccache_begin();
-	if ((rc = ccache_auth(cr.token_hash, &auth)) != 0) {
-		if (rc == -1)
-			resp_error(&resp, 503, "the database cannot be "
-			    "read — try again in a moment");
-		else
-			resp_error(&resp, 401, "invalid token");
-		log_info("call refused: %s from %s", rc == -1 ?
-		    "database" : "invalid token", cr.peer);
-		goto refused;
-	}
-	call_log_path(in.target, in.query, logpath, sizeof(logpath));
-	if (call_resolve(&auth, &in, out, &resp, &why) == -1) {
-		tool = out->have_tool ? out->t.name : NULL;
-		goto refuse;
-	}
-	tool = out->t.name;
-	call_log_path(out->path, in.query, logpath, sizeof(logpath));
-	if (deny_check_by(ccache_deny_rules, &auth, out->t.host, out->path,
-	    in.method, &resp) == -1 ||
-	    call_deny_override(&auth, &in, out, &resp) == -1) {
-		why = resp.status == 403 ? "policy" : NULL;
-		goto refuse;
-	}
-	/* Over the cap: refused before a secret is unsealed. */
-	if ((rc = call_cap_check(&auth, &cap, &resp)) != 0) {
-		why = rc == 1 ? "cap" : NULL;
-		goto refuse;
-	}
-	if (call_build(&auth, &in, out, &pk, &resp) == -1) {
-		why = NULL;
-		goto refuse;
-	}
-	store_read_end();
-	call_pend(b->id, &auth, &cap, tool, in.method, logpath, &pk);
-	goto done;
- refuse:
-	store_read_end();
-	call_refuse(b->id, &auth, tool, in.method, logpath, why, &resp);
-	goto done;
- refused:
-	store_read_end();
- unread:	/* no read transaction began: none to end */
-	call_refuse(b->id, NULL, NULL, NULL, NULL, NULL, &resp);
- done:
-	ccache_end();
-	pack_free(&pk);
-	if (out->have_tool)
-		tool_row_clear(&out->t);
-	free(out);
-	json_decref(resp.body);
-	free(in.target);
-	auth_clear(&auth);
 	explicit_bzero(&cr, sizeof(cr));
-	blob_free(b);
-}
-
-/* Queue a decided call (its auth and request move) for its turn's write. */
-static void
-call_pend(uint32_t reqid, struct auth *a, const struct call_capv *cap,
-    const char *tool, const char *method, const char *logpath,
-    struct pack *pk)
-{
-	struct timeval	 tv = { 0, 0 };
-	struct vpend	*p;
-
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		fatal("%s: calloc", __func__);
-	p->reqid = reqid;
-	p->auth = *a;
-	memset(a, 0, sizeof(*a));
-	p->cap = *cap;
-	strlcpy(p->tool, tool, sizeof(p->tool));
-	strlcpy(p->method, method, sizeof(p->method));
-	strlcpy(p->logpath, logpath, sizeof(p->logpath));
-	p->pk = *pk;
-	pack_init(pk);
+	p->b = b;
+	p->reqid = b->id;
+	pack_init(&p->pk);
 	TAILQ_INSERT_TAIL(&vpends, p, entry);
 	if (++npends == CALL_STARTS_MAX) {
-		call_starts();
+		call_turn();
 		return;
 	}
 	if (!starts_armed) {
@@ -312,20 +224,22 @@ static void
 call_starts_timer(int fd, short ev, void *arg)
 {
 	starts_armed = 0;
-	call_starts();
+	call_turn();
 }
 
 /*
- * The queued calls' caps and rows in one transaction; then each is
- * answered (429) or sent.  Fail closed: when it cannot be committed,
- * every one of them is answered 503 and none is sent.
+ * The calls of one turn: decided in one read transaction, then their
+ * caps and rows, the refusals' rows and the pending end records in one
+ * write transaction; only after its commit is each answered or sent.
+ * Fail closed: when it cannot be committed, every call of it with a
+ * row to write is answered 503 and none is sent.
  */
 static void
-call_starts(void)
+call_turn(void)
 {
-	struct vault_resp	 resp;
-	struct vpend		*p;
-	int			 fail;
+	struct vpend	*p;
+	time_t		 t = time(NULL);
+	int		 fail;
 
 	if (starts_armed) {
 		evtimer_del(&starts_ev);
@@ -333,62 +247,218 @@ call_starts(void)
 	}
 	if (npends == 0)
 		return;
-	fail = call_starts_write();
+	strlcpy(turn.now, call_now(t), sizeof(turn.now));
+	day_utc(t, turn.day, sizeof(turn.day));
+	call_decide_all();
+	fail = call_turn_write();
 	imsgev_cork(vault_relay);
 	imsgev_cork(vault_frontend);
 	while ((p = TAILQ_FIRST(&vpends)) != NULL) {
 		TAILQ_REMOVE(&vpends, p, entry);
-		if (fail) {
-			memset(&resp, 0, sizeof(resp));
-			resp_error(&resp, 503, "the audit log cannot be "
-			    "written — nothing was sent");
-			call_refuse(p->reqid, NULL, NULL, NULL, NULL, NULL,
-			    &resp);
-			json_decref(resp.body);
-		} else if (p->refused)
-			call_refuse(p->reqid, &p->auth, NULL, NULL, NULL, NULL,
-			    &p->resp);
-		else
-			call_start(p);
-		pack_free(&p->pk);
-		auth_clear(&p->auth);
-		json_decref(p->resp.body);
-		free(p);
+		call_answer(p, fail);
+		call_pend_free(p);
 	}
 	imsgev_uncork(vault_frontend);
 	imsgev_uncork(vault_relay);
 	npends = 0;
 }
 
-/* 0 when committed, -1 when nothing of it was. */
-static int
-call_starts_write(void)
+/*
+ * Every read of the turn's decisions in one read transaction, ended
+ * before anything is written.
+ */
+static void
+call_decide_all(void)
 {
 	struct vpend	*p;
+	int		 rc;
 
+	if ((rc = store_read_begin()) == 0)
+		/* First: what the cache holds is of this version, or goes. */
+		(void)ccache_begin();
+	TAILQ_FOREACH(p, &vpends, entry) {
+		if (rc == 0)
+			call_decide(p);
+		else {
+			p->refused = 1;
+			resp_error(&p->resp, 503, "the database cannot be "
+			    "read — try again in a moment");
+		}
+		blob_free(p->b);
+		p->b = NULL;
+	}
+	if (rc == 0) {
+		ccache_end();
+		store_read_end();
+	}
+}
+
+/* The request as the frontend sent it, split; in->target is to free. */
+static void
+call_in_split(const struct call_request *cr, const struct blob *b,
+    struct call_in *in)
+{
+	char	*q;
+
+	memset(in, 0, sizeof(*in));
+	in->method = cr->method;
+	if ((in->target = strndup(b->data, cr->targetlen)) == NULL)
+		fatal("%s: strndup", __func__);
+	in->query = "";
+	if ((q = strchr(in->target, '?')) != NULL) {
+		*q = '\0';
+		in->query = q + 1;
+	}
+	in->headers = b->data + cr->targetlen;
+	in->headerslen = cr->headerslen;
+	in->body = b->data + cr->targetlen + cr->headerslen;
+	in->bodylen = cr->bodylen;
+}
+
+/*
+ * A call's decision (first failure wins): the token (auth), the tool
+ * (resolution, access), the deny rules (policy), the cap already
+ * reached; then its request for the relay, the key in it.  A refusal
+ * is left in p->resp, with its refused_by when it is audited.
+ */
+static void
+call_decide(struct vpend *p)
+{
+	struct call_request	 cr;
+	struct call_in		 in;
+	struct call_out		 out;
+	int			 rc;
+
+	memcpy(&cr, p->b->head, sizeof(cr));
+	call_in_split(&cr, p->b, &in);
+	strlcpy(p->method, cr.method, sizeof(p->method));
+	p->refused = 1;
+	out.have_tool = 0;
+	/* auth: an unknown token has no org to audit in; it is logged. */
+	if (!cr.has_token) {
+		resp_error(&p->resp, 401, "not authenticated");
+		goto done;
+	}
+	if ((rc = ccache_auth(cr.token_hash, &p->auth)) != 0) {
+		if (rc == -1)
+			resp_error(&p->resp, 503, "the database cannot be "
+			    "read — try again in a moment");
+		else
+			resp_error(&p->resp, 401, "invalid token");
+		log_info("call refused: %s from %s", rc == -1 ?
+		    "database" : "invalid token", cr.peer);
+		goto done;
+	}
+	p->has_auth = 1;
+	call_log_path(in.target, in.query, p->logpath, sizeof(p->logpath));
+	if (call_resolve(&p->auth, &in, &out, &p->resp, &p->why) == -1)
+		goto done;
+	call_log_path(out.path, in.query, p->logpath, sizeof(p->logpath));
+	if (deny_check_by(ccache_deny_rules, &p->auth, out.t.host, out.path,
+	    in.method, &p->resp) == -1 ||
+	    call_deny_override(&p->auth, &in, &out, &p->resp) == -1) {
+		p->why = p->resp.status == 403 ? "policy" : NULL;
+		goto done;
+	}
+	/* Over the cap: refused before a secret is unsealed. */
+	if ((rc = call_cap_check(&p->auth, &p->cap, &p->resp)) != 0) {
+		p->why = rc == 1 ? "cap" : NULL;
+		goto done;
+	}
+	p->why = NULL;
+	if (call_build(&p->auth, &in, &out, &p->pk, &p->resp) == 0)
+		p->refused = 0;
+ done:
+	if (out.have_tool) {
+		strlcpy(p->tool, out.t.name, sizeof(p->tool));
+		tool_row_clear(&out.t);
+	}
+	free(in.target);
+	explicit_bzero(&cr, sizeof(cr));
+}
+
+/* A call with a row to write: one to send, or a refusal audited. */
+static int
+call_has_row(const struct vpend *p)
+{
+	return (!p->refused || (p->why != NULL && p->has_auth));
+}
+
+/* 0 when committed (or nothing to write), -1 when nothing of it was. */
+static int
+call_turn_write(void)
+{
+	struct vpend	*p;
+	int		 rc;
+
+	TAILQ_FOREACH(p, &vpends, entry)
+		if (call_has_row(p))
+			break;
+	if (p == NULL)
+		return (0);
 	if (store_begin() == -1) {
 		log_warnx("audit: the call's record cannot be written: %s",
 		    store_error());
 		vault_metrics_db_error();
 		return (-1);
 	}
-	TAILQ_FOREACH(p, &vpends, entry) {
-		if (call_cap(&p->auth, &p->cap, &p->resp) == 0) {
-			if (call_audit(&p->auth, p->tool, p->method,
-			    p->logpath, NULL, 0, &p->audit_id) == -1)
-				break;
-			continue;
-		}
-		if (p->resp.status != 429 || call_audit(&p->auth, p->tool,
-		    p->method, p->logpath, "cap", 429, NULL) == -1)
-			break;
-		p->refused = 1;
-	}
-	if (p != NULL || store_commit() == -1) {
+	rc = call_caps_take();
+	TAILQ_FOREACH(p, &vpends, entry)
+		if (rc == 0 && call_has_row(p))
+			rc = call_row(p);
+	/* The ends waiting for their batch go with it: one commit less. */
+	if (rc == -1 || call_ends_insert() == -1 || store_commit() == -1) {
 		store_rollback();
 		return (-1);
 	}
+	call_ends_clear();
 	return (0);
+}
+
+/* A refusal's row, or a call's cap and row (a 429 gets its own). */
+static int
+call_row(struct vpend *p)
+{
+	const char	*tool = p->tool[0] != '\0' ? p->tool : NULL;
+
+	if (p->refused)
+		return (call_audit(&p->auth, tool, p->method, p->logpath,
+		    p->why, p->resp.status, NULL));
+	if (p->counted == 1 || call_cap(&p->auth, &p->cap, &p->resp) == 0)
+		return (call_audit(&p->auth, tool, p->method, p->logpath,
+		    NULL, 0, &p->audit_id));
+	if (p->resp.status != 429)
+		return (-1);
+	p->refused = 1;
+	p->why = "cap";
+	return (call_audit(&p->auth, tool, p->method, p->logpath, "cap",
+	    429, NULL));
+}
+
+/* After the turn's commit (or its failure): answered, or sent. */
+static void
+call_answer(struct vpend *p, int fail)
+{
+	if (fail && call_has_row(p)) {
+		resp_error(&p->resp, 503, "the audit log cannot be written — "
+		    "nothing was sent");
+		call_refuse(p->reqid, NULL, &p->resp);
+	} else if (p->refused)
+		call_refuse(p->reqid, p->has_auth ? &p->auth : NULL, &p->resp);
+	else
+		call_start(p);
+}
+
+static void
+call_pend_free(struct vpend *p)
+{
+	if (p->b != NULL)
+		blob_free(p->b);
+	pack_free(&p->pk);
+	auth_clear(&p->auth);
+	json_decref(p->resp.body);
+	free(p->resp.text);
+	free(p);
 }
 
 /* Its row is committed: the relay gets it. */
@@ -416,20 +486,13 @@ call_start(struct vpend *p)
 		fatal("%s: send to relay", __func__);
 }
 
-/* Answer a refusal (X-Treg-Error) and audit it when there is an org. */
+/* Answer a refusal (X-Treg-Error); its row, if any, was written. */
 static void
-call_refuse(uint32_t reqid, const struct auth *a, const char *tool,
-    const char *method, const char *path, const char *why,
-    struct vault_resp *resp)
+call_refuse(uint32_t reqid, const struct auth *a, struct vault_resp *resp)
 {
 	struct api_response	 ar;
 	char			*text;
 
-	if (a != NULL && why != NULL && call_audit(a, tool, method, path, why,
-	    resp->status, NULL) == -1) {
-		resp_error(resp, 503, "the audit log cannot be written — "
-		    "nothing was sent");
-	}
 	if (resp->body == NULL)
 		resp->body = json_object();
 	if ((text = json_dumps(resp->body, JSON_COMPACT)) == NULL)
@@ -451,9 +514,7 @@ call_audit(const struct auth *a, const char *tool, const char *method,
     const char *path, const char *refused_by, int status, int64_t *id)
 {
 	struct store_call	 c;
-	char			 now[STORE_TIME_MAX];
 
-	now_iso(now, sizeof(now));
 	memset(&c, 0, sizeof(c));
 	c.org_id = a->org_id;
 	c.user_id = a->user_id;
@@ -467,7 +528,7 @@ call_audit(const struct auth *a, const char *tool, const char *method,
 		c.has_status = 1;
 		c.status_code = status;
 	}
-	c.created_at = now;
+	c.created_at = turn.now;
 	if (store_call_insert(&c, id) == -1) {
 		log_warnx("audit: the call's record cannot be written: %s",
 		    store_error());
@@ -835,10 +896,23 @@ call_by_url(const struct auth *a, const char *target, struct call_out *out,
 /* ------------------------------------------------------------------ */
 /* Daily call caps.                                                    */
 
-static void
-day_utc(char *buf, size_t len)
+/* The rows' created_at: formatted once a second, not once a row. */
+static const char *
+call_now(time_t t)
 {
-	time_t		 t = time(NULL);
+	static time_t	 last = -1;
+	static char	 buf[STORE_TIME_MAX];
+
+	if (t != last) {
+		iso_time(t, buf, sizeof(buf));
+		last = t;
+	}
+	return (buf);
+}
+
+static void
+day_utc(time_t t, char *buf, size_t len)
+{
 	struct tm	 tm;
 
 	gmtime_r(&t, &tm);
@@ -854,8 +928,7 @@ static int
 call_cap_check(const struct auth *a, struct call_capv *cv,
     struct vault_resp *resp)
 {
-	char		 day[16];
-	int64_t		 used;
+	int64_t		 used = 0;
 
 	memset(cv, 0, sizeof(*cv));
 	if (ccache_cap_get(a->org_id, a->user_id, &cv->has,
@@ -865,8 +938,7 @@ call_cap_check(const struct auth *a, struct call_capv *cv,
 	}
 	if (!cv->has)
 		return (0);
-	day_utc(day, sizeof(day));
-	if (store_call_used(a->org_id, a->user_id, day, &used) == -1) {
+	if (store_call_used(a->org_id, a->user_id, turn.day, &used) == -1) {
 		db_fail(resp, "daily call count");
 		return (-1);
 	}
@@ -878,31 +950,66 @@ call_cap_check(const struct auth *a, struct call_capv *cv,
 	return (1);
 }
 
-/* Counted in the database, so it holds across workers and hosts. */
+static int
+call_same_caller(const struct vpend *p, const struct vpend *q)
+{
+	return (!q->refused && q->counted == 0 &&
+	    q->auth.org_id == p->auth.org_id &&
+	    q->auth.user_id == p->auth.user_id);
+}
+
+/*
+ * Counted in the database, so it holds across workers and hosts: the
+ * calls of one caller in this turn in one statement, or, when together
+ * they would pass the cap, one by one (call_cap()).
+ */
+static int
+call_caps_take(void)
+{
+	struct vpend	*p, *q;
+	int64_t		 n;
+	int		 rc;
+
+	TAILQ_FOREACH(p, &vpends, entry) {
+		if (p->refused || p->counted != 0)
+			continue;
+		for (n = 0, q = p; q != NULL; q = TAILQ_NEXT(q, entry))
+			n += call_same_caller(p, q);
+		if (n == 1)
+			continue;
+		if ((rc = store_call_cap_take(p->auth.org_id, p->auth.user_id,
+		    turn.day, n, p->cap.has ? p->cap.cap : INT64_MAX)) == -1) {
+			db_fail(&p->resp, "daily call count");
+			return (-1);
+		}
+		for (q = TAILQ_NEXT(p, entry); q != NULL;
+		    q = TAILQ_NEXT(q, entry))
+			if (call_same_caller(p, q))
+				q->counted = rc == 0 ? 1 : -1;
+		p->counted = rc == 0 ? 1 : -1;
+	}
+	return (0);
+}
+
+/* One call counted: 0, or -1 with the refusal (429) in resp. */
 static int
 call_cap(const struct auth *a, const struct call_capv *cv,
     struct vault_resp *resp)
 {
-	char		 day[16];
-	int64_t		 used;
+	int64_t		 used = 0;
 	int		 rc;
 
-	day_utc(day, sizeof(day));
-	/* The take would create a first row past a cap of 0. */
-	if (cv->has && cv->cap <= 0)
-		rc = store_call_used(a->org_id, a->user_id, day, &used) == -1 ?
-		    -1 : 1;
-	else
-		rc = store_call_cap_take(a->org_id, a->user_id, day,
-		    cv->has ? cv->cap : INT64_MAX, &used);
-	if (rc == -1) {
-		db_fail(resp, "daily call count");
-		return (-1);
-	}
-	if (rc == 1) {
+	rc = store_call_cap_take(a->org_id, a->user_id, turn.day, 1,
+	    cv->has ? cv->cap : INT64_MAX);
+	if (rc == 1 && (rc = store_call_used(a->org_id, a->user_id, turn.day,
+	    &used)) == 0) {
 		resp_error(resp, 429, "daily usage limit reached (%lld/%lld) "
 		    "— ask an admin to raise your cap", (long long)used,
 		    (long long)cv->cap);
+		return (-1);
+	}
+	if (rc == -1) {
+		db_fail(resp, "daily call count");
 		return (-1);
 	}
 	return (0);
@@ -913,10 +1020,10 @@ int
 call_usage(int64_t org, int64_t user, json_t *view)
 {
 	char		 day[16];
-	int64_t		 cap, used;
+	int64_t		 cap, used = 0;
 	int		 has;
 
-	day_utc(day, sizeof(day));
+	day_utc(time(NULL), day, sizeof(day));
 	if (store_call_cap_get(org, user, &has, &cap) == -1 ||
 	    store_call_used(org, user, day, &used) == -1)
 		return (-1);
@@ -1000,6 +1107,7 @@ struct call_keys {
 	char		*query;
 	struct redset	 rs;
 };
+static struct call_keys	 keys;
 
 static void
 call_keys_clear(struct call_keys *k)
@@ -1013,6 +1121,9 @@ call_keys_clear(struct call_keys *k)
 	if (k->query != NULL)
 		freezero(k->query, strlen(k->query) + 1);
 	redset_clear(&k->rs);
+	explicit_bzero(k->lines, k->nlines * sizeof(k->lines[0]));
+	k->nsecs = k->nlines = 0;
+	k->query = NULL;
 }
 
 /* Each binding in order: the header set, or the query parameter replaced. */
@@ -1090,9 +1201,10 @@ call_build(const struct auth *a, struct call_in *in, struct call_out *out,
 	size_t			 i, nh;
 	int			 rc = -1;
 
-	if ((k = calloc(1, sizeof(*k))) == NULL ||
-	    (k->query = strdup(in->query)) == NULL)
-		fatal("%s: calloc", __func__);
+	/* One for every call: call_keys_clear() leaves it zeroed. */
+	k = &keys;
+	if ((k->query = strdup(in->query)) == NULL)
+		fatal("%s: strdup", __func__);
 	json_array_foreach(out->t.bindings, i, b)
 		if (call_bind(a, b, k, resp) == -1)
 			goto out;
@@ -1122,7 +1234,6 @@ call_build(const struct auth *a, struct call_in *in, struct call_out *out,
 	if (url != NULL)
 		freezero(url, strlen(url) + 1);
 	call_keys_clear(k);
-	freezero(k, sizeof(*k));
 	return (rc);
 }
 
@@ -1130,7 +1241,8 @@ call_build(const struct auth *a, struct call_in *in, struct call_out *out,
 /* How it ended (relay -> vault).                                      */
 
 /*
- * End records are written in batches: one transaction per CALL_ENDS_MAX
+ * End records are written in batches: with the next turn's calls (one
+ * commit for both), or in a transaction of their own per CALL_ENDS_MAX
  * calls or CALL_ENDS_MS, and before GET /calls reads them or the vault
  * stops.  The call's own row was written before it was sent.
  */
@@ -1152,21 +1264,38 @@ call_ends_timer(int fd, short ev, void *arg)
 	call_flush();
 }
 
-void
-call_flush(void)
+/* The pending end records, in the caller's transaction. */
+static int
+call_ends_insert(void)
 {
-	int	 i, rc;
+	int	 i;
 
-	if (nends == 0)
-		return;
+	for (i = 0; i < nends; i++)
+		if (store_call_end_insert(&ends[i].e) == -1)
+			return (-1);
+	return (0);
+}
+
+/* Written, or given up: none is pending. */
+static void
+call_ends_clear(void)
+{
 	if (ends_armed) {
 		evtimer_del(&ends_timer);
 		ends_armed = 0;
 	}
-	rc = store_begin();
-	for (i = 0; i < nends && rc == 0; i++)
-		rc = store_call_end_insert(&ends[i].e);
-	if (rc == 0)
+	explicit_bzero(ends, nends * sizeof(ends[0]));
+	nends = 0;
+}
+
+void
+call_flush(void)
+{
+	int	 rc;
+
+	if (nends == 0)
+		return;
+	if ((rc = store_begin()) == 0 && (rc = call_ends_insert()) == 0)
 		rc = store_commit();
 	if (rc != 0) {
 		store_rollback();
@@ -1174,8 +1303,7 @@ call_flush(void)
 		    nends, store_error());
 		vault_metrics_db_error();
 	}
-	explicit_bzero(ends, sizeof(ends));
-	nends = 0;
+	call_ends_clear();
 }
 
 void
@@ -1199,7 +1327,7 @@ call_done(struct imsg *imsg)
 	if (nends == CALL_ENDS_MAX)
 		call_flush();
 	e = &ends[nends].e;
-	now_iso(ends[nends].at, sizeof(ends[nends].at));
+	strlcpy(ends[nends].at, call_now(time(NULL)), sizeof(ends[nends].at));
 	e->call_id = vc->audit_id;
 	e->org_id = vc->org_id;
 	e->has_status = cd.status != 0;

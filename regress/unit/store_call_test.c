@@ -39,6 +39,7 @@ static int	 first_call(const struct store_calls_row *, void *);
 static void	 sql(int, const char *);
 static int64_t	 regv(void);
 static int64_t	 a_call(void);
+static int64_t	 used_on(int64_t, int64_t, const char *);
 
 /* The PostgreSQL database open_engine() made, for a second connection. */
 static char	 pg_ci[512];
@@ -89,28 +90,57 @@ open_engine(const atf_tc_t *tc, int pg)
 	PQfinish(c);
 }
 
+/* The calls counted for user in org on day. */
+static int64_t
+used_on(int64_t org, int64_t user, const char *day)
+{
+	int64_t	 used = -1;
+
+	ATF_REQUIRE(store_call_used(org, user, day, &used) == 0);
+	return (used);
+}
+
 static void
 a_cap_counts_up_to_it_and_no_further_body(const atf_tc_t *tc, int pg)
 {
-	int64_t	 used;
-
 	open_engine(tc, pg);
-	ATF_REQUIRE(store_call_used(1, 1, "2026-01-02", &used) == 0);
-	ATF_CHECK_EQ(used, 0);
-	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 2, &used) == 0);
-	ATF_CHECK_EQ(used, 1);
-	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 2, &used) == 0);
-	ATF_CHECK_EQ(used, 2);
+	ATF_CHECK_EQ(used_on(1, 1, "2026-01-02"), 0);
+	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 1, 2) == 0);
+	ATF_CHECK_EQ(used_on(1, 1, "2026-01-02"), 1);
+	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 1, 2) == 0);
 	/* At the cap: refused and not counted. */
-	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 2, &used) == 1);
-	ATF_CHECK_EQ(used, 2);
-	ATF_REQUIRE(store_call_used(1, 1, "2026-01-02", &used) == 0);
-	ATF_CHECK_EQ(used, 2);
+	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 1, 2) == 1);
+	ATF_CHECK_EQ(used_on(1, 1, "2026-01-02"), 2);
 	/* Another day, another org: counted apart. */
-	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-03", 2, &used) == 0);
-	ATF_CHECK_EQ(used, 1);
-	ATF_REQUIRE(store_call_cap_take(2, 1, "2026-01-02", 2, &used) == 0);
-	ATF_CHECK_EQ(used, 1);
+	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-03", 1, 2) == 0);
+	ATF_CHECK_EQ(used_on(1, 1, "2026-01-03"), 1);
+	ATF_REQUIRE(store_call_cap_take(2, 1, "2026-01-02", 1, 2) == 0);
+	ATF_CHECK_EQ(used_on(2, 1, "2026-01-02"), 1);
+	/* A cap of 0: nothing, not even a first row. */
+	ATF_CHECK_EQ(store_call_cap_take(1, 2, "2026-01-02", 1, 0), 1);
+	ATF_CHECK_EQ(used_on(1, 2, "2026-01-02"), 0);
+	store_close();
+}
+
+static void
+several_calls_are_counted_together_or_not_at_all_body(const atf_tc_t *tc,
+    int pg)
+{
+	open_engine(tc, pg);
+	/* A first row of more than the cap is not made. */
+	ATF_CHECK_EQ(store_call_cap_take(1, 1, "2026-01-02", 4, 3), 1);
+	ATF_CHECK_EQ(used_on(1, 1, "2026-01-02"), 0);
+	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 2, 3) == 0);
+	ATF_CHECK_EQ(used_on(1, 1, "2026-01-02"), 2);
+	/* Two more would pass it: none is counted; one fits. */
+	ATF_CHECK_EQ(store_call_cap_take(1, 1, "2026-01-02", 2, 3), 1);
+	ATF_CHECK_EQ(used_on(1, 1, "2026-01-02"), 2);
+	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 1, 3) == 0);
+	ATF_CHECK_EQ(used_on(1, 1, "2026-01-02"), 3);
+	/* No cap: counted up by as many. */
+	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 5,
+	    INT64_MAX) == 0);
+	ATF_CHECK_EQ(used_on(1, 1, "2026-01-02"), 8);
 	store_close();
 }
 
@@ -149,7 +179,7 @@ reads_share_a_read_transaction_ended_before_a_write_body(const atf_tc_t *tc,
 	store_read_end();
 	/* Ended: a write transaction may begin and commit. */
 	ATF_REQUIRE(store_begin() == 0);
-	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 5, &used) == 0);
+	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 1, 5) == 0);
 	ATF_REQUIRE(store_commit() == 0);
 	ATF_REQUIRE(store_read_begin() == 0);
 	ATF_REQUIRE(store_call_used(1, 1, "2026-01-02", &used) == 0);
@@ -315,7 +345,7 @@ the_registry_version_moves_with_registry_writes_only_body(
 		"DELETE FROM memberships",
 	};
 	struct store_call_end	 e;
-	int64_t			 v, used, id;
+	int64_t			 v, id;
 	size_t			 i;
 
 	open_engine(tc, pg);
@@ -327,7 +357,7 @@ the_registry_version_moves_with_registry_writes_only_body(
 	e.org_id = 1;
 	e.created_at = "2026-01-02T00:00:01Z";
 	ATF_REQUIRE(store_call_end_insert(&e) == 0);
-	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 5, &used) == 0);
+	ATF_REQUIRE(store_call_cap_take(1, 1, "2026-01-02", 1, 5) == 0);
 	ATF_CHECK_EQ(regv(), v);
 	/* A rolled back change leaves it; a committed one moves it. */
 	ATF_REQUIRE(store_begin() == 0);
@@ -363,6 +393,7 @@ ATF_TC_HEAD(name##_pg, tc)						\
 ATF_TC_BODY(name##_pg, tc) { name##_body(tc, 1); }
 
 BOTH(a_cap_counts_up_to_it_and_no_further)
+BOTH(several_calls_are_counted_together_or_not_at_all)
 BOTH(the_cap_is_null_until_set)
 BOTH(reads_share_a_read_transaction_ended_before_a_write)
 BOTH(tools_by_host_are_the_orgs_own)
@@ -373,6 +404,9 @@ ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, a_cap_counts_up_to_it_and_no_further_sqlite);
 	ATF_TP_ADD_TC(tp, a_cap_counts_up_to_it_and_no_further_pg);
+	ATF_TP_ADD_TC(tp,
+	    several_calls_are_counted_together_or_not_at_all_sqlite);
+	ATF_TP_ADD_TC(tp, several_calls_are_counted_together_or_not_at_all_pg);
 	ATF_TP_ADD_TC(tp, the_cap_is_null_until_set_sqlite);
 	ATF_TP_ADD_TC(tp, the_cap_is_null_until_set_pg);
 	ATF_TP_ADD_TC(tp,
