@@ -12,8 +12,11 @@
  * their end and reaps the init.  Small and static in its address space,
  * as a tregd sandbox can at best be.
  *
- *	run-floor [-j jobs] [-n runs] [-u uid] [program]
+ *	run-floor [-CFMN] [-j jobs] [-n runs] [-u uid] [program]
  *
+ * -C, -F, -M, -N leave out a part, to see what it costs: the cgroups,
+ * the filter, the mounts (namespaces still made), every namespace (and
+ * so the mounts).
  * jobs loops at once (each with a uid of its own from uid on, default
  * 62000, and its cgroups), runs each (default 500) of program (default
  * /bin/true).  Prints "p50_us p99_us runs_per_s cpu_us_per_run": the
@@ -62,6 +65,7 @@ struct fl_run {
 };
 
 static struct sandbox_child fl_filter;
+static int	 fl_nocg, fl_nofilter, fl_nomounts, fl_nons;
 static char	 fl_cg[2][256];		/* memory, pids (v1); "" none */
 static char	 fl_stack[64 * 1024] __attribute__((__aligned__(16)));
 static char	 fl_cli_stack[64 * 1024] __attribute__((__aligned__(16)));
@@ -187,12 +191,12 @@ fl_init(void *arg)
 	int				 i, status;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1 ||
-	    setsid() == -1 || fl_mounts(r) == -1)
+	    setsid() == -1 || (!fl_nomounts && fl_mounts(r) == -1))
 		_exit(120);
 	for (i = 0; i < 2; i++)
 		if (r->cg[i] != -1 && write(r->cg[i], "0", 1) != 1)
 			_exit(121);
-	if (sandbox_child_apply(&fl_filter) == -1)
+	if (!fl_nofilter && sandbox_child_apply(&fl_filter) == -1)
 		_exit(122);
 	cli = clone(fl_cli, fl_cli_stack + sizeof(fl_cli_stack),
 	    CLONE_VM | CLONE_VFORK | SIGCHLD, r);
@@ -208,7 +212,9 @@ fl_init(void *arg)
 	while (waitpid(cli, &status, 0) == -1)
 		if (errno != EINTR)
 			_exit(125);
-	kill(-1, SIGKILL);
+	/* Without a pid namespace -1 would be every process of the host. */
+	if (!fl_nons)
+		kill(-1, SIGKILL);
 	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 126);
 }
 
@@ -229,7 +235,7 @@ fl_cli(void *arg)
 	if ((null = open("/dev/null", O_RDONLY)) == -1 ||
 	    dup2(null, 0) == -1 || dup2(r->out[1], 1) == -1 ||
 	    dup2(r->err[1], 2) == -1 || close_range(3, ~0U, 0) == -1 ||
-	    chdir(r->dir) == -1)
+	    chdir(fl_nomounts ? FL_DIR "/open" : r->dir) == -1)
 		_exit(127);
 	rl.rlim_cur = rl.rlim_max = 0;
 	setrlimit(RLIMIT_CORE, &rl);
@@ -266,7 +272,8 @@ fl_one(struct fl_run *r)
 
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	for (i = 0; i < 2; i++) {
-		if (fl_cg[i][0] == '\0')
+		r->cg[i] = -1;
+		if (fl_cg[i][0] == '\0' || fl_nocg)
 			continue;
 		snprintf(path, sizeof(path), "%s/tregd-floor-%u/cgroup.procs",
 		    fl_cg[i], (unsigned int)r->uid);
@@ -275,8 +282,9 @@ fl_one(struct fl_run *r)
 	}
 	if (pipe2(r->out, O_CLOEXEC) == -1 || pipe2(r->err, O_CLOEXEC) == -1)
 		err(1, "pipe2");
-	pid = clone(fl_init, fl_stack + sizeof(fl_stack), CLONE_NEWPID |
-	    CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD, r);
+	pid = clone(fl_init, fl_stack + sizeof(fl_stack), (fl_nons ? 0 :
+	    CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS) |
+	    SIGCHLD, r);
 	if (pid == -1)
 		err(1, "clone");
 	close(r->out[1]);
@@ -364,8 +372,20 @@ main(int argc, char *argv[])
 	size_t		 got, want;
 	ssize_t		 k;
 
-	while ((ch = getopt(argc, argv, "j:n:u:")) != -1)
+	while ((ch = getopt(argc, argv, "CFMNj:n:u:")) != -1)
 		switch (ch) {
+		case 'C':
+			fl_nocg = 1;
+			break;
+		case 'F':
+			fl_nofilter = 1;
+			break;
+		case 'M':
+			fl_nomounts = 1;
+			break;
+		case 'N':
+			fl_nons = fl_nomounts = 1;
+			break;
 		case 'j':
 			jobs = strtol(optarg, NULL, 10);
 			break;
@@ -376,8 +396,8 @@ main(int argc, char *argv[])
 			uid = strtol(optarg, NULL, 10);
 			break;
 		default:
-			fprintf(stderr, "usage: run-floor [-j jobs] [-n runs] "
-			    "[-u uid] [program]\n");
+			fprintf(stderr, "usage: run-floor [-CFMN] [-j jobs] "
+			    "[-n runs] [-u uid] [program]\n");
 			return (1);
 		}
 	if (optind < argc)
@@ -388,7 +408,9 @@ main(int argc, char *argv[])
 		errx(1, "cannot build the run child filter");
 	if ((mkdir(FL_DIR, 0755) == -1 && errno != EEXIST) ||
 	    (mkdir(FL_DIR "/runs", 0755) == -1 && errno != EEXIST) ||
-	    (mkdir(FL_DIR "/state", 0700) == -1 && errno != EEXIST))
+	    (mkdir(FL_DIR "/state", 0700) == -1 && errno != EEXIST) ||
+	    (mkdir(FL_DIR "/open", 0755) == -1 && errno != EEXIST) ||
+	    chmod(FL_DIR "/open", 01777) == -1)
 		err(1, "mkdir " FL_DIR);
 	fl_cgroups();
 	want = (size_t)jobs * n * sizeof(*t);
