@@ -110,7 +110,9 @@ static int		 sbx_status_fd = -1;	/* the zygote maps it too */
 static unsigned int	 sbx_nbusy;
 static char		 sbx_cg[2][PATH_MAX];	/* memory, pids; "" none */
 static int		 sbx_cg_v2;
+#ifndef TREGD_SANITIZE
 static char		 sbx_stack[64 * 1024] __attribute__((__aligned__(16)));
+#endif
 
 static void	sbx_check_range(void);
 static void	sbx_cgroup_init(void);
