@@ -106,6 +106,9 @@ static unsigned int	 sbx_next;
 static uint8_t		*sbx_busy;
 static pid_t		*sbx_pgid;	/* uids mode: the slot's last group */
 static pid_t		*sbx_drain;	/* an ended run's init, not reaped */
+static uint8_t		*sbx_cg_made;	/* the slot's cgroups have limits */
+static long long	 sbx_cg_memory;	/* the limits they were given */
+static int		 sbx_cg_processes;
 static int		 sbx_status_fd = -1;	/* the zygote maps it too */
 static unsigned int	 sbx_nbusy;
 static char		 sbx_cg[2][PATH_MAX];	/* memory, pids; "" none */
@@ -118,6 +121,7 @@ static void	sbx_check_range(void);
 static void	sbx_cgroup_init(void);
 static int	sbx_cgroup_own(const char *, const char *, char *, size_t);
 static int	sbx_cgroup_run(const struct tregd_conf *, uid_t, int *);
+static int	sbx_cgroup_make(const struct tregd_conf *, const char *, int);
 static int	sbx_cgroup_remove(void);
 static int	sbx_probe(void);
 static int	sbx_init_send(const struct tregd_conf *,
@@ -151,7 +155,8 @@ sbx_init(const struct tregd_conf *conf)
 	sbx_self_gid = getgid();
 	if ((sbx_busy = calloc(sbx_count, 1)) == NULL ||
 	    (sbx_pgid = calloc(sbx_count, sizeof(*sbx_pgid))) == NULL ||
-	    (sbx_drain = calloc(sbx_count, sizeof(*sbx_drain))) == NULL)
+	    (sbx_drain = calloc(sbx_count, sizeof(*sbx_drain))) == NULL ||
+	    (sbx_cg_made = calloc(sbx_count, 1)) == NULL)
 		fatal("%s: calloc", __func__);
 	/* A memfd: the zygote's program maps the same pages. */
 	len = sbx_count * sizeof(*sbx_status);
@@ -311,55 +316,73 @@ sbx_cgroup_own(const char *mnt, const char *ctl, char *dir, size_t len)
 
 
 /*
- * The run's cgroups (made once per uid, kept for its next run): the
- * limits written, cgroup.procs opened for the init to join.
+ * The run's cgroups (made once per uid, kept for its next run): made
+ * and given their limits once (again after a reload changed them),
+ * cgroup.procs opened for the init to join.
  */
 static int
 sbx_cgroup_run(const struct tregd_conf *conf, uid_t uid, int *fd)
 {
-	char	 dir[PATH_MAX], val[32];
-	int	 i, n;
+	char		 dir[PATH_MAX];
+	unsigned int	 slot = uid - sbx_first;
+	int		 i, n;
 
+	if (conf->run_memory != sbx_cg_memory ||
+	    conf->run_processes != sbx_cg_processes) {
+		memset(sbx_cg_made, 0, sbx_count);
+		sbx_cg_memory = conf->run_memory;
+		sbx_cg_processes = conf->run_processes;
+	}
 	for (i = 0; i < 2; i++) {
 		if (sbx_cg[i][0] == '\0')
 			continue;
 		n = snprintf(dir, sizeof(dir), "%s/%s%u", sbx_cg[i],
 		    SBX_CG_PREFIX, (unsigned int)uid);
-		if (n < 0 || (size_t)n >= sizeof(dir))
-			goto fail;
-		while (mkdir(dir, 0755) == -1 && errno != EEXIST)
-			if (errno != EINTR)
-				goto fail;
-		if (i == 0 || sbx_cg_v2) {
-			snprintf(val, sizeof(val), "%lld", conf->run_memory);
-			if (sbx_write(dir, sbx_cg_v2 ? "memory.max" :
-			    "memory.limit_in_bytes", val) == -1)
-				goto fail;
-			if (sbx_cg_v2)
-				(void)sbx_write(dir, "memory.swap.max", "0");
-		}
-		if (i == 1 || sbx_cg_v2) {
-			/* The init is one of them. */
-			snprintf(val, sizeof(val), "%d",
-			    conf->run_processes + 1);
-			if (sbx_write(dir, "pids.max", val) == -1)
-				goto fail;
-		}
-		if (strlcat(dir, "/cgroup.procs", sizeof(dir)) >= sizeof(dir))
+		if (n < 0 || (size_t)n >= sizeof(dir) || (!sbx_cg_made[slot] &&
+		    sbx_cgroup_make(conf, dir, i) == -1) ||
+		    strlcat(dir, "/cgroup.procs", sizeof(dir)) >= sizeof(dir))
 			goto fail;
 		while ((fd[i] = open(dir, O_WRONLY | O_CLOEXEC)) == -1)
 			if (errno != EINTR)
 				goto fail;
 	}
+	sbx_cg_made[slot] = 1;
 	return (0);
  fail:
 	log_warn("%s: %s", __func__, dir);
+	sbx_cg_made[slot] = 0;
 	for (i = 0; i < 2; i++)
 		if (fd[i] != -1) {
 			close(fd[i]);
 			fd[i] = -1;
 		}
 	return (-1);
+}
+
+/* The cgroup dir of hierarchy i (0 memory, 1 pids), and its limits. */
+static int
+sbx_cgroup_make(const struct tregd_conf *conf, const char *dir, int i)
+{
+	char	 val[32];
+
+	while (mkdir(dir, 0755) == -1 && errno != EEXIST)
+		if (errno != EINTR)
+			return (-1);
+	if (i == 0 || sbx_cg_v2) {
+		snprintf(val, sizeof(val), "%lld", conf->run_memory);
+		if (sbx_write(dir, sbx_cg_v2 ? "memory.max" :
+		    "memory.limit_in_bytes", val) == -1)
+			return (-1);
+		if (sbx_cg_v2)
+			(void)sbx_write(dir, "memory.swap.max", "0");
+	}
+	if (i == 1 || sbx_cg_v2) {
+		/* The init is one of them. */
+		snprintf(val, sizeof(val), "%d", conf->run_processes + 1);
+		if (sbx_write(dir, "pids.max", val) == -1)
+			return (-1);
+	}
+	return (0);
 }
 
 /*
