@@ -188,8 +188,8 @@ printf "%-34s %8s %8s %9s\n" "bwrap, tregd's isolation, true" $bi50 $bi99 $birs
 for j in 1 4; do
 	set -- $("$T/run-floor" -j $j -n 500 /bin/true)
 	eval "fl50_$j=$1 flrs_$j=$3"
-	printf "%-34s %8s %8s %9s  (CPU %s µs a run)\n" \
-	    "floor: that isolation in C, $j loop" $1 $2 $3 $4
+	printf "%-34s %8s %8s %9s  (CPU %s µs a run, child %s µs)\n" \
+	    "floor: that isolation in C, $j loop" $1 $2 $3 $4 $5
 done
 for c in 1 2 4; do
 	set -- $(wrk_run "http://127.0.0.1:$port" "$T/run.lua" $c)
