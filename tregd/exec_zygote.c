@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -48,6 +49,7 @@ static pid_t	 zyg_child = -1;
 static int	 zyg_memfd(const char *, const void *, size_t, const void *,
 		    size_t);
 static __dead void zyg_exec(int, int, int, int, pid_t);
+static void	 zyg_log_stderr(int, const char *);
 
 /*
  * Fork the zygote: its program, its settings zc and the run child's
@@ -92,6 +94,12 @@ zyg_start(const struct zyg_conf *zc, int status)
 	close(prog);
 	errno = save;
 	return (-1);
+}
+
+static void
+zyg_log_stderr(int pri, const char *line)
+{
+	dprintf(STDERR_FILENO, "%s\n", line);
 }
 
 /* A sealed memfd holding a then b: its descriptor, or -1. */
@@ -142,6 +150,12 @@ zyg_exec(int sock, int status, int conf, int prog, pid_t exec)
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1 ||
 	    getppid() != exec)
 		_exit(1);
+	/*
+	 * exec's log channel is not the zygote's, and its number may be
+	 * one of the zygote's below (its socket to exec): what the filter's
+	 * setup says goes to stderr.
+	 */
+	log_setsink(zyg_log_stderr);
 	/* Above every target first, so that no dup2 closes a source. */
 	for (i = 0; i < nfd; i++)
 		if ((tmp[i] = fcntl(from[i], F_DUPFD_CLOEXEC,
