@@ -4,7 +4,8 @@
  * run's sandbox does (tregd/exec_sandbox.c): an init cloned as PID 1 of
  * new pid, mount, ipc and uts namespaces, which makes everything
  * read-only and private, hides a state directory, mounts /proc, /tmp,
- * /var/tmp, /dev/shm and a run-directory tmpfs, joins a memory and pids
+ * /var/tmp, /dev/shm and a run-directory tmpfs (tregd's own code for
+ * it, tregd/exec_child.c), joins a memory and pids
  * cgroup of the run's uid, installs tregd's own run child filter
  * (common/sandbox.c), drops its capabilities and clones the CLI
  * (CLONE_VM | CLONE_VFORK), which takes its pipes, limits and directory,
@@ -55,6 +56,8 @@
 #include <unistd.h>
 
 #include "sandbox.h"
+#include "tregd.h"
+#include "exec_zygote.h"
 
 #define FL_DIR		"/tmp/tregd-run-floor"	/* runs, state: mount points */
 #define FL_MEMORY	"1073741824"
@@ -70,6 +73,7 @@ struct fl_run {
 };
 
 static struct sandbox_child fl_filter;
+static struct tregd_conf fl_conf;	/* what sbx_mounts_make() reads */
 static int	 fl_nocg, fl_nofilter, fl_nomounts, fl_nons;
 static char	 fl_cg[2][256];		/* memory, pids (v1); "" none */
 static char	 fl_stack[64 * 1024] __attribute__((__aligned__(16)));
@@ -79,7 +83,6 @@ static void	 fl_cgroups(void);
 static void	 fl_cgroup_make(struct fl_run *);
 static int	 fl_write(const char *, const char *);
 static int	 fl_init(void *);
-static int	 fl_mounts(const struct fl_run *);
 static int	 fl_cli(void *);
 static double	 fl_one(struct fl_run *, double *);
 static int64_t	 fl_ns(void);
@@ -147,57 +150,30 @@ fl_cgroup_make(struct fl_run *r)
 	}
 }
 
-/* The run's view of the filesystem: tregd's sbx_mounts_make(). */
-static int
-fl_mounts(const struct fl_run *r)
-{
-	const char *const	 tmps[] = { "/tmp", "/var/tmp", "/dev/shm" };
-	const unsigned long	 fl = MS_NOSUID | MS_NODEV;
-	struct mount_attr	 ma;
-	char			 opt[128];
-	size_t			 i;
-
-	memset(&ma, 0, sizeof(ma));
-	ma.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
-	ma.propagation = MS_PRIVATE;
-	if (syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &ma,
-	    sizeof(ma)) == -1)
-		return (-1);
-	if (mount("tmpfs", FL_DIR "/state", "tmpfs", fl | MS_RDONLY |
-	    MS_NOEXEC, "size=4k,mode=0") == -1)
-		return (-1);
-	if (mount("proc", "/proc", "proc", fl | MS_NOEXEC, NULL) == -1)
-		return (-1);
-	for (i = 0; i < sizeof(tmps) / sizeof(tmps[0]); i++)
-		if (mount("tmpfs", tmps[i], "tmpfs", fl,
-		    "size=268435456,mode=1777") == -1 && errno != ENOENT)
-			return (-1);
-	/* Under the new /tmp, as tregd's bench has its run directory. */
-	if ((mkdir(FL_DIR, 0755) == -1 && errno != EEXIST) ||
-	    (mkdir(FL_DIR "/runs", 0755) == -1 && errno != EEXIST) ||
-	    mount("tmpfs", FL_DIR "/runs", "tmpfs", fl,
-	    "size=64k,mode=0755") == -1 || mkdir(r->dir, 0700) == -1)
-		return (-1);
-	snprintf(opt, sizeof(opt), "size=268435456,mode=0700,uid=%u,gid=%u",
-	    (unsigned int)r->uid, (unsigned int)r->uid);
-	if (mount("tmpfs", r->dir, "tmpfs", fl, opt) == -1)
-		return (-1);
-	return (mount(NULL, FL_DIR "/runs", NULL, MS_REMOUNT | MS_RDONLY | fl,
-	    "size=64k,mode=0755"));
-}
 
 /* PID 1 of the run: mounts, cgroups, filter, the CLI, its status. */
 static int
 fl_init(void *arg)
 {
 	struct fl_run			*r = arg;
+	struct sbx_child		 c;
+	struct sbx_spec			 sp;
+	struct sbx_run			 sr;
 	struct __user_cap_header_struct	 hdr;
 	struct __user_cap_data_struct	 data[2];
 	pid_t				 cli;
 	int				 i, status;
 
+	memset(&sp, 0, sizeof(sp));
+	sp.dir = r->dir;
+	memset(&sr, 0, sizeof(sr));
+	sr.uid = r->uid;
+	sr.gid = r->uid;
+	c.conf = &fl_conf;
+	c.sp = &sp;
+	c.sr = &sr;
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1 ||
-	    setsid() == -1 || (!fl_nomounts && fl_mounts(r) == -1))
+	    setsid() == -1 || (!fl_nomounts && sbx_mounts_make(&c) == -1))
 		_exit(120);
 	for (i = 0; i < 2; i++)
 		if (r->cg[i] != -1 && write(r->cg[i], "0", 1) != 1)
@@ -437,6 +413,9 @@ main(int argc, char *argv[])
 		errx(1, "jobs 1..64, runs 1..100000");
 	if (sandbox_child_prepare(&fl_filter) == -1)
 		errx(1, "cannot build the run child filter");
+	strlcpy(fl_conf.state, FL_DIR "/state", sizeof(fl_conf.state));
+	strlcpy(fl_conf.run_dir, FL_DIR "/runs", sizeof(fl_conf.run_dir));
+	fl_conf.run_tmpsize = 256LL * 1024 * 1024;
 	if ((mkdir(FL_DIR, 0755) == -1 && errno != EEXIST) ||
 	    (mkdir(FL_DIR "/runs", 0755) == -1 && errno != EEXIST) ||
 	    (mkdir(FL_DIR "/state", 0700) == -1 && errno != EEXIST) ||

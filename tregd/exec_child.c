@@ -50,6 +50,7 @@ char			*sbx_order_buf;
 size_t			 sbx_order_len;
 
 static void	sbx_limits(const struct tregd_conf *);
+static int	sbx_mkdir_p(const char *);
 static int	sbx_test_procs(void);
 static int	sbx_test_memory(long long);
 static void	sbx_say(const char *, ...)
@@ -462,4 +463,73 @@ sbx_selftest_run(const struct tregd_conf *conf, const struct sbx_run *sr)
 	    save != EAGAIN))
 		bad++;
 	return (bad ? 1 : 0);
+}
+
+/*
+ * The run's view of the filesystem: everything read-only and private
+ * (nothing of it propagates back), the state directory hidden, its own
+ * /proc, empty /tmp, /var/tmp and /dev/shm, the run-directory base
+ * replaced by a read-only tmpfs holding only this run's directory, a
+ * tmpfs of "run tmpsize" owned by the run user.  Gone with the run.
+ * In the run's init (and in bench/run-floor.c's).
+ */
+int
+sbx_mounts_make(const struct sbx_child *c)
+{
+	const struct tregd_conf	*conf = c->conf;
+	const char *const	 tmps[] = { "/tmp", "/var/tmp", "/dev/shm" };
+	const unsigned long	 fl = MS_NOSUID | MS_NODEV;
+	struct mount_attr	 ma;
+	char			 opt[128];
+	size_t			 i;
+
+	memset(&ma, 0, sizeof(ma));
+	ma.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
+	ma.propagation = MS_PRIVATE;
+	if (syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &ma,
+	    sizeof(ma)) == -1)
+		return (-1);
+	if (mount("tmpfs", conf->state, "tmpfs", fl | MS_RDONLY | MS_NOEXEC,
+	    "size=4k,mode=0") == -1 && errno != ENOENT)
+		return (-1);
+	if (mount("proc", "/proc", "proc", fl | MS_NOEXEC, NULL) == -1)
+		return (-1);
+	snprintf(opt, sizeof(opt), "size=%lld,mode=1777", conf->run_tmpsize);
+	for (i = 0; i < sizeof(tmps) / sizeof(tmps[0]); i++)
+		if (mount("tmpfs", tmps[i], "tmpfs", fl, opt) == -1 &&
+		    errno != ENOENT)
+			return (-1);
+	if (sbx_mkdir_p(conf->run_dir) == -1 ||
+	    mount("tmpfs", conf->run_dir, "tmpfs", fl, "size=64k,mode=0755") ==
+	    -1 || mkdir(c->sp->dir, 0700) == -1)
+		return (-1);
+	snprintf(opt, sizeof(opt), "size=%lld,mode=0700,uid=%u,gid=%u",
+	    conf->run_tmpsize, (unsigned int)c->sr->uid,
+	    (unsigned int)c->sr->gid);
+	if (mount("tmpfs", c->sp->dir, "tmpfs", fl, opt) == -1)
+		return (-1);
+	return (mount(NULL, conf->run_dir, NULL, MS_REMOUNT | MS_RDONLY | fl,
+	    "size=64k,mode=0755"));
+}
+
+/* mkdir -p, 0755 (only in the run's own tmpfs, or existing already). */
+static int
+sbx_mkdir_p(const char *path)
+{
+	char	 buf[PATH_MAX], *p;
+
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", path) >= sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return (-1);
+	}
+	for (p = buf + 1; ; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) == -1 && errno != EEXIST)
+			return (-1);
+		if (p[0] == '\0' && path[p - buf] == '\0')
+			return (0);
+		*p = '/';
+	}
 }

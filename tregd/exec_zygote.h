@@ -110,6 +110,7 @@ __dead void	 sbx_fail(int, const char *);
 void		 sbx_signals(void);
 int		 sbx_write(const char *, const char *, const char *);
 int		 sbx_idmap(void);
+int		 sbx_mounts_make(const struct sbx_child *);
 int64_t		 sbx_now(void);
 
 enum zyg_type {
