@@ -151,7 +151,7 @@ zyg_settings(void)
 	void		*bpf;
 
 	if (pread(ZYG_FD_CONF, &zc, sizeof(zc), 0) != (ssize_t)sizeof(zc) ||
-	    zc.magic != ZYG_MAGIC || zc.count == 0 || zc.count > 65536 ||
+	    zc.magic != ZYG_MAGIC || zc.count == 0 || zc.count > RUN_USERS_MAX ||
 	    zc.bpf_len == 0 || zc.bpf_len > BPF_MAXINSNS ||
 	    memchr(zc.state, '\0', sizeof(zc.state)) == NULL ||
 	    memchr(zc.run_dir, '\0', sizeof(zc.run_dir)) == NULL ||
