@@ -40,14 +40,26 @@
 #include "util.h"
 #include "exec_zygote.h"
 
+/*
+ * memfd flags of Linux 6.3, newer than Debian 12's headers (the values
+ * are the kernel's ABI): the program's memfd must be executable also
+ * where vm.memfd_noexec makes memfds non-executable by default.
+ */
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL		0x0008U
+#endif
+#ifndef MFD_EXEC
+#define MFD_EXEC		0x0010U
+#endif
+
 /* The zygote's program (tregd/zygote_blob.S). */
 extern const unsigned char zyg_prog[], zyg_prog_end[];
 
 static int	 zyg_fd = -1;		/* exec's end */
 static pid_t	 zyg_child = -1;
 
-static int	 zyg_memfd(const char *, const void *, size_t, const void *,
-		    size_t);
+static int	 zyg_memfd(const char *, unsigned int, const void *, size_t,
+		    const void *, size_t);
 static __dead void zyg_exec(int, int, int, int, pid_t);
 static void	 zyg_log_stderr(int, const char *);
 
@@ -61,10 +73,11 @@ zyg_start(const struct zyg_conf *zc, int status)
 	int	 sv[2], conf, prog = -1, save;
 	pid_t	 exec = getpid();
 
-	if ((conf = zyg_memfd("tregd-zygote-conf", zc, sizeof(*zc),
-	    sbx_filter.bpf, zc->bpf_len * sizeof(struct sock_filter))) == -1 ||
-	    (prog = zyg_memfd("tregd-zygote", zyg_prog, zyg_prog_end -
-	    zyg_prog, NULL, 0)) == -1) {
+	if ((conf = zyg_memfd("tregd-zygote-conf", MFD_NOEXEC_SEAL, zc,
+	    sizeof(*zc), sbx_filter.bpf, zc->bpf_len *
+	    sizeof(struct sock_filter))) == -1 ||
+	    (prog = zyg_memfd("tregd-zygote", MFD_EXEC, zyg_prog,
+	    zyg_prog_end - zyg_prog, NULL, 0)) == -1) {
 		save = errno;
 		if (conf != -1)
 			close(conf);
@@ -102,16 +115,21 @@ zyg_log_stderr(int pri, const char *line)
 	dprintf(STDERR_FILENO, "%s\n", line);
 }
 
-/* A sealed memfd holding a then b: its descriptor, or -1. */
+/*
+ * A sealed memfd holding a then b, exec as given (a kernel before 6.3
+ * knows no such flag: without it then): its descriptor, or -1.
+ */
 static int
-zyg_memfd(const char *name, const void *a, size_t alen, const void *b,
-    size_t blen)
+zyg_memfd(const char *name, unsigned int exec, const void *a, size_t alen,
+    const void *b, size_t blen)
 {
 	ssize_t	 n;
 	size_t	 off;
 	int	 fd, save;
 
-	if ((fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING)) == -1)
+	if ((fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING |
+	    exec)) == -1 && (errno != EINVAL || (fd = memfd_create(name,
+	    MFD_CLOEXEC | MFD_ALLOW_SEALING)) == -1))
 		return (-1);
 	for (off = 0; off < alen + blen; off += n)
 		if ((n = off < alen ? write(fd, (const char *)a + off,
