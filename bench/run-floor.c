@@ -372,7 +372,7 @@ main(int argc, char *argv[])
 {
 	struct timespec	 a, b;
 	struct rusage	 ru;
-	const char	*prog = "/bin/true";
+	const char	*prog = "/bin/true", *errstr;
 	double		*t, *c, wall, cpu;
 	uid_t		 uid = 62000;
 	int		 jobs = 1, n = 500, ch, i, p[2], st;
@@ -394,13 +394,19 @@ main(int argc, char *argv[])
 			fl_nons = fl_nomounts = 1;
 			break;
 		case 'j':
-			jobs = strtol(optarg, NULL, 10);
+			jobs = strtonum(optarg, 1, 64, &errstr);
+			if (errstr != NULL)
+				errx(1, "jobs %s: %s", optarg, errstr);
 			break;
 		case 'n':
-			n = strtol(optarg, NULL, 10);
+			n = strtonum(optarg, 1, 100000, &errstr);
+			if (errstr != NULL)
+				errx(1, "runs %s: %s", optarg, errstr);
 			break;
 		case 'u':
-			uid = strtol(optarg, NULL, 10);
+			uid = strtonum(optarg, 1, 4000000000LL, &errstr);
+			if (errstr != NULL)
+				errx(1, "uid %s: %s", optarg, errstr);
 			break;
 		default:
 			fprintf(stderr, "usage: run-floor [-CFMN] [-j jobs] "
@@ -409,8 +415,6 @@ main(int argc, char *argv[])
 		}
 	if (optind < argc)
 		prog = argv[optind];
-	if (jobs < 1 || jobs > 64 || n < 1 || n > 100000)
-		errx(1, "jobs 1..64, runs 1..100000");
 	if (sandbox_child_prepare(&fl_filter) == -1)
 		errx(1, "cannot build the run child filter");
 	strlcpy(fl_conf.state, FL_DIR "/state", sizeof(fl_conf.state));
