@@ -49,7 +49,7 @@ COMMON_SRCS = $(sort $(wildcard common/*.c))
 COMMON_OBJS = $(COMMON_SRCS:.c=.o)
 TREGD_SRCS  = $(filter-out tregd/parse.c tregd/openapi_doc.c,\
 	      $(sort $(wildcard tregd/*.c))) tregd/parse.c tregd/openapi_doc.c
-TREGD_OBJS  = $(TREGD_SRCS:.c=.o)
+TREGD_OBJS  = $(TREGD_SRCS:.c=.o) tregd/zygote_blob.o
 CTL_SRCS    = $(sort $(wildcard tregctl/*.c))
 CTL_OBJS    = $(CTL_SRCS:.c=.o)
 UNIT_SRCS   = $(sort $(wildcard regress/unit/*_test.c))
@@ -62,6 +62,7 @@ FLAGS_STAMP = .build-flags
 FLAGS_NOW  := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)
 ifneq ($(FLAGS_NOW),$(shell cat $(FLAGS_STAMP) 2>/dev/null))
 $(shell rm -f common/*.o tregd/*.o tregctl/*.o regress/*/*.o $(UNIT_PROGS) \
+    tregd/zygote/*.o tregd/zygote/tregd-zygote \
     tregd/tregd tregctl/tregctl; echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
 endif
 
@@ -90,6 +91,22 @@ tregd/openapi_doc.c: doc/openapi.json
 
 tregd/parse.o: CFLAGS += -Wno-missing-prototypes -Wno-sign-compare \
 	-Wno-unused-but-set-variable
+
+# exec's zygote: a small static program of its own (every init is a clone
+# of it, not of exec's ~250 mappings), never sanitized (a static binary
+# cannot be), carried in tregd (tregd/zygote_blob.S).
+ZYG_OBJS   = tregd/zygote/zygote.o tregd/zygote/exec_child.o \
+	     tregd/zygote/sandbox_child.o
+ZYG_CFLAGS = -O2 -g -D_FORTIFY_SOURCE=2 $(WARN) $(HARDEN) -std=gnu11
+tregd/zygote/exec_child.o: tregd/exec_child.c
+tregd/zygote/sandbox_child.o: common/sandbox_child.c
+tregd/zygote/zygote.o: tregd/zygote/zygote.c
+$(ZYG_OBJS): common/sandbox.h tregd/tregd.h tregd/exec_zygote.h
+	$(CC) $(CPPFLAGS) $(ZYG_CFLAGS) -c -o $@ $(filter %.c,$^)
+tregd/zygote/tregd-zygote: $(ZYG_OBJS)
+	$(CC) -static-pie -Wl,-z,relro,-z,now -o $@ $(ZYG_OBJS)
+tregd/zygote_blob.o: tregd/zygote_blob.S tregd/zygote/tregd-zygote
+	$(CC) -c -o $@ tregd/zygote_blob.S
 
 tregd/tregd: $(TREGD_OBJS) common/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $(TREGD_OBJS) common/libcommon.a $(LDLIBS)
@@ -198,6 +215,6 @@ fuzz:
 
 clean:
 	rm -f common/*.o common/libcommon.a tregd/*.o tregd/parse.c \
-	    tregd/openapi_doc.c \
+	    tregd/openapi_doc.c tregd/zygote/*.o tregd/zygote/tregd-zygote \
 	    tregctl/*.o tregd/tregd tregctl/tregctl $(UNIT_PROGS) \
 	    $(FLAGS_STAMP)

@@ -4,8 +4,9 @@
 # `bwrap --ro-bind / / true`, bwrap with the isolation a tregd run has
 # (pid and ipc namespaces, private /proc and /tmp, death with its parent),
 # and a minimal unsandboxed Python asyncio server of the same endpoint
-# (bench/run-py/server.py).  Ratios are what matters: every figure is
-# measured on this machine, load generator included.
+# (bench/run-py/server.py), and the floor: tregd's isolation in a minimal C
+# loop, 1 and 4 at once (bench/run-floor.c).  Ratios are what matters:
+# every figure is measured on this machine, load generator included.
 #
 #   sh bench/run.sh [-v] [seconds [tregd]]  (as root: installs wrk, bubblewrap)
 #
@@ -86,6 +87,13 @@ int main(int argc, char **argv) {
 }
 C
 ${CC:-cc} -O2 -o "$T/forkexec" "$T/forkexec.c"
+# The floor: a tregd run's isolation in a minimal C loop (bench/run-floor.c,
+# with tregd's own run child filter and mounts).
+${CC:-cc} -O2 -std=gnu11 -D_GNU_SOURCE -I"$top/common" -I"$top/tregd" \
+    $(pkg-config --cflags libbsd-overlay jansson) -o "$T/run-floor" \
+    "$top/bench/run-floor.c" "$top/tregd/exec_child.c" \
+    "$top/common/libcommon.a" \
+    $(pkg-config --libs libbsd-overlay libseccomp jansson)
 
 # -------------------------------------------------------------------
 # tregd with a tool whose CLI is `true`, and the Python server.
@@ -178,6 +186,12 @@ printf "%-34s %8s %8s %9s\n" "" "p50 µs" "p99 µs" "runs/s"
 printf "%-34s %8s %8s %9s\n" "fork+exec+wait /bin/true" $fe50 $fe99 $fers
 printf "%-34s %8s %8s %9s\n" "bwrap --ro-bind / / true" $bw50 $bw99 $bwrs
 printf "%-34s %8s %8s %9s\n" "bwrap, tregd's isolation, true" $bi50 $bi99 $birs
+for j in 1 4; do
+	set -- $("$T/run-floor" -j $j -n 500 /bin/true)
+	eval "fl50_$j=$1 flrs_$j=$3"
+	printf "%-34s %8s %8s %9s  (CPU %s µs a run, child %s µs)\n" \
+	    "floor: that isolation in C, $j loop" $1 $2 $3 $4 $5
+done
 for c in 1 2 4; do
 	set -- $(wrk_run "http://127.0.0.1:$port" "$T/run.lua" $c)
 	eval "t50_$c=$1 trs_$c=$3"
@@ -199,12 +213,15 @@ done
 echo
 # The targets are issue 16's.
 awk -v t="$t50_1" -v f="$fe50" -v b="$bw50" -v p="$p50_1" -v i="$bi50" \
-    -v o="${o50_1:-}" -v tr="$trs_4" -v pr="$prs_4" 'BEGIN {
+    -v o="${o50_1:-}" -v tr="$trs_4" -v pr="$prs_4" -v fl="$fl50_1" \
+    -v flr="$flrs_4" 'BEGIN {
 	printf "p50, 1 client: tregd / fork+exec = %.2fx (target <= 1.5x)\n", t / f
 	printf "p50, 1 client: tregd / bwrap     = %.2fx\n", t / b
 	printf "p50, 1 client: tregd / bwrap with tregd\047s isolation = %.2fx (target <= 0.4x)\n", t / i
 	printf "p50, 1 client: tregd / python    = %.2fx (target < 1)\n", t / p
 	printf "runs/s, 4 clients: tregd / python = %.2fx (target >= 1.2x)\n", tr / pr
+	printf "p50, 1 client: tregd / floor     = %.2fx\n", t / fl
+	printf "runs/s, 4 clients: tregd / floor (4 loops) = %.2fx\n", tr / flr
 	if (o != "")
 		printf "p50, 1 client: tregd - tregd (other) = %+d µs (target <= +300)\n", t - o }'
 echo "tregd run slots: 16 (per user 16); the load generator shares the cores"

@@ -18,29 +18,31 @@
  *    flight, freed buffers.  The zygote is forked once, before exec's
  *    filter (it has exec's privileges and a filter of its own, the only
  *    one that lets it make namespaces and its inits mount) and before
- *    exec reads its first message from a peer, so its memory, and every
- *    init's, is a copy of an exec that never held a secret; it accepts
+ *    exec reads its first message from a peer, and then calls execve
+ *    on a small static program of its own (tregd/zygote/, carried in
+ *    tregd), so its memory and every init's holds nothing of exec's,
+ *    and an init's clone and exit copy and unmap a dozen mappings, not
+ *    exec's 250 (its settings come in a sealed memfd); it accepts
  *    only ZYG_MAKE (a uid, a slot, a directory, the init's pipes and
  *    cgroup.procs by SCM_RIGHTS, checked for length and descriptors),
  *    which carries none.  It clones with CLONE_PARENT: the init is
  *    exec's child, exec reaps it and reads the status it leaves in the
- *    page shared since start, and its PR_SET_PDEATHSIG is on exec.  The
- *    zygote dies with exec; exec stops when the zygote dies.  Every
- *    init's CLI, pooled or not, then waits on a pipe for its one run
- *    order (argv, environment, secrets) from exec: secrets enter a
- *    sandbox only when its run starts, and only that run's.  A re-exec of
- *    tregd for each init (a fresh image) would close the same hole at
- *    the price of an execve and a dynamic link per sandbox.
- *    The init is tregd code, not a program: it mounts the run's /proc,
- *    /tmp, /var/tmp, /dev/shm and run directory (tmpfs), hides the
- *    state directory, joins the run's cgroups, installs the CLI's
- *    seccomp filter (built once at start; the CLI inherits it), starts
- *    the CLI with a vfork-like clone of its own before the order (the
- *    CLI, still root, waits for it, then becomes the run user and calls
- *    execve), zeroes the order once the CLI has exec'd, drops every
- *    capability, reaps, leaves the CLI's wait status in the shared
- *    page and exits, which kills what the run left behind.  It dies
- *    with exec, and so does the whole run.
+ *    page shared since start (a memfd both map), and its
+ *    PR_SET_PDEATHSIG is on exec.  The zygote dies with exec; exec
+ *    stops when the zygote dies.  Every init's CLI, pooled or not, then
+ *    waits on a pipe for its one run order (argv, environment, secrets)
+ *    from exec: secrets enter a sandbox only when its run starts, and
+ *    only that run's.
+ *    The init is the zygote's code, no program of its own: it mounts
+ *    the run's /proc, /tmp, /var/tmp, /dev/shm and run directory
+ *    (tmpfs), hides the state directory, joins the run's cgroups,
+ *    installs the CLI's seccomp filter (built once at start; the CLI
+ *    inherits it), starts the CLI with a vfork-like clone of its own
+ *    before the order (the CLI, still root, waits for it, then becomes
+ *    the run user and calls execve), zeroes the order once the CLI has
+ *    exec'd, drops every capability, reaps, leaves the CLI's wait
+ *    status in the shared page and exits, which kills what the run left
+ *    behind.  It dies with exec, and so does the whole run.
  *    A pool of "run pool" inits is made in advance (off the run's path:
  *    on cgroup v1 joining a cgroup waits for an RCU grace period, and
  *    exec only asks; the zygote clones while exec serves runs).  An init
@@ -52,31 +54,23 @@
  */
 
 #include <sys/types.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <linux/capability.h>
-#include <linux/mount.h>
-#include <net/if.h>
 
-#include <dirent.h>
-#include <err.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
-#include <poll.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,33 +82,13 @@
 #include "util.h"
 #include "exec_zygote.h"
 
-#define SBX_STATUS_SET	0x40000000	/* the init left the CLI's status */
 #define SBX_CG_PREFIX	"tregd-run-"
-#define SBX_GO_FD	3		/* the CLI's order pipe, until execve */
-
-enum sbx_mode {
-	SBX_NONE,
-	SBX_UIDS,
-	SBX_USERNS,
-	SBX_NAMESPACES
-};
 
 static const char *const sbx_mode_names[] = {
 	"none (not root: runs share the daemon's user)",
 	"a uid per run, no namespaces (no CAP_SYS_ADMIN)",
 	"user, pid, mount, ipc and uts namespaces (not root: one uid)",
 	"a uid per run, pid, mount, ipc and uts namespaces"
-};
-
-/* What the clones read: in exec's or the zygote's memory, copied or shared. */
-struct sbx_child {
-	const struct tregd_conf	*conf;
-	const struct sbx_spec	*sp;
-	const struct sbx_run	*sr;
-	int			 cgfd[2];
-	int			 out;	/* the pipes' write ends */
-	int			 err;
-	int			 go;	/* an init made in advance: its order */
 };
 
 /*
@@ -126,45 +100,29 @@ static struct sbx_run	*sbx_pool;
 static struct sbx_run	 sbx_making = { .slot = -1 };	/* asked, no answer */
 static int		 sbx_npool, sbx_pool_max, sbx_pool_network;
 
-/* What an init leaves for exec, one per slot, in a shared page. */
-struct sbx_shared {
-	int			 status;
-	int64_t			 execve;	/* CLOCK_MONOTONIC, ns */
-	int64_t			 end;
-};
-
-static int		 sbx_mode = SBX_NONE;
-static const struct tregd_conf *sbx_conf;	/* the zygote's inits' */
+static const struct tregd_conf *sbx_conf;
 static uid_t		 sbx_first;
-static unsigned int	 sbx_count, sbx_next;
+static unsigned int	 sbx_next;
 static uint8_t		*sbx_busy;
 static pid_t		*sbx_pgid;	/* uids mode: the slot's last group */
 static pid_t		*sbx_drain;	/* an ended run's init, not reaped */
-static struct sbx_shared *sbx_status;	/* shared with the inits */
+static uint8_t		*sbx_cg_made;	/* the slot's cgroups have limits */
+static long long	 sbx_cg_memory;	/* the limits they were given */
+static int		 sbx_cg_processes;
+static int		 sbx_status_fd = -1;	/* the zygote maps it too */
 static unsigned int	 sbx_nbusy;
-static int		 sbx_life[2] = { -1, -1 };
-static uid_t		 sbx_self_uid;
-static gid_t		 sbx_self_gid;
-static struct sandbox_child sbx_filter;
-static int		 sbx_devnull = -1;
 static char		 sbx_cg[2][PATH_MAX];	/* memory, pids; "" none */
 static int		 sbx_cg_v2;
-static const char	*sbx_cg_name = "RLIMIT_AS";
-static char		 sbx_stack[64 * 1024] __attribute__((__aligned__(16)));
-/* The order a CLI read in its init's memory, zeroed by the init. */
-static char		*sbx_order_buf;
-static size_t		 sbx_order_len;
 #ifndef TREGD_SANITIZE
-static char		 sbx_cli_stack[128 * 1024]
-			    __attribute__((__aligned__(16)));
+static char		 sbx_stack[64 * 1024] __attribute__((__aligned__(16)));
 #endif
 
 static void	sbx_check_range(void);
 static void	sbx_cgroup_init(void);
 static int	sbx_cgroup_own(const char *, const char *, char *, size_t);
 static int	sbx_cgroup_run(const struct tregd_conf *, uid_t, int *);
+static int	sbx_cgroup_make(const struct tregd_conf *, const char *, int);
 static int	sbx_cgroup_remove(void);
-static int	sbx_write(const char *, const char *, const char *);
 static int	sbx_probe(void);
 static int	sbx_init_send(const struct tregd_conf *,
 		    const struct sbx_spec *, const struct sbx_run *, int *,
@@ -172,23 +130,11 @@ static int	sbx_init_send(const struct tregd_conf *,
 static int	sbx_clone_init(const struct tregd_conf *,
 		    const struct sbx_spec *, struct sbx_run *, int *);
 static void	sbx_zygote_wait(void);
-static int	sbx_init_main(void *);
 #ifndef TREGD_SANITIZE
 static int	sbx_cli_entry(void *);
 #endif
-static __dead void sbx_cli(const struct sbx_child *);
-static __dead void sbx_fail(int, const char *);
-static void	sbx_limits(const struct tregd_conf *);
-static void	sbx_signals(void);
-static int	sbx_exec_gone(void);
 static void	sbx_pool_close(struct sbx_run *);
 static void	sbx_stamps(struct sbx_run *);
-static int	sbx_idmap(void);
-static int	sbx_loopback(void);
-static int	sbx_mounts_make(const struct sbx_child *);
-static int	sbx_mkdir_p(const char *);
-static void	sbx_caps_clear(void);
-static void	sbx_close_others(const struct sbx_child *);
 
 /*
  * At start, before exec is confined: the mode, the uid range (no account
@@ -209,11 +155,16 @@ sbx_init(const struct tregd_conf *conf)
 	sbx_self_gid = getgid();
 	if ((sbx_busy = calloc(sbx_count, 1)) == NULL ||
 	    (sbx_pgid = calloc(sbx_count, sizeof(*sbx_pgid))) == NULL ||
-	    (sbx_drain = calloc(sbx_count, sizeof(*sbx_drain))) == NULL)
+	    (sbx_drain = calloc(sbx_count, sizeof(*sbx_drain))) == NULL ||
+	    (sbx_cg_made = calloc(sbx_count, 1)) == NULL)
 		fatal("%s: calloc", __func__);
+	/* A memfd: the zygote's program maps the same pages. */
 	len = sbx_count * sizeof(*sbx_status);
-	sbx_status = mmap(NULL, len, PROT_READ | PROT_WRITE,
-	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if ((sbx_status_fd = memfd_create("tregd-sandbox-status",
+	    MFD_CLOEXEC)) == -1 || ftruncate(sbx_status_fd, len) == -1)
+		fatal("%s: memfd", __func__);
+	sbx_status = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    sbx_status_fd, 0);
 	if (sbx_status == MAP_FAILED)
 		fatal("%s: mmap", __func__);
 	if (pipe2(sbx_life, O_CLOEXEC) == -1)
@@ -251,12 +202,6 @@ sbx_init(const struct tregd_conf *conf)
 		    sbx_mode_names[sbx_mode], sbx_cg_name);
 }
 
-/* Runs mount: exec must not be in a Landlock domain (it forbids mount). */
-int
-sbx_mounts(void)
-{
-	return (sbx_mode == SBX_NAMESPACES || sbx_mode == SBX_USERNS);
-}
 
 /* The run directory is a tmpfs inside the run: exec makes none. */
 int
@@ -301,11 +246,12 @@ sbx_cgroup_init(void)
 	if (sbx_cgroup_own("/sys/fs/cgroup", "", dir, sizeof(dir)) == 0 &&
 	    sbx_write(dir, "cgroup.subtree_control", "+memory +pids") == 0) {
 		strlcpy(sbx_cg[0], dir, sizeof(sbx_cg[0]));
-		sbx_cg_v2 = 1;
+		sbx_cg_v2 = sbx_memcg = 1;
 		sbx_cg_name = "a cgroup v2 per run (memory, pids)";
 	} else if (sbx_cgroup_own("/sys/fs/cgroup/memory", "memory", dir,
 	    sizeof(dir)) == 0) {
 		strlcpy(sbx_cg[0], dir, sizeof(sbx_cg[0]));
+		sbx_memcg = 1;
 		sbx_cg_name = "a cgroup v1 per run (memory)";
 		if (sbx_cgroup_own("/sys/fs/cgroup/pids", "pids", dir,
 		    sizeof(dir)) == 0) {
@@ -368,80 +314,75 @@ sbx_cgroup_own(const char *mnt, const char *ctl, char *dir, size_t len)
 	return (0);
 }
 
-/* Write s to dir/file; 0 or -1 with errno.  A signal is no failure. */
-static int
-sbx_write(const char *dir, const char *file, const char *s)
-{
-	char	 path[PATH_MAX];
-	ssize_t	 w;
-	int	 fd, n, save;
-
-	n = snprintf(path, sizeof(path), "%s/%s", dir, file);
-	if (n < 0 || (size_t)n >= sizeof(path)) {
-		errno = ENAMETOOLONG;
-		return (-1);
-	}
-	while ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
-		if (errno != EINTR)
-			return (-1);
-	while ((w = write(fd, s, strlen(s))) == -1 && errno == EINTR)
-		;
-	save = errno;
-	close(fd);
-	errno = save;
-	return (w == (ssize_t)strlen(s) ? 0 : -1);
-}
 
 /*
- * The run's cgroups (made once per uid, kept for its next run): the
- * limits written, cgroup.procs opened for the init to join.
+ * The run's cgroups (made once per uid, kept for its next run): made
+ * and given their limits once (again after a reload changed them),
+ * cgroup.procs opened for the init to join.
  */
 static int
 sbx_cgroup_run(const struct tregd_conf *conf, uid_t uid, int *fd)
 {
-	char	 dir[PATH_MAX], val[32];
-	int	 i, n;
+	char		 dir[PATH_MAX];
+	unsigned int	 slot = uid - sbx_first;
+	int		 i, n;
 
+	if (conf->run_memory != sbx_cg_memory ||
+	    conf->run_processes != sbx_cg_processes) {
+		memset(sbx_cg_made, 0, sbx_count);
+		sbx_cg_memory = conf->run_memory;
+		sbx_cg_processes = conf->run_processes;
+	}
 	for (i = 0; i < 2; i++) {
 		if (sbx_cg[i][0] == '\0')
 			continue;
 		n = snprintf(dir, sizeof(dir), "%s/%s%u", sbx_cg[i],
 		    SBX_CG_PREFIX, (unsigned int)uid);
-		if (n < 0 || (size_t)n >= sizeof(dir))
-			goto fail;
-		while (mkdir(dir, 0755) == -1 && errno != EEXIST)
-			if (errno != EINTR)
-				goto fail;
-		if (i == 0 || sbx_cg_v2) {
-			snprintf(val, sizeof(val), "%lld", conf->run_memory);
-			if (sbx_write(dir, sbx_cg_v2 ? "memory.max" :
-			    "memory.limit_in_bytes", val) == -1)
-				goto fail;
-			if (sbx_cg_v2)
-				(void)sbx_write(dir, "memory.swap.max", "0");
-		}
-		if (i == 1 || sbx_cg_v2) {
-			/* The init is one of them. */
-			snprintf(val, sizeof(val), "%d",
-			    conf->run_processes + 1);
-			if (sbx_write(dir, "pids.max", val) == -1)
-				goto fail;
-		}
-		if (strlcat(dir, "/cgroup.procs", sizeof(dir)) >= sizeof(dir))
+		if (n < 0 || (size_t)n >= sizeof(dir) || (!sbx_cg_made[slot] &&
+		    sbx_cgroup_make(conf, dir, i) == -1) ||
+		    strlcat(dir, "/cgroup.procs", sizeof(dir)) >= sizeof(dir))
 			goto fail;
 		while ((fd[i] = open(dir, O_WRONLY | O_CLOEXEC)) == -1)
 			if (errno != EINTR)
 				goto fail;
 	}
+	sbx_cg_made[slot] = 1;
 	return (0);
  fail:
 	log_warn("%s: %s", __func__, dir);
+	sbx_cg_made[slot] = 0;
 	for (i = 0; i < 2; i++)
 		if (fd[i] != -1) {
 			close(fd[i]);
 			fd[i] = -1;
 		}
 	return (-1);
+}
+
+/* The cgroup dir of hierarchy i (0 memory, 1 pids), and its limits. */
+static int
+sbx_cgroup_make(const struct tregd_conf *conf, const char *dir, int i)
+{
+	char	 val[32];
+
+	while (mkdir(dir, 0755) == -1 && errno != EEXIST)
+		if (errno != EINTR)
+			return (-1);
+	if (i == 0 || sbx_cg_v2) {
+		snprintf(val, sizeof(val), "%lld", conf->run_memory);
+		if (sbx_write(dir, sbx_cg_v2 ? "memory.max" :
+		    "memory.limit_in_bytes", val) == -1)
+			return (-1);
+		if (sbx_cg_v2)
+			(void)sbx_write(dir, "memory.swap.max", "0");
+	}
+	if (i == 1 || sbx_cg_v2) {
+		/* The init is one of them. */
+		snprintf(val, sizeof(val), "%d", conf->run_processes + 1);
+		if (sbx_write(dir, "pids.max", val) == -1)
+			return (-1);
+	}
+	return (0);
 }
 
 /*
@@ -842,47 +783,6 @@ sbx_zygote_fd(void)
 	return (zyg_fd_get());
 }
 
-/*
- * In the zygote: clone the init m asks for, exec's child (CLONE_PARENT:
- * exec reaps it and reads its status as before).  Its pid or -1.
- */
-pid_t
-sbx_zygote_make(const struct zyg_make *m, const int *fds)
-{
-	struct sbx_child	 c;
-	struct sbx_spec		 sp;
-	struct sbx_run		 sr;
-	int			 flags, i;
-
-	if (m->slot < 0 || (unsigned int)m->slot >= sbx_count) {
-		errno = EINVAL;
-		return (-1);
-	}
-	memset(&sp, 0, sizeof(sp));
-	sp.dir = m->dir;
-	sp.network = m->network != 0;
-	memset(&sr, 0, sizeof(sr));
-	sr.slot = m->slot;
-	sr.uid = m->uid;
-	sr.gid = m->gid;
-	sr.change_uid = m->change_uid != 0;
-	c.conf = sbx_conf;
-	c.sp = &sp;
-	c.sr = &sr;
-	c.out = fds[ZYG_FD_OUT];
-	c.err = fds[ZYG_FD_ERR];
-	c.go = fds[ZYG_FD_GO];
-	for (i = 0; i < 2; i++)
-		c.cgfd[i] = i < m->ncg ? fds[ZYG_FD_CG0 + i] : -1;
-	flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
-	    CLONE_PARENT;
-	if (sbx_mode == SBX_USERNS)
-		flags |= CLONE_NEWUSER;
-	if (!sp.network)
-		flags |= CLONE_NEWNET;
-	return (clone(sbx_init_main, sbx_stack + sizeof(sbx_stack), flags,
-	    &c));
-}
 
 /*
  * Once, after exec's confinement and before its first message from a
@@ -891,7 +791,29 @@ sbx_zygote_make(const struct zyg_make *m, const int *fds)
 void
 sbx_zygote(void)
 {
-	if (sbx_mounts() && zyg_start(sbx_life[0], sbx_devnull) == -1)
+	struct zyg_conf	 zc;
+
+	if (!sbx_mounts())
+		return;
+	memset(&zc, 0, sizeof(zc));
+	zc.magic = ZYG_MAGIC;
+	zc.mode = sbx_mode;
+	zc.count = sbx_count;
+	zc.exec = getpid();
+	zc.self_uid = sbx_self_uid;
+	zc.self_gid = sbx_self_gid;
+	zc.memcg = sbx_memcg;
+	zc.run_rlimits = sbx_conf->run_rlimits;
+	zc.run_processes = sbx_conf->run_processes;
+	zc.run_cpu = sbx_conf->run_cpu;
+	zc.run_filesize = sbx_conf->run_filesize;
+	zc.run_memory = sbx_conf->run_memory;
+	zc.run_tmpsize = sbx_conf->run_tmpsize;
+	strlcpy(zc.state, sbx_conf->state, sizeof(zc.state));
+	strlcpy(zc.run_dir, sbx_conf->run_dir, sizeof(zc.run_dir));
+	strlcpy(zc.memory_limit, sbx_cg_name, sizeof(zc.memory_limit));
+	zc.bpf_len = sbx_filter.len;
+	if (zyg_start(&zc, sbx_status_fd) == -1)
 		fatal("%s: cannot start the zygote", __func__);
 }
 
@@ -990,134 +912,9 @@ sbx_stamps(struct sbx_run *sr)
 	    __ATOMIC_ACQUIRE);
 }
 
-/* libevent's handlers and exec's SIG_IGN must not reach the run. */
-static void
-sbx_signals(void)
-{
-	const int	 sigs[] = { SIGPIPE, SIGCHLD, SIGTERM, SIGINT, SIGHUP };
-	sigset_t	 set;
-	size_t		 i;
 
-	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		signal(sigs[i], SIG_DFL);
-	sigemptyset(&set);
-	sigprocmask(SIG_SETMASK, &set, NULL);
-}
 
-/* Exec closed its end of the life pipe: it is gone. */
-static int
-sbx_exec_gone(void)
-{
-	struct pollfd	 pfd;
 
-	pfd.fd = sbx_life[0];
-	pfd.events = POLLIN;
-	return (poll(&pfd, 1, 0) != 0);
-}
-
-/*
- * Before the CLI exists, errors go to the stderr pipe, which is the
- * run's stderr: the caller sees why.  Only async-signal-safe calls.
- */
-static __dead void
-sbx_fail(int err, const char *what)
-{
-	char	 msg[256];
-	ssize_t	 w = 0;
-	int	 n;
-
-	n = snprintf(msg, sizeof(msg), "[treg] cannot start the run: %s: "
-	    "%s\n", what, strerror(errno));
-	if (n > 0)
-		w = write(err, msg, (size_t)n < sizeof(msg) ? (size_t)n :
-		    sizeof(msg) - 1);
-	(void)w;
-	_exit(127);
-}
-
-/*
- * The run's init, PID 1 of its namespaces, in a copy of the zygote's
- * memory: the run's mounts and cgroups, its order, the CLI, then nothing
- * but waiting.
- */
-static int
-sbx_init_main(void *arg)
-{
-	struct sbx_child	*c = arg;
-	const struct sbx_spec	*sp = c->sp;
-	pid_t			 cli, pid;
-	ssize_t			 n;
-	int			 i, status;
-
-	sbx_signals();
-	sbx_close_others(c);
-	setproctitle("sandbox");	/* not the zygote's title */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
-		sbx_fail(c->err, "PR_SET_PDEATHSIG");
-	if (sbx_exec_gone())
-		_exit(127);
-	(void)setsid();
-	if (sbx_mode == SBX_USERNS && sbx_idmap() == -1)
-		sbx_fail(c->err, "uid_map");
-	if (!sp->network && sbx_loopback() == -1)
-		sbx_fail(c->err, "loopback");
-	if (sbx_mounts_make(c) == -1)
-		sbx_fail(c->err, "mount");
-	for (i = 0; i < 2; i++) {
-		if (c->cgfd[i] == -1)
-			continue;
-		while ((n = write(c->cgfd[i], "0", 1)) == -1 && errno == EINTR)
-			;
-		if (n != 1)
-			sbx_fail(c->err, "cgroup");
-	}
-	/*
-	 * The CLI's filter, installed here (ahead of the run for a pooled
-	 * init) and inherited by the CLI: it allows what is left to do.
-	 */
-	if (sandbox_child_apply(&sbx_filter) == -1)
-		sbx_fail(c->err, "seccomp");
-	/*
-	 * The CLI is made now, ahead of its order: it waits for the order
-	 * on the pipe (sbx_cli), then becomes the run user, so a run starts
-	 * with one wake-up and an execve.  Sharing this memory, the init
-	 * sleeps until that execve, then zeroes the order the CLI read.
-	 */
-#ifdef TREGD_SANITIZE
-	if ((cli = fork()) == 0)
-		sbx_cli(c);
-#else
-	cli = clone(sbx_cli_entry, sbx_cli_stack + sizeof(sbx_cli_stack),
-	    CLONE_VM | CLONE_VFORK | SIGCHLD, c);
-#endif
-	if (cli == -1)
-		sbx_fail(c->err, "clone");
-	sbx_order_drop(sbx_order_buf, sbx_order_len);
-	sbx_order_buf = NULL;
-	/*
-	 * The pipes are the CLI's now, but for the init's stderr copy: its
-	 * EOF tells exec the status is there.  Of privilege, only the kill
-	 * of the run's leftovers stays.
-	 */
-	if (c->err > 0)
-		close_range(0, c->err - 1, 0);
-	close_range(c->err + 1, ~0U, 0);
-	sbx_caps_clear();
-	for (;;) {
-		pid = waitpid(-1, &status, 0);
-		if (pid == cli)
-			break;
-		if (pid == -1 && errno != EINTR)
-			_exit(127);
-	}
-	__atomic_store_n(&sbx_status[c->sr->slot].end, mono_ns(),
-	    __ATOMIC_RELEASE);
-	__atomic_store_n(&sbx_status[c->sr->slot].status, SBX_STATUS_SET |
-	    (status & 0xffff), __ATOMIC_RELEASE);
-	(void)kill(-1, SIGKILL);
-	close(c->err);
-	_exit(0);
-}
 
 #ifndef TREGD_SANITIZE
 static int
@@ -1128,280 +925,13 @@ sbx_cli_entry(void *arg)
 }
 #endif
 
-/*
- * The CLI, between clone and execve: its own session, limits, /dev/null
- * and the pipes as its only descriptors, the run directory, the run
- * user, no way to gain privileges, death with its parent, the filter.
- * Raw system calls for the ids: libc's wrappers would try to change
- * every thread of the process whose memory this child shares.
- */
-static __dead void
-sbx_cli(const struct sbx_child *c)
-{
-	const struct tregd_conf	*conf = c->conf;
-	const struct sbx_spec	*sp = c->sp;
-	const struct sbx_run	*sr = c->sr;
-	struct sbx_spec		 order;
-	pid_t			 ppid = getppid();
-	int			 err = c->err, go = -1;
 
-	sbx_signals();
-	/* A ready init's order pipe: above stdio, then SBX_GO_FD. */
-	if (c->go != -1 && (go = fcntl(c->go, F_DUPFD, SBX_GO_FD)) == -1)
-		_exit(127);
-	if (dup2(c->err, STDERR_FILENO) == -1 ||
-	    dup2(c->out, STDOUT_FILENO) == -1 ||
-	    dup2(sbx_devnull, STDIN_FILENO) == -1 ||
-	    (go > SBX_GO_FD && dup2(go, SBX_GO_FD) == -1))
-		_exit(127);
-	err = STDERR_FILENO;
-	if (close_range(go == -1 ? SBX_GO_FD : SBX_GO_FD + 1, ~0U, 0) == -1)
-		sbx_fail(err, "close_range");
-	/* With an init, its session is the run's; it has the filter. */
-	if (!sbx_mounts() && setsid() == -1)
-		sbx_fail(err, "setsid");
-	if (chdir(sp->dir) == -1)
-		sbx_fail(err, "chdir");
-	/*
-	 * Ready: the run is what exec sends.  Still root, so no process of
-	 * the run's uid exists before its run.
-	 */
-	if (go != -1) {
-		order.dir = sp->dir;
-		order.network = sp->network;
-		if (sbx_order_recv(SBX_GO_FD, &order, &sbx_order_buf,
-		    &sbx_order_len) == -1)
-			_exit(127);	/* exec is gone */
-		close(SBX_GO_FD);
-		sp = &order;
-	}
-	/* After the order's mapping: RLIMIT_AS would refuse it its room. */
-	sbx_limits(conf);
-	if (sr->change_uid) {
-		if (syscall(SYS_setgroups, 1, &sr->gid) == -1 ||
-		    syscall(SYS_setresgid, sr->gid, sr->gid, sr->gid) == -1 ||
-		    syscall(SYS_setresuid, sr->uid, sr->uid, sr->uid) == -1)
-			sbx_fail(err, "cannot become the run user");
-		if (syscall(SYS_setuid, 0) != -1)
-			_exit(127);
-	}
-	/*
-	 * TMPDIR must exist; the XDG directories are made by whoever
-	 * writes there first (as the XDG spec asks).  As the run user.
-	 */
-	if (mkdir("tmp", 0700) == -1 && errno != EEXIST)
-		sbx_fail(err, "mkdir");
-	/* After the uid change, which clears it. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
-		sbx_fail(err, "PR_SET_PDEATHSIG");
-	if (getppid() != ppid)
-		_exit(127);		/* the parent is already gone */
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
-		sbx_fail(err, "PR_SET_NO_NEW_PRIVS");
-	if (!sbx_mounts() && sandbox_child_apply(&sbx_filter) == -1)
-		sbx_fail(err, "seccomp");
-	if (sp->test != NULL)
-		_exit(sp->test(conf, sr));
-	if (sbx_mounts())
-		__atomic_store_n(&sbx_status[sr->slot].execve, mono_ns(),
-		    __ATOMIC_RELEASE);
-	execve(sp->path, sp->argv, sp->env);
-	sbx_fail(err, sp->argv[0]);
-}
 
-/* The CLI's limits (its stderr is the run's by now). */
-static void
-sbx_limits(const struct tregd_conf *conf)
-{
-	struct rlimit	 rl;
 
-	if (conf->run_rlimits) {
-		rl.rlim_cur = rl.rlim_max = 0;
-		if (setrlimit(RLIMIT_CORE, &rl) == -1)
-			sbx_fail(STDERR_FILENO, "RLIMIT_CORE");
-		rl.rlim_cur = conf->run_cpu;
-		rl.rlim_max = conf->run_cpu + 1;
-		if (setrlimit(RLIMIT_CPU, &rl) == -1)
-			sbx_fail(STDERR_FILENO, "RLIMIT_CPU");
-		rl.rlim_cur = rl.rlim_max = conf->run_filesize;
-		if (setrlimit(RLIMIT_FSIZE, &rl) == -1)
-			sbx_fail(STDERR_FILENO, "RLIMIT_FSIZE");
-	}
-	/* Per uid: per run, unless the run shares the daemon's uid. */
-	if (sbx_mode != SBX_NONE) {
-		rl.rlim_cur = rl.rlim_max = conf->run_processes;
-		if (setrlimit(RLIMIT_NPROC, &rl) == -1)
-			sbx_fail(STDERR_FILENO, "RLIMIT_NPROC");
-	}
-	if (sbx_cg[0][0] == '\0' || !sbx_mounts()) {
-		rl.rlim_cur = rl.rlim_max = conf->run_memory;
-		if (setrlimit(RLIMIT_AS, &rl) == -1)
-			sbx_fail(STDERR_FILENO, "RLIMIT_AS");
-	}
-}
 
-/*
- * userns: the daemon's uid and gid map to themselves, nothing else.  The
- * files of a process that is not dumpable belong to root: dumpable for
- * the moment it takes (no other run can see this process).
- */
-static int
-sbx_idmap(void)
-{
-	char	 map[64];
-	int	 rc = -1;
 
-	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == -1)
-		return (-1);
-	if (sbx_write("/proc/self", "setgroups", "deny") == -1)
-		goto done;
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned int)sbx_self_uid,
-	    (unsigned int)sbx_self_uid);
-	if (sbx_write("/proc/self", "uid_map", map) == -1)
-		goto done;
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned int)sbx_self_gid,
-	    (unsigned int)sbx_self_gid);
-	rc = sbx_write("/proc/self", "gid_map", map);
- done:
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
-		_exit(127);
-	return (rc);
-}
 
-/* A new network namespace has a loopback that is down: up it goes. */
-static int
-sbx_loopback(void)
-{
-	struct ifreq	 ifr;
-	int		 s, rc = -1;
 
-	if ((s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
-		return (-1);
-	memset(&ifr, 0, sizeof(ifr));
-	strlcpy(ifr.ifr_name, "lo", sizeof(ifr.ifr_name));
-	if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
-		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-		rc = ioctl(s, SIOCSIFFLAGS, &ifr);
-	}
-	close(s);
-	return (rc);
-}
-
-/*
- * The run's view of the filesystem: everything read-only and private
- * (nothing of it propagates back), the state directory hidden, its own
- * /proc, empty /tmp, /var/tmp and /dev/shm, the run-directory base
- * replaced by a read-only tmpfs holding only this run's directory, a
- * tmpfs of "run tmpsize" owned by the run user.  Gone with the run.
- */
-static int
-sbx_mounts_make(const struct sbx_child *c)
-{
-	const struct tregd_conf	*conf = c->conf;
-	const char *const	 tmps[] = { "/tmp", "/var/tmp", "/dev/shm" };
-	const unsigned long	 fl = MS_NOSUID | MS_NODEV;
-	struct mount_attr	 ma;
-	char			 opt[128];
-	size_t			 i;
-
-	memset(&ma, 0, sizeof(ma));
-	ma.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
-	ma.propagation = MS_PRIVATE;
-	if (syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &ma,
-	    sizeof(ma)) == -1)
-		return (-1);
-	if (mount("tmpfs", conf->state, "tmpfs", fl | MS_RDONLY | MS_NOEXEC,
-	    "size=4k,mode=0") == -1 && errno != ENOENT)
-		return (-1);
-	if (mount("proc", "/proc", "proc", fl | MS_NOEXEC, NULL) == -1)
-		return (-1);
-	snprintf(opt, sizeof(opt), "size=%lld,mode=1777", conf->run_tmpsize);
-	for (i = 0; i < sizeof(tmps) / sizeof(tmps[0]); i++)
-		if (mount("tmpfs", tmps[i], "tmpfs", fl, opt) == -1 &&
-		    errno != ENOENT)
-			return (-1);
-	if (sbx_mkdir_p(conf->run_dir) == -1 ||
-	    mount("tmpfs", conf->run_dir, "tmpfs", fl, "size=64k,mode=0755") ==
-	    -1 || mkdir(c->sp->dir, 0700) == -1)
-		return (-1);
-	snprintf(opt, sizeof(opt), "size=%lld,mode=0700,uid=%u,gid=%u",
-	    conf->run_tmpsize, (unsigned int)c->sr->uid,
-	    (unsigned int)c->sr->gid);
-	if (mount("tmpfs", c->sp->dir, "tmpfs", fl, opt) == -1)
-		return (-1);
-	return (mount(NULL, conf->run_dir, NULL, MS_REMOUNT | MS_RDONLY | fl,
-	    "size=64k,mode=0755"));
-}
-
-/* mkdir -p, 0755 (only in the run's own tmpfs, or existing already). */
-static int
-sbx_mkdir_p(const char *path)
-{
-	char	 buf[PATH_MAX], *p;
-
-	if (strlcpy(buf, path, sizeof(buf)) >= sizeof(buf)) {
-		errno = ENAMETOOLONG;
-		return (-1);
-	}
-	for (p = buf + 1; ; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) == -1 && errno != EEXIST)
-			return (-1);
-		if (p[0] == '\0' && path[p - buf] == '\0')
-			return (0);
-		*p = '/';
-	}
-}
-
-/*
- * The init's copy of the zygote's descriptors (its socket, the pipes of
- * the request it serves) goes: only what the run needs stays.
- */
-static void
-sbx_close_others(const struct sbx_child *c)
-{
-	int		 keep[7], n = 0, i, j, t;
-	unsigned int	 from = 0;
-
-	keep[n++] = c->out;
-	keep[n++] = c->err;
-	keep[n++] = sbx_devnull;
-	keep[n++] = sbx_life[0];
-	if (c->go != -1)
-		keep[n++] = c->go;
-	for (i = 0; i < 2; i++)
-		if (c->cgfd[i] != -1)
-			keep[n++] = c->cgfd[i];
-	for (i = 1; i < n; i++)
-		for (j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
-			t = keep[j];
-			keep[j] = keep[j - 1];
-			keep[j - 1] = t;
-		}
-	for (i = 0; i < n; i++) {
-		if ((unsigned int)keep[i] > from)
-			close_range(from, keep[i] - 1, 0);
-		from = keep[i] + 1;
-	}
-	close_range(from, ~0U, 0);
-}
-
-/* The init keeps CAP_KILL alone, for the run's leftovers at its end. */
-static void
-sbx_caps_clear(void)
-{
-	struct __user_cap_header_struct	 hdr;
-	struct __user_cap_data_struct	 data[2];
-
-	memset(&hdr, 0, sizeof(hdr));
-	memset(data, 0, sizeof(data));
-	hdr.version = _LINUX_CAPABILITY_VERSION_3;
-	data[0].effective = data[0].permitted = CAP_TO_MASK(CAP_KILL);
-	if (syscall(SYS_capset, &hdr, data) == -1)
-		_exit(127);
-}
 
 /*
  * Not root: can this kernel give a run a user namespace, its maps, a
@@ -1446,16 +976,4 @@ sbx_probe(void)
 	return (WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1);
 }
 
-/* For tregd -T child (exec_selftest.c): what limits a run's memory. */
-const char *
-sbx_memory_limit(void)
-{
-	return (sbx_cg_name);
-}
 
-/* Runs get a uid of their own, or a user namespace. */
-int
-sbx_isolated(void)
-{
-	return (sbx_mode != SBX_NONE);
-}
