@@ -80,7 +80,7 @@ struct front_req {
 	struct event		 ev_beat;
 	int			 beat_armed;
 	struct timespec		 begun, last_event;
-	struct timespec		 t_sent, t_acc, t_eof;	/* bench/run.sh -v */
+	struct timespec		 t_in, t_sent, t_acc, t_eof; /* run.sh -v */
 };
 RB_HEAD(front_tree, front_req);
 TAILQ_HEAD(front_list, front_req);
@@ -623,7 +623,9 @@ front_request(struct http_conn *conn, const struct http_head *h,
 	size_t			 namelen, querylen;
 	uint8_t			 hash[32];
 	int			 r, method;
+	struct timespec		 t_in;
 
+	clock_gettime(CLOCK_MONOTONIC, &t_in);
 	if (http_is_metrics(conn)) {
 		metrics_serve(conn, h);
 		return;
@@ -701,6 +703,7 @@ front_request(struct http_conn *conn, const struct http_head *h,
 	fr->id = front_new_id();
 	fr->conn = conn;
 	fr->route = m.route;
+	fr->t_in = t_in;
 	if (m.route == ROUTE_RUN) {
 		fr->is_run = 1;
 		if (body != NULL && (v = json_object_get(body, "stream")) &&
@@ -1106,8 +1109,9 @@ front_run_finish(struct front_req *fr)
 	http_write(fr->conn, ",\"stdout\":\"", strlen(",\"stdout\":\""));
 	free(s);
 	if (log_getverbose() >= 1)
-		log_debug("run: frontend us: fe-accepted %.0f, "
+		log_debug("run: frontend us: fe-in %.0f, fe-accepted %.0f, "
 		    "fe-result %.0f, fe-answer %.0f",
+		    (ts_since(&fr->t_in) - ts_since(&fr->t_sent)) * 1e6,
 		    (ts_since(&fr->t_sent) - ts_since(&fr->t_acc)) * 1e6,
 		    (ts_since(&fr->t_sent) - ts_since(&fr->t_eof)) * 1e6,
 		    ts_since(&fr->t_eof) * 1e6);

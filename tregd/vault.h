@@ -50,6 +50,7 @@ struct vault_req {
 	json_t		*body;		/* parsed object, NULL when no body */
 	int		 proof_ok;
 	int		 stream;
+	int64_t		 t_in;		/* mono_ns() when it came in */
 };
 
 /*

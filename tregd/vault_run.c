@@ -252,6 +252,11 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 		    "'run allow'", bin);
 		goto out;
 	}
+	/*
+	 * The token, tool and rules were read in one snapshot (vault.c);
+	 * a refusal's row or exec's ends are written outside it.
+	 */
+	store_read_end();
 	/* 5a. cli.deny, as for grants: audited as DENY. */
 	noargs = json_array();
 	rc = cli_deny_refuse(a, &t, args ? args : noargs, "server_run", resp);
@@ -279,6 +284,11 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 		goto out;
 	}
 
+	/* The secrets and the argv's mask: one more snapshot. */
+	if (store_read_begin() == -1) {
+		db_fail(resp, "secrets");
+		goto out;
+	}
 	/* The inject entries, each with its secret put in. */
 	inject = json_object_get(t.cli, "inject");
 	json_array_foreach(inject, i, e) {
@@ -356,6 +366,7 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	    JSON_COMPACT)) == NULL)
 		fatalx("%s: argv", __func__);
 	json_decref(masked);
+	store_read_end();
 	/* Audit first: no committed row, nothing goes to exec. */
 	t_audit = mono_ns();
 	if ((audit_id = run_audit_start(a, t.name, margv)) == -1) {
@@ -404,14 +415,17 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	resp->status = 0;	/* exec and run_exit() answer */
 	/* bench/run.sh -v: the vault's share, in µs. */
 	if (log_getverbose() >= 1)
-		log_debug("run %u: vault us: decide %lld, audit %lld",
-		    vr->runid, (long long)(t_audit - t_in) / 1000,
+		log_debug("run %u: vault us: token %lld, decide %lld, "
+		    "audit %lld", vr->runid,
+		    (long long)(t_in - req->t_in) / 1000,
+		    (long long)(t_audit - t_in) / 1000,
 		    (long long)(mono_ns() - t_audit) / 1000);
 	goto out;
  toomany:
 	resp_error(resp, 422, "the secrets of tool '%s' have too many parts "
 	    "to be masked", t.name);
  out:
+	store_read_end();
 	if (slot != -1)
 		slots_release(slot);
 	redset_clear(mask);
