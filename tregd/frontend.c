@@ -81,6 +81,11 @@ struct front_req {
 	int			 beat_armed;
 	struct timespec		 begun, last_event;
 	struct timespec		 t_in, t_sent, t_acc, t_eof; /* run.sh -v */
+	/* GET /runs held until other workers committed their runs' ends. */
+	uint32_t		 syncs;		/* bit per worker asked */
+	struct api_request	*held_ar;
+	char			*held_payload;
+	size_t			 held_len;
 };
 RB_HEAD(front_tree, front_req);
 TAILQ_HEAD(front_list, front_req);
@@ -149,6 +154,8 @@ static struct imsgev		 iev_parent, iev_exec, iev_relay;
 static struct imsgev		 iev_vaults[VAULT_WORKERS_MAX];
 static int			 nvaults;
 static uint32_t			 vault_load[VAULT_WORKERS_MAX];
+/* A run of this worker was answered: its end may not be committed yet. */
+static int			 runs_unsettled[VAULT_WORKERS_MAX];
 static int			 vault_turn;
 static int			 listen_fds[CONF_LISTEN_MAX];
 static int			 nlisten_fds;
@@ -177,6 +184,10 @@ static int	front_gone(void *, int);
 static int	front_vault_pick(void);
 static struct front_req *front_of_worker(struct imsg *, int, const char *);
 static void	front_vault_done(struct front_req *);
+static void	front_vault_send(struct front_req *, struct api_request *,
+		    char *, size_t);
+static uint32_t	front_runs_sync(struct front_req *);
+static void	front_runs_synced(struct imsg *, int);
 static void	front_response(struct blob *, int);
 static void	front_run_accepted(struct front_req *, struct imsg *);
 static void	front_run_output(struct imsg *);
@@ -428,6 +439,70 @@ front_vault_give(int w)
 	vault_load[w]--;
 }
 
+/* The request to its worker (fr->worker); payload is zeroed and freed. */
+static void
+front_vault_send(struct front_req *fr, struct api_request *ar, char *payload,
+    size_t len)
+{
+	fr->at_vault = 1;
+	vault_load[fr->worker]++;
+	if (imsgev_send_blob(&iev_vaults[fr->worker], IMSG_API_REQUEST,
+	    fr->id, ar, sizeof(*ar), payload, len) == -1)
+		fatal("%s: send to vault", __func__);
+	clock_gettime(CLOCK_MONOTONIC, &fr->t_sent);
+	freezero(payload, len + 1);
+}
+
+/*
+ * GET /runs reads what every worker wrote: a run's end is committed by
+ * the worker that started it a turn of its loop after exec told it,
+ * which may be after the client had its answer.  So the read goes to a
+ * worker with such ends (it commits them before it reads) and each other
+ * one is asked to commit its own first.  The workers asked, as bits.
+ */
+static uint32_t
+front_runs_sync(struct front_req *fr)
+{
+	uint32_t	 asked = 0;
+	int		 w;
+
+	fr->worker = -1;
+	for (w = 0; w < nvaults; w++) {
+		if (!runs_unsettled[w])
+			continue;
+		runs_unsettled[w] = 0;
+		if (fr->worker == -1) {
+			fr->worker = w;
+			continue;
+		}
+		if (imsgev_compose(&iev_vaults[w], IMSG_RUNS_SYNC, fr->id, -1,
+		    NULL, 0) == -1)
+			fatal("%s: compose", __func__);
+		asked |= 1U << w;
+	}
+	if (fr->worker == -1)
+		fr->worker = front_vault_pick();
+	return (asked);
+}
+
+/* A worker asked by front_runs_sync() committed its ends. */
+static void
+front_runs_synced(struct imsg *imsg, int w)
+{
+	struct front_req	*fr;
+
+	if (imsg->datalen != 0 || (fr = front_find(imsg->hdr.id)) == NULL ||
+	    !(fr->syncs & (1U << w)))
+		fatalx("bad IMSG_RUNS_SYNC from %s", proc_worker_name(w));
+	fr->syncs &= ~(1U << w);
+	if (fr->syncs != 0)
+		return;
+	front_vault_send(fr, fr->held_ar, fr->held_payload, fr->held_len);
+	freezero(fr->held_ar, sizeof(*fr->held_ar));
+	fr->held_ar = NULL;
+	fr->held_payload = NULL;
+}
+
 /* The worker is done with it (answered, or handed the run to exec). */
 static void
 front_vault_done(struct front_req *fr)
@@ -474,6 +549,9 @@ front_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
 		front_run_accepted(front_of_worker(imsg, w,
 		    "IMSG_RUN_ACCEPTED"), imsg);
 		break;
+	case IMSG_RUNS_SYNC:
+		front_runs_synced(imsg, w);
+		break;
 	case IMSG_METRICS_VAULT:
 		metrics_vault_report(w, imsg);
 		break;
@@ -498,6 +576,7 @@ front_dispatch_exec(struct imsgev *iev, struct imsg *imsg)
 			fatalx("bad IMSG_RUN_EOF from exec");
 		memcpy(&fr->result, imsg->data, sizeof(fr->result));
 		fr->eof = 1;
+		runs_unsettled[fr->worker] = 1;
 		clock_gettime(CLOCK_MONOTONIC, &fr->t_eof);
 		/* The vault's word may come after exec's end: it will. */
 		if (fr->accepted)
@@ -734,15 +813,18 @@ front_request(struct http_conn *conn, const struct http_head *h,
 	memcpy(payload + namelen, h->query.p, querylen);
 	if (bodylen > 0)
 		memcpy(payload + namelen + querylen, bodytext, bodylen);
-	fr->worker = front_vault_pick();
-	fr->at_vault = 1;
-	vault_load[fr->worker]++;
-	if (imsgev_send_blob(&iev_vaults[fr->worker], IMSG_API_REQUEST,
-	    fr->id, &ar, sizeof(ar), payload, namelen + querylen + bodylen) ==
-	    -1)
-		fatal("%s: send to vault", __func__);
-	clock_gettime(CLOCK_MONOTONIC, &fr->t_sent);
-	freezero(payload, namelen + querylen + bodylen + 1);
+	if (m.route == ROUTE_RUNS_LIST && (fr->syncs = front_runs_sync(fr))) {
+		/* Until the other workers' ends are committed. */
+		if ((fr->held_ar = malloc(sizeof(ar))) == NULL)
+			fatal("%s: malloc", __func__);
+		memcpy(fr->held_ar, &ar, sizeof(ar));
+		fr->held_payload = payload;
+		fr->held_len = namelen + querylen + bodylen;
+		goto out;
+	}
+	if (m.route != ROUTE_RUNS_LIST)
+		fr->worker = front_vault_pick();
+	front_vault_send(fr, &ar, payload, namelen + querylen + bodylen);
  out:
 	explicit_bzero(&ar, sizeof(ar));
 	json_decref(body);
@@ -806,6 +888,10 @@ front_req_free(struct front_req *fr)
 			held -= evbuffer_get_length(fr->out[i]);
 			evbuffer_free(fr->out[i]);
 		}
+	if (fr->held_ar != NULL) {
+		freezero(fr->held_ar, sizeof(*fr->held_ar));
+		freezero(fr->held_payload, fr->held_len + 1);
+	}
 	free(fr);
 	front_release();
 }

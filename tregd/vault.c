@@ -359,6 +359,11 @@ vault_dispatch_frontend(struct imsgev *iev, struct imsg *imsg)
 		if (b->datalen == 0)
 			vault_request(b);
 		break;
+	case IMSG_RUNS_SYNC:
+		if (imsg->datalen != 0)
+			fatalx("bad IMSG_RUNS_SYNC from frontend");
+		run_ends_sync(imsg->hdr.id);
+		break;
 	case IMSG_CALL_REQUEST:
 		b = blob_start(&vault_blobs, imsg, PROC_FRONTEND,
 		    sizeof(struct call_request),

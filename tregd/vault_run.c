@@ -588,6 +588,19 @@ run_exits_read(void)
 	run_ends_flush();
 }
 
+/*
+ * The frontend holds a GET /runs another worker answers until this one
+ * committed the ends exec told it of (exec tells before it answers).
+ */
+void
+run_ends_sync(uint32_t reqid)
+{
+	run_exits_read();
+	if (imsgev_compose(vault_frontend, IMSG_RUNS_SYNC, reqid, -1, NULL,
+	    0) == -1)
+		fatal("%s: compose", __func__);
+}
+
 /* exec's answer and the vault's record say the same. */
 enum run_outcome
 run_outcome_of(const struct run_exit *rx)
