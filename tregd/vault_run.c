@@ -90,6 +90,7 @@ static int	run_args(struct vault_req *, struct vault_resp *, json_t **,
 static void	base_url_path(const char *, char *, size_t);
 static struct isecret *secs_get(struct secs *, int64_t, int64_t,
 		    struct vault_resp *);
+static struct secs *secs_new(void);
 static void	secs_clear(struct secs *);
 static int	secs_tool(struct secs *, int64_t, const struct tool_row *,
 		    struct vault_resp *);
@@ -205,11 +206,11 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	int			 timeout, used, rc, slot = -1;
 
 	memset(&t, 0, sizeof(t));
-	memset(&env, 0, sizeof(env));
-	memset(&xargs, 0, sizeof(xargs));
+	/* Only what is used is written, read and zeroed (they are big). */
+	env.n = xargs.n = 0;
 	pack_init(&pk);
-	if ((secs = calloc(1, sizeof(*secs))) == NULL ||
-	    (mask = calloc(1, sizeof(*mask))) == NULL)
+	secs = secs_new();
+	if ((mask = calloc(1, sizeof(*mask))) == NULL)
 		fatal("%s: calloc", __func__);
 	if (body_str(req, resp, "tool", 1, NAME_LEN_MAX, &name) == -1 ||
 	    run_args(req, resp, &args, &timeout) == -1)
@@ -686,6 +687,18 @@ run_exit(struct imsg *imsg)
 /* ------------------------------------------------------------------ */
 /* Secrets of a run.                                                   */
 
+/* Entries past n are never read: not zeroed (90 KB a run). */
+static struct secs *
+secs_new(void)
+{
+	struct secs	*ss;
+
+	if ((ss = malloc(sizeof(*ss))) == NULL)
+		fatal("%s: malloc", __func__);
+	ss->n = 0;
+	return (ss);
+}
+
 static struct isecret *
 secs_get(struct secs *ss, int64_t org, int64_t id, struct vault_resp *resp)
 {
@@ -710,7 +723,8 @@ secs_clear(struct secs *ss)
 
 	for (i = 0; i < ss->n; i++)
 		secret_free(ss->s[i].val, ss->s[i].len);
-	explicit_bzero(ss, sizeof(*ss));
+	explicit_bzero(ss->s, ss->n * sizeof(ss->s[0]));
+	ss->n = 0;
 }
 
 /* The secrets of the tool's bindings (and its recorded uses). */
@@ -1181,8 +1195,7 @@ argv_mask(int64_t org, json_t *argv)
 	if ((out = json_array()) == NULL || !json_is_array(argv) ||
 	    json_array_size(argv) == 0)
 		return (out);
-	if ((ss = calloc(1, sizeof(*ss))) == NULL)
-		fatal("%s: calloc", __func__);
+	ss = secs_new();
 	/* A secret that cannot be read is masked by the token rules only. */
 	(void)store_org_secrets_sealed(org, mask_secret_open, ss);
 
