@@ -83,6 +83,7 @@ struct front_req {
 	struct timespec		 t_in, t_sent, t_acc, t_eof; /* run.sh -v */
 	/* GET /runs held until other workers committed their runs' ends. */
 	uint32_t		 syncs;		/* bit per worker asked */
+	uint32_t		 runs_seq;	/* runs_ended[worker] read */
 	struct api_request	*held_ar;
 	char			*held_payload;
 	size_t			 held_len;
@@ -154,8 +155,10 @@ static struct imsgev		 iev_parent, iev_exec, iev_relay;
 static struct imsgev		 iev_vaults[VAULT_WORKERS_MAX];
 static int			 nvaults;
 static uint32_t			 vault_load[VAULT_WORKERS_MAX];
-/* A run of this worker was answered: its end may not be committed yet. */
-static int			 runs_unsettled[VAULT_WORKERS_MAX];
+/* Runs of each worker answered, and how many of their ends it said are
+ * committed (GET /runs; counters that wrap). */
+static uint32_t			 runs_ended[VAULT_WORKERS_MAX];
+static uint32_t			 runs_settled[VAULT_WORKERS_MAX];
 static int			 vault_turn;
 static int			 listen_fds[CONF_LISTEN_MAX];
 static int			 nlisten_fds;
@@ -188,6 +191,7 @@ static void	front_vault_send(struct front_req *, struct api_request *,
 		    char *, size_t);
 static uint32_t	front_runs_sync(struct front_req *);
 static void	front_runs_synced(struct imsg *, int);
+static void	front_runs_settle(int, uint32_t);
 static void	front_response(struct blob *, int);
 static void	front_run_accepted(struct front_req *, struct imsg *);
 static void	front_run_output(struct imsg *);
@@ -451,6 +455,8 @@ front_vault_send(struct front_req *fr, struct api_request *ar, char *payload,
 		fatal("%s: send to vault", __func__);
 	clock_gettime(CLOCK_MONOTONIC, &fr->t_sent);
 	freezero(payload, len + 1);
+	/* Its read commits the ends exec told it of before now. */
+	fr->runs_seq = runs_ended[fr->worker];
 }
 
 /*
@@ -468,15 +474,14 @@ front_runs_sync(struct front_req *fr)
 
 	fr->worker = -1;
 	for (w = 0; w < nvaults; w++) {
-		if (!runs_unsettled[w])
+		if ((int32_t)(runs_ended[w] - runs_settled[w]) <= 0)
 			continue;
-		runs_unsettled[w] = 0;
 		if (fr->worker == -1) {
 			fr->worker = w;
 			continue;
 		}
 		if (imsgev_compose(&iev_vaults[w], IMSG_RUNS_SYNC, fr->id, -1,
-		    NULL, 0) == -1)
+		    &runs_ended[w], sizeof(runs_ended[w])) == -1)
 			fatal("%s: compose", __func__);
 		asked |= 1U << w;
 	}
@@ -490,10 +495,16 @@ static void
 front_runs_synced(struct imsg *imsg, int w)
 {
 	struct front_req	*fr;
+	uint32_t		 seq;
 
-	if (imsg->datalen != 0 || (fr = front_find(imsg->hdr.id)) == NULL ||
+	if (imsg->datalen != sizeof(seq) ||
+	    (fr = front_find(imsg->hdr.id)) == NULL ||
 	    !(fr->syncs & (1U << w)))
 		fatalx("bad IMSG_RUNS_SYNC from %s", proc_worker_name(w));
+	memcpy(&seq, imsg->data, sizeof(seq));
+	if ((int32_t)(runs_ended[w] - seq) < 0)
+		fatalx("bad IMSG_RUNS_SYNC from %s", proc_worker_name(w));
+	front_runs_settle(w, seq);
 	fr->syncs &= ~(1U << w);
 	if (fr->syncs != 0)
 		return;
@@ -501,6 +512,14 @@ front_runs_synced(struct imsg *imsg, int w)
 	freezero(fr->held_ar, sizeof(*fr->held_ar));
 	fr->held_ar = NULL;
 	fr->held_payload = NULL;
+}
+
+/* Worker w committed the ends of its runs answered up to seq. */
+static void
+front_runs_settle(int w, uint32_t seq)
+{
+	if ((int32_t)(seq - runs_settled[w]) > 0)
+		runs_settled[w] = seq;
 }
 
 /* The worker is done with it (answered, or handed the run to exec). */
@@ -576,7 +595,7 @@ front_dispatch_exec(struct imsgev *iev, struct imsg *imsg)
 			fatalx("bad IMSG_RUN_EOF from exec");
 		memcpy(&fr->result, imsg->data, sizeof(fr->result));
 		fr->eof = 1;
-		runs_unsettled[fr->worker] = 1;
+		runs_ended[fr->worker]++;
 		clock_gettime(CLOCK_MONOTONIC, &fr->t_eof);
 		/* The vault's word may come after exec's end: it will. */
 		if (fr->accepted)
@@ -907,6 +926,9 @@ front_response(struct blob *b, int w)
 	    ar.status < 100 || ar.status > 599)
 		fatalx("bad api response from %s", proc_worker_name(w));
 	front_vault_done(fr);
+	/* A read of the run log committed that worker's ends first. */
+	if (fr->route == ROUTE_RUNS_LIST && ar.status == 200)
+		front_runs_settle(w, fr->runs_seq);
 	if (fr->conn != NULL) {
 		/* A run's refusal after exec had it: ids came with ACCEPTED. */
 		if (ar.org_id != 0 || ar.user_id != 0)

@@ -360,9 +360,9 @@ vault_dispatch_frontend(struct imsgev *iev, struct imsg *imsg)
 			vault_request(b);
 		break;
 	case IMSG_RUNS_SYNC:
-		if (imsg->datalen != 0)
+		if (imsg->datalen != sizeof(uint32_t))
 			fatalx("bad IMSG_RUNS_SYNC from frontend");
-		run_ends_sync(imsg->hdr.id);
+		run_ends_sync(imsg);
 		break;
 	case IMSG_CALL_REQUEST:
 		b = blob_start(&vault_blobs, imsg, PROC_FRONTEND,

@@ -168,7 +168,7 @@ void		 ctl_reload_done(uint32_t, const struct ctl_reload_done *);
 /* vault_run.c */
 void		 run_exit(struct imsg *);	/* IMSG_RUN_EXIT from exec */
 void		 run_ends_flush(void);	/* the ends queued, committed */
-void		 run_ends_sync(uint32_t);	/* IMSG_RUNS_SYNC */
+void		 run_ends_sync(struct imsg *);	/* IMSG_RUNS_SYNC */
 int		 run_slots_used(void);
 /* Mask credential-looking arguments and registered secret values. */
 json_t		*argv_mask(int64_t, json_t *);

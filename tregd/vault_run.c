@@ -594,11 +594,12 @@ run_exits_read(void)
  * committed the ends exec told it of (exec tells before it answers).
  */
 void
-run_ends_sync(uint32_t reqid)
+run_ends_sync(struct imsg *imsg)
 {
 	run_exits_read();
-	if (imsgev_compose(vault_frontend, IMSG_RUNS_SYNC, reqid, -1, NULL,
-	    0) == -1)
+	/* The frontend's count of this worker's runs it answered, back. */
+	if (imsgev_compose(vault_frontend, IMSG_RUNS_SYNC, imsg->hdr.id, -1,
+	    imsg->data, imsg->datalen) == -1)
 		fatal("%s: compose", __func__);
 }
 
