@@ -185,6 +185,7 @@ static void	front_request(struct http_conn *, const struct http_head *,
 		    const char *, size_t);
 static int	front_gone(void *, int);
 static int	front_vault_pick(void);
+static int	front_vault_pick_run(void);
 static struct front_req *front_of_worker(struct imsg *, int, const char *);
 static void	front_vault_done(struct front_req *);
 static void	front_vault_send(struct front_req *, struct api_request *,
@@ -427,6 +428,25 @@ front_of_worker(struct imsg *imsg, int w, const char *what)
 		fatalx("%s for no request of it from %s", what,
 		    proc_worker_name(w));
 	return (fr);
+}
+
+/*
+ * A run goes to the worker of the last run unless another has fewer
+ * requests outstanding: a worker whose database pages another worker's
+ * commit did not change since its last run reads none of them again.
+ */
+static int
+front_vault_pick_run(void)
+{
+	static int	 last;
+	int		 w;
+
+	if (last >= nvaults)
+		last = 0;
+	for (w = 0; w < nvaults; w++)
+		if (vault_load[w] < vault_load[last])
+			last = w;
+	return (last);
 }
 
 struct imsgev *
@@ -841,7 +861,9 @@ front_request(struct http_conn *conn, const struct http_head *h,
 		fr->held_len = namelen + querylen + bodylen;
 		goto out;
 	}
-	if (m.route != ROUTE_RUNS_LIST)
+	if (m.route == ROUTE_RUN)
+		fr->worker = front_vault_pick_run();
+	else if (m.route != ROUTE_RUNS_LIST)
 		fr->worker = front_vault_pick();
 	front_vault_send(fr, &ar, payload, namelen + querylen + bodylen);
  out:
