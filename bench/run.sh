@@ -224,7 +224,9 @@ client() {
 import http.client, sys, time
 c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
 post = sys.argv[3] == "POST"
-body = '{"tool": "t", "args": []}' if post else None
+# Bytes: http.client sends them with the head in one write (a str body
+# goes in a second one, a second wake-up of the server), as wrk does.
+body = b'{"tool": "t", "args": []}' if post else None
 h = {"X-Treg-Token": sys.argv[2], "Content-Type": "application/json"}
 t = []
 for i in range(500):
