@@ -470,10 +470,11 @@ front_vault_send(struct front_req *fr, struct api_request *ar, char *payload,
 {
 	fr->at_vault = 1;
 	vault_load[fr->worker]++;
+	/* Before: a worker woken by the send may run before this returns. */
+	clock_gettime(CLOCK_MONOTONIC, &fr->t_sent);
 	if (imsgev_send_blob(&iev_vaults[fr->worker], IMSG_API_REQUEST,
 	    fr->id, ar, sizeof(*ar), payload, len) == -1)
 		fatal("%s: send to vault", __func__);
-	clock_gettime(CLOCK_MONOTONIC, &fr->t_sent);
 	freezero(payload, len + 1);
 	/* Its read commits the ends exec told it of before now. */
 	fr->runs_seq = runs_ended[fr->worker];
