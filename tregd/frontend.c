@@ -155,8 +155,10 @@ static struct imsgev		 iev_parent, iev_exec, iev_relay;
 static struct imsgev		 iev_vaults[VAULT_WORKERS_MAX];
 static int			 nvaults;
 static uint32_t			 vault_load[VAULT_WORKERS_MAX];
-/* Runs of each worker answered, and how many of their ends it said are
- * committed (GET /runs; counters that wrap). */
+/*
+ * Runs of each worker answered, and how many of their ends it said are
+ * committed (GET /runs; counters that wrap).
+ */
 static uint32_t			 runs_ended[VAULT_WORKERS_MAX];
 static uint32_t			 runs_settled[VAULT_WORKERS_MAX];
 static int			 vault_turn;
