@@ -181,6 +181,7 @@ int		 slots_claim(int64_t, int, int, int *, int *);
 void		 slots_started(int, int64_t);
 void		 slots_release(int);
 int		 slots_in_flight(int64_t);
+int64_t		*slots_in_flight_ids(size_t *);
 int		 slots_used(int);	/* 1: this worker's only */
 
 /* vault_inject.c: a secret turned into what a CLI sees; a run's mask set. */

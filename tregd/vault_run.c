@@ -103,6 +103,8 @@ static void	run_audit_end(const struct vrun *, const struct run_exit *,
 static void	run_ends_commit(int, short, void *);
 static void	run_exits_read(void);
 static int	run_in_flight(int64_t);
+struct runs_page;
+static int	runs_row_running(const struct runs_page *, int64_t);
 static int	runs_row(const struct store_runs_row *, void *);
 static int	runs_access_tool(const struct store_tool_item *, void *);
 static json_t	*runs_access_names(int64_t, json_t *);
@@ -782,7 +784,26 @@ struct runs_page {
 	const struct auth	*auth;	/* NULL: tregctl, every tool */
 	json_t			*list;
 	size_t			 limit;
+	int64_t			*flight;	/* in flight before the read */
+	size_t			 nflight;
 };
+
+/*
+ * A row without its end is running if its run was in flight before the
+ * read began (its end, committed after, is not in what the read sees;
+ * its slot may be free by now) or is in flight now (its slot is marked
+ * just after its row is committed).
+ */
+static int
+runs_row_running(const struct runs_page *pg, int64_t id)
+{
+	size_t	 i;
+
+	for (i = 0; i < pg->nflight; i++)
+		if (pg->flight[i] == id)
+			return (1);
+	return (run_in_flight(id));
+}
 
 static int
 runs_row(const struct store_runs_row *r, void *arg)
@@ -801,8 +822,8 @@ runs_row(const struct store_runs_row *r, void *arg)
 	if (*r->outcome != '\0')
 		outcome = json_string(r->outcome);
 	else if (r->src == 's')
-		outcome = json_string(run_in_flight(r->id) ? "running" :
-		    run_outcome_name(RUN_INTERRUPTED));
+		outcome = json_string(runs_row_running(pg, r->id) ?
+		    "running" : run_outcome_name(RUN_INTERRUPTED));
 	else
 		outcome = json_null();
 	o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:s,s:s}",
@@ -905,8 +926,11 @@ runs_query(int64_t org, const struct auth *a, int limit, char bsrc,
 		json_array_foreach(names, i, v)
 			tools[n++] = json_string_value(v);
 	}
+	/* Before the read's snapshot: see runs_row_running(). */
+	pg.flight = slots_in_flight_ids(&pg.nflight);
 	rc = store_runs_page_tools(org, tools, n, bsrc, bid, limit, runs_row,
 	    &pg);
+	free(pg.flight);
 	free(tools);
 	json_decref(names);
 	if (rc != 0) {
