@@ -14,13 +14,15 @@
 # the same way, as "tregd (other)", for a before/after comparison.
 #
 # -v: then a per-stage breakdown of one client's runs, from a tregd of
-# its own started with -v (each process logs its share from
+# its own started with -v, in ROUNDS (default 3) rounds alternating with
+# the second binary's if one is given (each process logs its share from
 # clock_gettime stamps: the frontend from the order sent to the vault to
 # the run accepted, to exec's result, to the answer written; the vault
 # its decision and the audit row's commit; exec its own stages, the
 # CLI's stamp just before execve and the init's once the CLI was reaped)
 # and a keep-alive client timing each request.  What the client sees
-# beyond the frontend's time is HTTP, the token's lookup and the hops.
+# beyond the frontend's time is HTTP and the hops; the same client's
+# GET /meta says what HTTP and the client alone take.
 # Then 4 clients for a few seconds on the same tregd: how many run ends
 # each commit of the vault carried.
 
@@ -229,19 +231,24 @@ echo "tregd run slots: 16 (per user 16); the load generator shares the cores"
 [ "$verbose" -eq 1 ] || exit 0
 
 # -------------------------------------------------------------------
-# -v: where one client's run goes, per stage (p50 of each, in µs).
-vport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-tregd_up "$top/tregd/tregd" "$vport" "$T/verbose" -v
-vpid=$upid
-client=$(python3 - "$vport" "$tok" <<'PY'
+# -v: where one client's run goes, per stage (p50 of each, in µs), for
+# this tregd and the other one if given: $ROUNDS (default 3) alternating
+# rounds each of 500 runs 2 ms apart, on a tregd -v of its own per round.
+rounds=${ROUNDS:-3}
+# client PORT TOKEN METHOD PATH: p50 µs of 500 keep-alive requests.
+client() {
+	python3 - "$@" <<'PY'
 import http.client, sys, time
 c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
-body = '{"tool": "t", "args": []}'
+post = sys.argv[3] == "POST"
+# Bytes: http.client sends them with the head in one write (a str body
+# goes in a second one, a second wake-up of the server), as wrk does.
+body = b'{"tool": "t", "args": []}' if post else None
 h = {"X-Treg-Token": sys.argv[2], "Content-Type": "application/json"}
 t = []
 for i in range(500):
     a = time.monotonic()
-    c.request("POST", "/run", body, h)
+    c.request(sys.argv[3], sys.argv[4], body, h)
     r = c.getresponse()
     r.read()
     t.append((time.monotonic() - a) * 1e6)
@@ -249,70 +256,120 @@ for i in range(500):
 t.sort()
 print("%.0f" % t[len(t) // 2])
 PY
-)
-sleep 0.5
+}
+# verbose_round BINARY NAME: one round; the logs and the client's p50s
+# gather in $T/v-NAME.*.
+verbose_round() {
+	vport=$(free_port)
+	tregd_up "$1" "$vport" "$T/v-$2-$r" -v
+	vpid=$upid
+	client "$vport" "$tok" POST /run >> "$T/v-$2.client"
+	client "$vport" "$tok" GET /meta >> "$T/v-$2.meta"
+	sleep 0.5
+	kill $vpid
+	wait $vpid 2>/dev/null || true
+	vpid=""
+	cat "$T/v-$2-$r/log" >> "$T/v-$2.log"
+}
+# stages NAME: "key p50" lines of the stamps of NAME's rounds.
+stages() {
+	sort -n "$T/v-$1.client" | awk '{ a[NR] = $1 }
+	    END { print "client", a[int((NR + 1) / 2)] }' > "$T/v-$1.sum"
+	sort -n "$T/v-$1.meta" | awk '{ a[NR] = $1 }
+	    END { print "meta", a[int((NR + 1) / 2)] }' >> "$T/v-$1.sum"
+	cat "$T/v-$1.sum" "$T/v-$1.log" | awk '
+	function p50(name,    n, i, j, t, a) {
+		n = cnt[name]
+		if (n == 0) return -1
+		for (i = 1; i <= n; i++) a[i] = v[name, i]
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
+				t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+		return a[int((n + 1) / 2)]
+	}
+	NR <= 2 { one[$1] = $2; next }
+	/(stages|vault|frontend) us:/ {
+		sub(/.* us: /, "")
+		n = split($0, f, ", ")
+		for (i = 1; i <= n; i++) {
+			split(f[i], kv, " ")
+			v[kv[1], ++cnt[kv[1]]] = kv[2]
+		}
+	}
+	/torn down/ {
+		sub(/.*torn down /, ""); v["teardown", ++cnt["teardown"]] = $1 + 0
+	}
+	/pool: refill turn took/ {
+		sub(/.*took /, ""); v["refill", ++cnt["refill"]] = $1 + 0
+	}
+	/run ends: [0-9]+ committed/ {
+		sub(/.*run ends: /, ""); v["commit", ++cnt["commit"]] = $5 + 0
+	}
+	END {
+		n = split("fe-in fe-accepted token decide audit setup " \
+		    "spawn-to-execve child output answer fe-result fe-answer " \
+		    "commit refill teardown", k, " ")
+		for (i = 1; i <= n; i++) x[k[i]] = p50(k[i])
+		x["hops-in"] = x["token"] < 0 ? -1 : x["fe-accepted"] - \
+		    x["token"] - x["decide"] - x["audit"]
+		x["exec"] = x["setup"] + x["spawn-to-execve"] + x["child"] + \
+		    x["output"] + x["answer"]
+		x["outside"] = one["client"] - x["fe-result"] - x["fe-answer"] - \
+		    (x["fe-in"] < 0 ? 0 : x["fe-in"])
+		x["client"] = one["client"]
+		x["meta"] = one["meta"]
+		for (i in x) print i, x[i]
+	}'
+}
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+r=1
+while [ $r -le $rounds ]; do
+	verbose_round "$top/tregd/tregd" this
+	[ -z "$other" ] || verbose_round "$other" other
+	r=$((r + 1))
+done
+stages this > "$T/this.p50"
+if [ -n "$other" ]; then stages other > "$T/other.p50"; fi
 echo
-echo "Per-stage breakdown, 1 client, 500 runs 2 ms apart (p50 of each, µs):"
-awk -v client="$client" '
-function p50(name,    n, i, j, t, a) {
-	n = cnt[name]
-	if (n == 0) return -1
-	for (i = 1; i <= n; i++) a[i] = v[name, i]
-	for (i = 2; i <= n; i++)
-		for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
-			t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-	return a[int((n + 1) / 2)]
-}
-/(stages|vault|frontend) us:/ {
-	sub(/.* us: /, "")
-	n = split($0, f, ", ")
-	for (i = 1; i <= n; i++) {
-		split(f[i], kv, " ")
-		v[kv[1], ++cnt[kv[1]]] = kv[2]
-	}
-}
-/torn down/ {
-	sub(/.*torn down /, ""); v["teardown", ++cnt["teardown"]] = $1 + 0
-}
-/pool: refill turn took/ {
-	sub(/.*took /, ""); v["refill", ++cnt["refill"]] = $1 + 0
-}
-/run ends: [0-9]+ committed/ {
-	sub(/.*run ends: /, ""); v["commit", ++cnt["commit"]] = $5 + 0
-}
+echo "Per-stage breakdown, 1 client, $rounds rounds of 500 runs 2 ms apart" \
+    "(p50 of each, µs; -1: not stamped)$([ -n "$other" ] && echo ", this / other"):"
+awk -v other="$other" '
+FILENAME ~ /this.p50$/ { a[$1] = $2; next }
+{ b[$1] = $2 }
 END {
-	label["fe-accepted"] = "frontend: order sent to run accepted"
-	label["decide"] = "  vault: tool, access, unseal, argv mask"
-	label["audit"] = "  vault: the start record committed"
-	printf "  %-44s %8d\n", label["fe-accepted"], p50("fe-accepted")
-	printf "  %-44s %8d\n", label["decide"], p50("decide")
-	printf "  %-44s %8d\n", label["audit"], p50("audit")
-	split("setup spawn-to-execve child output answer", st, " ")
-	label["setup"] = "exec setup (order in to sandbox handed)"
-	label["spawn-to-execve"] = "spawn to execve"
-	label["child"] = "child lifetime (execve to reaped)"
-	label["output"] = "output and redaction, to answer"
-	label["answer"] = "answer written to the frontend"
-	sum = 0
-	for (i = 1; i <= 5; i++) {
-		x = p50(st[i])
-		if (x < 0) { printf "  %-44s %8s\n", label[st[i]], "-"; continue }
-		printf "  %-44s %8d\n", label[st[i]], x
-		sum += x
-	}
-	printf "  %-44s %8d\n", "exec, sum of the above", sum
-	printf "  %-44s %8d\n", "frontend: exec\047s result to answer written", p50("fe-answer")
-	x = p50("fe-result")
-	printf "  %-44s %8d\n", "frontend: order sent to exec\047s result", x
-	printf "  %-44s %8d\n", "HTTP, token lookup, hops (client - frontend)", client - x - p50("fe-answer")
-	printf "  %-44s %8d\n", "client p50 (keep-alive, POST to answer)", client
-	printf "  %-44s %8d\n", "end record commit (after the answer)", p50("commit")
-	printf "  %-44s %8d\n", "exec busy making a pool sandbox (after)", p50("refill")
-	x = p50("teardown")
-	printf "  %-44s %8s\n", "teardown (after the answer, off the path)", x < 0 ? "-" : x
-}' "$T/verbose/log"
+	n = split("fe-in|frontend: request in to order sent|" \
+	    "fe-accepted|frontend: order sent to run accepted|" \
+	    "token|  vault: request parse and token lookup|" \
+	    "decide|  vault: tool, access, unseal, argv mask|" \
+	    "audit|  vault: the start record committed|" \
+	    "hops-in|  the two hops (accepted less the vault)|" \
+	    "setup|exec setup (order in to sandbox handed)|" \
+	    "spawn-to-execve|spawn to execve|" \
+	    "child|child lifetime (execve to reaped)|" \
+	    "output|output and redaction, to answer|" \
+	    "answer|answer written to the frontend|" \
+	    "exec|exec, sum of the above|" \
+	    "fe-result|frontend: order sent to exec\047s result|" \
+	    "fe-answer|frontend: exec\047s result to answer written|" \
+	    "outside|HTTP and hops outside the frontend\047s stamps|" \
+	    "meta|client p50 of GET /meta (HTTP alone)|" \
+	    "client|client p50 (keep-alive, POST to answer)|" \
+	    "commit|end record commit (after the answer)|" \
+	    "refill|exec busy making a pool sandbox (after)|" \
+	    "teardown|teardown (after the answer, off the path)", k, "|")
+	for (i = 1; i < n; i += 2)
+		if (other != "")
+			printf "  %-46s %7d %7d\n", k[i + 1], a[k[i]], b[k[i]]
+		else
+			printf "  %-46s %7d\n", k[i + 1], a[k[i]]
+}' "$T/this.p50" ${other:+"$T/other.p50"}
 
-# Batching: 4 clients on the verbose tregd, the ends per commit.
+# Batching: 4 clients on a verbose tregd, the ends per commit.
+vport=$(free_port)
+tregd_up "$top/tregd/tregd" "$vport" "$T/verbose" -v
+vpid=$upid
 before=$(wc -l < "$T/verbose/log")
 run_lua "$tok" > "$T/runv.lua"
 wrk -t4 -c4 -d3s -s "$T/runv.lua" "http://127.0.0.1:$vport/run" >/dev/null

@@ -80,7 +80,13 @@ struct front_req {
 	struct event		 ev_beat;
 	int			 beat_armed;
 	struct timespec		 begun, last_event;
-	struct timespec		 t_sent, t_acc, t_eof;	/* bench/run.sh -v */
+	struct timespec		 t_in, t_sent, t_acc, t_eof; /* run.sh -v */
+	/* GET /runs held until other workers committed their runs' ends. */
+	uint32_t		 syncs;		/* bit per worker asked */
+	uint32_t		 runs_seq;	/* runs_ended[worker] read */
+	struct api_request	*held_ar;
+	char			*held_payload;
+	size_t			 held_len;
 };
 RB_HEAD(front_tree, front_req);
 TAILQ_HEAD(front_list, front_req);
@@ -149,6 +155,12 @@ static struct imsgev		 iev_parent, iev_exec, iev_relay;
 static struct imsgev		 iev_vaults[VAULT_WORKERS_MAX];
 static int			 nvaults;
 static uint32_t			 vault_load[VAULT_WORKERS_MAX];
+/*
+ * Runs of each worker answered, and how many of their ends it said are
+ * committed (GET /runs; counters that wrap).
+ */
+static uint32_t			 runs_ended[VAULT_WORKERS_MAX];
+static uint32_t			 runs_settled[VAULT_WORKERS_MAX];
 static int			 vault_turn;
 static int			 listen_fds[CONF_LISTEN_MAX];
 static int			 nlisten_fds;
@@ -175,8 +187,14 @@ static void	front_request(struct http_conn *, const struct http_head *,
 		    const char *, size_t);
 static int	front_gone(void *, int);
 static int	front_vault_pick(void);
+static int	front_vault_pick_run(void);
 static struct front_req *front_of_worker(struct imsg *, int, const char *);
 static void	front_vault_done(struct front_req *);
+static void	front_vault_send(struct front_req *, struct api_request *,
+		    char *, size_t);
+static uint32_t	front_runs_sync(struct front_req *);
+static void	front_runs_synced(struct imsg *, int);
+static void	front_runs_settle(int, uint32_t);
 static void	front_response(struct blob *, int);
 static void	front_run_accepted(struct front_req *, struct imsg *);
 static void	front_run_output(struct imsg *);
@@ -414,6 +432,25 @@ front_of_worker(struct imsg *imsg, int w, const char *what)
 	return (fr);
 }
 
+/*
+ * A run goes to the worker of the last run unless another has fewer
+ * requests outstanding: a worker whose database pages another worker's
+ * commit did not change since its last run reads none of them again.
+ */
+static int
+front_vault_pick_run(void)
+{
+	static int	 last;
+	int		 w;
+
+	if (last >= nvaults)
+		last = 0;
+	for (w = 0; w < nvaults; w++)
+		if (vault_load[w] < vault_load[last])
+			last = w;
+	return (last);
+}
+
 struct imsgev *
 front_vault_take(int *w)
 {
@@ -426,6 +463,86 @@ void
 front_vault_give(int w)
 {
 	vault_load[w]--;
+}
+
+/* The request to its worker (fr->worker); payload is zeroed and freed. */
+static void
+front_vault_send(struct front_req *fr, struct api_request *ar, char *payload,
+    size_t len)
+{
+	fr->at_vault = 1;
+	vault_load[fr->worker]++;
+	/* Before: a worker woken by the send may run before this returns. */
+	clock_gettime(CLOCK_MONOTONIC, &fr->t_sent);
+	if (imsgev_send_blob(&iev_vaults[fr->worker], IMSG_API_REQUEST,
+	    fr->id, ar, sizeof(*ar), payload, len) == -1)
+		fatal("%s: send to vault", __func__);
+	freezero(payload, len + 1);
+	/* Its read commits the ends exec told it of before now. */
+	fr->runs_seq = runs_ended[fr->worker];
+}
+
+/*
+ * GET /runs reads what every worker wrote: a run's end is committed by
+ * the worker that started it a turn of its loop after exec told it,
+ * which may be after the client had its answer.  So the read goes to a
+ * worker with such ends (it commits them before it reads) and each other
+ * one is asked to commit its own first.  The workers asked, as bits.
+ */
+static uint32_t
+front_runs_sync(struct front_req *fr)
+{
+	uint32_t	 asked = 0;
+	int		 w;
+
+	fr->worker = -1;
+	for (w = 0; w < nvaults; w++) {
+		if ((int32_t)(runs_ended[w] - runs_settled[w]) <= 0)
+			continue;
+		if (fr->worker == -1) {
+			fr->worker = w;
+			continue;
+		}
+		if (imsgev_compose(&iev_vaults[w], IMSG_RUNS_SYNC, fr->id, -1,
+		    &runs_ended[w], sizeof(runs_ended[w])) == -1)
+			fatal("%s: compose", __func__);
+		asked |= 1U << w;
+	}
+	if (fr->worker == -1)
+		fr->worker = front_vault_pick();
+	return (asked);
+}
+
+/* A worker asked by front_runs_sync() committed its ends. */
+static void
+front_runs_synced(struct imsg *imsg, int w)
+{
+	struct front_req	*fr;
+	uint32_t		 seq;
+
+	if (imsg->datalen != sizeof(seq) ||
+	    (fr = front_find(imsg->hdr.id)) == NULL ||
+	    !(fr->syncs & (1U << w)))
+		fatalx("bad IMSG_RUNS_SYNC from %s", proc_worker_name(w));
+	memcpy(&seq, imsg->data, sizeof(seq));
+	if ((int32_t)(runs_ended[w] - seq) < 0)
+		fatalx("bad IMSG_RUNS_SYNC from %s", proc_worker_name(w));
+	front_runs_settle(w, seq);
+	fr->syncs &= ~(1U << w);
+	if (fr->syncs != 0)
+		return;
+	front_vault_send(fr, fr->held_ar, fr->held_payload, fr->held_len);
+	freezero(fr->held_ar, sizeof(*fr->held_ar));
+	fr->held_ar = NULL;
+	fr->held_payload = NULL;
+}
+
+/* Worker w committed the ends of its runs answered up to seq. */
+static void
+front_runs_settle(int w, uint32_t seq)
+{
+	if ((int32_t)(seq - runs_settled[w]) > 0)
+		runs_settled[w] = seq;
 }
 
 /* The worker is done with it (answered, or handed the run to exec). */
@@ -474,6 +591,9 @@ front_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
 		front_run_accepted(front_of_worker(imsg, w,
 		    "IMSG_RUN_ACCEPTED"), imsg);
 		break;
+	case IMSG_RUNS_SYNC:
+		front_runs_synced(imsg, w);
+		break;
 	case IMSG_METRICS_VAULT:
 		metrics_vault_report(w, imsg);
 		break;
@@ -498,6 +618,7 @@ front_dispatch_exec(struct imsgev *iev, struct imsg *imsg)
 			fatalx("bad IMSG_RUN_EOF from exec");
 		memcpy(&fr->result, imsg->data, sizeof(fr->result));
 		fr->eof = 1;
+		runs_ended[fr->worker]++;
 		clock_gettime(CLOCK_MONOTONIC, &fr->t_eof);
 		/* The vault's word may come after exec's end: it will. */
 		if (fr->accepted)
@@ -623,7 +744,9 @@ front_request(struct http_conn *conn, const struct http_head *h,
 	size_t			 namelen, querylen;
 	uint8_t			 hash[32];
 	int			 r, method;
+	struct timespec		 t_in;
 
+	clock_gettime(CLOCK_MONOTONIC, &t_in);
 	if (http_is_metrics(conn)) {
 		metrics_serve(conn, h);
 		return;
@@ -701,6 +824,7 @@ front_request(struct http_conn *conn, const struct http_head *h,
 	fr->id = front_new_id();
 	fr->conn = conn;
 	fr->route = m.route;
+	fr->t_in = t_in;
 	if (m.route == ROUTE_RUN) {
 		fr->is_run = 1;
 		if (body != NULL && (v = json_object_get(body, "stream")) &&
@@ -731,15 +855,20 @@ front_request(struct http_conn *conn, const struct http_head *h,
 	memcpy(payload + namelen, h->query.p, querylen);
 	if (bodylen > 0)
 		memcpy(payload + namelen + querylen, bodytext, bodylen);
-	fr->worker = front_vault_pick();
-	fr->at_vault = 1;
-	vault_load[fr->worker]++;
-	if (imsgev_send_blob(&iev_vaults[fr->worker], IMSG_API_REQUEST,
-	    fr->id, &ar, sizeof(ar), payload, namelen + querylen + bodylen) ==
-	    -1)
-		fatal("%s: send to vault", __func__);
-	clock_gettime(CLOCK_MONOTONIC, &fr->t_sent);
-	freezero(payload, namelen + querylen + bodylen + 1);
+	if (m.route == ROUTE_RUNS_LIST && (fr->syncs = front_runs_sync(fr))) {
+		/* Until the other workers' ends are committed. */
+		if ((fr->held_ar = malloc(sizeof(ar))) == NULL)
+			fatal("%s: malloc", __func__);
+		memcpy(fr->held_ar, &ar, sizeof(ar));
+		fr->held_payload = payload;
+		fr->held_len = namelen + querylen + bodylen;
+		goto out;
+	}
+	if (m.route == ROUTE_RUN)
+		fr->worker = front_vault_pick_run();
+	else if (m.route != ROUTE_RUNS_LIST)
+		fr->worker = front_vault_pick();
+	front_vault_send(fr, &ar, payload, namelen + querylen + bodylen);
  out:
 	explicit_bzero(&ar, sizeof(ar));
 	json_decref(body);
@@ -803,6 +932,10 @@ front_req_free(struct front_req *fr)
 			held -= evbuffer_get_length(fr->out[i]);
 			evbuffer_free(fr->out[i]);
 		}
+	if (fr->held_ar != NULL) {
+		freezero(fr->held_ar, sizeof(*fr->held_ar));
+		freezero(fr->held_payload, fr->held_len + 1);
+	}
 	free(fr);
 	front_release();
 }
@@ -818,6 +951,9 @@ front_response(struct blob *b, int w)
 	    ar.status < 100 || ar.status > 599)
 		fatalx("bad api response from %s", proc_worker_name(w));
 	front_vault_done(fr);
+	/* A read of the run log committed that worker's ends first. */
+	if (fr->route == ROUTE_RUNS_LIST && ar.status == 200)
+		front_runs_settle(w, fr->runs_seq);
 	if (fr->conn != NULL) {
 		/* A run's refusal after exec had it: ids came with ACCEPTED. */
 		if (ar.org_id != 0 || ar.user_id != 0)
@@ -1106,8 +1242,9 @@ front_run_finish(struct front_req *fr)
 	http_write(fr->conn, ",\"stdout\":\"", strlen(",\"stdout\":\""));
 	free(s);
 	if (log_getverbose() >= 1)
-		log_debug("run: frontend us: fe-accepted %.0f, "
+		log_debug("run: frontend us: fe-in %.0f, fe-accepted %.0f, "
 		    "fe-result %.0f, fe-answer %.0f",
+		    (ts_since(&fr->t_in) - ts_since(&fr->t_sent)) * 1e6,
 		    (ts_since(&fr->t_sent) - ts_since(&fr->t_acc)) * 1e6,
 		    (ts_since(&fr->t_sent) - ts_since(&fr->t_eof)) * 1e6,
 		    ts_since(&fr->t_eof) * 1e6);

@@ -181,6 +181,8 @@ enum imsg_type {
 
 	/* frontend -> vault */
 	IMSG_API_REQUEST,	/* blob: struct api_request + payload */
+	IMSG_RUNS_SYNC,		/* uint32_t runs answered: commit the ends
+				   exec told (and back, the same: done) */
 
 	/* vault -> frontend */
 	IMSG_API_RESPONSE,	/* blob: struct api_response + JSON body */

@@ -359,6 +359,11 @@ vault_dispatch_frontend(struct imsgev *iev, struct imsg *imsg)
 		if (b->datalen == 0)
 			vault_request(b);
 		break;
+	case IMSG_RUNS_SYNC:
+		if (imsg->datalen != sizeof(uint32_t))
+			fatalx("bad IMSG_RUNS_SYNC from frontend");
+		run_ends_sync(imsg);
+		break;
 	case IMSG_CALL_REQUEST:
 		b = blob_start(&vault_blobs, imsg, PROC_FRONTEND,
 		    sizeof(struct call_request),
@@ -607,6 +612,7 @@ vault_request(struct blob *b)
 	memset(&resp, 0, sizeof(resp));
 	memset(&auth, 0, sizeof(auth));
 	req.reqid = b->id;
+	req.t_in = mono_ns();
 	asker_org = asker_user = 0;
 	if (r == NULL) {
 		resp_error(&resp, 501, "not implemented by this tregd");
@@ -634,6 +640,12 @@ vault_request(struct blob *b)
 	if (r->min_role != ROLE_NONE) {
 		if (!ar.has_token) {
 			resp_error(&resp, 401, "not authenticated");
+			goto done;
+		}
+		/* A run's token and decision: one snapshot (vault_run.c). */
+		if (req.route == ROUTE_RUN && store_read_begin() == -1) {
+			resp_error(&resp, 503, "the database cannot be read — "
+			    "try again in a moment");
 			goto done;
 		}
 		if ((rc = auth_lookup(ar.token_hash, &auth)) != 0) {
@@ -676,6 +688,8 @@ vault_request(struct blob *b)
 		resp.status = 0;
 	}
  done:
+	if (req.route == ROUTE_RUN)
+		store_read_end();
 	vault_metrics_request();
 	if (resp.status != 0)
 		vault_respond(req.reqid, &resp);

@@ -50,6 +50,7 @@ struct vault_req {
 	json_t		*body;		/* parsed object, NULL when no body */
 	int		 proof_ok;
 	int		 stream;
+	int64_t		 t_in;		/* mono_ns() when it came in */
 };
 
 /*
@@ -167,6 +168,7 @@ void		 ctl_reload_done(uint32_t, const struct ctl_reload_done *);
 /* vault_run.c */
 void		 run_exit(struct imsg *);	/* IMSG_RUN_EXIT from exec */
 void		 run_ends_flush(void);	/* the ends queued, committed */
+void		 run_ends_sync(struct imsg *);	/* IMSG_RUNS_SYNC */
 int		 run_slots_used(void);
 /* Mask credential-looking arguments and registered secret values. */
 json_t		*argv_mask(int64_t, json_t *);
@@ -179,6 +181,7 @@ int		 slots_claim(int64_t, int, int, int *, int *);
 void		 slots_started(int, int64_t);
 void		 slots_release(int);
 int		 slots_in_flight(int64_t);
+int64_t		*slots_in_flight_ids(size_t *);
 int		 slots_used(int);	/* 1: this worker's only */
 
 /* vault_inject.c: a secret turned into what a CLI sees; a run's mask set. */

@@ -90,6 +90,7 @@ static int	run_args(struct vault_req *, struct vault_resp *, json_t **,
 static void	base_url_path(const char *, char *, size_t);
 static struct isecret *secs_get(struct secs *, int64_t, int64_t,
 		    struct vault_resp *);
+static struct secs *secs_new(void);
 static void	secs_clear(struct secs *);
 static int	secs_tool(struct secs *, int64_t, const struct tool_row *,
 		    struct vault_resp *);
@@ -102,6 +103,8 @@ static void	run_audit_end(const struct vrun *, const struct run_exit *,
 static void	run_ends_commit(int, short, void *);
 static void	run_exits_read(void);
 static int	run_in_flight(int64_t);
+struct runs_page;
+static int	runs_row_running(const struct runs_page *, int64_t);
 static int	runs_row(const struct store_runs_row *, void *);
 static int	runs_access_tool(const struct store_tool_item *, void *);
 static json_t	*runs_access_names(int64_t, json_t *);
@@ -205,11 +208,11 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	int			 timeout, used, rc, slot = -1;
 
 	memset(&t, 0, sizeof(t));
-	memset(&env, 0, sizeof(env));
-	memset(&xargs, 0, sizeof(xargs));
+	/* Only what is used is written, read and zeroed (they are big). */
+	env.n = xargs.n = 0;
 	pack_init(&pk);
-	if ((secs = calloc(1, sizeof(*secs))) == NULL ||
-	    (mask = calloc(1, sizeof(*mask))) == NULL)
+	secs = secs_new();
+	if ((mask = calloc(1, sizeof(*mask))) == NULL)
 		fatal("%s: calloc", __func__);
 	if (body_str(req, resp, "tool", 1, NAME_LEN_MAX, &name) == -1 ||
 	    run_args(req, resp, &args, &timeout) == -1)
@@ -252,6 +255,11 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 		    "'run allow'", bin);
 		goto out;
 	}
+	/*
+	 * The token, tool and rules were read in one snapshot (vault.c);
+	 * a refusal's row or exec's ends are written outside it.
+	 */
+	store_read_end();
 	/* 5a. cli.deny, as for grants: audited as DENY. */
 	noargs = json_array();
 	rc = cli_deny_refuse(a, &t, args ? args : noargs, "server_run", resp);
@@ -279,6 +287,11 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 		goto out;
 	}
 
+	/* The secrets and the argv's mask: one more snapshot. */
+	if (store_read_begin() == -1) {
+		db_fail(resp, "secrets");
+		goto out;
+	}
 	/* The inject entries, each with its secret put in. */
 	inject = json_object_get(t.cli, "inject");
 	json_array_foreach(inject, i, e) {
@@ -356,6 +369,7 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	    JSON_COMPACT)) == NULL)
 		fatalx("%s: argv", __func__);
 	json_decref(masked);
+	store_read_end();
 	/* Audit first: no committed row, nothing goes to exec. */
 	t_audit = mono_ns();
 	if ((audit_id = run_audit_start(a, t.name, margv)) == -1) {
@@ -404,14 +418,17 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	resp->status = 0;	/* exec and run_exit() answer */
 	/* bench/run.sh -v: the vault's share, in µs. */
 	if (log_getverbose() >= 1)
-		log_debug("run %u: vault us: decide %lld, audit %lld",
-		    vr->runid, (long long)(t_audit - t_in) / 1000,
+		log_debug("run %u: vault us: token %lld, decide %lld, "
+		    "audit %lld", vr->runid,
+		    (long long)(t_in - req->t_in) / 1000,
+		    (long long)(t_audit - t_in) / 1000,
 		    (long long)(mono_ns() - t_audit) / 1000);
 	goto out;
  toomany:
 	resp_error(resp, 422, "the secrets of tool '%s' have too many parts "
 	    "to be masked", t.name);
  out:
+	store_read_end();
 	if (slot != -1)
 		slots_release(slot);
 	redset_clear(mask);
@@ -574,6 +591,20 @@ run_exits_read(void)
 	run_ends_flush();
 }
 
+/*
+ * The frontend holds a GET /runs another worker answers until this one
+ * committed the ends exec told it of (exec tells before it answers).
+ */
+void
+run_ends_sync(struct imsg *imsg)
+{
+	run_exits_read();
+	/* The frontend's count of this worker's runs it answered, back. */
+	if (imsgev_compose(vault_frontend, IMSG_RUNS_SYNC, imsg->hdr.id, -1,
+	    imsg->data, imsg->datalen) == -1)
+		fatal("%s: compose", __func__);
+}
+
 /* exec's answer and the vault's record say the same. */
 enum run_outcome
 run_outcome_of(const struct run_exit *rx)
@@ -659,6 +690,18 @@ run_exit(struct imsg *imsg)
 /* ------------------------------------------------------------------ */
 /* Secrets of a run.                                                   */
 
+/* Entries past n are never read: not zeroed (90 KB a run). */
+static struct secs *
+secs_new(void)
+{
+	struct secs	*ss;
+
+	if ((ss = malloc(sizeof(*ss))) == NULL)
+		fatal("%s: malloc", __func__);
+	ss->n = 0;
+	return (ss);
+}
+
 static struct isecret *
 secs_get(struct secs *ss, int64_t org, int64_t id, struct vault_resp *resp)
 {
@@ -683,7 +726,8 @@ secs_clear(struct secs *ss)
 
 	for (i = 0; i < ss->n; i++)
 		secret_free(ss->s[i].val, ss->s[i].len);
-	explicit_bzero(ss, sizeof(*ss));
+	explicit_bzero(ss->s, ss->n * sizeof(ss->s[0]));
+	ss->n = 0;
 }
 
 /* The secrets of the tool's bindings (and its recorded uses). */
@@ -740,7 +784,26 @@ struct runs_page {
 	const struct auth	*auth;	/* NULL: tregctl, every tool */
 	json_t			*list;
 	size_t			 limit;
+	int64_t			*flight;	/* in flight before the read */
+	size_t			 nflight;
 };
+
+/*
+ * A row without its end is running if its run was in flight before the
+ * read began (its end, committed after, is not in what the read sees;
+ * its slot may be free by now) or is in flight now (its slot is marked
+ * just after its row is committed).
+ */
+static int
+runs_row_running(const struct runs_page *pg, int64_t id)
+{
+	size_t	 i;
+
+	for (i = 0; i < pg->nflight; i++)
+		if (pg->flight[i] == id)
+			return (1);
+	return (run_in_flight(id));
+}
 
 static int
 runs_row(const struct store_runs_row *r, void *arg)
@@ -759,8 +822,8 @@ runs_row(const struct store_runs_row *r, void *arg)
 	if (*r->outcome != '\0')
 		outcome = json_string(r->outcome);
 	else if (r->src == 's')
-		outcome = json_string(run_in_flight(r->id) ? "running" :
-		    run_outcome_name(RUN_INTERRUPTED));
+		outcome = json_string(runs_row_running(pg, r->id) ?
+		    "running" : run_outcome_name(RUN_INTERRUPTED));
 	else
 		outcome = json_null();
 	o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:s,s:s}",
@@ -863,8 +926,11 @@ runs_query(int64_t org, const struct auth *a, int limit, char bsrc,
 		json_array_foreach(names, i, v)
 			tools[n++] = json_string_value(v);
 	}
+	/* Before the read's snapshot: see runs_row_running(). */
+	pg.flight = slots_in_flight_ids(&pg.nflight);
 	rc = store_runs_page_tools(org, tools, n, bsrc, bid, limit, runs_row,
 	    &pg);
+	free(pg.flight);
 	free(tools);
 	json_decref(names);
 	if (rc != 0) {
@@ -1154,8 +1220,7 @@ argv_mask(int64_t org, json_t *argv)
 	if ((out = json_array()) == NULL || !json_is_array(argv) ||
 	    json_array_size(argv) == 0)
 		return (out);
-	if ((ss = calloc(1, sizeof(*ss))) == NULL)
-		fatal("%s: calloc", __func__);
+	ss = secs_new();
 	/* A secret that cannot be read is masked by the token rules only. */
 	(void)store_org_secrets_sealed(org, mask_secret_open, ss);
 

@@ -161,6 +161,28 @@ slots_in_flight(int64_t audit_id)
 	return (0);
 }
 
+/*
+ * The audit ids of the runs in flight now, every worker's, in a new
+ * array of *n.
+ */
+int64_t *
+slots_in_flight_ids(size_t *n)
+{
+	struct slot_table	*t = slots_table();
+	int64_t			*ids, id;
+	int			 i;
+
+	if ((ids = calloc(SLOTS_MAX, sizeof(*ids))) == NULL)
+		fatal("%s: calloc", __func__);
+	*n = 0;
+	for (i = 0; i < SLOTS_MAX; i++)
+		if (__atomic_load_n(&t->s[i].used, __ATOMIC_ACQUIRE) &&
+		    (id = __atomic_load_n(&t->s[i].audit_id,
+		    __ATOMIC_ACQUIRE)) != 0)
+			ids[(*n)++] = id;
+	return (ids);
+}
+
 /* Slots held on the host (mine: by this worker only). */
 int
 slots_used(int mine)

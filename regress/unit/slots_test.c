@@ -1,8 +1,9 @@
 /*
  * slots_test: the run slots the vault workers share (tregd/vault_slots.c):
  * the server's limit and the user's share, a slot freed for the next
- * run, a run in flight seen by its audit row, and several processes
- * claiming at once on one table never taking more than the limit.
+ * run, a run in flight seen by its audit row, the list of the runs in
+ * flight, and several processes claiming at once on one table never
+ * taking more than the limit.
  */
 
 #include <sys/types.h>
@@ -63,6 +64,36 @@ ATF_TC_BODY(in_flight_by_audit_row, tc)
 #define ROUNDS	20000
 #define MAX	3
 
+ATF_TC_WITHOUT_HEAD(in_flight_ids_are_the_started_runs);
+ATF_TC_BODY(in_flight_ids_are_the_started_runs, tc)
+{
+	int64_t	*ids;
+	size_t	 n;
+	int	 s[3], used;
+
+	ATF_REQUIRE_EQ(slots_claim(1, 4, 4, &s[0], &used), 0);
+	ATF_REQUIRE_EQ(slots_claim(1, 4, 4, &s[1], &used), 0);
+	ATF_REQUIRE_EQ(slots_claim(2, 4, 4, &s[2], &used), 0);
+	slots_started(s[0], 42);
+	slots_started(s[2], 44);
+	/* s[1] is claimed, not yet handed to exec: it has no row yet. */
+	ids = slots_in_flight_ids(&n);
+	ATF_REQUIRE_EQ(n, 2);
+	ATF_CHECK((ids[0] == 42 && ids[1] == 44) ||
+	    (ids[0] == 44 && ids[1] == 42));
+	free(ids);
+	slots_release(s[0]);
+	ids = slots_in_flight_ids(&n);
+	ATF_REQUIRE_EQ(n, 1);
+	ATF_CHECK_EQ(ids[0], 44);
+	free(ids);
+	slots_release(s[1]);
+	slots_release(s[2]);
+	ids = slots_in_flight_ids(&n);
+	ATF_CHECK_EQ(n, 0);
+	free(ids);
+}
+
 ATF_TC_WITHOUT_HEAD(workers_never_exceed_the_limit);
 ATF_TC_BODY(workers_never_exceed_the_limit, tc)
 {
@@ -99,6 +130,7 @@ ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, server_limit_then_user_share);
 	ATF_TP_ADD_TC(tp, in_flight_by_audit_row);
+	ATF_TP_ADD_TC(tp, in_flight_ids_are_the_started_runs);
 	ATF_TP_ADD_TC(tp, workers_never_exceed_the_limit);
 	return (atf_no_error());
 }
