@@ -6,6 +6,10 @@
  * close) and a write timeout; connections are capped in total and per
  * client address, and the excess is refused at once.  Requests on a
  * connection are served one at a time, in order (pipelining).
+ *
+ * A plain connection writes what a loop turn queued at the end of that
+ * turn, in one writev, and waits for EV_WRITE only while the socket is
+ * full: an answer costs no epoll_ctl and no extra wake-up.
  */
 
 #include <sys/types.h>
@@ -94,6 +98,10 @@ struct http_conn {
 	int			 relayed;
 	char			*extra;
 	size_t			 extralen;
+	/* Output queued this loop turn (plain connections). */
+	struct evbuffer_cb_entry *outcb;
+	TAILQ_ENTRY(http_conn)	 wentry;
+	int			 wqueued;
 };
 TAILQ_HEAD(conn_list, http_conn);
 
@@ -105,6 +113,8 @@ static struct event_base	*http_base;
 static http_request_fn		 http_request_cb;
 static http_gone_fn		 http_gone_cb;
 static struct conn_list		 conns = TAILQ_HEAD_INITIALIZER(conns);
+static struct conn_list		 wconns = TAILQ_HEAD_INITIALIZER(wconns);
+static struct event		 wturn;
 static struct addr_tree		 addrs = RB_INITIALIZER(&addrs);
 static int			 nconns;
 static struct evconnlistener	*listeners[2 * CONF_LISTEN_MAX];
@@ -126,6 +136,10 @@ static void	http_peek(int, short, void *);
 static void	http_start(struct http_conn *);
 static void	http_readcb(struct bufferevent *, void *);
 static void	http_writecb(struct bufferevent *, void *);
+static void	http_outcb(struct evbuffer *, const struct evbuffer_cb_info *,
+		    void *);
+static void	http_write_turn(int, short, void *);
+static void	http_flush(struct http_conn *);
 static void	http_eventcb(struct bufferevent *, short, void *);
 static void	http_timer(int, short, void *);
 static void	http_deadline(struct http_conn *, const struct timeval *);
@@ -195,6 +209,7 @@ http_serve(void)
 {
 	int	 i;
 
+	event_set(&wturn, -1, 0, http_write_turn, NULL);
 	for (i = 0; i < nlisteners; i++)
 		if (evconnlistener_enable(listeners[i]) == -1)
 			fatalx("evconnlistener_enable");
@@ -413,7 +428,17 @@ http_start(struct http_conn *c)
 	bufferevent_setwatermark(c->bev, EV_READ, 0,
 	    hc.body_max + HTTP_HEADERS_MAX + 4096);
 	bufferevent_set_timeouts(c->bev, NULL, &hc.write);
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	if (c->tls)
+		bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	else {
+		c->outcb = evbuffer_add_cb(bufferevent_get_output(c->bev),
+		    http_outcb, c);
+		if (c->outcb == NULL)
+			fatalx("%s: evbuffer_add_cb", __func__);
+		/* A new bufferevent has EV_WRITE enabled. */
+		bufferevent_disable(c->bev, EV_WRITE);
+		bufferevent_enable(c->bev, EV_READ);
+	}
 	http_deadline(c, &hc.header);
 }
 
@@ -877,11 +902,71 @@ http_reply_end(struct http_conn *c)
 		http_finish(c);
 }
 
+/* Bytes were queued on a plain connection: written at the turn's end. */
+static void
+http_outcb(struct evbuffer *out, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	struct http_conn	*c = arg;
+
+	if (info->n_added == 0 || c->wqueued)
+		return;
+	c->wqueued = 1;
+	TAILQ_INSERT_TAIL(&wconns, c, wentry);
+	if (!event_pending(&wturn, EV_WRITE, NULL))
+		event_active(&wturn, EV_WRITE, 1);
+}
+
+/* Run once the loop turn's other callbacks ran. */
+static void
+http_write_turn(int fd, short ev, void *arg)
+{
+	struct http_conn	*c;
+
+	while ((c = TAILQ_FIRST(&wconns)) != NULL) {
+		TAILQ_REMOVE(&wconns, c, wentry);
+		c->wqueued = 0;
+		http_flush(c);
+	}
+}
+
+/*
+ * One writev of what is queued; EV_WRITE (and its timeout) only for what
+ * the socket did not take.
+ */
+static void
+http_flush(struct http_conn *c)
+{
+	struct evbuffer	*out = bufferevent_get_output(c->bev);
+	int		 n;
+
+	if ((bufferevent_get_enabled(c->bev) & EV_WRITE) ||
+	    evbuffer_get_length(out) == 0)
+		return;
+	/* The bufferevent keeps its output's start frozen but to write. */
+	evbuffer_unfreeze(out, 1);
+	while ((n = evbuffer_write(out, c->fd)) == -1 && errno == EINTR)
+		;
+	evbuffer_freeze(out, 1);
+	if (n == -1 && errno != EAGAIN) {
+		http_eventcb(c->bev, BEV_EVENT_WRITING | BEV_EVENT_ERROR, c);
+		return;
+	}
+	if (evbuffer_get_length(out) > 0) {
+		bufferevent_enable(c->bev, EV_WRITE);
+		return;
+	}
+	http_writecb(c->bev, c);
+}
+
 static void
 http_writecb(struct bufferevent *bev, void *arg)
 {
 	struct http_conn	*c = arg;
 
+	/* Drained: a plain connection writes from the loop turn again. */
+	if (!c->tls)
+		bufferevent_disable(bev, EV_WRITE);
 	if (c->state == HC_DONE)
 		http_finish(c);
 	else if (c->state == HC_BUSY && c->arg != NULL && c->drain != NULL)
@@ -1000,6 +1085,11 @@ http_free(struct http_conn *c)
 		http_log(c, " (client gone)");
 	}
 	evtimer_del(&c->timer);
+	if (c->wqueued)
+		TAILQ_REMOVE(&wconns, c, wentry);
+	if (c->outcb != NULL)
+		evbuffer_remove_cb_entry(bufferevent_get_output(c->bev),
+		    c->outcb);
 	if (c->bev != NULL)
 		bufferevent_free(c->bev);
 	else if (c->fd != -1)

@@ -23,6 +23,9 @@ def connect(port, src=None, rcvbuf=None):
     if rcvbuf:
         # Before connect: the window is agreed on in the handshake.
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        # And a network's segment size: with loopback's 64 KiB one the
+        # daemon's kernel takes some 2 MB of an answer nobody reads.
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 1400)
     if src:
         s.bind((src, 0))
     s.connect(("127.0.0.1", port))
