@@ -543,15 +543,26 @@ http_process(struct http_conn *c)
 	}
 }
 
+/*
+ * Request ids from a pool refilled 64 at a time: arc4random_buf() checks
+ * for a fork (a getpid(2)) on every call.
+ */
 static void
 http_new_reqid(char *buf, size_t len)
 {
 	static const char	 hex[] = "0123456789abcdef";
-	uint8_t			 r[8];
+	static uint8_t		 pool[64 * 8];
+	static size_t		 used = sizeof(pool);
+	uint8_t			*r;
 	size_t			 i;
 
-	arc4random_buf(r, sizeof(r));
-	for (i = 0; i < sizeof(r) && 2 * i + 2 < len; i++) {
+	if (used == sizeof(pool)) {
+		arc4random_buf(pool, sizeof(pool));
+		used = 0;
+	}
+	r = pool + used;
+	used += 8;
+	for (i = 0; i < 8 && 2 * i + 2 < len; i++) {
 		buf[2 * i] = hex[r[i] >> 4];
 		buf[2 * i + 1] = hex[r[i] & 0xf];
 	}
