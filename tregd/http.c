@@ -9,7 +9,9 @@
  *
  * A plain connection writes what a loop turn queued at the end of that
  * turn, in one writev, and waits for EV_WRITE only while the socket is
- * full: an answer costs no epoll_ctl and no extra wake-up.
+ * full: an answer costs no epoll_ctl and no extra wake-up.  It reads
+ * with an event of its own, without the FIONREAD ioctl libevent's
+ * evbuffer_read() makes before every read.
  */
 
 #include <sys/types.h>
@@ -41,6 +43,7 @@
 #include "tregd.h"
 
 #define HTTP_LINGER_BYTES	(16 * 1024 * 1024)
+#define HTTP_READ_MAX		(64 * 1024)	/* one read(2), plain */
 #define HTTP_HSTS		"max-age=31536000"
 #define TLS_CIPHERS		"ECDHE+AESGCM:ECDHE+CHACHA20"
 
@@ -102,6 +105,12 @@ struct http_conn {
 	struct evbuffer_cb_entry *outcb;
 	TAILQ_ENTRY(http_conn)	 wentry;
 	int			 wqueued;
+	/* Reading (plain connections): up to rmax bytes held. */
+	struct event		 rev;
+	int			 rev_set;
+	int			 rpaused;
+	int			 reof;
+	size_t			 rmax;
 };
 TAILQ_HEAD(conn_list, http_conn);
 
@@ -135,6 +144,10 @@ static struct http_addr *addr_get(const struct sockaddr *);
 static void	http_peek(int, short, void *);
 static void	http_start(struct http_conn *);
 static void	http_readcb(struct bufferevent *, void *);
+static void	http_read_plain(int, short, void *);
+static void	http_incb(struct evbuffer *, const struct evbuffer_cb_info *,
+		    void *);
+static void	http_read_max(struct http_conn *, size_t);
 static void	http_writecb(struct bufferevent *, void *);
 static void	http_outcb(struct evbuffer *, const struct evbuffer_cb_info *,
 		    void *);
@@ -424,21 +437,25 @@ static void
 http_start(struct http_conn *c)
 {
 	bufferevent_setcb(c->bev, http_readcb, http_writecb, http_eventcb, c);
-	/* A head and its body; less while a request is served. */
-	bufferevent_setwatermark(c->bev, EV_READ, 0,
-	    hc.body_max + HTTP_HEADERS_MAX + 4096);
 	bufferevent_set_timeouts(c->bev, NULL, &hc.write);
 	if (c->tls)
 		bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	else {
 		c->outcb = evbuffer_add_cb(bufferevent_get_output(c->bev),
 		    http_outcb, c);
-		if (c->outcb == NULL)
+		if (c->outcb == NULL ||
+		    evbuffer_add_cb(bufferevent_get_input(c->bev), http_incb,
+		    c) == NULL)
 			fatalx("%s: evbuffer_add_cb", __func__);
 		/* A new bufferevent has EV_WRITE enabled. */
-		bufferevent_disable(c->bev, EV_WRITE);
-		bufferevent_enable(c->bev, EV_READ);
+		bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+		event_set(&c->rev, c->fd, EV_READ | EV_PERSIST,
+		    http_read_plain, c);
+		c->rev_set = 1;
+		c->rpaused = 1;
 	}
+	/* A head and its body; less while a request is served. */
+	http_read_max(c, hc.body_max + HTTP_HEADERS_MAX + 4096);
 	http_deadline(c, &hc.header);
 }
 
@@ -511,6 +528,78 @@ static void
 http_readcb(struct bufferevent *bev, void *arg)
 {
 	http_process(arg);
+}
+
+/* How much input a connection holds before it stops reading. */
+static void
+http_read_max(struct http_conn *c, size_t max)
+{
+	if (c->tls) {
+		bufferevent_setwatermark(c->bev, EV_READ, 0, max);
+		return;
+	}
+	c->rmax = max;
+	http_incb(bufferevent_get_input(c->bev), NULL, c);
+}
+
+/* Input was consumed (or its bound moved): read again below the bound. */
+static void
+http_incb(struct evbuffer *in, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	struct http_conn	*c = arg;
+
+	if (!c->rpaused || c->reof || evbuffer_get_length(in) >= c->rmax)
+		return;
+	c->rpaused = 0;
+	event_add(&c->rev, NULL);
+}
+
+/* One read(2) into the input, then the requests it completes. */
+static void
+http_read_plain(int fd, short ev, void *arg)
+{
+	struct http_conn	*c = arg;
+	struct evbuffer		*in = bufferevent_get_input(c->bev);
+	struct evbuffer_iovec	 v[2];
+	struct iovec		 iov[2];
+	size_t			 len = evbuffer_get_length(in), want, left;
+	ssize_t			 n;
+	int			 nv, i, err;
+
+	if (len >= c->rmax) {
+		event_del(&c->rev);
+		c->rpaused = 1;
+		return;
+	}
+	want = c->rmax - len < HTTP_READ_MAX ? c->rmax - len : HTTP_READ_MAX;
+	/* The bufferevent keeps its input's end frozen but to read. */
+	evbuffer_unfreeze(in, 0);
+	if ((nv = evbuffer_reserve_space(in, want, v, 2)) <= 0)
+		fatalx("%s: evbuffer_reserve_space", __func__);
+	for (i = 0, left = want; i < nv; i++) {
+		iov[i].iov_base = v[i].iov_base;
+		iov[i].iov_len = left < v[i].iov_len ? left : v[i].iov_len;
+		left -= iov[i].iov_len;
+	}
+	n = readv(fd, iov, nv);
+	err = errno;
+	for (i = 0, left = n > 0 ? n : 0; i < nv && left > 0; i++) {
+		v[i].iov_len = left < iov[i].iov_len ? left : iov[i].iov_len;
+		left -= v[i].iov_len;
+	}
+	evbuffer_commit_space(in, v, i);
+	evbuffer_freeze(in, 0);
+	if (n == -1 && (err == EAGAIN || err == EINTR))
+		return;
+	if (n <= 0) {
+		event_del(&c->rev);
+		c->rpaused = c->reof = 1;
+		http_eventcb(c->bev, BEV_EVENT_READING |
+		    (n == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR), c);
+		return;
+	}
+	http_process(c);
 }
 
 static void
@@ -659,7 +748,7 @@ http_dispatch(struct http_conn *c)
 	c->dispatched = 1;
 	http_deadline(c, NULL);
 	/* What a client pipelines meanwhile waits, up to one head. */
-	bufferevent_setwatermark(c->bev, EV_READ, 0, HTTP_HEADERS_MAX + 4096);
+	http_read_max(c, HTTP_HEADERS_MAX + 4096);
 	if (c->need > 0)
 		body = (const char *)evbuffer_pullup(in, c->need);
 	http_request_cb(c, &c->h, body, c->need);
@@ -1003,8 +1092,7 @@ http_finish(struct http_conn *c)
 		return;
 	}
 	c->state = HC_HEAD;
-	bufferevent_setwatermark(c->bev, EV_READ, 0,
-	    hc.body_max + HTTP_HEADERS_MAX + 4096);
+	http_read_max(c, hc.body_max + HTTP_HEADERS_MAX + 4096);
 	c->has_bytes = 0;
 	c->dispatched = 0;
 	c->status = 0;
@@ -1096,6 +1184,9 @@ http_free(struct http_conn *c)
 		http_log(c, " (client gone)");
 	}
 	evtimer_del(&c->timer);
+	if (c->rev_set)
+		event_del(&c->rev);
+	c->reof = 1;		/* the input's callback reads no more */
 	if (c->wqueued)
 		TAILQ_REMOVE(&wconns, c, wentry);
 	if (c->outcb != NULL)
