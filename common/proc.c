@@ -17,6 +17,8 @@
 #include "tregd.h"
 
 static void	imsgev_handler(int, short, void *);
+static void	imsgev_turn(int, short, void *);
+static void	imsgev_write(struct imsgev *);
 
 void
 imsgev_init(struct imsgev *iev, int fd, int peer, const char *name,
@@ -33,6 +35,7 @@ imsgev_init(struct imsgev *iev, int fd, int peer, const char *name,
 	iev->events = EV_READ | EV_PERSIST;
 	event_set(&iev->ev, fd, iev->events, imsgev_handler, iev);
 	event_add(&iev->ev, NULL);
+	event_set(&iev->turn, -1, 0, imsgev_turn, iev);
 }
 
 void
@@ -41,6 +44,7 @@ imsgev_clear(struct imsgev *iev)
 	if (iev->dead == 2)
 		return;
 	event_del(&iev->ev);
+	event_del(&iev->turn);
 	close(iev->ibuf.fd);
 	imsgbuf_clear(&iev->ibuf);
 	iev->dead = 2;
@@ -54,11 +58,44 @@ imsgev_clear(struct imsgev *iev)
 void
 imsgev_update(struct imsgev *iev)
 {
+	size_t	 qlen = imsgbuf_queuelen(&iev->ibuf);
+
+	if (iev->dead || (iev->corked && qlen < IMSGEV_CORK_MAX))
+		return;
+	if (iev->coalesce && qlen > 0 && qlen < IMSGEV_CORK_MAX) {
+		if (!event_pending(&iev->turn, EV_WRITE, NULL))
+			event_active(&iev->turn, EV_WRITE, 1);
+		return;
+	}
+	imsgev_write(iev);
+}
+
+/*
+ * A channel whose writes wait for the end of the loop turn: what every
+ * callback of one epoll_wait(2) composed leaves in one sendmsg, not one
+ * each.  (Still at once past IMSGEV_CORK_MAX messages.)
+ */
+void
+imsgev_coalesce(struct imsgev *iev)
+{
+	iev->coalesce = 1;
+}
+
+/* Run after the callbacks already active in this loop turn. */
+static void
+imsgev_turn(int fd, short event, void *arg)
+{
+	struct imsgev	*iev = arg;
+
+	if (!iev->dead && iev->corked == 0)
+		imsgev_write(iev);
+}
+
+static void
+imsgev_write(struct imsgev *iev)
+{
 	short	 events = EV_READ | EV_PERSIST;
 
-	if (iev->dead || (iev->corked &&
-	    imsgbuf_queuelen(&iev->ibuf) < IMSGEV_CORK_MAX))
-		return;
 	if (imsgbuf_queuelen(&iev->ibuf) > 0)
 		(void)imsgbuf_write(&iev->ibuf);	/* errors: see handler */
 	if (imsgbuf_queuelen(&iev->ibuf) > 0)

@@ -35,6 +35,8 @@ struct imsgev {
 	int			 dead;
 	int			 untrusted;	/* a client: corrupt closes */
 	int			 corked;	/* writes wait for the uncork */
+	int			 coalesce;	/* writes wait for the turn's end */
+	struct event		 turn;
 };
 
 void	 imsgev_init(struct imsgev *, int, int, const char *, imsgev_fn,
@@ -50,6 +52,7 @@ void	 imsgev_update(struct imsgev *);
 #define IMSGEV_CORK_MAX	16	/* messages held back at the most */
 void	 imsgev_cork(struct imsgev *);
 void	 imsgev_uncork(struct imsgev *);
+void	 imsgev_coalesce(struct imsgev *);
 
 /* A payload being gathered. */
 struct blob {

@@ -369,6 +369,8 @@ front_config(struct imsg *imsg)
 static void
 front_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 {
+	int	 i;
+
 	switch (imsg->hdr.type) {
 	case IMSG_CONF:
 		proc_conf_recv(imsg, &front_conf);
@@ -388,6 +390,10 @@ front_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 		if (imsg->datalen != 0 || serving)
 			fatalx("%s: bad IMSG_SERVE", __func__);
 		serving = 1;
+		/* What one loop turn sends a peer leaves in one sendmsg. */
+		for (i = 0; i < nvaults; i++)
+			imsgev_coalesce(&iev_vaults[i]);
+		imsgev_coalesce(&iev_relay);
 		http_serve();
 		break;
 	default:

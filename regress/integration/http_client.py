@@ -3,6 +3,8 @@
 # many connections, a client that never reads).
 #
 #   http_client.py raw PORT            send stdin as is, print the answer
+#   http_client.py halfclose PORT      the same, shutting the sending side
+#                                      down right after the request
 #   http_client.py big413 PORT N       POST N body bytes before reading
 #   http_client.py trickle PORT N SECS N connections, one byte every 2 s
 #   http_client.py noread PORT N TOKEN SECS [stream [COMMAND]]
@@ -23,6 +25,9 @@ def connect(port, src=None, rcvbuf=None):
     if rcvbuf:
         # Before connect: the window is agreed on in the handshake.
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        # And a network's segment size: with loopback's 64 KiB one the
+        # daemon's kernel takes some 2 MB of an answer nobody reads.
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 1400)
     if src:
         s.bind((src, 0))
     s.connect(("127.0.0.1", port))
@@ -50,9 +55,11 @@ def raise_nofile():
 
 def main():
     cmd, port = sys.argv[1], int(sys.argv[2])
-    if cmd == "raw":
+    if cmd in ("raw", "halfclose"):
         s = connect(port)
         s.sendall(sys.stdin.buffer.read())
+        if cmd == "halfclose":
+            s.shutdown(socket.SHUT_WR)
         sys.stdout.buffer.write(read_all(s, 2.0))
     elif cmd == "big413":
         n = int(sys.argv[3])

@@ -19,7 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event.h>
+
 #include "imsg.h"
+#include "proc.h"
 
 #define WAIT_MS		5000
 
@@ -837,6 +840,86 @@ ATF_TC_BODY(clear_closes_queued_and_received_descriptors, tc)
 	close(sv[1]);
 }
 
+/* A coalescing channel: what one loop turn composed, seen from its peer. */
+struct turn_case {
+	struct imsgev	 iev;
+	int		 peer;		/* the other end */
+	int		 n;		/* messages to compose */
+	int		 early;		/* bytes seen before the turn ended */
+};
+
+static void
+turn_noop(struct imsgev *iev, struct imsg *imsg)
+{
+}
+
+static void
+turn_compose(int fd, short ev, void *arg)
+{
+	struct turn_case	*tc = arg;
+	char			 c;
+	int			 i;
+
+	for (i = 0; i < tc->n; i++)
+		ATF_REQUIRE(imsgev_compose(&tc->iev, 7, i, -1, "abc", 3) == 0);
+	tc->early = recv(tc->peer, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+}
+
+/* Compose tc->n messages in one callback; returns how many arrived. */
+static int
+turn_run(struct turn_case *tc)
+{
+	struct event_base	*base;
+	struct event		 ev;
+	struct imsgbuf		 r;
+	struct imsg		 imsg;
+	struct timeval		 tv = { 0, 0 };
+	int			 sv[2], got = 0;
+
+	socket_pair(sv);
+	ATF_REQUIRE((base = event_init()) != NULL);
+	imsgev_init(&tc->iev, sv[0], 0, "peer", turn_noop, NULL, NULL);
+	imsgev_coalesce(&tc->iev);
+	tc->peer = sv[1];
+	evtimer_set(&ev, turn_compose, tc);
+	evtimer_add(&ev, &tv);
+	ATF_REQUIRE(event_loop(EVLOOP_ONCE) == 0);
+	ATF_REQUIRE(imsgbuf_init(&r, sv[1]) == 0);
+	while (got < tc->n) {
+		recv_one(NULL, &r, &imsg);
+		ATF_REQUIRE_EQ(imsg.hdr.id, (uint32_t)got);
+		imsg_free(&imsg);
+		got++;
+	}
+	imsgbuf_clear(&r);
+	imsgev_clear(&tc->iev);
+	close(sv[1]);
+	event_base_free(base);
+	return got;
+}
+
+ATF_TC_WITHOUT_HEAD(coalesced_messages_leave_at_the_end_of_the_loop_turn);
+ATF_TC_BODY(coalesced_messages_leave_at_the_end_of_the_loop_turn, tc)
+{
+	struct turn_case	 t;
+
+	memset(&t, 0, sizeof(t));
+	t.n = 3;
+	ATF_REQUIRE_EQ(turn_run(&t), 3);
+	ATF_REQUIRE_MSG(!t.early, "written before the turn ended");
+}
+
+ATF_TC_WITHOUT_HEAD(a_full_coalesced_queue_is_written_at_once);
+ATF_TC_BODY(a_full_coalesced_queue_is_written_at_once, tc)
+{
+	struct turn_case	 t;
+
+	memset(&t, 0, sizeof(t));
+	t.n = IMSGEV_CORK_MAX;
+	ATF_REQUIRE_EQ(turn_run(&t), IMSGEV_CORK_MAX);
+	ATF_REQUIRE_MSG(t.early, "held back past IMSGEV_CORK_MAX messages");
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, round_trip_preserves_sizes_contents_type_and_id);
@@ -856,5 +939,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, full_read_buffer_asks_for_imsg_get_first);
 	ATF_TP_ADD_TC(tp, lost_descriptors_are_an_error_and_leak_nothing);
 	ATF_TP_ADD_TC(tp, clear_closes_queued_and_received_descriptors);
+	ATF_TP_ADD_TC(tp, coalesced_messages_leave_at_the_end_of_the_loop_turn);
+	ATF_TP_ADD_TC(tp, a_full_coalesced_queue_is_written_at_once);
 	return atf_no_error();
 }
