@@ -425,7 +425,7 @@ static void
 rh_tmo_connect(int fd, short ev, void *arg)
 {
 	relay_cork(1);
-	rhttp_fail(arg, 504, "the upstream did not answer in time");
+	rhttp_fail(arg, 504, "the upstream could not be reached in time");
 	relay_cork(0);
 }
 
