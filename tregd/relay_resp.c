@@ -261,6 +261,11 @@ rr_head_kept(const char *line, size_t len)
 
 	if ((colon = memchr(line, ':', len)) == NULL)
 		return (0);
+	/* A NUL or a CR inside would make two lines of one on the way out. */
+	if (len > 0 && line[len - 1] == '\r')
+		len--;
+	if (memchr(line, '\0', len) != NULL || memchr(line, '\r', len) != NULL)
+		return (0);
 	n = colon - line;
 	if (n >= 7 && strncasecmp(line, "X-Treg-", 7) == 0)
 		return (0);
