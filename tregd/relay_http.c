@@ -442,6 +442,7 @@ void
 rhttp_fail(struct rcall *rc, int status, const char *detail)
 {
 	if (rc->head_sent) {
+		rresp_flush(rc);	/* what came, to the cut */
 		rhttp_end(rc, 0);
 		relay_finish(rc, 1);
 		return;
