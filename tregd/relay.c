@@ -412,6 +412,10 @@ relay_host(struct rcall *rc)
 	char		 port[8];
 	size_t		 n;
 
+	/* No white space or control byte: the request line stays one. */
+	for (e = p; *e != '\0'; e++)
+		if ((unsigned char)*e <= 0x20 || *e == 0x7f)
+			return (-1);
 	if (strncasecmp(p, "http://", 7) == 0)
 		p += 7;
 	else if (strncasecmp(p, "https://", 8) == 0) {

@@ -128,5 +128,6 @@ struct evbuffer *rhttp_input(struct rcall *);
 /* relay_resp.c */
 void	 rresp_input(struct rcall *);
 int	 rresp_eof(struct rcall *);
+void	 rresp_flush(struct rcall *);
 
 #endif /* RELAY_H */

@@ -425,7 +425,7 @@ static void
 rh_tmo_connect(int fd, short ev, void *arg)
 {
 	relay_cork(1);
-	rhttp_fail(arg, 504, "the upstream did not answer in time");
+	rhttp_fail(arg, 504, "the upstream could not be reached in time");
 	relay_cork(0);
 }
 
@@ -442,6 +442,7 @@ void
 rhttp_fail(struct rcall *rc, int status, const char *detail)
 {
 	if (rc->head_sent) {
+		rresp_flush(rc);	/* what came, to the cut */
 		rhttp_end(rc, 0);
 		relay_finish(rc, 1);
 		return;

@@ -62,12 +62,19 @@ rresp_eof(struct rcall *rc)
 	return (0);
 }
 
+/* What the redactor still holds (masked) goes: the answer ended. */
+void
+rresp_flush(struct rcall *rc)
+{
+	if (redact_finish(rc->rd, rr_out, rc) == -1)
+		fatal("%s: redact_finish", __func__);
+}
+
 /* The answer was read to its end: 1 if the call still goes on, else -1. */
 static int
 rr_complete(struct rcall *rc)
 {
-	if (redact_finish(rc->rd, rr_out, rc) == -1)
-		fatal("%s: redact_finish", __func__);
+	rresp_flush(rc);
 	rhttp_end(rc, 1);
 	relay_finish(rc, 0);
 	return (-1);
@@ -260,6 +267,11 @@ rr_head_kept(const char *line, size_t len)
 	size_t		 i, n;
 
 	if ((colon = memchr(line, ':', len)) == NULL)
+		return (0);
+	/* A NUL or a CR inside would make two lines of one on the way out. */
+	if (len > 0 && line[len - 1] == '\r')
+		len--;
+	if (memchr(line, '\0', len) != NULL || memchr(line, '\r', len) != NULL)
 		return (0);
 	n = colon - line;
 	if (n >= 7 && strncasecmp(line, "X-Treg-", 7) == 0)

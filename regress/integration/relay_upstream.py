@@ -98,6 +98,12 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(b"until the end\n" * 1000)
+        elif path == "/nul":
+            # A NUL in a header line, and what follows it a line of its own?
+            self.send(200, b"{}", extra=[
+                ("X-Split", "a\0Content-Security-Policy: none"),
+                ("X-Cr", "b\rX-Content-Type-Options: sniff"),
+                ("X-Fine", "c")])
         elif path == "/hang":
             time.sleep(3)
             self.send(200, b"{}")
