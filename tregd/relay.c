@@ -102,6 +102,7 @@ relay_main(int debug, int verbose)
 	struct passwd		*pw = NULL;
 	char			*ca;
 	size_t			 calen;
+	int			 i;
 
 	proc_child_init(PROC_RELAY, &iev_parent, debug, verbose,
 	    relay_dispatch_parent, relay_closed, relay_config);
@@ -128,6 +129,10 @@ relay_main(int debug, int verbose)
 	memset(&paths, 0, sizeof(paths));
 	sandbox_confine(SANDBOX_RELAY, &paths);
 
+	/* What the calls of one loop turn send a peer: one sendmsg. */
+	imsgev_coalesce(&iev_frontend);
+	for (i = 0; i < nvaults; i++)
+		imsgev_coalesce(&iev_vaults[i]);
 	proc_child_run(relay_sig);
 }
 
