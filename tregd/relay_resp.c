@@ -24,6 +24,8 @@
 
 static int	 rr_head(struct rcall *, struct evbuffer *);
 static int	 rr_head_done(struct rcall *);
+static int	 rr_tchar(unsigned char);
+static int	 rr_header_ok(const char *, size_t);
 static int	 rr_framing(struct rcall *, int, int);
 static size_t	 rr_value(const char *, const char *, const char **);
 static void	 rr_mode(struct rcall *, int, int, long long);
@@ -126,8 +128,47 @@ rr_head(struct rcall *rc, struct evbuffer *in)
 			rc->headlen += n;
 			return (rr_head_done(rc));
 		}
+		if (rc->headlen > 0 && !rr_header_ok(p, n)) {
+			rhttp_fail(rc, 502, "the upstream's answer has a "
+			    "malformed header line");
+			return (-1);
+		}
 		rc->headlen += n;
 	}
+}
+
+/* A token character (RFC 9110, section 5.6.2), as http_parse.c's. */
+static int
+rr_tchar(unsigned char c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9'))
+		return (1);
+	return (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+/*
+ * A header line of n bytes, its end included, as http_parse.c's
+ * parse_header takes a client's: 1*tchar ":" and a value without NUL,
+ * CR or another control byte than HTAB.  Anything else (a fold, white
+ * space before the colon, an empty name) would reach the client as
+ * other lines than the upstream meant, or past the drop list.
+ */
+static int
+rr_header_ok(const char *p, size_t n)
+{
+	size_t	 i, name;
+
+	n -= (n >= 2 && p[n - 2] == '\r') ? 2 : 1;
+	for (name = 0; name < n && rr_tchar(p[name]); name++)
+		;
+	if (name == 0 || name == n || p[name] != ':')
+		return (0);
+	for (i = name + 1; i < n; i++)
+		if (((unsigned char)p[i] < 0x20 && p[i] != '\t') ||
+		    p[i] == 0x7f)
+			return (0);
+	return (1);
 }
 
 /* The status line, the body's framing, the head sent on. */
@@ -260,11 +301,6 @@ rr_head_kept(const char *line, size_t len)
 	size_t		 i, n;
 
 	if ((colon = memchr(line, ':', len)) == NULL)
-		return (0);
-	/* A NUL or a CR inside would make two lines of one on the way out. */
-	if (len > 0 && line[len - 1] == '\r')
-		len--;
-	if (memchr(line, '\0', len) != NULL || memchr(line, '\r', len) != NULL)
 		return (0);
 	n = colon - line;
 	if (n >= 7 && strncasecmp(line, "X-Treg-", 7) == 0)
