@@ -9,9 +9,9 @@
  * any other, no proxy is ever used, `relay timeout connect' covers the
  * TCP connect and the TLS handshake, `relay timeout total' the call.
  * A connection whose answer ended cleanly goes to the idle pool, keyed
- * by scheme, host, port and the checked address, for the next call
- * (keep-alive); an idle one that the upstream closes or talks on is
- * dropped.  Reading the answer is relay_resp.c's.
+ * by the org, scheme, host, port and the checked address, for the
+ * org's next call (keep-alive: a connection never serves two orgs);
+ * an idle one that the upstream closes or talks on is dropped.  Reading the answer is relay_resp.c's.
  */
 
 #include <sys/types.h>
@@ -48,6 +48,7 @@ struct rconn {
 	struct bufferevent	*bev;
 	SSL			*ssl;		/* the bufferevent's */
 	struct rcall		*rc;		/* NULL: idle */
+	int64_t			 org_id;	/* the only org it serves */
 	int			 tls;
 	char			 host[HOST_LEN_MAX];
 	long			 port;
@@ -158,7 +159,10 @@ rhttp_start(struct rcall *rc)
 	return (0);
 }
 
-/* An idle connection to this scheme, host and port, at a checked address. */
+/*
+ * An idle connection of the call's org to this scheme, host and port, at
+ * a checked address.
+ */
 static struct rconn *
 rh_idle_find(struct rcall *rc)
 {
@@ -166,7 +170,8 @@ rh_idle_find(struct rcall *rc)
 	int		 i;
 
 	TAILQ_FOREACH(c, &idle, entry) {
-		if (c->tls != rc->tls || c->port != rc->port ||
+		if (c->org_id != rc->org_id || c->tls != rc->tls ||
+		    c->port != rc->port ||
 		    strcasecmp(c->host, rc->host) != 0)
 			continue;
 		for (i = 0; i < rc->naddrs; i++)
@@ -234,6 +239,7 @@ rh_attach(struct rcall *rc, int fd)
 
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		fatal("%s: calloc", __func__);
+	c->org_id = rc->org_id;
 	c->tls = rc->tls;
 	c->port = rc->port;
 	strlcpy(c->host, rc->host, sizeof(c->host));
