@@ -29,6 +29,7 @@ static int	 rr_header_ok(const char *, size_t);
 static int	 rr_framing(struct rcall *, int, int);
 static size_t	 rr_value(const char *, const char *, const char **);
 static void	 rr_mode(struct rcall *, int, int, long long);
+static int	 rr_list_has(const char *, size_t, const char *);
 static int	 rr_head_kept(const char *, size_t);
 static void	 rr_head_send(struct rcall *, int);
 static int	 rr_body(struct rcall *, struct evbuffer *);
@@ -226,7 +227,7 @@ rr_framing(struct rcall *rc, int code, int minor)
 	char		 num[24];
 	long long	 len = -1, l;
 	size_t		 n, vn;
-	int		 chunked = 0, te = 0;
+	int		 chunked = 0, te = 0, close = 0;
 
 	rc->keepalive = minor >= 1;
 	p = (const char *)memchr(rc->head, '\n', rc->headlen) + 1;
@@ -252,13 +253,14 @@ rr_framing(struct rcall *rc, int code, int minor)
 			    strncasecmp(v + vn - 7, "chunked", 7) == 0 &&
 			    (vn == 7 || v[vn - 8] == ' ' || v[vn - 8] == ',');
 		} else if (n == 10 && strncasecmp(p, "Connection", n) == 0) {
-			if (vn == 5 && strncasecmp(v, "close", 5) == 0)
-				rc->keepalive = 0;
-			else if (vn == 10 && strncasecmp(v, "keep-alive",
-			    10) == 0)
+			if (rr_list_has(v, vn, "close"))
+				close = 1;
+			else if (rr_list_has(v, vn, "keep-alive"))
 				rc->keepalive = 1;
 		}
 	}
+	if (close)
+		rc->keepalive = 0;	/* close wins, in any line */
 	rr_mode(rc, code, te ? chunked : -1, len);
 	return (0);
  bad:
@@ -285,6 +287,27 @@ rr_mode(struct rcall *rc, int code, int chunked, long long len)
 		rc->mode = RB_LENGTH;
 		rc->left = len;
 	}
+}
+
+/* Does the comma-separated list hold the token (any case)? */
+static int
+rr_list_has(const char *p, size_t len, const char *tok)
+{
+	const char	*e = p + len, *s, *c;
+	size_t		 n;
+
+	for (s = p; s < e; s = c + 1) {
+		if ((c = memchr(s, ',', e - s)) == NULL)
+			c = e;
+		while (s < c && (*s == ' ' || *s == '\t'))
+			s++;
+		n = c - s;
+		while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+			n--;
+		if (n == strlen(tok) && strncasecmp(s, tok, n) == 0)
+			return (1);
+	}
+	return (0);
 }
 
 /* Upstream header lines tregd does not pass on. */
