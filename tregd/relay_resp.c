@@ -223,10 +223,9 @@ rr_value(const char *colon, const char *e, const char **v)
 static int
 rr_framing(struct rcall *rc, int code, int minor)
 {
-	const char	*p, *e, *end = rc->head + rc->headlen, *v, *errstr;
-	char		 num[24];
+	const char	*p, *e, *end = rc->head + rc->headlen, *v;
 	long long	 len = -1, l;
-	size_t		 n, vn;
+	size_t		 n, vn, i;
 	int		 chunked = 0, te = 0, close = 0;
 
 	rc->keepalive = minor >= 1;
@@ -238,12 +237,15 @@ rr_framing(struct rcall *rc, int code, int minor)
 		n = v - p;
 		vn = rr_value(v, e, &v);
 		if (n == 14 && strncasecmp(p, "Content-Length", n) == 0) {
-			if (vn == 0 || vn >= sizeof(num))
+			/* 1*DIGIT, at most 18 of them (no sign, no space). */
+			if (vn == 0 || vn > 18)
 				goto bad;
-			memcpy(num, v, vn);
-			num[vn] = '\0';
-			l = strtonum(num, 0, LLONG_MAX, &errstr);
-			if (errstr != NULL || (len != -1 && l != len))
+			for (i = 0, l = 0; i < vn; i++) {
+				if (v[i] < '0' || v[i] > '9')
+					goto bad;
+				l = l * 10 + (v[i] - '0');
+			}
+			if (len != -1 && l != len)
 				goto bad;
 			len = l;
 		} else if (n == 17 &&
@@ -261,6 +263,12 @@ rr_framing(struct rcall *rc, int code, int minor)
 	}
 	if (close)
 		rc->keepalive = 0;	/* close wins, in any line */
+	if (te && len != -1) {
+		/* Which one frames it?  Read either way, it smuggles. */
+		rhttp_fail(rc, 502, "the upstream's answer has both "
+		    "Content-Length and Transfer-Encoding");
+		return (-1);
+	}
 	rr_mode(rc, code, te ? chunked : -1, len);
 	return (0);
  bad:
