@@ -1,9 +1,9 @@
 /*
  * relay_resp.c: reading an upstream's HTTP/1.1 answer as it arrives.
  * The head (status line and header lines, at most RELAY_HEAD_MAX bytes;
- * 1xx heads skipped) is filtered, redacted and sent on; the body is
- * framed by Transfer-Encoding: chunked, Content-Length or the end of the
- * connection, and none after HEAD, 1xx, 204 and 304.  Body bytes go
+ * 1xx heads skipped, a 101 refused) is filtered, redacted and sent on;
+ * the body is framed by Transfer-Encoding: chunked, Content-Length or
+ * the end of the connection, and none after HEAD, 204 and 304.  Body bytes go
  * through the call's redactor to the frontend as they come; a paused
  * call (a slow client) reads nothing more until resumed.  Trailers are
  * read (bounded) and not relayed.
@@ -190,7 +190,12 @@ rr_head_done(struct rcall *rc)
 	}
 	minor = p[7] - '0';
 	code = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
-	if (code < 200 && code != 101) {
+	if (code == 101) {
+		/* The relay never asks for an upgrade (nor relays one). */
+		rhttp_fail(rc, 502, "the upstream switched protocols");
+		return (-1);
+	}
+	if (code < 200) {
 		rc->headlen = 0;	/* 100 Continue and its kind */
 		return (1);
 	}
@@ -277,18 +282,18 @@ rr_framing(struct rcall *rc, int code, int minor)
 }
 
 /*
- * None after HEAD, 204 and 304; chunked (1), or another coding (0) or
- * a switch of protocols: to the close, as without a length.
+ * None after HEAD, 204 and 304; chunked (1), or another coding (0): to
+ * the close, as without a length.
  */
 static void
 rr_mode(struct rcall *rc, int code, int chunked, long long len)
 {
 	if (rc->head_req || code == 204 || code == 304)
 		rc->mode = RB_NONE;
-	else if (chunked == 1 && code != 101) {
+	else if (chunked == 1) {
 		rc->mode = RB_CHUNKED;
 		rc->chunk = RC_SIZE;
-	} else if (code == 101 || chunked == 0 || len == -1) {
+	} else if (chunked == 0 || len == -1) {
 		rc->mode = RB_CLOSE;
 		rc->keepalive = 0;
 	} else {
