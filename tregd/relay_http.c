@@ -77,6 +77,7 @@ static void	 rh_conn_free(struct rconn *);
 static void	 rh_tmo_connect(int, short, void *);
 static void	 rh_tmo_total(int, short, void *);
 static void	 rh_zero(const void *, size_t, void *);
+static int	 rh_idempotent(const char *);
 
 void
 rhttp_init(const char *ca, size_t calen)
@@ -397,8 +398,12 @@ rh_event(struct bufferevent *bev, short what, void *arg)
 		relay_cork(0);
 		return;
 	}
-	/* Nothing came on a kept connection: it was closed; once anew. */
-	if (!rc->got && c->reused && !rc->retried && !rc->head_sent) {
+	/*
+	 * Nothing came on a kept connection: it was closed; once anew if
+	 * the method may be sent twice (the upstream may have acted on it).
+	 */
+	if (!rc->got && c->reused && !rc->retried && !rc->head_sent &&
+	    rh_idempotent(rc->method)) {
 		rc->retried = 1;
 		rh_conn_free(c);
 		rc->conn = NULL;
@@ -425,6 +430,15 @@ rh_event(struct bufferevent *bev, short what, void *arg)
 		    "answer");
 	ERR_clear_error();
 	relay_cork(0);
+}
+
+/* RFC 9110, section 9.2.2 (TRACE and CONNECT are never relayed). */
+static int
+rh_idempotent(const char *method)
+{
+	return (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ||
+	    strcmp(method, "OPTIONS") == 0 || strcmp(method, "PUT") == 0 ||
+	    strcmp(method, "DELETE") == 0);
 }
 
 static void
