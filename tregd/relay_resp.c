@@ -107,7 +107,7 @@ rr_head(struct rcall *rc, struct evbuffer *in)
 	char	*p;
 
 	for (;;) {
-		if (rr_line(rc, in, RELAY_HEAD_MAX - rc->headlen, &n) == -1)
+		if (rr_line(rc, in, RELAY_HEAD_MAX - rc->headseen, &n) == -1)
 			return (-1);
 		if (n == 0)
 			return (0);
@@ -122,6 +122,7 @@ rr_head(struct rcall *rc, struct evbuffer *in)
 		}
 		if (evbuffer_remove(in, rc->head + rc->headlen, n) != (int)n)
 			fatalx("%s: evbuffer_remove", __func__);
+		rc->headseen += n;
 		p = rc->head + rc->headlen;
 		if (p[0] == '\n' || (p[0] == '\r' && n == 2)) {
 			if (rc->headlen == 0)
