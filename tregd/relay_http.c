@@ -264,10 +264,19 @@ rh_attach(struct rcall *rc, int fd)
 		    SSL_set1_host(ssl, rc->host) != 1)
 			fatalx("%s: SSL_set1_host", __func__);
 		c->ssl = ssl;
+		/*
+		 * Deferred: libevent's TLS read loop reports an EOF before
+		 * the bytes read with it are in the input, so the answer's
+		 * last bytes (a close-delimited body's, or a whole small
+		 * answer) came after its end.  Deferred callbacks run the
+		 * read first.  A close without close_notify stays an error
+		 * (OpenSSL 3 makes it one whatever libevent's dirty shutdown
+		 * says): a close-delimited answer cut by an attacker never
+		 * ends as complete.
+		 */
 		c->bev = bufferevent_openssl_socket_new(proc_base, fd, ssl,
-		    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
-		if (c->bev != NULL)
-			bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+		    BUFFEREVENT_SSL_CONNECTING,
+		    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	}
 	if (c->bev == NULL)
 		fatalx("%s: bufferevent", __func__);

@@ -58,7 +58,15 @@ rresp_input(struct rcall *rc)
 int
 rresp_eof(struct rcall *rc)
 {
+	struct evbuffer	*in;
+
 	if (!rc->head_sent || rc->mode != RB_CLOSE)
+		return (-1);
+	/* What came before the close first (a paused call: it failed). */
+	in = rhttp_input(rc);
+	while (!rc->paused && evbuffer_get_length(in) > 0)
+		rr_data(rc, in, 0);
+	if (evbuffer_get_length(in) > 0)
 		return (-1);
 	rc->keepalive = 0;
 	rr_complete(rc);

@@ -56,7 +56,7 @@ ANSWERS = {
                    b"\r\n\r\n") * 200 + fixed(b"ok"), "keep"),
     "blanks": (b"\r\n" * 70000 + fixed(b"ok"), "keep"),
     "toclose": (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n" +
-                b"y" * 3000 + b"\n", "shut"),
+                b"y" * 40000 + b"\n", "shut"),
 }
 
 
@@ -92,6 +92,9 @@ def serve(conn, addr):
             answer, then = ANSWERS.get(path.strip("/").split("/")[0],
                                        ANSWERS["conn"])
             answer = answer.replace(b"{port}", str(addr[1]).encode())
+            if then == "shut":
+                # The answer and its close_notify in one burst.
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
             conn.sendall(fixlen(answer))
             if then == "shut" and isinstance(conn, ssl.SSLSocket):
                 try:
