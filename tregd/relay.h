@@ -118,7 +118,7 @@ void	 relay_finish(struct rcall *, int);
 void	 relay_refuse(struct rcall *, int, uint32_t, const char *);
 
 /* relay_http.c */
-void	 rhttp_init(const char *, size_t);
+void	 rhttp_init(const char *, size_t, size_t);
 int	 rhttp_start(struct rcall *);
 void	 rhttp_stop(struct rcall *);
 void	 rhttp_pause(struct rcall *, int);

@@ -61,7 +61,7 @@ static struct rconn_list idle = TAILQ_HEAD_INITIALIZER(idle);
 static int		 nidle;
 static SSL_CTX		*tls_ctx;	/* every upstream TLS */
 
-static void	 rh_ca_parse(const char *, size_t);
+static int	 rh_ca_parse(X509_STORE *, const char *, size_t, int *);
 static socklen_t rh_salen(const union raddr *);
 static struct rconn *rh_idle_find(struct rcall *);
 static void	 rh_connect(struct rcall *);
@@ -79,9 +79,13 @@ static void	 rh_tmo_total(int, short, void *);
 static void	 rh_zero(const void *, size_t, void *);
 static int	 rh_idempotent(const char *);
 
+/* ca: the system's bundle (sys bytes), then `relay ca'. */
 void
-rhttp_init(const char *ca, size_t calen)
+rhttp_init(const char *ca, size_t calen, size_t sys)
 {
+	X509_STORE	*store;
+	int		 n, bad = 0;
+
 	if ((tls_ctx = SSL_CTX_new(TLS_client_method())) == NULL)
 		fatalx("%s: SSL_CTX_new", __func__);
 	if (SSL_CTX_set_min_proto_version(tls_ctx, TLS1_2_VERSION) != 1)
@@ -91,33 +95,56 @@ rhttp_init(const char *ca, size_t calen)
 	if (SSL_CTX_set_alpn_protos(tls_ctx,
 	    (const unsigned char *)"\x08http/1.1", 9) != 0)
 		fatalx("%s: SSL_CTX_set_alpn_protos", __func__);
-	rh_ca_parse(ca, calen);
-}
-
-/* The CA bundle as the context's X509_STORE, parsed once, and only it. */
-static void
-rh_ca_parse(const char *ca, size_t calen)
-{
-	X509_STORE	*store;
-	X509		*x;
-	BIO		*bio;
-	int		 n = 0;
-
+	/* The CA bundle as the context's X509_STORE, parsed once, only it. */
 	if ((store = X509_STORE_new()) == NULL)
 		fatalx("%s: X509_STORE_new", __func__);
 	SSL_CTX_set_cert_store(tls_ctx, store);
-	if (ca == NULL || calen == 0)
+	n = rh_ca_parse(store, ca, sys, &bad);
+	log_debug("relay: %d CA certificates of the system", n);
+	if (relay_conf.relay_ca[0] == '\0')
 		return;
-	if ((bio = BIO_new_mem_buf(ca, calen)) == NULL)
+	bad = 0;
+	n = rh_ca_parse(store, ca + sys, calen - sys, &bad);
+	if (bad)
+		log_warnx("relay ca %s: a malformed certificate after %d, "
+		    "the rest not read", relay_conf.relay_ca, n);
+	else if (n == 0)
+		log_warnx("relay ca %s: no certificate in it",
+		    relay_conf.relay_ca);
+	else
+		log_debug("relay ca %s: %d certificates", relay_conf.relay_ca,
+		    n);
+}
+
+/*
+ * The PEM certificates of len bytes into the store: how many; *bad when
+ * a block could not be read (the rest of the file is not).
+ */
+static int
+rh_ca_parse(X509_STORE *store, const char *ca, size_t len, int *bad)
+{
+	X509		*x;
+	BIO		*bio;
+	unsigned long	 e;
+	int		 n = 0;
+
+	if (ca == NULL || len == 0)
+		return (0);
+	if ((bio = BIO_new_mem_buf(ca, len)) == NULL)
 		fatalx("%s: BIO_new_mem_buf", __func__);
+	ERR_clear_error();
 	while ((x = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
 		if (X509_STORE_add_cert(store, x) == 1)
 			n++;
 		X509_free(x);
 	}
 	BIO_free(bio);
+	/* No more BEGIN line is the end; anything else a broken block. */
+	e = ERR_peek_last_error();
+	*bad = e != 0 && !(ERR_GET_LIB(e) == ERR_LIB_PEM &&
+	    ERR_GET_REASON(e) == PEM_R_NO_START_LINE);
 	ERR_clear_error();
-	log_debug("relay: %d CA certificates", n);
+	return (n);
 }
 
 static socklen_t
