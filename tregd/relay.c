@@ -77,7 +77,7 @@ static void	relay_dispatch_frontend(struct imsgev *, struct imsg *);
 static void	relay_dispatch_vault(struct imsgev *, struct imsg *);
 static void	relay_closed(struct imsgev *);
 static void	relay_sig(int, short, void *);
-static char	*relay_ca_load(size_t *);
+static char	*relay_ca_load(size_t *, size_t *);
 static int	relay_read(const char *, char **, size_t *);
 static void	relay_start(struct blob *);
 static int	relay_unpack(struct rcall *, struct blob *);
@@ -101,7 +101,7 @@ relay_main(int debug, int verbose)
 	struct sandbox_paths	 paths;
 	struct passwd		*pw = NULL;
 	char			*ca;
-	size_t			 calen;
+	size_t			 calen, casys;
 	int			 i;
 
 	proc_child_init(PROC_RELAY, &iev_parent, debug, verbose,
@@ -113,14 +113,14 @@ relay_main(int debug, int verbose)
 		pw = proc_getpw(TREGD_RELAY_USER);
 
 	/* Everything from the filesystem now: nothing is opened later. */
-	ca = relay_ca_load(&calen);
+	ca = relay_ca_load(&calen, &casys);
 	if ((dns = evdns_base_new(proc_base, 0)) == NULL)
 		fatalx("evdns_base_new");
 	if (evdns_base_resolv_conf_parse(dns, DNS_OPTIONS_ALL,
 	    "/etc/resolv.conf") != 0)
 		log_warnx("relay: /etc/resolv.conf: using the defaults");
 	evdns_base_load_hosts(dns, "/etc/hosts");
-	rhttp_init(ca, calen);
+	rhttp_init(ca, calen, casys);
 	free(ca);
 
 	sandbox_nodump();
@@ -170,15 +170,19 @@ relay_read(const char *path, char **buf, size_t *len)
 	return (0);
 }
 
-/* The system's CA bundle, then `relay ca': parsed once (relay_http.c). */
+/*
+ * The system's CA bundle (*sys bytes), then `relay ca': parsed once
+ * (relay_http.c).
+ */
 static char *
-relay_ca_load(size_t *len)
+relay_ca_load(size_t *len, size_t *sys)
 {
 	char	*buf = NULL;
 
 	*len = 0;
 	if (relay_read(TREGD_CA_BUNDLE, &buf, len) == -1)
 		log_warn("relay: %s", TREGD_CA_BUNDLE);
+	*sys = *len;
 	if (relay_conf.relay_ca[0] != '\0' &&
 	    relay_read(relay_conf.relay_ca, &buf, len) == -1)
 		fatal("relay ca %s", relay_conf.relay_ca);

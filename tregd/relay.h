@@ -22,7 +22,7 @@
 #include "vault.h"		/* validate.c: the address rules of base_url */
 
 #define RELAY_CALLS_MAX		1024	/* in flight at once */
-#define RELAY_HEAD_MAX		(128 * 1024)	/* upstream header lines */
+#define RELAY_HEAD_MAX		(128 * 1024)	/* an upstream head, 1xx ones too */
 #define RELAY_ADDRS_MAX		16	/* pinned per call */
 #define RELAY_HEADERS_MAX	(100 + BINDINGS_MAX)	/* of a request */
 
@@ -96,6 +96,7 @@ struct rcall {
 	char			*head;		/* response header lines */
 	size_t			 headlen;
 	size_t			 headsize;
+	size_t			 headseen;	/* 1xx heads, empty lines too */
 	int			 status;
 	int			 head_sent;
 	int			 paused;
@@ -117,7 +118,7 @@ void	 relay_finish(struct rcall *, int);
 void	 relay_refuse(struct rcall *, int, uint32_t, const char *);
 
 /* relay_http.c */
-void	 rhttp_init(const char *, size_t);
+void	 rhttp_init(const char *, size_t, size_t);
 int	 rhttp_start(struct rcall *);
 void	 rhttp_stop(struct rcall *);
 void	 rhttp_pause(struct rcall *, int);

@@ -9,9 +9,9 @@
  * any other, no proxy is ever used, `relay timeout connect' covers the
  * TCP connect and the TLS handshake, `relay timeout total' the call.
  * A connection whose answer ended cleanly goes to the idle pool, keyed
- * by scheme, host, port and the checked address, for the next call
- * (keep-alive); an idle one that the upstream closes or talks on is
- * dropped.  Reading the answer is relay_resp.c's.
+ * by the org, scheme, host, port and the checked address, for the
+ * org's next call (keep-alive: a connection never serves two orgs);
+ * an idle one that the upstream closes or talks on is dropped.  Reading the answer is relay_resp.c's.
  */
 
 #include <sys/types.h>
@@ -48,6 +48,7 @@ struct rconn {
 	struct bufferevent	*bev;
 	SSL			*ssl;		/* the bufferevent's */
 	struct rcall		*rc;		/* NULL: idle */
+	int64_t			 org_id;	/* the only org it serves */
 	int			 tls;
 	char			 host[HOST_LEN_MAX];
 	long			 port;
@@ -60,7 +61,7 @@ static struct rconn_list idle = TAILQ_HEAD_INITIALIZER(idle);
 static int		 nidle;
 static SSL_CTX		*tls_ctx;	/* every upstream TLS */
 
-static void	 rh_ca_parse(const char *, size_t);
+static int	 rh_ca_parse(X509_STORE *, const char *, size_t, int *);
 static socklen_t rh_salen(const union raddr *);
 static struct rconn *rh_idle_find(struct rcall *);
 static void	 rh_connect(struct rcall *);
@@ -76,10 +77,15 @@ static void	 rh_conn_free(struct rconn *);
 static void	 rh_tmo_connect(int, short, void *);
 static void	 rh_tmo_total(int, short, void *);
 static void	 rh_zero(const void *, size_t, void *);
+static int	 rh_idempotent(const char *);
 
+/* ca: the system's bundle (sys bytes), then `relay ca'. */
 void
-rhttp_init(const char *ca, size_t calen)
+rhttp_init(const char *ca, size_t calen, size_t sys)
 {
+	X509_STORE	*store;
+	int		 n, bad = 0;
+
 	if ((tls_ctx = SSL_CTX_new(TLS_client_method())) == NULL)
 		fatalx("%s: SSL_CTX_new", __func__);
 	if (SSL_CTX_set_min_proto_version(tls_ctx, TLS1_2_VERSION) != 1)
@@ -89,33 +95,56 @@ rhttp_init(const char *ca, size_t calen)
 	if (SSL_CTX_set_alpn_protos(tls_ctx,
 	    (const unsigned char *)"\x08http/1.1", 9) != 0)
 		fatalx("%s: SSL_CTX_set_alpn_protos", __func__);
-	rh_ca_parse(ca, calen);
-}
-
-/* The CA bundle as the context's X509_STORE, parsed once, and only it. */
-static void
-rh_ca_parse(const char *ca, size_t calen)
-{
-	X509_STORE	*store;
-	X509		*x;
-	BIO		*bio;
-	int		 n = 0;
-
+	/* The CA bundle as the context's X509_STORE, parsed once, only it. */
 	if ((store = X509_STORE_new()) == NULL)
 		fatalx("%s: X509_STORE_new", __func__);
 	SSL_CTX_set_cert_store(tls_ctx, store);
-	if (ca == NULL || calen == 0)
+	n = rh_ca_parse(store, ca, sys, &bad);
+	log_debug("relay: %d CA certificates of the system", n);
+	if (relay_conf.relay_ca[0] == '\0')
 		return;
-	if ((bio = BIO_new_mem_buf(ca, calen)) == NULL)
+	bad = 0;
+	n = rh_ca_parse(store, ca + sys, calen - sys, &bad);
+	if (bad)
+		log_warnx("relay ca %s: a malformed certificate after %d, "
+		    "the rest not read", relay_conf.relay_ca, n);
+	else if (n == 0)
+		log_warnx("relay ca %s: no certificate in it",
+		    relay_conf.relay_ca);
+	else
+		log_debug("relay ca %s: %d certificates", relay_conf.relay_ca,
+		    n);
+}
+
+/*
+ * The PEM certificates of len bytes into the store: how many; *bad when
+ * a block could not be read (the rest of the file is not).
+ */
+static int
+rh_ca_parse(X509_STORE *store, const char *ca, size_t len, int *bad)
+{
+	X509		*x;
+	BIO		*bio;
+	unsigned long	 e;
+	int		 n = 0;
+
+	if (ca == NULL || len == 0)
+		return (0);
+	if ((bio = BIO_new_mem_buf(ca, len)) == NULL)
 		fatalx("%s: BIO_new_mem_buf", __func__);
+	ERR_clear_error();
 	while ((x = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
 		if (X509_STORE_add_cert(store, x) == 1)
 			n++;
 		X509_free(x);
 	}
 	BIO_free(bio);
+	/* No more BEGIN line is the end; anything else a broken block. */
+	e = ERR_peek_last_error();
+	*bad = e != 0 && !(ERR_GET_LIB(e) == ERR_LIB_PEM &&
+	    ERR_GET_REASON(e) == PEM_R_NO_START_LINE);
 	ERR_clear_error();
-	log_debug("relay: %d CA certificates", n);
+	return (n);
 }
 
 static socklen_t
@@ -158,7 +187,10 @@ rhttp_start(struct rcall *rc)
 	return (0);
 }
 
-/* An idle connection to this scheme, host and port, at a checked address. */
+/*
+ * An idle connection of the call's org to this scheme, host and port, at
+ * a checked address.
+ */
 static struct rconn *
 rh_idle_find(struct rcall *rc)
 {
@@ -166,7 +198,8 @@ rh_idle_find(struct rcall *rc)
 	int		 i;
 
 	TAILQ_FOREACH(c, &idle, entry) {
-		if (c->tls != rc->tls || c->port != rc->port ||
+		if (c->org_id != rc->org_id || c->tls != rc->tls ||
+		    c->port != rc->port ||
 		    strcasecmp(c->host, rc->host) != 0)
 			continue;
 		for (i = 0; i < rc->naddrs; i++)
@@ -234,6 +267,7 @@ rh_attach(struct rcall *rc, int fd)
 
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		fatal("%s: calloc", __func__);
+	c->org_id = rc->org_id;
 	c->tls = rc->tls;
 	c->port = rc->port;
 	strlcpy(c->host, rc->host, sizeof(c->host));
@@ -257,10 +291,19 @@ rh_attach(struct rcall *rc, int fd)
 		    SSL_set1_host(ssl, rc->host) != 1)
 			fatalx("%s: SSL_set1_host", __func__);
 		c->ssl = ssl;
+		/*
+		 * Deferred: libevent's TLS read loop reports an EOF before
+		 * the bytes read with it are in the input, so the answer's
+		 * last bytes (a close-delimited body's, or a whole small
+		 * answer) came after its end.  Deferred callbacks run the
+		 * read first.  A close without close_notify stays an error
+		 * (OpenSSL 3 makes it one whatever libevent's dirty shutdown
+		 * says): a close-delimited answer cut by an attacker never
+		 * ends as complete.
+		 */
 		c->bev = bufferevent_openssl_socket_new(proc_base, fd, ssl,
-		    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
-		if (c->bev != NULL)
-			bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+		    BUFFEREVENT_SSL_CONNECTING,
+		    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	}
 	if (c->bev == NULL)
 		fatalx("%s: bufferevent", __func__);
@@ -391,8 +434,12 @@ rh_event(struct bufferevent *bev, short what, void *arg)
 		relay_cork(0);
 		return;
 	}
-	/* Nothing came on a kept connection: it was closed; once anew. */
-	if (!rc->got && c->reused && !rc->retried && !rc->head_sent) {
+	/*
+	 * Nothing came on a kept connection: it was closed; once anew if
+	 * the method may be sent twice (the upstream may have acted on it).
+	 */
+	if (!rc->got && c->reused && !rc->retried && !rc->head_sent &&
+	    rh_idempotent(rc->method)) {
 		rc->retried = 1;
 		rh_conn_free(c);
 		rc->conn = NULL;
@@ -419,6 +466,15 @@ rh_event(struct bufferevent *bev, short what, void *arg)
 		    "answer");
 	ERR_clear_error();
 	relay_cork(0);
+}
+
+/* RFC 9110, section 9.2.2 (TRACE and CONNECT are never relayed). */
+static int
+rh_idempotent(const char *method)
+{
+	return (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ||
+	    strcmp(method, "OPTIONS") == 0 || strcmp(method, "PUT") == 0 ||
+	    strcmp(method, "DELETE") == 0);
 }
 
 static void

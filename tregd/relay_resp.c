@@ -1,9 +1,9 @@
 /*
  * relay_resp.c: reading an upstream's HTTP/1.1 answer as it arrives.
  * The head (status line and header lines, at most RELAY_HEAD_MAX bytes;
- * 1xx heads skipped) is filtered, redacted and sent on; the body is
- * framed by Transfer-Encoding: chunked, Content-Length or the end of the
- * connection, and none after HEAD, 1xx, 204 and 304.  Body bytes go
+ * 1xx heads skipped, a 101 refused) is filtered, redacted and sent on;
+ * the body is framed by Transfer-Encoding: chunked, Content-Length or
+ * the end of the connection, and none after HEAD, 204 and 304.  Body bytes go
  * through the call's redactor to the frontend as they come; a paused
  * call (a slow client) reads nothing more until resumed.  Trailers are
  * read (bounded) and not relayed.
@@ -24,9 +24,12 @@
 
 static int	 rr_head(struct rcall *, struct evbuffer *);
 static int	 rr_head_done(struct rcall *);
+static int	 rr_tchar(unsigned char);
+static int	 rr_header_ok(const char *, size_t);
 static int	 rr_framing(struct rcall *, int, int);
 static size_t	 rr_value(const char *, const char *, const char **);
 static void	 rr_mode(struct rcall *, int, int, long long);
+static int	 rr_list_has(const char *, size_t, const char *);
 static int	 rr_head_kept(const char *, size_t);
 static void	 rr_head_send(struct rcall *, int);
 static int	 rr_body(struct rcall *, struct evbuffer *);
@@ -55,7 +58,15 @@ rresp_input(struct rcall *rc)
 int
 rresp_eof(struct rcall *rc)
 {
+	struct evbuffer	*in;
+
 	if (!rc->head_sent || rc->mode != RB_CLOSE)
+		return (-1);
+	/* What came before the close first (a paused call: it failed). */
+	in = rhttp_input(rc);
+	while (!rc->paused && evbuffer_get_length(in) > 0)
+		rr_data(rc, in, 0);
+	if (evbuffer_get_length(in) > 0)
 		return (-1);
 	rc->keepalive = 0;
 	rr_complete(rc);
@@ -111,7 +122,7 @@ rr_head(struct rcall *rc, struct evbuffer *in)
 	char	*p;
 
 	for (;;) {
-		if (rr_line(rc, in, RELAY_HEAD_MAX - rc->headlen, &n) == -1)
+		if (rr_line(rc, in, RELAY_HEAD_MAX - rc->headseen, &n) == -1)
 			return (-1);
 		if (n == 0)
 			return (0);
@@ -126,6 +137,7 @@ rr_head(struct rcall *rc, struct evbuffer *in)
 		}
 		if (evbuffer_remove(in, rc->head + rc->headlen, n) != (int)n)
 			fatalx("%s: evbuffer_remove", __func__);
+		rc->headseen += n;
 		p = rc->head + rc->headlen;
 		if (p[0] == '\n' || (p[0] == '\r' && n == 2)) {
 			if (rc->headlen == 0)
@@ -133,8 +145,47 @@ rr_head(struct rcall *rc, struct evbuffer *in)
 			rc->headlen += n;
 			return (rr_head_done(rc));
 		}
+		if (rc->headlen > 0 && !rr_header_ok(p, n)) {
+			rhttp_fail(rc, 502, "the upstream's answer has a "
+			    "malformed header line");
+			return (-1);
+		}
 		rc->headlen += n;
 	}
+}
+
+/* A token character (RFC 9110, section 5.6.2), as http_parse.c's. */
+static int
+rr_tchar(unsigned char c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9'))
+		return (1);
+	return (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+/*
+ * A header line of n bytes, its end included, as http_parse.c's
+ * parse_header takes a client's: 1*tchar ":" and a value without NUL,
+ * CR or another control byte than HTAB.  Anything else (a fold, white
+ * space before the colon, an empty name) would reach the client as
+ * other lines than the upstream meant, or past the drop list.
+ */
+static int
+rr_header_ok(const char *p, size_t n)
+{
+	size_t	 i, name;
+
+	n -= (n >= 2 && p[n - 2] == '\r') ? 2 : 1;
+	for (name = 0; name < n && rr_tchar(p[name]); name++)
+		;
+	if (name == 0 || name == n || p[name] != ':')
+		return (0);
+	for (i = name + 1; i < n; i++)
+		if (((unsigned char)p[i] < 0x20 && p[i] != '\t') ||
+		    p[i] == 0x7f)
+			return (0);
+	return (1);
 }
 
 /* The status line, the body's framing, the head sent on. */
@@ -155,7 +206,12 @@ rr_head_done(struct rcall *rc)
 	}
 	minor = p[7] - '0';
 	code = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
-	if (code < 200 && code != 101) {
+	if (code == 101) {
+		/* The relay never asks for an upgrade (nor relays one). */
+		rhttp_fail(rc, 502, "the upstream switched protocols");
+		return (-1);
+	}
+	if (code < 200) {
 		rc->headlen = 0;	/* 100 Continue and its kind */
 		return (1);
 	}
@@ -188,11 +244,10 @@ rr_value(const char *colon, const char *e, const char **v)
 static int
 rr_framing(struct rcall *rc, int code, int minor)
 {
-	const char	*p, *e, *end = rc->head + rc->headlen, *v, *errstr;
-	char		 num[24];
+	const char	*p, *e, *end = rc->head + rc->headlen, *v;
 	long long	 len = -1, l;
-	size_t		 n, vn;
-	int		 chunked = 0, te = 0;
+	size_t		 n, vn, i;
+	int		 chunked = 0, te = 0, close = 0;
 
 	rc->keepalive = minor >= 1;
 	p = (const char *)memchr(rc->head, '\n', rc->headlen) + 1;
@@ -203,12 +258,15 @@ rr_framing(struct rcall *rc, int code, int minor)
 		n = v - p;
 		vn = rr_value(v, e, &v);
 		if (n == 14 && strncasecmp(p, "Content-Length", n) == 0) {
-			if (vn == 0 || vn >= sizeof(num))
+			/* 1*DIGIT, at most 18 of them (no sign, no space). */
+			if (vn == 0 || vn > 18)
 				goto bad;
-			memcpy(num, v, vn);
-			num[vn] = '\0';
-			l = strtonum(num, 0, LLONG_MAX, &errstr);
-			if (errstr != NULL || (len != -1 && l != len))
+			for (i = 0, l = 0; i < vn; i++) {
+				if (v[i] < '0' || v[i] > '9')
+					goto bad;
+				l = l * 10 + (v[i] - '0');
+			}
+			if (len != -1 && l != len)
 				goto bad;
 			len = l;
 		} else if (n == 17 &&
@@ -218,12 +276,19 @@ rr_framing(struct rcall *rc, int code, int minor)
 			    strncasecmp(v + vn - 7, "chunked", 7) == 0 &&
 			    (vn == 7 || v[vn - 8] == ' ' || v[vn - 8] == ',');
 		} else if (n == 10 && strncasecmp(p, "Connection", n) == 0) {
-			if (vn == 5 && strncasecmp(v, "close", 5) == 0)
-				rc->keepalive = 0;
-			else if (vn == 10 && strncasecmp(v, "keep-alive",
-			    10) == 0)
+			if (rr_list_has(v, vn, "close"))
+				close = 1;
+			else if (rr_list_has(v, vn, "keep-alive"))
 				rc->keepalive = 1;
 		}
+	}
+	if (close)
+		rc->keepalive = 0;	/* close wins, in any line */
+	if (te && len != -1) {
+		/* Which one frames it?  Read either way, it smuggles. */
+		rhttp_fail(rc, 502, "the upstream's answer has both "
+		    "Content-Length and Transfer-Encoding");
+		return (-1);
 	}
 	rr_mode(rc, code, te ? chunked : -1, len);
 	return (0);
@@ -233,24 +298,45 @@ rr_framing(struct rcall *rc, int code, int minor)
 }
 
 /*
- * None after HEAD, 204 and 304; chunked (1), or another coding (0) or
- * a switch of protocols: to the close, as without a length.
+ * None after HEAD, 204 and 304; chunked (1), or another coding (0): to
+ * the close, as without a length.
  */
 static void
 rr_mode(struct rcall *rc, int code, int chunked, long long len)
 {
 	if (rc->head_req || code == 204 || code == 304)
 		rc->mode = RB_NONE;
-	else if (chunked == 1 && code != 101) {
+	else if (chunked == 1) {
 		rc->mode = RB_CHUNKED;
 		rc->chunk = RC_SIZE;
-	} else if (code == 101 || chunked == 0 || len == -1) {
+	} else if (chunked == 0 || len == -1) {
 		rc->mode = RB_CLOSE;
 		rc->keepalive = 0;
 	} else {
 		rc->mode = RB_LENGTH;
 		rc->left = len;
 	}
+}
+
+/* Does the comma-separated list hold the token (any case)? */
+static int
+rr_list_has(const char *p, size_t len, const char *tok)
+{
+	const char	*e = p + len, *s, *c;
+	size_t		 n;
+
+	for (s = p; s < e; s = c + 1) {
+		if ((c = memchr(s, ',', e - s)) == NULL)
+			c = e;
+		while (s < c && (*s == ' ' || *s == '\t'))
+			s++;
+		n = c - s;
+		while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+			n--;
+		if (n == strlen(tok) && strncasecmp(s, tok, n) == 0)
+			return (1);
+	}
+	return (0);
 }
 
 /* Upstream header lines tregd does not pass on. */
@@ -267,11 +353,6 @@ rr_head_kept(const char *line, size_t len)
 	size_t		 i, n;
 
 	if ((colon = memchr(line, ':', len)) == NULL)
-		return (0);
-	/* A NUL or a CR inside would make two lines of one on the way out. */
-	if (len > 0 && line[len - 1] == '\r')
-		len--;
-	if (memchr(line, '\0', len) != NULL || memchr(line, '\r', len) != NULL)
 		return (0);
 	n = colon - line;
 	if (n >= 7 && strncasecmp(line, "X-Treg-", 7) == 0)

@@ -99,7 +99,7 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b"until the end\n" * 1000)
         elif path == "/nul":
-            # A NUL in a header line, and what follows it a line of its own?
+            # A NUL and a lone CR in header lines: the answer is refused.
             self.send(200, b"{}", extra=[
                 ("X-Split", "a\0Content-Security-Policy: none"),
                 ("X-Cr", "b\rX-Content-Type-Options: sniff"),
