@@ -71,6 +71,8 @@ struct http_match {
 size_t	 http_head_end(const char *, size_t, size_t *);
 int	 http_parse_head(const char *, size_t, struct http_head *);
 int	 http_reqid_ok(const char *, size_t);
+int	 http_tchar(unsigned char);
+int	 http_list_has(const char *, size_t, const char *);
 const char *http_reason(int);
 size_t	 http_methods_print(int, char *, size_t);
 size_t	 json_escape(const unsigned char *, size_t, size_t *, char *,

@@ -12,13 +12,11 @@
 
 #include "http.h"
 
-static int	tchar(unsigned char);
 static int	name_is(const char *, size_t, const char *);
 static int	parse_line(const char *, size_t, struct http_head *);
 static int	parse_header(const char *, size_t, struct http_head *,
 		    int *, int *);
 static int	parse_clen(const char *, size_t, uint64_t *);
-static int	list_has(const char *, size_t, const char *);
 static int	seg_id(const char *, size_t, int64_t *);
 
 static const struct {
@@ -64,8 +62,9 @@ http_head_end(const char *buf, size_t len, size_t *skip)
 	return (0);
 }
 
-static int
-tchar(unsigned char c)
+/* A token character (RFC 9110, section 5.6.2). */
+int
+http_tchar(unsigned char c)
 {
 	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 	    (c >= '0' && c <= '9'))
@@ -97,7 +96,7 @@ parse_line(const char *p, size_t len, struct http_head *h)
 	}
 	mlen = sp1 - p;
 	for (i = 0; i < mlen; i++)
-		if (!tchar(p[i])) {
+		if (!http_tchar(p[i])) {
 			h->detail = "malformed request line";
 			return (400);
 		}
@@ -173,8 +172,8 @@ parse_clen(const char *p, size_t len, uint64_t *out)
 }
 
 /* Does the comma-separated list hold the token (any case)? */
-static int
-list_has(const char *p, size_t len, const char *tok)
+int
+http_list_has(const char *p, size_t len, const char *tok)
 {
 	const char	*e = p + len, *s, *c;
 	size_t		 n;
@@ -210,7 +209,7 @@ parse_header(const char *p, size_t len, struct http_head *h, int *host,
 	}
 	nlen = colon - p;
 	for (i = 0; i < nlen; i++)
-		if (!tchar(p[i])) {
+		if (!http_tchar(p[i])) {
 			h->detail = "malformed header name";
 			return (400);
 		}
@@ -247,12 +246,12 @@ parse_header(const char *p, size_t len, struct http_head *h, int *host,
 			return (400);
 		}
 	} else if (name_is(p, nlen, "Connection")) {
-		if (list_has(v, vlen, "close"))
+		if (http_list_has(v, vlen, "close"))
 			h->keepalive = 0;
-		else if (list_has(v, vlen, "keep-alive"))
+		else if (http_list_has(v, vlen, "keep-alive"))
 			h->keepalive = 1;
 	} else if (name_is(p, nlen, "Expect")) {
-		if (list_has(v, vlen, "100-continue"))
+		if (http_list_has(v, vlen, "100-continue"))
 			h->expect_continue = 1;
 	} else if (name_is(p, nlen, "X-Treg-Token") ||
 	    name_is(p, nlen, "X-Treg-Run-Proof")) {

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "http.h"
 #include "redact.h"
 #include "relay.h"
 
@@ -24,12 +25,10 @@
 
 static int	 rr_head(struct rcall *, struct evbuffer *);
 static int	 rr_head_done(struct rcall *);
-static int	 rr_tchar(unsigned char);
 static int	 rr_header_ok(const char *, size_t);
 static int	 rr_framing(struct rcall *, int, int);
 static size_t	 rr_value(const char *, const char *, const char **);
 static void	 rr_mode(struct rcall *, int, int, long long);
-static int	 rr_list_has(const char *, size_t, const char *);
 static int	 rr_head_kept(const char *, size_t);
 static void	 rr_head_send(struct rcall *, int);
 static int	 rr_body(struct rcall *, struct evbuffer *);
@@ -154,16 +153,6 @@ rr_head(struct rcall *rc, struct evbuffer *in)
 	}
 }
 
-/* A token character (RFC 9110, section 5.6.2), as http_parse.c's. */
-static int
-rr_tchar(unsigned char c)
-{
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9'))
-		return (1);
-	return (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
-}
-
 /*
  * A header line of n bytes, its end included, as http_parse.c's
  * parse_header takes a client's: 1*tchar ":" and a value without NUL,
@@ -177,7 +166,7 @@ rr_header_ok(const char *p, size_t n)
 	size_t	 i, name;
 
 	n -= (n >= 2 && p[n - 2] == '\r') ? 2 : 1;
-	for (name = 0; name < n && rr_tchar(p[name]); name++)
+	for (name = 0; name < n && http_tchar(p[name]); name++)
 		;
 	if (name == 0 || name == n || p[name] != ':')
 		return (0);
@@ -276,9 +265,9 @@ rr_framing(struct rcall *rc, int code, int minor)
 			    strncasecmp(v + vn - 7, "chunked", 7) == 0 &&
 			    (vn == 7 || v[vn - 8] == ' ' || v[vn - 8] == ',');
 		} else if (n == 10 && strncasecmp(p, "Connection", n) == 0) {
-			if (rr_list_has(v, vn, "close"))
+			if (http_list_has(v, vn, "close"))
 				close = 1;
-			else if (rr_list_has(v, vn, "keep-alive"))
+			else if (http_list_has(v, vn, "keep-alive"))
 				rc->keepalive = 1;
 		}
 	}
@@ -316,27 +305,6 @@ rr_mode(struct rcall *rc, int code, int chunked, long long len)
 		rc->mode = RB_LENGTH;
 		rc->left = len;
 	}
-}
-
-/* Does the comma-separated list hold the token (any case)? */
-static int
-rr_list_has(const char *p, size_t len, const char *tok)
-{
-	const char	*e = p + len, *s, *c;
-	size_t		 n;
-
-	for (s = p; s < e; s = c + 1) {
-		if ((c = memchr(s, ',', e - s)) == NULL)
-			c = e;
-		while (s < c && (*s == ' ' || *s == '\t'))
-			s++;
-		n = c - s;
-		while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
-			n--;
-		if (n == strlen(tok) && strncasecmp(s, tok, n) == 0)
-			return (1);
-	}
-	return (0);
 }
 
 /* Upstream header lines tregd does not pass on. */
