@@ -74,6 +74,7 @@ static char		 zyg_cli_stack[128 * 1024]
 static void	 zyg_title_set(const char *);
 static void	 zyg_settings(void);
 static int	 zyg_recv(int, uint32_t *, void *, size_t, int *, int *);
+static void	 zyg_close_cmsg(struct cmsghdr *, int);
 static void	 zyg_serve(int, uint32_t, const struct zyg_make *,
 		    const int *, int);
 static pid_t	 zyg_make(const struct zyg_make *, const int *);
@@ -97,7 +98,11 @@ main(int argc, char *argv[])
 	uint32_t	 type;
 	int		 fds[ZYG_NFD], nfd, i, rc;
 
-	if (argc < 1)
+	/*
+	 * Its execve made it dumpable again (exec was not): no core and no
+	 * ptrace by the daemon's user, whose runs' orders pass through here.
+	 */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1 || argc < 1)
 		_exit(1);
 	zyg_title = argv[0];
 	zyg_title_len = argv[argc - 1] + strlen(argv[argc - 1]) + 1 - argv[0];
@@ -193,6 +198,18 @@ zyg_settings(void)
  * One request: 1 with its type, payload and fds; 0 at EOF; -1 when it
  * is no request the table allows (its fds closed).
  */
+/* Close the n descriptors a control message brought. */
+static void
+zyg_close_cmsg(struct cmsghdr *cm, int n)
+{
+	int	 i, d;
+
+	for (i = 0; i < n; i++) {
+		memcpy(&d, CMSG_DATA(cm) + i * sizeof(int), sizeof(d));
+		close(d);
+	}
+}
+
 static int
 zyg_recv(int fd, uint32_t *type, void *buf, size_t len, int *fds, int *nfd)
 {
@@ -216,6 +233,12 @@ zyg_recv(int fd, uint32_t *type, void *buf, size_t len, int *fds, int *nfd)
 		if (cm->cmsg_level == SOL_SOCKET &&
 		    cm->cmsg_type == SCM_RIGHTS && *nfd == 0) {
 			*nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			if (*nfd > ZYG_NFD) {
+				/* More than any request has: none kept. */
+				zyg_close_cmsg(cm, *nfd);
+				*nfd = 0;
+				return (-1);
+			}
 			memcpy(fds, CMSG_DATA(cm), *nfd * sizeof(int));
 		}
 	for (i = 0; n > 0 && i < sizeof(zyg_handlers) /
