@@ -141,7 +141,7 @@ static const char *const sb_allow_vault[] = {
 };
 
 /*
- * The relay (libcurl, OpenSSL, evdns): outbound TCP and UDP sockets of
+ * The relay (its HTTP client, OpenSSL, evdns): outbound TCP and UDP sockets of
  * IPv4 and IPv6 only, connected, never bound or listening; the CA bundle
  * was read before the filter, so a file open is refused (EACCES: a
  * library probing a path falls back) rather than killed.
