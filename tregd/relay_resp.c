@@ -129,8 +129,10 @@ rr_head(struct rcall *rc, struct evbuffer *in)
 			size = rc->headsize ? rc->headsize * 2 : 1024;
 			while (size < rc->headlen + n)
 				size *= 2;
-			if ((p = realloc(rc->head, size)) == NULL)
-				fatal("%s: realloc", __func__);
+			/* Unredacted (an echoed key): the old block zeroed. */
+			if ((p = recallocarray(rc->head, rc->headsize, size,
+			    1)) == NULL)
+				fatal("%s: recallocarray", __func__);
 			rc->head = p;
 			rc->headsize = size;
 		}
