@@ -14,7 +14,6 @@
 #include "imsg.h"
 #include "log.h"
 #include "proc.h"
-#include "tregd.h"
 
 static void	imsgev_handler(int, short, void *);
 static void	imsgev_turn(int, short, void *);
@@ -161,9 +160,9 @@ imsgev_composev(struct imsgev *iev, uint32_t type, uint32_t id, int fd,
 }
 
 /*
- * The head (blob_hdr + head struct), then the payload in IMSG_DATA chunks,
- * queued whole (corked) and written at once: the peer wakes for the blob,
- * not for its head alone.
+ * The head (blob_hdr + head struct), then the payload in IMSG_BLOB_DATA
+ * chunks, queued whole (corked) and written at once: the peer wakes for
+ * the blob, not for its head alone.
  */
 int
 imsgev_send_blob(struct imsgev *iev, uint32_t type, uint32_t id,
@@ -192,7 +191,7 @@ imsgev_send_blob(struct imsgev *iev, uint32_t type, uint32_t id,
 		goto fail;
 	while (datalen > 0) {
 		n = datalen > IMSG_DATA_MAX ? IMSG_DATA_MAX : datalen;
-		if (imsgev_compose(iev, IMSG_DATA, id, -1, p, n) == -1)
+		if (imsgev_compose(iev, IMSG_BLOB_DATA, id, -1, p, n) == -1)
 			goto fail;
 		p += n;
 		datalen -= n;

@@ -19,6 +19,17 @@
 
 #include "imsg.h"
 
+/*
+ * The type of a blob's payload chunks: every program on these channels
+ * numbers its own types after it (tregd.h's enum imsg_type starts so).
+ */
+#define IMSG_BLOB_DATA	1
+
+/* Blob heads start with this: how many payload bytes follow. */
+struct blob_hdr {
+	uint32_t	 datalen;
+};
+
 struct imsgev;
 typedef void (*imsgev_fn)(struct imsgev *, struct imsg *);
 typedef void (*imsgev_closed_fn)(struct imsgev *);

@@ -22,6 +22,7 @@
 
 #include "http.h"
 #include "tregd.h"
+#include "frontend.h"
 
 #define MROUTES_MAX	64	/* route patterns: tregd's own strings */
 #define MCODES_MAX	512	/* (route, status) pairs */
@@ -30,9 +31,6 @@
 
 static const double http_le[HTTP_BUCKETS] = {
 	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
-};
-const double metrics_run_le[METRICS_RUN_BUCKETS] = {
-	0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300
 };
 
 struct mroute {

@@ -33,6 +33,7 @@
 
 #include "proc.h"
 #include "tregd.h"
+#include "parent.h"
 
 #define TLS_FILE_MAX	(1024 * 1024)
 

@@ -44,6 +44,7 @@
 #include "redact.h"
 #include "sandbox.h"
 #include "tregd.h"
+#include "exec.h"
 #include "util.h"
 
 /* argv is bin + args + what argv inject entries add (32 x 32). */

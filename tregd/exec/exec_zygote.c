@@ -36,6 +36,7 @@
 
 #include "sandbox.h"
 #include "tregd.h"
+#include "exec.h"
 #include "log.h"
 #include "util.h"
 #include "exec_zygote.h"

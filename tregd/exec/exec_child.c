@@ -33,6 +33,7 @@
 
 #include "sandbox.h"
 #include "tregd.h"
+#include "exec.h"
 #include "exec_zygote.h"
 
 int			 sbx_mode = SBX_NONE;

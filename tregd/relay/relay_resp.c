@@ -17,7 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "http.h"
+#include "http_parse.h"
 #include "redact.h"
 #include "relay.h"
 

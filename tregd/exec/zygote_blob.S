@@ -1,5 +1,5 @@
 /*
- * The zygote's program (tregd/zygote/zygote.c, linked statically), in
+ * The zygote's program (tregd/exec/zygote.c, linked statically), in
  * tregd's read-only data: exec hands it to the zygote in a sealed memfd
  * (exec_zygote.c), so there is no second file to install or to replace.
  */
@@ -8,6 +8,6 @@
 	.globl	zyg_prog
 	.globl	zyg_prog_end
 zyg_prog:
-	.incbin	"tregd/zygote/tregd-zygote"
+	.incbin	"tregd/exec/zygote/tregd-zygote"
 zyg_prog_end:
 	.section .note.GNU-stack,"",@progbits

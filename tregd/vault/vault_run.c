@@ -605,33 +605,6 @@ run_ends_sync(struct imsg *imsg)
 		fatal("%s: compose", __func__);
 }
 
-/* exec's answer and the vault's record say the same. */
-enum run_outcome
-run_outcome_of(const struct run_exit *rx)
-{
-	if (rx->cancelled)
-		return (RUN_CANCELLED);
-	if (rx->timed_out)
-		return (RUN_TIMED_OUT);
-	return (rx->exit_code == 0 ? RUN_OK : RUN_FAILED);
-}
-
-const char *
-run_outcome_name(uint32_t o)
-{
-	static const char *const names[] = {
-		[RUN_OK] = "ok",
-		[RUN_FAILED] = "failed",
-		[RUN_TIMED_OUT] = "timed_out",
-		[RUN_CANCELLED] = "cancelled",
-		[RUN_INTERRUPTED] = "interrupted"
-	};
-
-	if (o >= sizeof(names) / sizeof(names[0]))
-		return ("failed");
-	return (names[o]);
-}
-
 /* On any worker: each started it in the table of slots. */
 static int
 run_in_flight(int64_t audit_id)

@@ -185,7 +185,6 @@ int64_t		*slots_in_flight_ids(size_t *);
 int		 slots_used(int);	/* 1: this worker's only */
 
 /* vault_inject.c: a secret turned into what a CLI sees; a run's mask set. */
-#define REDSET_MAX		512	/* exec takes at most this many */
 struct isecret {
 	int64_t		 id;
 	int		 param;		/* kind "param": never redacted */
@@ -250,13 +249,10 @@ extern const struct vault_route vault_policy_routes[];
 
 /* validate.c */
 #define URL_LEN_MAX		2048
-#define HOST_LEN_MAX		264	/* [IPv6] or a DNS name, ":port" */
-#define BINDINGS_MAX		32
 #define INJECT_MAX		32
 #define INJECT_ARGV_MAX		32
 #define DENY_MAX		64
 #define DENY_LEN_MAX		512
-#define SECRET_LEN_MAX		(64 * 1024)
 #define SKILL_FILES_MAX		256
 #define SKILL_FILE_LEN_MAX	(256 * 1024)
 #define SKILL_PATH_MAX		1024
@@ -264,8 +260,6 @@ int		 url_check_base(const char *, int, char *, size_t, char *,
 		    size_t);
 int		 host_is_internal(const char *);
 int		 ip4_parse_loose(const char *, uint32_t *);
-int		 ip4_is_public(uint32_t);
-int		 ip6_is_public(const unsigned char [16]);
 const char	*env_name_refusal(const char *);
 int		 bin_valid(const char *);
 int		 format_check(const char *);
@@ -339,5 +333,12 @@ json_t		*crypto_key_files(void);	/* relative to the state dir */
 
 /* vault_ctl_key.c */
 int		 ctl_key(const struct ctl_request *, json_t **);
+
+/* vault_metrics.c */
+void	 vault_metrics_start(void);
+void	 vault_metrics_run(uint32_t, uint32_t, uint32_t);
+void	 vault_metrics_db_error(void);
+void	 vault_metrics_request(void);
+
 
 #endif /* VAULT_H */

@@ -10,6 +10,7 @@
 
 #include "proc.h"
 #include "tregd.h"
+#include "exec.h"
 
 static struct metrics_exec	 xm;
 static struct imsgev		*xm_iev;

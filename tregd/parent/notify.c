@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "tregd.h"
+#include "parent.h"
 
 static struct sockaddr_un	 notify_sun;
 static socklen_t		 notify_len;

@@ -27,6 +27,7 @@
 #include "http.h"
 #include "proc.h"
 #include "tregd.h"
+#include "frontend.h"
 #include "util.h"
 
 #define CALL_PREFIX		"/call/"

@@ -22,6 +22,7 @@
 
 #include "sandbox.h"
 #include "tregd.h"
+#include "exec.h"
 #include "exec_zygote.h"
 
 /* ------------------------------------------------------------------ */

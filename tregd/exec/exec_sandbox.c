@@ -79,6 +79,7 @@
 
 #include "sandbox.h"
 #include "tregd.h"
+#include "exec.h"
 #include "util.h"
 #include "exec_zygote.h"
 

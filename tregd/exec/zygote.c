@@ -50,6 +50,7 @@
 
 #include "sandbox.h"
 #include "tregd.h"
+#include "exec.h"
 #include "exec_zygote.h"
 
 /* What the zygote accepts: the type, the exact length, the fds. */

@@ -19,7 +19,6 @@
 #include <event.h>
 
 #include "tregd.h"
-#include "vault.h"		/* validate.c: the address rules of base_url */
 
 #define RELAY_CALLS_MAX		1024	/* in flight at once */
 #define RELAY_HEAD_MAX		(128 * 1024)	/* an upstream head, 1xx ones too */

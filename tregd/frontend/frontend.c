@@ -43,6 +43,7 @@
 #include "proc.h"
 #include "sandbox.h"
 #include "tregd.h"
+#include "frontend.h"
 #include "utf8.h"
 #include "util.h"
 

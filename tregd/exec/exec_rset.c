@@ -26,6 +26,7 @@
 #include "log.h"
 #include "redact.h"
 #include "tregd.h"
+#include "exec.h"
 
 #define RSET_MAX	64
 #define RSET_IDLE_S	60
