@@ -130,4 +130,16 @@ void	 rresp_input(struct rcall *);
 int	 rresp_eof(struct rcall *);
 void	 rresp_flush(struct rcall *);
 
+/* egress_subst.c: a keyless run's placeholders, swapped on the way out */
+struct subst {
+	const char	*ph;		/* the placeholder the run holds */
+	size_t		 phlen;
+	const char	*val;		/* the value it stands for */
+	size_t		 vallen;
+};
+char	*egress_subst_target(const struct subst *, size_t, const char *,
+	    size_t, size_t *, int *);
+char	*egress_subst_header(const struct subst *, size_t, const char *,
+	    const char *, size_t, size_t *, int *);
+
 #endif /* RELAY_H */
