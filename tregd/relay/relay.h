@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include <event.h>
+#include <openssl/ssl.h>
 
 #include "tregd.h"
 
@@ -141,5 +142,12 @@ char	*egress_subst_target(const struct subst *, size_t, const char *,
 	    size_t, size_t *, int *);
 char	*egress_subst_header(const struct subst *, size_t, const char *,
 	    const char *, size_t, size_t *, int *);
+
+/* egress_ca.c: the run CA and its leaves (SPEC 6a "TLS") */
+#define EGRESS_LEAVES_MAX	1024	/* hosts whose leaf is kept */
+int	 egress_ca_init(void);
+char	*egress_ca_pem(size_t *);
+int	 egress_ca_use(SSL *, const char *);
+void	 egress_ca_free(void);
 
 #endif /* RELAY_H */
