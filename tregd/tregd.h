@@ -523,7 +523,7 @@ struct imsgev;
 struct passwd;
 void	 proc_child_init(enum tregd_proc, struct imsgev *, int, int,
 	    void (*)(struct imsgev *, struct imsg *),
-	    void (*)(struct imsgev *), void (*)(struct imsg *));
+	    void (*)(struct imsgev *), const struct imsg_handler *, size_t);
 void	 proc_conf_recv(struct imsg *, struct tregd_conf *);
 struct passwd *proc_getpw(const char *);
 void	 conf_terminate(struct tregd_conf *);
@@ -541,20 +541,7 @@ const char *proc_worker_name(int);	/* "vault 0" ... */
 void	 proc_vault_recv(struct imsg *, struct imsgev *, int *,
 	    void (*)(struct imsgev *, struct imsg *),
 	    void (*)(struct imsgev *));
-void	 proc_log_verbose(struct imsg *);
-/* The channels a child (exec, relay) gets from the parent at start-up. */
-struct proc_chans {
-	struct tregd_conf	*conf;
-	struct proc_peer	*peers;
-	size_t			 npeers;
-	struct imsgev		*vaults;	/* [VAULT_WORKERS_MAX] */
-	int			*nvaults;
-	void			(*vault_dispatch)(struct imsgev *,
-				    struct imsg *);
-	void			(*closed)(struct imsgev *);
-};
-void	 proc_chans_recv(struct imsg *, const struct proc_chans *);
-void	 proc_parent_recv(struct imsg *, struct tregd_conf *);
+void	 proc_log_verbose(struct imsgev *, struct imsg *);
 void	 proc_peer_lost(struct imsgev *);
 __dead void proc_child_run(void (*)(int, short, void *));
 

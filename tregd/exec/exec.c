@@ -110,15 +110,46 @@ static unsigned char		 readbuf[RUN_READ_LEN];
 static uint32_t			 early_cancel[RUN_EARLY_CANCEL];
 static size_t			 nearly_cancel;
 
-static void	exec_config(struct imsg *);
-static void	exec_dispatch_parent(struct imsgev *, struct imsg *);
-static void	exec_dispatch_vault(struct imsgev *, struct imsg *);
-static void	exec_dispatch_frontend(struct imsgev *, struct imsg *);
+static void	exec_dispatch(struct imsgev *, struct imsg *);
+static void	exec_imsg_conf(struct imsgev *, struct imsg *);
+static void	exec_imsg_peer(struct imsgev *, struct imsg *);
+static void	exec_imsg_vault(struct imsgev *, struct imsg *);
+static void	exec_imsg_reload_end(struct imsgev *, struct imsg *);
+static void	exec_imsg_run_start(struct imsgev *, struct imsg *);
+static void	exec_imsg_run_data(struct imsgev *, struct imsg *);
+static void	exec_imsg_run_cancel(struct imsgev *, struct imsg *);
+static void	exec_imsg_run_pause(struct imsgev *, struct imsg *);
 static void	exec_closed(struct imsgev *);
 static void	exec_sig(int, short, void *);
 
+#define FROM_PARENT	IMSG_FROM(PROC_PARENT)
+#define FROM_FRONTEND	IMSG_FROM(PROC_FRONTEND)
+#define FROM_VAULT	IMSG_FROM(PROC_VAULT)
+
+/* What the parent sends before IMSG_CONF_END: settings and channels. */
+static const struct imsg_handler exec_start_imsgs[] = {
+	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	exec_imsg_conf },
+	{ IMSG_CONF_PEER, FROM_PARENT, sizeof(uint32_t),	exec_imsg_peer },
+	{ IMSG_CONF_VAULT, FROM_PARENT, sizeof(uint32_t),	exec_imsg_vault },
+};
+
+/* Every message exec takes once it serves, and from whom. */
+static const struct imsg_handler exec_imsgs[] = {
+	/* A reload: limits and paths apply to the next runs. */
+	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	exec_imsg_conf },
+	{ IMSG_CONF_END, FROM_PARENT, 0,		exec_imsg_reload_end },
+	{ IMSG_LOG_VERBOSE, FROM_PARENT, sizeof(int),	proc_log_verbose },
+	/* A run order: a blob from the vault worker that decided it. */
+	{ IMSG_RUN_START, FROM_VAULT, IMSG_LEN_ANY,	exec_imsg_run_start },
+	{ IMSG_DATA,	FROM_VAULT, IMSG_LEN_ANY,	exec_imsg_run_data },
+	/* The frontend speaks for a run's client. */
+	{ IMSG_RUN_CANCEL, FROM_FRONTEND, 0,		exec_imsg_run_cancel },
+	{ IMSG_RUN_PAUSE, FROM_FRONTEND, 0,		exec_imsg_run_pause },
+	{ IMSG_RUN_RESUME, FROM_FRONTEND, 0,		exec_imsg_run_pause },
+};
+
 static struct proc_peer	 exec_peers[] = {
-	{ PROC_FRONTEND,	&iev_frontend,	exec_dispatch_frontend, 0 },
+	{ PROC_FRONTEND,	&iev_frontend,	exec_dispatch, 0 },
 };
 #define NPEERS	(sizeof(exec_peers) / sizeof(exec_peers[0]))
 static void	exec_kill_runs(void);
@@ -159,7 +190,7 @@ exec_main(int debug, int verbose)
 	struct sandbox_paths	 paths;
 
 	proc_child_init(PROC_EXEC, &iev_parent, debug, verbose,
-	    exec_dispatch_parent, exec_closed, exec_config);
+	    exec_dispatch, exec_closed, IMSG_HANDLERS(exec_start_imsgs));
 	if (!proc_peers_complete(exec_peers, NPEERS) ||
 	    nvaults != exec_conf.vault_workers)
 		fatalx("exec: incomplete configuration");
@@ -332,72 +363,75 @@ exec_atexit(void)
 }
 
 static void
-exec_config(struct imsg *imsg)
+exec_dispatch(struct imsgev *iev, struct imsg *imsg)
 {
-	static const struct proc_chans	 chans = { &exec_conf, exec_peers,
-	    NPEERS, iev_vaults, &nvaults, exec_dispatch_vault, exec_closed };
-
-	proc_chans_recv(imsg, &chans);
+	imsgev_dispatch(IMSG_HANDLERS(exec_imsgs), iev, imsg);
 }
 
 static void
-exec_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
+exec_imsg_conf(struct imsgev *iev, struct imsg *imsg)
 {
-	/* A reload: limits and paths apply to the next runs. */
-	proc_parent_recv(imsg, &exec_conf);
+	proc_conf_recv(imsg, &exec_conf);
 }
 
 static void
-exec_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
+exec_imsg_peer(struct imsgev *iev, struct imsg *imsg)
+{
+	proc_peer_recv(imsg, exec_peers, NPEERS, exec_closed);
+}
+
+static void
+exec_imsg_vault(struct imsgev *iev, struct imsg *imsg)
+{
+	proc_vault_recv(imsg, iev_vaults, &nvaults, exec_dispatch,
+	    exec_closed);
+}
+
+static void
+exec_imsg_reload_end(struct imsgev *iev, struct imsg *imsg)
+{
+}
+
+static void
+exec_imsg_run_start(struct imsgev *iev, struct imsg *imsg)
 {
 	struct blob	*b;
-	int		 bad, w = iev - iev_vaults;
 
-	switch (imsg->hdr.type) {
-	case IMSG_RUN_START:
-		b = blob_start(&exec_blobs, imsg, PROC_WORKER(w),
-		    sizeof(struct run_start), RUN_BLOB_MAX);
-		if (b == NULL)
-			fatalx("%s: bad IMSG_RUN_START from vault", __func__);
-		if (b->datalen == 0)
-			fatalx("%s: empty IMSG_RUN_START from vault",
-			    __func__);
-		break;
-	case IMSG_DATA:
-		b = blob_add(&exec_blobs, imsg, PROC_WORKER(w), &bad);
-		if (bad)
-			fatalx("%s: bad IMSG_DATA from vault", __func__);
-		if (b != NULL) {
-			exec_start(b);
-			run_cancel_pending(imsg->hdr.id);
-		}
-		break;
-	default:
-		fatalx("%s: bad imsg %u from vault", __func__, imsg->hdr.type);
+	b = blob_start(&exec_blobs, imsg, iev->peer, sizeof(struct run_start),
+	    RUN_BLOB_MAX);
+	if (b == NULL)
+		fatalx("%s: bad IMSG_RUN_START from %s", __func__, iev->name);
+	if (b->datalen == 0)
+		fatalx("%s: empty IMSG_RUN_START from %s", __func__,
+		    iev->name);
+}
+
+static void
+exec_imsg_run_data(struct imsgev *iev, struct imsg *imsg)
+{
+	struct blob	*b;
+	int		 bad;
+
+	b = blob_add(&exec_blobs, imsg, iev->peer, &bad);
+	if (bad)
+		fatalx("%s: bad IMSG_DATA from %s", __func__, iev->name);
+	if (b != NULL) {
+		exec_start(b);
+		run_cancel_pending(imsg->hdr.id);
 	}
 }
 
-/* The frontend speaks for a run's client: hung up, slow, reading again. */
 static void
-exec_dispatch_frontend(struct imsgev *iev, struct imsg *imsg)
+exec_imsg_run_cancel(struct imsgev *iev, struct imsg *imsg)
 {
-	if (imsg->datalen != 0)
-		fatalx("%s: bad imsg %u length from frontend", __func__,
-		    imsg->hdr.type);
-	switch (imsg->hdr.type) {
-	case IMSG_RUN_CANCEL:
-		run_cancel(imsg->hdr.id);
-		break;
-	case IMSG_RUN_PAUSE:
-		run_pause(imsg->hdr.id, 1);
-		break;
-	case IMSG_RUN_RESUME:
-		run_pause(imsg->hdr.id, 0);
-		break;
-	default:
-		fatalx("%s: bad imsg %u from frontend", __func__,
-		    imsg->hdr.type);
-	}
+	run_cancel(imsg->hdr.id);
+}
+
+/* A client slow to read holds its run's output; reading again, frees it. */
+static void
+exec_imsg_run_pause(struct imsgev *iev, struct imsg *imsg)
+{
+	run_pause(imsg->hdr.id, imsg->hdr.type == IMSG_RUN_PAUSE);
 }
 
 static struct run *

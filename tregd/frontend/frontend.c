@@ -176,13 +176,25 @@ static struct blob		*tls_cert, *tls_key;
 static uint32_t			 next_id = 1;
 static size_t			 held;		/* run output kept, total */
 
-static void	front_config(struct imsg *);
 static void	front_apply_conf(void);
-static void	front_tls_blob(struct imsg *);
 static void	front_tls_apply(void);
-static void	front_dispatch_parent(struct imsgev *, struct imsg *);
-static void	front_dispatch_vault(struct imsgev *, struct imsg *);
-static void	front_dispatch_exec(struct imsgev *, struct imsg *);
+static void	front_dispatch(struct imsgev *, struct imsg *);
+static void	front_imsg_conf(struct imsgev *, struct imsg *);
+static void	front_imsg_listen(struct imsgev *, struct imsg *);
+static void	front_imsg_peer(struct imsgev *, struct imsg *);
+static void	front_imsg_vault(struct imsgev *, struct imsg *);
+static void	front_imsg_tls(struct imsgev *, struct imsg *);
+static void	front_imsg_conf_end(struct imsgev *, struct imsg *);
+static void	front_imsg_serve(struct imsgev *, struct imsg *);
+static void	front_imsg_response(struct imsgev *, struct imsg *);
+static void	front_imsg_refused(struct imsgev *, struct imsg *);
+static void	front_imsg_answer_data(struct imsgev *, struct imsg *);
+static void	front_imsg_run_accepted(struct imsgev *, struct imsg *);
+static void	front_imsg_runs_synced(struct imsgev *, struct imsg *);
+static void	front_imsg_metrics_vault(struct imsgev *, struct imsg *);
+static void	front_imsg_run_output(struct imsgev *, struct imsg *);
+static void	front_imsg_run_eof(struct imsgev *, struct imsg *);
+static void	front_imsg_metrics_exec(struct imsgev *, struct imsg *);
 static void	front_closed(struct imsgev *);
 static void	front_request(struct http_conn *, const struct http_head *,
 		    const char *, size_t);
@@ -212,9 +224,54 @@ static void	front_req_free(struct front_req *);
 static void	front_sig(int, short, void *);
 static uint32_t	front_new_id(void);
 
+#define FROM_PARENT	IMSG_FROM(PROC_PARENT)
+#define FROM_VAULT	IMSG_FROM(PROC_VAULT)
+#define FROM_EXEC	IMSG_FROM(PROC_EXEC)
+#define FROM_RELAY	IMSG_FROM(PROC_RELAY)
+
+/* What the parent sends before IMSG_CONF_END: settings and channels. */
+static const struct imsg_handler front_start_imsgs[] = {
+	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	front_imsg_conf },
+	{ IMSG_CONF_LISTEN, FROM_PARENT, sizeof(uint32_t),	front_imsg_listen },
+	{ IMSG_CONF_METRICS, FROM_PARENT, sizeof(uint32_t),	front_imsg_listen },
+	{ IMSG_CONF_PEER, FROM_PARENT, sizeof(uint32_t),	front_imsg_peer },
+	{ IMSG_CONF_VAULT, FROM_PARENT, sizeof(uint32_t),	front_imsg_vault },
+	{ IMSG_CONF_TLS_CERT, FROM_PARENT, IMSG_LEN_ANY,	front_imsg_tls },
+	{ IMSG_CONF_TLS_KEY, FROM_PARENT, IMSG_LEN_ANY,		front_imsg_tls },
+	{ IMSG_DATA,	FROM_PARENT, IMSG_LEN_ANY,		front_imsg_tls },
+};
+
+/* Every message the frontend takes once it serves, and from whom. */
+static const struct imsg_handler front_imsgs[] = {
+	/* A reload's settings and certificate; the go to serve. */
+	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	front_imsg_conf },
+	{ IMSG_CONF_TLS_CERT, FROM_PARENT, IMSG_LEN_ANY,	front_imsg_tls },
+	{ IMSG_CONF_TLS_KEY, FROM_PARENT, IMSG_LEN_ANY,		front_imsg_tls },
+	{ IMSG_DATA,	FROM_PARENT, IMSG_LEN_ANY,		front_imsg_tls },
+	{ IMSG_CONF_END, FROM_PARENT, 0,		front_imsg_conf_end },
+	{ IMSG_LOG_VERBOSE, FROM_PARENT, sizeof(int),	proc_log_verbose },
+	{ IMSG_SERVE,	FROM_PARENT, 0,			front_imsg_serve },
+	/* The vault workers' answers (blobs), run decisions, counters. */
+	{ IMSG_API_RESPONSE, FROM_VAULT, IMSG_LEN_ANY,	front_imsg_response },
+	{ IMSG_CALL_REFUSED, FROM_VAULT, IMSG_LEN_ANY,	front_imsg_refused },
+	{ IMSG_DATA,	FROM_VAULT, IMSG_LEN_ANY,	front_imsg_answer_data },
+	{ IMSG_RUN_ACCEPTED, FROM_VAULT, IMSG_LEN_ANY,	front_imsg_run_accepted },
+	{ IMSG_RUNS_SYNC, FROM_VAULT, IMSG_LEN_ANY,	front_imsg_runs_synced },
+	{ IMSG_METRICS_VAULT, FROM_VAULT, IMSG_LEN_ANY,	front_imsg_metrics_vault },
+	/* exec: a run's redacted output and its end. */
+	{ IMSG_RUN_OUTPUT, FROM_EXEC, IMSG_LEN_ANY,	front_imsg_run_output },
+	{ IMSG_RUN_EOF,	FROM_EXEC, sizeof(struct run_result), front_imsg_run_eof },
+	{ IMSG_METRICS_EXEC, FROM_EXEC, IMSG_LEN_ANY,	front_imsg_metrics_exec },
+	/* The relay: a call's answer (frontend_call.c). */
+	{ IMSG_CALL_HEAD, FROM_RELAY, IMSG_LEN_ANY,	front_call_imsg_head },
+	{ IMSG_DATA,	FROM_RELAY, IMSG_LEN_ANY,	front_call_imsg_head_data },
+	{ IMSG_CALL_BODY, FROM_RELAY, IMSG_LEN_ANY,	front_call_imsg_body },
+	{ IMSG_CALL_END, FROM_RELAY, IMSG_LEN_ANY,	front_call_imsg_end },
+};
+
 static struct proc_peer	 front_peers[] = {
-	{ PROC_EXEC,	&iev_exec,	front_dispatch_exec, 0 },
-	{ PROC_RELAY,	&iev_relay,	front_call_dispatch_relay, 0 },
+	{ PROC_EXEC,	&iev_exec,	front_dispatch, 0 },
+	{ PROC_RELAY,	&iev_relay,	front_dispatch, 0 },
 };
 #define NPEERS	(sizeof(front_peers) / sizeof(front_peers[0]))
 
@@ -234,7 +291,7 @@ frontend_main(int debug, int verbose)
 
 	http_init(proc_base, front_request, front_gone);
 	proc_child_init(PROC_FRONTEND, &iev_parent, debug, verbose,
-	    front_dispatch_parent, front_closed, front_config);
+	    front_dispatch, front_closed, IMSG_HANDLERS(front_start_imsgs));
 	if (!proc_peers_complete(front_peers, NPEERS) ||
 	    nvaults != front_conf.vault_workers)
 		fatalx("frontend: incomplete configuration");
@@ -285,7 +342,7 @@ front_apply_conf(void)
 
 /* The parent read the certificate and key; the key is zeroed after use. */
 static void
-front_tls_blob(struct imsg *imsg)
+front_imsg_tls(struct imsgev *iev, struct imsg *imsg)
 {
 	struct blob	*b, **slot;
 	int		 bad;
@@ -327,80 +384,68 @@ front_tls_apply(void)
 /* Channels.                                                           */
 
 static void
-front_config(struct imsg *imsg)
+front_dispatch(struct imsgev *iev, struct imsg *imsg)
 {
-	uint32_t	 idx;
-
-	switch (imsg->hdr.type) {
-	case IMSG_CONF:
-		proc_conf_recv(imsg, &front_conf);
-		break;
-	case IMSG_CONF_LISTEN:
-		if (imsg->fd == -1 || imsg->datalen != sizeof(idx) ||
-		    nlisten_fds >= CONF_LISTEN_MAX)
-			fatalx("bad IMSG_CONF_LISTEN");
-		listen_fds[nlisten_fds++] = imsg->fd;
-		imsg->fd = -1;
-		break;
-	case IMSG_CONF_METRICS:
-		if (imsg->fd == -1 || imsg->datalen != sizeof(idx) ||
-		    nmetrics_fds >= CONF_LISTEN_MAX)
-			fatalx("bad IMSG_CONF_METRICS");
-		metrics_fds[nmetrics_fds++] = imsg->fd;
-		imsg->fd = -1;
-		break;
-	case IMSG_CONF_PEER:
-		proc_peer_recv(imsg, front_peers, NPEERS, front_closed);
-		break;
-	case IMSG_CONF_VAULT:
-		proc_vault_recv(imsg, iev_vaults, &nvaults,
-		    front_dispatch_vault, front_closed);
-		break;
-	case IMSG_CONF_TLS_CERT:
-	case IMSG_CONF_TLS_KEY:
-	case IMSG_DATA:
-		front_tls_blob(imsg);
-		break;
-	default:
-		fatalx("%s: bad imsg %u from parent", __func__,
-		    imsg->hdr.type);
-	}
+	imsgev_dispatch(IMSG_HANDLERS(front_imsgs), iev, imsg);
 }
 
 static void
-front_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
+front_imsg_conf(struct imsgev *iev, struct imsg *imsg)
+{
+	proc_conf_recv(imsg, &front_conf);
+}
+
+/* A bound socket: the API's (IMSG_CONF_LISTEN) or GET /metrics'. */
+static void
+front_imsg_listen(struct imsgev *iev, struct imsg *imsg)
+{
+	int	*fds, *n;
+
+	if (imsg->hdr.type == IMSG_CONF_LISTEN) {
+		fds = listen_fds;
+		n = &nlisten_fds;
+	} else {
+		fds = metrics_fds;
+		n = &nmetrics_fds;
+	}
+	if (imsg->fd == -1 || *n >= CONF_LISTEN_MAX)
+		fatalx("bad imsg %u from parent", imsg->hdr.type);
+	fds[(*n)++] = imsg->fd;
+	imsg->fd = -1;
+}
+
+static void
+front_imsg_peer(struct imsgev *iev, struct imsg *imsg)
+{
+	proc_peer_recv(imsg, front_peers, NPEERS, front_closed);
+}
+
+static void
+front_imsg_vault(struct imsgev *iev, struct imsg *imsg)
+{
+	proc_vault_recv(imsg, iev_vaults, &nvaults, front_dispatch,
+	    front_closed);
+}
+
+static void
+front_imsg_conf_end(struct imsgev *iev, struct imsg *imsg)
+{
+	front_apply_conf();
+}
+
+static void
+front_imsg_serve(struct imsgev *iev, struct imsg *imsg)
 {
 	int	 i;
 
-	switch (imsg->hdr.type) {
-	case IMSG_CONF:
-		proc_conf_recv(imsg, &front_conf);
-		break;
-	case IMSG_CONF_TLS_CERT:
-	case IMSG_CONF_TLS_KEY:
-	case IMSG_DATA:
-		front_tls_blob(imsg);
-		break;
-	case IMSG_CONF_END:
-		front_apply_conf();
-		break;
-	case IMSG_LOG_VERBOSE:
-		proc_log_verbose(imsg);
-		break;
-	case IMSG_SERVE:
-		if (imsg->datalen != 0 || serving)
-			fatalx("%s: bad IMSG_SERVE", __func__);
-		serving = 1;
-		/* What one loop turn sends a peer leaves in one sendmsg. */
-		for (i = 0; i < nvaults; i++)
-			imsgev_coalesce(&iev_vaults[i]);
-		imsgev_coalesce(&iev_relay);
-		http_serve();
-		break;
-	default:
-		fatalx("%s: bad imsg %u from parent", __func__,
-		    imsg->hdr.type);
-	}
+	if (serving)
+		fatalx("%s: bad IMSG_SERVE", __func__);
+	serving = 1;
+	/* What one loop turn sends a peer leaves in one sendmsg. */
+	for (i = 0; i < nvaults; i++)
+		imsgev_coalesce(&iev_vaults[i]);
+	imsgev_coalesce(&iev_relay);
+	http_serve();
 }
 
 static struct front_req *
@@ -562,81 +607,94 @@ front_vault_done(struct front_req *fr)
 	vault_load[fr->worker]--;
 }
 
+/* The answers and refusals of vault worker w come from it alone. */
 static void
-front_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
+front_imsg_response(struct imsgev *iev, struct imsg *imsg)
 {
-	struct blob		*b;
-	int			 bad, w = iev - iev_vaults;
+	struct blob	*b;
 
-	switch (imsg->hdr.type) {
-	case IMSG_API_RESPONSE:
-		b = blob_start(&front_blobs, imsg, PROC_WORKER(w),
-		    sizeof(struct api_response), 256 * 1024 * 1024);
-		if (b == NULL)
-			fatalx("bad IMSG_API_RESPONSE from %s", iev->name);
-		if (b->datalen == 0)
-			front_response(b, w);
-		break;
-	case IMSG_CALL_REFUSED:
-		b = blob_start(&front_blobs, imsg, PROC_WORKER(w),
-		    sizeof(struct api_response), 1024 * 1024);
-		if (b == NULL)
-			fatalx("bad IMSG_CALL_REFUSED from %s", iev->name);
-		if (b->datalen == 0)
-			front_call_refused(b, w);
-		break;
-	case IMSG_DATA:
-		b = blob_add(&front_blobs, imsg, PROC_WORKER(w), &bad);
-		if (bad)
-			fatalx("bad IMSG_DATA from %s", iev->name);
-		if (b != NULL && b->type == IMSG_CALL_REFUSED)
-			front_call_refused(b, w);
-		else if (b != NULL)
-			front_response(b, w);
-		break;
-	case IMSG_RUN_ACCEPTED:
-		front_run_accepted(front_of_worker(imsg, w,
-		    "IMSG_RUN_ACCEPTED"), imsg);
-		break;
-	case IMSG_RUNS_SYNC:
-		front_runs_synced(imsg, w);
-		break;
-	case IMSG_METRICS_VAULT:
-		metrics_vault_report(w, imsg);
-		break;
-	default:
-		fatalx("%s: bad imsg %u from vault", __func__, imsg->hdr.type);
-	}
+	b = blob_start(&front_blobs, imsg, iev->peer,
+	    sizeof(struct api_response), 256 * 1024 * 1024);
+	if (b == NULL)
+		fatalx("bad IMSG_API_RESPONSE from %s", iev->name);
+	if (b->datalen == 0)
+		front_response(b, iev - iev_vaults);
 }
 
 static void
-front_dispatch_exec(struct imsgev *iev, struct imsg *imsg)
+front_imsg_refused(struct imsgev *iev, struct imsg *imsg)
+{
+	struct blob	*b;
+
+	b = blob_start(&front_blobs, imsg, iev->peer,
+	    sizeof(struct api_response), 1024 * 1024);
+	if (b == NULL)
+		fatalx("bad IMSG_CALL_REFUSED from %s", iev->name);
+	if (b->datalen == 0)
+		front_call_refused(b, iev - iev_vaults);
+}
+
+static void
+front_imsg_answer_data(struct imsgev *iev, struct imsg *imsg)
+{
+	struct blob	*b;
+	int		 bad, w = iev - iev_vaults;
+
+	b = blob_add(&front_blobs, imsg, iev->peer, &bad);
+	if (bad)
+		fatalx("bad IMSG_DATA from %s", iev->name);
+	if (b != NULL && b->type == IMSG_CALL_REFUSED)
+		front_call_refused(b, w);
+	else if (b != NULL)
+		front_response(b, w);
+}
+
+static void
+front_imsg_run_accepted(struct imsgev *iev, struct imsg *imsg)
+{
+	front_run_accepted(front_of_worker(imsg, iev - iev_vaults,
+	    "IMSG_RUN_ACCEPTED"), imsg);
+}
+
+static void
+front_imsg_runs_synced(struct imsgev *iev, struct imsg *imsg)
+{
+	front_runs_synced(imsg, iev - iev_vaults);
+}
+
+static void
+front_imsg_metrics_vault(struct imsgev *iev, struct imsg *imsg)
+{
+	metrics_vault_report(iev - iev_vaults, imsg);
+}
+
+static void
+front_imsg_run_output(struct imsgev *iev, struct imsg *imsg)
+{
+	front_run_output(imsg);
+}
+
+static void
+front_imsg_run_eof(struct imsgev *iev, struct imsg *imsg)
 {
 	struct front_req	*fr;
 
-	switch (imsg->hdr.type) {
-	case IMSG_RUN_OUTPUT:
-		front_run_output(imsg);
-		break;
-	case IMSG_RUN_EOF:
-		if (imsg->datalen != sizeof(struct run_result) ||
-		    (fr = front_find(imsg->hdr.id)) == NULL || !fr->is_run ||
-		    fr->eof)
-			fatalx("bad IMSG_RUN_EOF from exec");
-		memcpy(&fr->result, imsg->data, sizeof(fr->result));
-		fr->eof = 1;
-		runs_ended[fr->worker]++;
-		clock_gettime(CLOCK_MONOTONIC, &fr->t_eof);
-		/* The vault's word may come after exec's end: it will. */
-		if (fr->accepted)
-			front_run_finish(fr);
-		break;
-	case IMSG_METRICS_EXEC:
-		metrics_exec_report(imsg);
-		break;
-	default:
-		fatalx("%s: bad imsg %u from exec", __func__, imsg->hdr.type);
-	}
+	if ((fr = front_find(imsg->hdr.id)) == NULL || !fr->is_run ||
+	    fr->eof)
+		fatalx("bad IMSG_RUN_EOF from exec");
+	memcpy(&fr->result, imsg->data, sizeof(fr->result));
+	fr->eof = 1;
+	runs_ended[fr->worker]++;
+	clock_gettime(CLOCK_MONOTONIC, &fr->t_eof);
+	/* The vault's word may come after exec's end: it will. */
+	if (fr->accepted)
+		front_run_finish(fr);
+}
+
+static void
+front_imsg_metrics_exec(struct imsgev *iev, struct imsg *imsg)
+{
+	metrics_exec_report(imsg);
 }
 
 static void

@@ -22,7 +22,11 @@ void	 front_call(struct http_conn *, const struct http_head *,
 	    const char *, size_t, uint32_t);
 int	 front_call_gone(void *, int);
 void	 front_call_refused(struct blob *, int);
-void	 front_call_dispatch_relay(struct imsgev *, struct imsg *);
+/* The relay's messages (rows of frontend.c's table). */
+void	 front_call_imsg_head(struct imsgev *, struct imsg *);
+void	 front_call_imsg_head_data(struct imsgev *, struct imsg *);
+void	 front_call_imsg_body(struct imsgev *, struct imsg *);
+void	 front_call_imsg_end(struct imsgev *, struct imsg *);
 void	 front_call_print_routes(FILE *);
 
 /* openapi_doc.c, made from doc/openapi.json by make */

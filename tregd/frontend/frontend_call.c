@@ -324,36 +324,41 @@ front_call_refused(struct blob *b, int w)
 }
 
 void
-front_call_dispatch_relay(struct imsgev *iev, struct imsg *imsg)
+front_call_imsg_head(struct imsgev *iev, struct imsg *imsg)
+{
+	struct blob	*b;
+
+	b = blob_start(&call_blobs, imsg, PROC_RELAY, sizeof(struct call_head),
+	    CALL_HEAD_MAX);
+	if (b == NULL)
+		fatalx("bad IMSG_CALL_HEAD from relay");
+	if (b->datalen == 0)
+		fcall_head(b);
+}
+
+void
+front_call_imsg_head_data(struct imsgev *iev, struct imsg *imsg)
 {
 	struct blob	*b;
 	int		 bad;
 
-	switch (imsg->hdr.type) {
-	case IMSG_CALL_HEAD:
-		b = blob_start(&call_blobs, imsg, PROC_RELAY,
-		    sizeof(struct call_head), CALL_HEAD_MAX);
-		if (b == NULL)
-			fatalx("bad IMSG_CALL_HEAD from relay");
-		if (b->datalen == 0)
-			fcall_head(b);
-		break;
-	case IMSG_DATA:
-		b = blob_add(&call_blobs, imsg, PROC_RELAY, &bad);
-		if (bad)
-			fatalx("bad IMSG_DATA from relay");
-		if (b != NULL)
-			fcall_head(b);
-		break;
-	case IMSG_CALL_BODY:
-		fcall_body(imsg);
-		break;
-	case IMSG_CALL_END:
-		fcall_end(imsg);
-		break;
-	default:
-		fatalx("%s: bad imsg %u from relay", __func__, imsg->hdr.type);
-	}
+	b = blob_add(&call_blobs, imsg, PROC_RELAY, &bad);
+	if (bad)
+		fatalx("bad IMSG_DATA from relay");
+	if (b != NULL)
+		fcall_head(b);
+}
+
+void
+front_call_imsg_body(struct imsgev *iev, struct imsg *imsg)
+{
+	fcall_body(imsg);
+}
+
+void
+front_call_imsg_end(struct imsgev *iev, struct imsg *imsg)
+{
+	fcall_end(imsg);
 }
 
 static void

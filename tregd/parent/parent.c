@@ -74,6 +74,11 @@ static void	parent_peer_send(struct child *, struct child *, int);
 static void	parent_send_workers(void);
 static void	parent_send_conf(struct child *, int);
 static void	parent_dispatch(struct imsgev *, struct imsg *);
+static void	parent_imsg_log(struct imsgev *, struct imsg *);
+static void	parent_imsg_ready(struct imsgev *, struct imsg *);
+static void	parent_imsg_ctl_reload(struct imsgev *, struct imsg *);
+static void	parent_imsg_verbose(struct imsgev *, struct imsg *);
+static void	parent_imsg_keyring(struct imsgev *, struct imsg *);
 static void	parent_closed(struct imsgev *);
 static void	parent_sig(int, short, void *);
 static void	parent_reap(void);
@@ -492,62 +497,88 @@ parent_send_procinfo(void)
 		    pi, sizeof(pi));
 }
 
+#define FROM_CHILD	(IMSG_FROM(PROC_FRONTEND) | IMSG_FROM(PROC_VAULT) | \
+			    IMSG_FROM(PROC_EXEC) | IMSG_FROM(PROC_RELAY))
+#define FROM_VAULT	IMSG_FROM(PROC_VAULT)
+
+/* Every message the parent takes, and from which children. */
+static const struct imsg_handler parent_imsgs[] = {
+	{ IMSG_LOG,		FROM_CHILD, IMSG_LEN_ANY,	parent_imsg_log },
+	{ IMSG_READY,		FROM_CHILD, 0,			parent_imsg_ready },
+	/* tregctl's commands that reach past the vault. */
+	{ IMSG_CTL_RELOAD,	FROM_VAULT, 0,		parent_imsg_ctl_reload },
+	{ IMSG_CTL_LOG_VERBOSE,	FROM_VAULT, sizeof(int),	parent_imsg_verbose },
+	{ IMSG_KEYRING,		FROM_VAULT, 0,		parent_imsg_keyring },
+};
+
 static void
 parent_dispatch(struct imsgev *iev, struct imsg *imsg)
 {
-	struct child	*c = iev->arg;
-	const char	*line;
-	struct ctl_reload_done	 rd;
-	int		 pri, v, r;
+	imsgev_dispatch(IMSG_HANDLERS(parent_imsgs), iev, imsg);
+}
 
-	switch (imsg->hdr.type) {
-	case IMSG_LOG:
-		if (imsg->datalen < sizeof(pri) + 1)
-			fatalx("bad IMSG_LOG from %s", iev->name);
-		memcpy(&pri, imsg->data, sizeof(pri));
-		line = (char *)imsg->data + sizeof(pri);
-		if (line[imsg->datalen - sizeof(pri) - 1] != '\0')
-			fatalx("bad IMSG_LOG from %s", iev->name);
-		log_emit(pri, line);
-		break;
-	case IMSG_CTL_RELOAD:
-		if (c->id != PROC_VAULT || imsg->datalen != 0)
-			fatalx("bad IMSG_CTL_RELOAD from %s", iev->name);
-		memset(&rd, 0, sizeof(rd));
-		rd.result = parent_reload();
-		if (rd.result == -1)
-			strlcpy(rd.error, parse_error, sizeof(rd.error));
-		imsgev_compose(iev, IMSG_CTL_RELOAD_DONE, imsg->hdr.id, -1,
-		    &rd, sizeof(rd));
-		break;
-	case IMSG_CTL_LOG_VERBOSE:
-		if (c->id != PROC_VAULT || imsg->datalen != sizeof(v))
-			fatalx("bad IMSG_CTL_LOG_VERBOSE from %s", iev->name);
-		memcpy(&v, imsg->data, sizeof(v));
-		log_setverbose(v);
-		for (r = 0; r < nchildren; r++)
-			imsgev_compose(&children[r].iev, IMSG_LOG_VERBOSE, 0,
-			    -1, &v, sizeof(v));
-		log_info("log %s", v ? "verbose" : "brief");
-		break;
-	case IMSG_KEYRING:
-		/* The others load the key the sender now seals with. */
-		if (c->id != PROC_VAULT || imsg->datalen != 0)
-			fatalx("bad IMSG_KEYRING from %s", iev->name);
-		for (r = 0; r < nworkers; r++)
-			if (child_vault[r] != c)
-				imsgev_compose(&child_vault[r]->iev,
-				    IMSG_KEYRING_RELOAD, 0, -1, NULL, 0);
-		break;
-	case IMSG_READY:
-		if (imsg->datalen != 0 || c->ready)
-			fatalx("bad IMSG_READY from %s", iev->name);
-		parent_ready(c);
-		break;
-	default:
-		fatalx("%s: bad imsg %u from %s", __func__, imsg->hdr.type,
-		    iev->name);
-	}
+static void
+parent_imsg_log(struct imsgev *iev, struct imsg *imsg)
+{
+	const char	*line;
+	int		 pri;
+
+	if (imsg->datalen < sizeof(pri) + 1)
+		fatalx("bad IMSG_LOG from %s", iev->name);
+	memcpy(&pri, imsg->data, sizeof(pri));
+	line = (char *)imsg->data + sizeof(pri);
+	if (line[imsg->datalen - sizeof(pri) - 1] != '\0')
+		fatalx("bad IMSG_LOG from %s", iev->name);
+	log_emit(pri, line);
+}
+
+static void
+parent_imsg_ready(struct imsgev *iev, struct imsg *imsg)
+{
+	struct child	*c = iev->arg;
+
+	if (c->ready)
+		fatalx("bad IMSG_READY from %s", iev->name);
+	parent_ready(c);
+}
+
+static void
+parent_imsg_ctl_reload(struct imsgev *iev, struct imsg *imsg)
+{
+	struct ctl_reload_done	 rd;
+
+	memset(&rd, 0, sizeof(rd));
+	rd.result = parent_reload();
+	if (rd.result == -1)
+		strlcpy(rd.error, parse_error, sizeof(rd.error));
+	imsgev_compose(iev, IMSG_CTL_RELOAD_DONE, imsg->hdr.id, -1, &rd,
+	    sizeof(rd));
+}
+
+static void
+parent_imsg_verbose(struct imsgev *iev, struct imsg *imsg)
+{
+	int	 v, r;
+
+	memcpy(&v, imsg->data, sizeof(v));
+	log_setverbose(v);
+	for (r = 0; r < nchildren; r++)
+		imsgev_compose(&children[r].iev, IMSG_LOG_VERBOSE, 0, -1, &v,
+		    sizeof(v));
+	log_info("log %s", v ? "verbose" : "brief");
+}
+
+/* The others load the key the sender now seals with. */
+static void
+parent_imsg_keyring(struct imsgev *iev, struct imsg *imsg)
+{
+	struct child	*c = iev->arg;
+	int		 r;
+
+	for (r = 0; r < nworkers; r++)
+		if (child_vault[r] != c)
+			imsgev_compose(&child_vault[r]->iev,
+			    IMSG_KEYRING_RELOAD, 0, -1, NULL, 0);
 }
 
 static void

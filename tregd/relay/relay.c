@@ -71,10 +71,15 @@ static struct rcall_list	 rcalls = TAILQ_HEAD_INITIALIZER(rcalls);
 static int			 ncalls;
 static struct evdns_base	*dns;
 
-static void	relay_config(struct imsg *);
-static void	relay_dispatch_parent(struct imsgev *, struct imsg *);
-static void	relay_dispatch_frontend(struct imsgev *, struct imsg *);
-static void	relay_dispatch_vault(struct imsgev *, struct imsg *);
+static void	relay_dispatch(struct imsgev *, struct imsg *);
+static void	relay_imsg_conf(struct imsgev *, struct imsg *);
+static void	relay_imsg_peer(struct imsgev *, struct imsg *);
+static void	relay_imsg_vault(struct imsgev *, struct imsg *);
+static void	relay_imsg_reload_end(struct imsgev *, struct imsg *);
+static void	relay_imsg_call_start(struct imsgev *, struct imsg *);
+static void	relay_imsg_call_data(struct imsgev *, struct imsg *);
+static void	relay_imsg_call_cancel(struct imsgev *, struct imsg *);
+static void	relay_imsg_call_pause(struct imsgev *, struct imsg *);
 static void	relay_closed(struct imsgev *);
 static void	relay_sig(int, short, void *);
 static char	*relay_ca_load(size_t *, size_t *);
@@ -90,8 +95,34 @@ static void	relay_free(struct rcall *);
 static struct redact_set *rset_get(const char *, size_t, struct rset **);
 static void	rset_put(struct rset *);
 
+#define FROM_PARENT	IMSG_FROM(PROC_PARENT)
+#define FROM_FRONTEND	IMSG_FROM(PROC_FRONTEND)
+#define FROM_VAULT	IMSG_FROM(PROC_VAULT)
+
+/* What the parent sends before IMSG_CONF_END: settings and channels. */
+static const struct imsg_handler relay_start_imsgs[] = {
+	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	relay_imsg_conf },
+	{ IMSG_CONF_PEER, FROM_PARENT, sizeof(uint32_t),	relay_imsg_peer },
+	{ IMSG_CONF_VAULT, FROM_PARENT, sizeof(uint32_t),	relay_imsg_vault },
+};
+
+/* Every message the relay takes once it serves, and from whom. */
+static const struct imsg_handler relay_imsgs[] = {
+	/* A reload: timeouts apply to new calls; the CA stays. */
+	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	relay_imsg_conf },
+	{ IMSG_CONF_END, FROM_PARENT, 0,		relay_imsg_reload_end },
+	{ IMSG_LOG_VERBOSE, FROM_PARENT, sizeof(int),	proc_log_verbose },
+	/* A call the vault decided: a blob from that worker. */
+	{ IMSG_CALL_START, FROM_VAULT, IMSG_LEN_ANY,	relay_imsg_call_start },
+	{ IMSG_DATA,	FROM_VAULT, IMSG_LEN_ANY,	relay_imsg_call_data },
+	/* The frontend speaks for a call's client. */
+	{ IMSG_CALL_CANCEL, FROM_FRONTEND, 0,		relay_imsg_call_cancel },
+	{ IMSG_CALL_PAUSE, FROM_FRONTEND, 0,		relay_imsg_call_pause },
+	{ IMSG_CALL_RESUME, FROM_FRONTEND, 0,		relay_imsg_call_pause },
+};
+
 static struct proc_peer	 relay_peers[] = {
-	{ PROC_FRONTEND,	&iev_frontend,	relay_dispatch_frontend, 0 },
+	{ PROC_FRONTEND,	&iev_frontend,	relay_dispatch, 0 },
 };
 #define NPEERS	(sizeof(relay_peers) / sizeof(relay_peers[0]))
 
@@ -105,7 +136,7 @@ relay_main(int debug, int verbose)
 	int			 i;
 
 	proc_child_init(PROC_RELAY, &iev_parent, debug, verbose,
-	    relay_dispatch_parent, relay_closed, relay_config);
+	    relay_dispatch, relay_closed, IMSG_HANDLERS(relay_start_imsgs));
 	if (!proc_peers_complete(relay_peers, NPEERS) ||
 	    nvaults != relay_conf.vault_workers)
 		fatalx("relay: incomplete configuration");
@@ -193,83 +224,88 @@ relay_ca_load(size_t *len, size_t *sys)
 /* Channels.                                                           */
 
 static void
-relay_config(struct imsg *imsg)
+relay_dispatch(struct imsgev *iev, struct imsg *imsg)
 {
-	static const struct proc_chans	 chans = { &relay_conf, relay_peers,
-	    NPEERS, iev_vaults, &nvaults, relay_dispatch_vault, relay_closed };
-
-	proc_chans_recv(imsg, &chans);
+	imsgev_dispatch(IMSG_HANDLERS(relay_imsgs), iev, imsg);
 }
 
 static void
-relay_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
+relay_imsg_conf(struct imsgev *iev, struct imsg *imsg)
 {
-	/* A reload: timeouts apply to new calls; the CA stays. */
-	proc_parent_recv(imsg, &relay_conf);
+	proc_conf_recv(imsg, &relay_conf);
 }
 
 static void
-relay_dispatch_vault(struct imsgev *iev, struct imsg *imsg)
+relay_imsg_peer(struct imsgev *iev, struct imsg *imsg)
+{
+	proc_peer_recv(imsg, relay_peers, NPEERS, relay_closed);
+}
+
+static void
+relay_imsg_vault(struct imsgev *iev, struct imsg *imsg)
+{
+	proc_vault_recv(imsg, iev_vaults, &nvaults, relay_dispatch,
+	    relay_closed);
+}
+
+static void
+relay_imsg_reload_end(struct imsgev *iev, struct imsg *imsg)
+{
+}
+
+static void
+relay_imsg_call_start(struct imsgev *iev, struct imsg *imsg)
 {
 	struct blob	*b;
-	int		 bad, w = iev - iev_vaults;
 
-	switch (imsg->hdr.type) {
-	case IMSG_CALL_START:
-		b = blob_start(&relay_blobs, imsg, PROC_WORKER(w),
-		    sizeof(struct call_start),
-		    (size_t)relay_conf.http_body_max + 2 * HTTP_HEADERS_MAX +
-		    REDSET_MAX * (4 * SECRET_LEN_MAX));
-		if (b == NULL)
-			fatalx("bad IMSG_CALL_START from vault");
-		if (b->datalen == 0)
-			relay_start(b);
-		break;
-	case IMSG_DATA:
-		b = blob_add(&relay_blobs, imsg, PROC_WORKER(w), &bad);
-		if (bad)
-			fatalx("bad IMSG_DATA from vault");
-		if (b != NULL)
-			relay_start(b);
-		break;
-	default:
-		fatalx("%s: bad imsg %u from vault", __func__, imsg->hdr.type);
-	}
+	b = blob_start(&relay_blobs, imsg, iev->peer, sizeof(struct call_start),
+	    (size_t)relay_conf.http_body_max + 2 * HTTP_HEADERS_MAX +
+	    REDSET_MAX * (4 * SECRET_LEN_MAX));
+	if (b == NULL)
+		fatalx("bad IMSG_CALL_START from %s", iev->name);
+	if (b->datalen == 0)
+		relay_start(b);
 }
 
 static void
-relay_dispatch_frontend(struct imsgev *iev, struct imsg *imsg)
+relay_imsg_call_data(struct imsgev *iev, struct imsg *imsg)
+{
+	struct blob	*b;
+	int		 bad;
+
+	b = blob_add(&relay_blobs, imsg, iev->peer, &bad);
+	if (bad)
+		fatalx("bad IMSG_DATA from %s", iev->name);
+	if (b != NULL)
+		relay_start(b);
+}
+
+static void
+relay_imsg_call_cancel(struct imsgev *iev, struct imsg *imsg)
 {
 	struct rcall	*rc;
 
-	if (imsg->datalen != 0)
-		fatalx("%s: bad imsg %u from frontend", __func__,
-		    imsg->hdr.type);
-	rc = relay_find(imsg->hdr.id);
-	switch (imsg->hdr.type) {
-	case IMSG_CALL_CANCEL:
-		/* Not here yet (the vault has it): the frontend repeats. */
-		if (rc == NULL || rc->cancelled)
-			break;
-		rc->cancelled = 1;
-		if (rc->resolving) {
-			/* relay_resolved_go() sees it and ends the call. */
-			if (rc->dns != NULL)
-				evdns_getaddrinfo_cancel(rc->dns);
-			break;
-		}
-		rhttp_stop(rc);
-		relay_finish(rc, 1);
-		break;
-	case IMSG_CALL_PAUSE:
-	case IMSG_CALL_RESUME:
-		if (rc != NULL && !rc->resolving)
-			rhttp_pause(rc, imsg->hdr.type == IMSG_CALL_PAUSE);
-		break;
-	default:
-		fatalx("%s: bad imsg %u from frontend", __func__,
-		    imsg->hdr.type);
+	/* Not here yet (the vault has it): the frontend repeats. */
+	if ((rc = relay_find(imsg->hdr.id)) == NULL || rc->cancelled)
+		return;
+	rc->cancelled = 1;
+	if (rc->resolving) {
+		/* relay_resolved_go() sees it and ends the call. */
+		if (rc->dns != NULL)
+			evdns_getaddrinfo_cancel(rc->dns);
+		return;
 	}
+	rhttp_stop(rc);
+	relay_finish(rc, 1);
+}
+
+static void
+relay_imsg_call_pause(struct imsgev *iev, struct imsg *imsg)
+{
+	struct rcall	*rc;
+
+	if ((rc = relay_find(imsg->hdr.id)) != NULL && !rc->resolving)
+		rhttp_pause(rc, imsg->hdr.type == IMSG_CALL_PAUSE);
 }
 
 static void

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include <event.h>
+#include <openssl/ssl.h>
 
 #include "tregd.h"
 
@@ -129,5 +130,55 @@ struct evbuffer *rhttp_input(struct rcall *);
 void	 rresp_input(struct rcall *);
 int	 rresp_eof(struct rcall *);
 void	 rresp_flush(struct rcall *);
+
+/* egress_subst.c: a keyless run's placeholders, swapped on the way out */
+struct subst {
+	const char	*ph;		/* the placeholder the run holds */
+	size_t		 phlen;
+	const char	*val;		/* the value it stands for */
+	size_t		 vallen;
+};
+char	*egress_subst_target(const struct subst *, size_t, const char *,
+	    size_t, size_t *, int *);
+char	*egress_subst_header(const struct subst *, size_t, const char *,
+	    const char *, size_t, size_t *, int *);
+
+/* egress_ca.c: the run CA and its leaves (SPEC 6a "TLS") */
+#define EGRESS_LEAVES_MAX	1024	/* hosts whose leaf is kept */
+int	 egress_ca_init(void);
+char	*egress_ca_pem(size_t *);
+int	 egress_ca_use(SSL *, const char *);
+void	 egress_ca_free(void);
+
+/* egress_sigv4.c: AWS Signature Version 4, checked and made again */
+#define SIGV4_FIELD_MAX		1024	/* Credential, SignedHeaders */
+#define SIGV4_QUERY_MAX		1024	/* query parameters signed */
+struct sigv4_hdr {
+	const char	*name;
+	const char	*value;
+};
+struct sigv4_req {
+	const char		*method;
+	const char		*path;		/* as sent, still encoded */
+	const char		*query;		/* as sent, without '?' */
+	const struct sigv4_hdr	*hdrs;		/* as sent */
+	size_t			 nhdrs;
+	const char		*payload_hash;	/* hex, or UNSIGNED-PAYLOAD */
+	int			 presigned;	/* the query holds it */
+};
+struct sigv4_auth {
+	char		 key_id[128];
+	char		 date[9];		/* YYYYMMDD */
+	char		 region[64];
+	char		 service[64];
+	char		 signed_headers[SIGV4_FIELD_MAX];
+	char		 signature[65];
+};
+int	 sigv4_parse_auth(const char *, struct sigv4_auth *);
+int	 sigv4_sign(const struct sigv4_req *, const struct sigv4_auth *,
+	    const char *, const char *, size_t, char [65]);
+void	 sigv4_hmac(unsigned char [32], const unsigned char *, size_t,
+	    const char *);
+int	 sigv4_equal(const char *, const char *);
 
 #endif /* RELAY_H */

@@ -56,23 +56,66 @@ static int		 conf_ready;
 static int		 have_worker;
 static uint64_t		 conf_generation;	/* bumped by each reload */
 
-static void	vault_config(struct imsg *);
-static void	vault_dispatch_parent(struct imsgev *, struct imsg *);
-static void	vault_dispatch_frontend(struct imsgev *, struct imsg *);
-static void	vault_dispatch_exec(struct imsgev *, struct imsg *);
-static void	vault_dispatch_relay(struct imsgev *, struct imsg *);
+static void	vault_dispatch(struct imsgev *, struct imsg *);
+static void	vault_imsg_conf(struct imsgev *, struct imsg *);
+static void	vault_imsg_control(struct imsgev *, struct imsg *);
+static void	vault_imsg_peer(struct imsgev *, struct imsg *);
+static void	vault_imsg_worker(struct imsgev *, struct imsg *);
+static void	vault_imsg_reload(struct imsgev *, struct imsg *);
+static void	vault_imsg_reload_end(struct imsgev *, struct imsg *);
+static void	vault_imsg_procinfo(struct imsgev *, struct imsg *);
+static void	vault_imsg_keyring_reload(struct imsgev *, struct imsg *);
+static void	vault_imsg_ctl_reload_done(struct imsgev *, struct imsg *);
+static void	vault_imsg_api_request(struct imsgev *, struct imsg *);
+static void	vault_imsg_call_request(struct imsgev *, struct imsg *);
+static void	vault_imsg_request_data(struct imsgev *, struct imsg *);
+static void	vault_imsg_runs_sync(struct imsgev *, struct imsg *);
+static void	vault_imsg_run_exit(struct imsgev *, struct imsg *);
+static void	vault_imsg_call_done(struct imsgev *, struct imsg *);
 static void	vault_closed(struct imsgev *);
 static void	vault_request(struct blob *);
 static void	vault_open_db(const char *);
 static void	vault_index_routes(void);
 static void	vault_sig(int, short, void *);
-static void	vault_worker_recv(struct imsg *);
 static int	vault_init_lock(void);
 
+#define FROM_PARENT	IMSG_FROM(PROC_PARENT)
+#define FROM_FRONTEND	IMSG_FROM(PROC_FRONTEND)
+#define FROM_EXEC	IMSG_FROM(PROC_EXEC)
+#define FROM_RELAY	IMSG_FROM(PROC_RELAY)
+
+/* What the parent sends before IMSG_CONF_END: settings and channels. */
+static const struct imsg_handler vault_start_imsgs[] = {
+	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	vault_imsg_conf },
+	{ IMSG_CONF_CONTROL, FROM_PARENT, 0,		vault_imsg_control },
+	{ IMSG_CONF_PEER, FROM_PARENT, sizeof(uint32_t), vault_imsg_peer },
+	{ IMSG_CONF_WORKER, FROM_PARENT, IMSG_LEN_ANY,	vault_imsg_worker },
+};
+
+/* Every message a vault worker takes once it serves, and from whom. */
+static const struct imsg_handler vault_imsgs[] = {
+	/* A reload: the new settings apply to new requests. */
+	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	vault_imsg_reload },
+	{ IMSG_CONF_END, FROM_PARENT, 0,		vault_imsg_reload_end },
+	{ IMSG_LOG_VERBOSE, FROM_PARENT, sizeof(int),	proc_log_verbose },
+	{ IMSG_PROCINFO, FROM_PARENT, sizeof(vault_procs), vault_imsg_procinfo },
+	{ IMSG_KEYRING_RELOAD, FROM_PARENT, 0,		vault_imsg_keyring_reload },
+	{ IMSG_CTL_RELOAD_DONE, FROM_PARENT, sizeof(struct ctl_reload_done),
+	    vault_imsg_ctl_reload_done },
+	/* The frontend: API requests and /call decisions (blobs). */
+	{ IMSG_API_REQUEST, FROM_FRONTEND, IMSG_LEN_ANY, vault_imsg_api_request },
+	{ IMSG_CALL_REQUEST, FROM_FRONTEND, IMSG_LEN_ANY, vault_imsg_call_request },
+	{ IMSG_DATA,	FROM_FRONTEND, IMSG_LEN_ANY,	vault_imsg_request_data },
+	{ IMSG_RUNS_SYNC, FROM_FRONTEND, sizeof(uint32_t), vault_imsg_runs_sync },
+	/* The ends of what the vault started. */
+	{ IMSG_RUN_EXIT, FROM_EXEC, IMSG_LEN_ANY,	vault_imsg_run_exit },
+	{ IMSG_CALL_DONE, FROM_RELAY, IMSG_LEN_ANY,	vault_imsg_call_done },
+};
+
 static struct proc_peer	 vault_peers[] = {
-	{ PROC_FRONTEND,	&iev_frontend,	vault_dispatch_frontend, 0 },
-	{ PROC_EXEC,		&iev_exec,	vault_dispatch_exec, 0 },
-	{ PROC_RELAY,		&iev_relay,	vault_dispatch_relay, 0 },
+	{ PROC_FRONTEND,	&iev_frontend,	vault_dispatch, 0 },
+	{ PROC_EXEC,		&iev_exec,	vault_dispatch, 0 },
+	{ PROC_RELAY,		&iev_relay,	vault_dispatch, 0 },
 };
 #define NPEERS	(sizeof(vault_peers) / sizeof(vault_peers[0]))
 
@@ -92,7 +135,7 @@ vault_main(int debug, int verbose)
 	vault_exec = &iev_exec;
 	vault_relay = &iev_relay;
 	proc_child_init(PROC_VAULT, &iev_parent, debug, verbose,
-	    vault_dispatch_parent, vault_closed, vault_config);
+	    vault_dispatch, vault_closed, IMSG_HANDLERS(vault_start_imsgs));
 	if (!proc_peers_complete(vault_peers, NPEERS) || control_fd == -1 ||
 	    !have_worker)
 		fatalx("vault: incomplete configuration");
@@ -179,7 +222,7 @@ vault_init_lock(void)
 
 /* IMSG_CONF_WORKER: which worker this is; the shared run slots. */
 static void
-vault_worker_recv(struct imsg *imsg)
+vault_imsg_worker(struct imsgev *iev, struct imsg *imsg)
 {
 	struct conf_worker	 cw;
 
@@ -273,143 +316,132 @@ vault_index_routes(void)
 /* Channels.                                                           */
 
 static void
-vault_config(struct imsg *imsg)
+vault_dispatch(struct imsgev *iev, struct imsg *imsg)
 {
-	switch (imsg->hdr.type) {
-	case IMSG_CONF:
-		proc_conf_recv(imsg, &vault_conf);
-		break;
-	case IMSG_CONF_CONTROL:
-		if (imsg->fd == -1 || control_fd != -1)
-			fatalx("bad IMSG_CONF_CONTROL");
-		control_fd = imsg->fd;
-		imsg->fd = -1;
-		break;
-	case IMSG_CONF_PEER:
-		proc_peer_recv(imsg, vault_peers, NPEERS, vault_closed);
-		break;
-	case IMSG_CONF_WORKER:
-		vault_worker_recv(imsg);
-		break;
-	default:
-		fatalx("%s: bad imsg %u from parent", __func__,
-		    imsg->hdr.type);
-	}
+	imsgev_dispatch(IMSG_HANDLERS(vault_imsgs), iev, imsg);
 }
 
 static void
-vault_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
+vault_imsg_conf(struct imsgev *iev, struct imsg *imsg)
+{
+	proc_conf_recv(imsg, &vault_conf);
+}
+
+static void
+vault_imsg_control(struct imsgev *iev, struct imsg *imsg)
+{
+	if (imsg->fd == -1 || control_fd != -1)
+		fatalx("bad IMSG_CONF_CONTROL");
+	control_fd = imsg->fd;
+	imsg->fd = -1;
+}
+
+static void
+vault_imsg_peer(struct imsgev *iev, struct imsg *imsg)
+{
+	proc_peer_recv(imsg, vault_peers, NPEERS, vault_closed);
+}
+
+static void
+vault_imsg_reload(struct imsgev *iev, struct imsg *imsg)
+{
+	proc_conf_recv(imsg, &vault_conf);
+	conf_ready = 0;
+}
+
+static void
+vault_imsg_reload_end(struct imsgev *iev, struct imsg *imsg)
+{
+	conf_ready = 1;
+	conf_generation++;
+	crypto_reload();	/* SIGHUP, tregctl reload */
+}
+
+static void
+vault_imsg_procinfo(struct imsgev *iev, struct imsg *imsg)
+{
+	int	 i;
+
+	memcpy(vault_procs, imsg->data, sizeof(vault_procs));
+	for (i = 0; i < PROCINFO_MAX; i++)
+		vault_procs[i].name[sizeof(vault_procs[i].name) - 1] = '\0';
+}
+
+static void
+vault_imsg_keyring_reload(struct imsgev *iev, struct imsg *imsg)
+{
+	vault_keyring_reload();
+}
+
+static void
+vault_imsg_ctl_reload_done(struct imsgev *iev, struct imsg *imsg)
 {
 	struct ctl_reload_done	 rd;
-	int			 i;
 
-	switch (imsg->hdr.type) {
-	case IMSG_CONF:
-		/* A reload: the new settings apply to new requests. */
-		proc_conf_recv(imsg, &vault_conf);
-		conf_ready = 0;
-		break;
-	case IMSG_CONF_END:
-		conf_ready = 1;
-		conf_generation++;
-		crypto_reload();	/* SIGHUP, tregctl reload */
-		break;
-	case IMSG_LOG_VERBOSE:
-		proc_log_verbose(imsg);
-		break;
-	case IMSG_PROCINFO:
-		if (imsg->datalen != sizeof(vault_procs))
-			fatalx("bad IMSG_PROCINFO");
-		memcpy(vault_procs, imsg->data, sizeof(vault_procs));
-		for (i = 0; i < PROCINFO_MAX; i++)
-			vault_procs[i].name[sizeof(vault_procs[i].name) - 1] =
-			    '\0';
-		break;
-	case IMSG_KEYRING_RELOAD:
-		if (imsg->datalen != 0)
-			fatalx("bad IMSG_KEYRING_RELOAD");
-		vault_keyring_reload();
-		break;
-	case IMSG_CTL_RELOAD_DONE:
-		if (imsg->datalen != sizeof(rd))
-			fatalx("bad IMSG_CTL_RELOAD_DONE");
-		memcpy(&rd, imsg->data, sizeof(rd));
-		rd.error[sizeof(rd.error) - 1] = '\0';
-		ctl_reload_done(imsg->hdr.id, &rd);
-		break;
-	default:
-		fatalx("%s: bad imsg %u from parent", __func__,
-		    imsg->hdr.type);
-	}
+	memcpy(&rd, imsg->data, sizeof(rd));
+	rd.error[sizeof(rd.error) - 1] = '\0';
+	ctl_reload_done(imsg->hdr.id, &rd);
 }
 
 static void
-vault_dispatch_frontend(struct imsgev *iev, struct imsg *imsg)
+vault_imsg_api_request(struct imsgev *iev, struct imsg *imsg)
+{
+	struct blob	*b;
+
+	b = blob_start(&vault_blobs, imsg, PROC_FRONTEND,
+	    sizeof(struct api_request),
+	    (size_t)vault_conf.http_body_max + 2 * PATH_MAX);
+	if (b == NULL)
+		fatalx("bad IMSG_API_REQUEST from frontend");
+	if (b->datalen == 0)
+		vault_request(b);
+}
+
+static void
+vault_imsg_call_request(struct imsgev *iev, struct imsg *imsg)
+{
+	struct blob	*b;
+
+	b = blob_start(&vault_blobs, imsg, PROC_FRONTEND,
+	    sizeof(struct call_request),
+	    (size_t)vault_conf.http_body_max + 2 * HTTP_HEADERS_MAX);
+	if (b == NULL)
+		fatalx("bad IMSG_CALL_REQUEST from frontend");
+	if (b->datalen == 0)
+		call_request(b);
+}
+
+static void
+vault_imsg_request_data(struct imsgev *iev, struct imsg *imsg)
 {
 	struct blob	*b;
 	int		 bad;
 
-	switch (imsg->hdr.type) {
-	case IMSG_API_REQUEST:
-		b = blob_start(&vault_blobs, imsg, PROC_FRONTEND,
-		    sizeof(struct api_request),
-		    (size_t)vault_conf.http_body_max + 2 * PATH_MAX);
-		if (b == NULL)
-			fatalx("bad IMSG_API_REQUEST from frontend");
-		if (b->datalen == 0)
-			vault_request(b);
-		break;
-	case IMSG_RUNS_SYNC:
-		if (imsg->datalen != sizeof(uint32_t))
-			fatalx("bad IMSG_RUNS_SYNC from frontend");
-		run_ends_sync(imsg);
-		break;
-	case IMSG_CALL_REQUEST:
-		b = blob_start(&vault_blobs, imsg, PROC_FRONTEND,
-		    sizeof(struct call_request),
-		    (size_t)vault_conf.http_body_max + 2 * HTTP_HEADERS_MAX);
-		if (b == NULL)
-			fatalx("bad IMSG_CALL_REQUEST from frontend");
-		if (b->datalen == 0)
-			call_request(b);
-		break;
-	case IMSG_DATA:
-		b = blob_add(&vault_blobs, imsg, PROC_FRONTEND, &bad);
-		if (bad)
-			fatalx("bad IMSG_DATA from frontend");
-		if (b != NULL && b->type == IMSG_CALL_REQUEST)
-			call_request(b);
-		else if (b != NULL)
-			vault_request(b);
-		break;
-	default:
-		fatalx("%s: bad imsg %u from frontend", __func__,
-		    imsg->hdr.type);
-	}
+	b = blob_add(&vault_blobs, imsg, PROC_FRONTEND, &bad);
+	if (bad)
+		fatalx("bad IMSG_DATA from frontend");
+	if (b != NULL && b->type == IMSG_CALL_REQUEST)
+		call_request(b);
+	else if (b != NULL)
+		vault_request(b);
 }
 
 static void
-vault_dispatch_exec(struct imsgev *iev, struct imsg *imsg)
+vault_imsg_runs_sync(struct imsgev *iev, struct imsg *imsg)
 {
-	switch (imsg->hdr.type) {
-	case IMSG_RUN_EXIT:
-		run_exit(imsg);
-		break;
-	default:
-		fatalx("%s: bad imsg %u from exec", __func__, imsg->hdr.type);
-	}
+	run_ends_sync(imsg);
 }
 
 static void
-vault_dispatch_relay(struct imsgev *iev, struct imsg *imsg)
+vault_imsg_run_exit(struct imsgev *iev, struct imsg *imsg)
 {
-	switch (imsg->hdr.type) {
-	case IMSG_CALL_DONE:
-		call_done(imsg);
-		break;
-	default:
-		fatalx("%s: bad imsg %u from relay", __func__, imsg->hdr.type);
-	}
+	run_exit(imsg);
+}
+
+static void
+vault_imsg_call_done(struct imsgev *iev, struct imsg *imsg)
+{
+	call_done(imsg);
 }
 
 static void

@@ -341,4 +341,11 @@ void	 vault_metrics_db_error(void);
 void	 vault_metrics_request(void);
 
 
+/* vault_placeholder.c: a keyless run's stand-in for a value (SPEC 6a) */
+#define PLACEHOLDER_MIN		24
+#define PLACEHOLDER_LEN(n)	((n) < PLACEHOLDER_MIN ? PLACEHOLDER_MIN : (n))
+size_t		 placeholder_prefix(const char *, size_t);
+int		 placeholder_make(const char *, size_t, char *, size_t,
+		    size_t *);
+
 #endif /* VAULT_H */
