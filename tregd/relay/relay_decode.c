@@ -24,7 +24,6 @@
 #include <strings.h>
 #include <zlib.h>
 
-#include "http.h"
 #include "relay.h"
 
 #define RDEC_BUF	(32 * 1024)	/* between two stages */
