@@ -812,6 +812,8 @@ relay_free(struct rcall *rc)
 	if (rc->rd != NULL)
 		redact_free(rc->rd);
 	rdec_free(rc->dec);
+	if (rc->stalled)		/* its next turn goes with it */
+		evtimer_del(&rc->stall);
 	if (rc->rset != NULL)
 		rset_put(rc->rset);
 	else if (rc->set != NULL)
