@@ -23,7 +23,7 @@ SYSTEMDDIR ?= /lib/systemd/system
 YACC    ?= byacc
 CC      ?= cc
 
-PKGS     = libevent jansson sqlite3 libsodium libbsd-overlay libseccomp \
+PKGS     = libevent jansson sqlite3 libsodium libbsd-overlay libseccomp zlib \
 	   libpcre2-8 libevent_openssl libssl libcrypto libpq
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)

@@ -738,6 +738,17 @@ relay_send_body(struct rcall *rc, const void *data, size_t len)
 	}
 }
 
+/*
+ * More answer queued for the frontend than it took: the calls wait a
+ * little (relay_resp.c), so what the relay holds is bounded however fast
+ * answers come (a decoded one can come a thousand times faster).
+ */
+int
+relay_backlog(void)
+{
+	return (imsgbuf_queuelen(&iev_frontend.ibuf) > RELAY_BACKLOG_MAX);
+}
+
 /* tregd's own answer: JSON detail (the frontend adds X-Treg-Error). */
 void
 relay_refuse(struct rcall *rc, int status, uint32_t why, const char *detail)
@@ -800,6 +811,9 @@ relay_free(struct rcall *rc)
 		freezero(rc->head, rc->headsize);
 	if (rc->rd != NULL)
 		redact_free(rc->rd);
+	rdec_free(rc->dec);
+	if (rc->stalled)		/* its next turn goes with it */
+		evtimer_del(&rc->stall);
 	if (rc->rset != NULL)
 		rset_put(rc->rset);
 	else if (rc->set != NULL)

@@ -30,6 +30,7 @@
 
 #include <event.h>
 
+#include "http_parse.h"
 #include "pack.h"
 #include "vault.h"
 
@@ -357,7 +358,9 @@ call_decide(struct vpend *p)
 	if (deny_check_by(ccache_deny_rules, &p->auth, out.t.host, out.path,
 	    in.method, &p->resp) == -1 ||
 	    call_deny_override(&p->auth, &in, &out, &p->resp) == -1) {
-		p->why = p->resp.status == 403 ? "policy" : NULL;
+		/* 403: a rule; 400: an override the rules cannot read. */
+		p->why = p->resp.status == 403 || p->resp.status == 400 ?
+		    "policy" : NULL;
 		goto done;
 	}
 	/* Over the cap: refused before a secret is unsealed. */
@@ -613,7 +616,10 @@ dot_segments(const char *path)
  * The method an override header asks the upstream to act as (Rails,
  * Express's method-override and Google's APIs honour them): the deny
  * rules see it as well as the real one, or a POST carrying
- * "X-HTTP-Method-Override: DELETE" would pass a rule on DELETE.
+ * "X-HTTP-Method-Override: DELETE" would pass a rule on DELETE.  The
+ * value is one method: a list ("DELETE,GET": Express acts on the first)
+ * or the header repeated would let the rules check another method than
+ * the upstream acts on, so either is refused (400); empty is none.
  */
 static int
 call_deny_override(const struct auth *a, const struct call_in *in,
@@ -626,6 +632,7 @@ call_deny_override(const struct auth *a, const struct call_in *in,
 	const char	*p, *e, *v, *end = in->headers + in->headerslen;
 	char		 m[DENY_METHOD_MAX + 1];
 	size_t		 i, n, len;
+	int		 seen[3] = { 0, 0, 0 };
 
 	for (p = in->headers; p < end && (e = memmem(p, end - p, "\r\n",
 	    2)) != NULL; p = e + 2) {
@@ -639,15 +646,25 @@ call_deny_override(const struct auth *a, const struct call_in *in,
 			continue;
 		for (v = p + len + 1; v < e && (*v == ' ' || *v == '\t'); v++)
 			;
-		for (n = 0; v + n < e && n < DENY_METHOD_MAX &&
-		    v[n] != ' ' && v[n] != '\t'; n++)
-			m[n] = toupper((unsigned char)v[n]);
-		m[n] = '\0';
-		if (deny_check_by(ccache_deny_rules, a, out->t.host,
+		for (n = e - v; n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t');
+		    n--)
+			;
+		if (n > DENY_METHOD_MAX)
+			goto several;
+		for (len = 0; len < n && http_tchar(v[len]); len++)
+			m[len] = toupper((unsigned char)v[len]);
+		m[len] = '\0';
+		if (seen[i]++ || len < n)
+			goto several;
+		if (n > 0 && deny_check_by(ccache_deny_rules, a, out->t.host,
 		    out->path, m, resp) == -1)
 			return (-1);
 	}
 	return (0);
+ several:
+	resp_error(resp, 400, "%s may name one method, not several (a list, "
+	    "or the header sent twice)", names[i]);
+	return (-1);
 }
 
 static int
