@@ -2,11 +2,14 @@
  * vault_inject.c: a stored secret turned into what a CLI sees, and the
  * redaction set of a run.
  *
- * Runs (vault_run.c) and grants (vault_policy.c) both go through
- * inject_value(), so what a server run's child receives and what a local
- * runner is handed are the same bytes: the value trimmed, the secret_field
- * of a JSON secret taken (of an oauth secret only the access-token leaf,
- * SPEC.md section 3), and the format or argv template applied.
+ * Runs (vault_run.c), grants (vault_policy.c) and the relay
+ * (vault_call.c) all go through inject_value(), so what a server run's
+ * child receives, what a local runner is handed and what an upstream gets
+ * are the same bytes: the value trimmed, a field of a JSON secret taken
+ * and never the whole (the access-token leaf unless another is named; of
+ * an oauth secret only that, SPEC.md section 3), and the format or argv
+ * template applied.  Whatever keeps it from being resolved when it is
+ * used is a 502 naming the tool, which the caller puts on record.
  *
  * The redaction set of a run (SPEC.md section 6) is what the child
  * received: every injected value exactly as injected, plus each secret's

@@ -475,7 +475,7 @@ run_inject(int64_t org, const struct tool_row *t, struct secs *secs,
 	struct isecret	*sc;
 	const char	*via, *name;
 	json_t		*e;
-	char		*val;
+	char		*val, *kv;
 	size_t		 i, vlen, len;
 	int64_t		 sid;
 	int		 rc;
@@ -506,15 +506,19 @@ run_inject(int64_t org, const struct tool_row *t, struct secs *secs,
 		    "format")), t->name, resp, &val, &vlen) == -1)
 			return (RUN_INJECT_FAIL);
 		rc = !sc->param ? redset_add(mask, val, vlen) : 0;
-		strv_add(env, env_kv(name, val, vlen, &len), len);
+		kv = env_kv(name, val, vlen, &len);
+		strv_add(env, kv, len);
 		freezero(val, vlen + 1);
 		if (rc == -1)
 			return (RUN_INJECT_TOOMANY);
 	}
-	json_object_foreach(json_object_get(t->cli, "env"), name, e)
-		if (json_is_string(e))
-			strv_add(env, env_kv(name, json_string_value(e),
-			    json_string_length(e), &len), len);
+	json_object_foreach(json_object_get(t->cli, "env"), name, e) {
+		if (!json_is_string(e))
+			continue;
+		kv = env_kv(name, json_string_value(e), json_string_length(e),
+		    &len);
+		strv_add(env, kv, len);
+	}
 	if (secs_tool(secs, org, t, resp) == -1)
 		return (RUN_INJECT_FAIL);
 	for (i = 0; i < secs->n; i++)
