@@ -198,22 +198,27 @@ struct redset {
 	size_t		 len[REDSET_MAX];
 	size_t		 n;
 };
-/* Unseal secret id of org: 0, or -1 with resp set (gone: its status). */
-int		 isecret_open(int64_t, int64_t, struct isecret *,
-		    struct vault_resp *, int);
+/*
+ * Unseal secret id of org for tool: 0, or -1 with resp set (502 when it
+ * is gone or does not open).
+ */
+int		 isecret_open(int64_t, int64_t, const char *, struct isecret *,
+		    struct vault_resp *);
 /* isecret_open() with the sealed row read through get (store_secret_get). */
 typedef int	(*secret_get_fn)(int64_t, int64_t, struct store_secret *);
-int		 isecret_open_by(secret_get_fn, int64_t, int64_t,
-		    struct isecret *, struct vault_resp *, int);
+int		 isecret_open_by(secret_get_fn, int64_t, int64_t, const char *,
+		    struct isecret *, struct vault_resp *);
 void		 isecret_close(struct isecret *);
 /*
- * The bytes a CLI gets for one template (NULL: "{secret}") of inject
- * entry e: the value trimmed, its secret_field (oauth: the access-token
- * leaf only), {secret} replaced.  0 and *out (NUL-terminated, freezero
- * it), or -1 with resp set to status.
+ * The bytes a CLI or upstream gets for one template (NULL: "{secret}")
+ * of binding or inject entry e of tool: the value trimmed, the field of
+ * a JSON secret (the access-token leaf unless e names another; of an
+ * oauth secret only that), {secret} replaced.  The one rule for runs,
+ * grants and the relay.  0 and *out (NUL-terminated, freezero it), or
+ * -1 with resp set: 502, a detail naming the tool, never the value.
  */
 int		 inject_value(const struct isecret *, json_t *, const char *,
-		    struct vault_resp *, int, char **, size_t *);
+		    const char *, struct vault_resp *, char **, size_t *);
 /* Whether a binding or inject entry may name field of a kind secret. */
 int		 inject_field_allowed(const char *, const char *);
 /* Shorter than 8 bytes once trimmed: "too short to be masked reliably". */
@@ -245,6 +250,9 @@ int		 deny_check_by(deny_rules_fn, const struct auth *,
 struct tool_row;
 int		 cli_deny_refuse(const struct auth *, const struct tool_row *,
 		    json_t *, const char *, struct vault_resp *);
+/* A run or grant whose injection does not resolve: its 502, on record. */
+void		 resolution_refuse(const struct auth *, const char *, json_t *,
+		    const char *, struct vault_resp *);
 extern const struct vault_route vault_policy_routes[];
 
 /* validate.c */
