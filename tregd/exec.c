@@ -614,27 +614,7 @@ exec_start(struct blob *b)
 static int
 exec_resolve(const char *bin, char *path, size_t len)
 {
-	const char	*p, *end;
-	struct stat	 st;
-	size_t		 dlen;
-	int		 n;
-
-	for (p = exec_conf.run_path; *p != '\0'; p = end) {
-		if ((end = strchr(p, ':')) == NULL)
-			end = p + strlen(p);
-		dlen = end - p;
-		if (*end == ':')
-			end++;
-		if (dlen == 0 || *p != '/')
-			continue;	/* only absolute directories */
-		n = snprintf(path, len, "%.*s/%s", (int)dlen, p, bin);
-		if (n < 0 || (size_t)n >= len)
-			continue;
-		if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-		    (st.st_mode & 0111) != 0 && access(path, X_OK) == 0)
-			return (0);
-	}
-	return (-1);
+	return (conf_run_resolve(exec_conf.run_path, bin, path, len));
 }
 
 /*

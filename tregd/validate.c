@@ -962,14 +962,22 @@ inject_check(json_t *e, int local, json_t **out, const char *ctx,
 	return (-1);
 }
 
-/*
- * cli_check: in is a CLI profile object, or NULL/null (no profile: *out
- * NULL).  *out gets {bin, enabled, auth_mechanism, inject, deny}; each
- * deny pattern is compiled here (PCRE2, bounded) so a bad or too costly
- * one is refused at registration.
- */
 int
 cli_check(json_t *in, int local, json_t **out, char *err, size_t errlen)
+{
+	return (cli_check_host(in, NULL, local, out, err, errlen));
+}
+
+/*
+ * cli_check_host: in is a CLI profile object, or NULL/null (no profile:
+ * *out NULL), of a tool on host (NULL: not known).  *out gets {bin,
+ * enabled, auth_mechanism, inject, deny}; each deny pattern is compiled
+ * here (PCRE2, bounded) so a bad or too costly one is refused at
+ * registration.
+ */
+int
+cli_check_host(json_t *in, const char *host, int local, json_t **out,
+    char *err, size_t errlen)
 {
 	const struct catalog_cli	*cat;
 	json_t		*o, *arr, *e, *c;
@@ -1023,7 +1031,7 @@ cli_check(json_t *in, int local, json_t **out, char *err, size_t errlen)
 	e = json_object_get(in, "inject");
 	/* Left out: what the catalog injects for this bin, if it knows it. */
 	if ((e == NULL || json_is_null(e)) && cat != NULL) {
-		arr = catalog_inject(cat);
+		arr = catalog_inject(cat, host);
 		json_object_set_new(o, "inject", arr);
 	} else if (e != NULL && !json_is_null(e)) {
 		if (!json_is_array(e) || json_array_size(e) > INJECT_MAX) {
