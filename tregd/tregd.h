@@ -34,6 +34,8 @@
 #define TREGD_VAULT_USER	"_tregvault"	/* vault */
 #define TREGD_RELAY_USER	"_tregrelay"	/* relay */
 #define TREGD_CA_BUNDLE		"/etc/ssl/certs/ca-certificates.crt"
+/* The system's bundle and `relay ca', for runs: in the run directory. */
+#define RUN_CA_BUNDLE		"ca-bundle.pem"
 #define TREGD_DB		"tregd.db"	/* in the state directory */
 #define TREGD_KEYRING		"keys"	/* in the state directory: <id>.key */
 #define TREGD_BACKUP		"tregd-backup.db"	/* tregctl backup's copy */
