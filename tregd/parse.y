@@ -1435,8 +1435,10 @@ parse_config(const char *filename, struct tregd_conf *xconf)
 	lex_strs_free();
 	explicit_bzero(lexbuf, sizeof(lexbuf));
 
-	if (errors == 0)
+	if (errors == 0) {
+		conf_run_scan(c);
 		memcpy(xconf, c, sizeof(*xconf));
+	}
 	freezero(c, sizeof(*c));
 	conf = NULL;
 	return (errors ? -1 : 0);

@@ -35,6 +35,8 @@
 #define TREGD_VAULT_USER	"_tregvault"	/* vault */
 #define TREGD_RELAY_USER	"_tregrelay"	/* relay */
 #define TREGD_CA_BUNDLE		"/etc/ssl/certs/ca-certificates.crt"
+/* The system's bundle and `relay ca', for runs: in the run directory. */
+#define RUN_CA_BUNDLE		"ca-bundle.pem"
 #define TREGD_DB		"tregd.db"	/* in the state directory */
 #define TREGD_KEYRING		"keys"	/* in the state directory: <id>.key */
 #define TREGD_BACKUP		"tregd-backup.db"	/* tregctl backup's copy */
@@ -126,6 +128,8 @@ struct tregd_conf {
 	int			 run_processes;		/* RLIMIT_NPROC */
 	long long		 run_memory;		/* bytes */
 	int			 run_network;		/* 0: loopback only */
+	uint64_t		 run_have_builtin;	/* conf_run_scan() */
+	uint64_t		 run_have_allow;
 	int			 run_pool;		/* sandboxes made ahead */
 	char			 run_path[CONF_STR_LEN];
 	char			 run_dir[PATH_MAX];
@@ -509,6 +513,9 @@ void	 conf_defaults(struct tregd_conf *);
 int	 parse_config(const char *, struct tregd_conf *);
 int	 cmdline_symset(char *);
 int	 conf_run_allowed(const struct tregd_conf *, const char *);
+int	 conf_run_installed(const struct tregd_conf *, const char *);
+int	 conf_run_resolve(const char *, const char *, char *, size_t);
+void	 conf_run_scan(struct tregd_conf *);
 void	 print_config(const struct tregd_conf *, FILE *);
 extern int parse_errors_to_log;
 extern char parse_error[512];	/* the first error of the last parse */

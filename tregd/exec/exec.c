@@ -79,6 +79,7 @@ struct run {
 	int			 status;
 	int			 timed_out;
 	int			 cancelled;	/* the client went away */
+	const char		*offline;	/* why it has no network, or NULL */
 	int			 paused;	/* the client is not reading */
 	uint32_t		 timeout_s;
 	struct timespec		 start;
@@ -105,6 +106,11 @@ static int			 nruns;
 static struct blob_list		 exec_blobs = TAILQ_HEAD_INITIALIZER(exec_blobs);
 static struct run_list		 runs = TAILQ_HEAD_INITIALIZER(runs);
 static int			 as_root;
+static int			 exec_ca;	/* <run dir>/ca-bundle.pem made */
+/* The variables that name a CA bundle, for OpenSSL, Go, Node, Python. */
+static const char *const	 ca_vars[] = { "SSL_CERT_FILE",
+    "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+    "AWS_CA_BUNDLE", "GIT_SSL_CAINFO" };
 static unsigned char		 readbuf[RUN_READ_LEN];
 /* Cancels that came before their run order (another channel). */
 static uint32_t			 early_cancel[RUN_EARLY_CANCEL];
@@ -156,6 +162,8 @@ static void	exec_kill_runs(void);
 static void	exec_atexit(void);
 static void	exec_sigchld(int, short, void *);
 static void	exec_prepare(void);
+static int	exec_ca_append(int, const char *);
+static void	exec_ca_bundle(void);
 static void	exec_drop_caps(void);
 static void	exec_start(struct blob *);
 static int	exec_resolve(const char *, char *, size_t);
@@ -266,9 +274,71 @@ exec_prepare(void)
 			rm_tree_at(dfd, de->d_name, 1, 0);
 	closedir(d);
 	close(dfd);
+	exec_ca_bundle();
 
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == -1)
 		fatal("PR_SET_CHILD_SUBREAPER");
+}
+
+/* File path appended to fd; 0, or -1 with errno. */
+static int
+exec_ca_append(int fd, const char *path)
+{
+	char	 buf[8192];
+	ssize_t	 n;
+	int	 in, rc = 0;
+
+	if ((in = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return (-1);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(fd, buf, n) != n) {
+			rc = -1;
+			break;
+		}
+	if (n == -1)
+		rc = -1;
+	close(in);
+	/* A file whose last line lacks its newline must not join the next. */
+	if (rc == 0 && write(fd, "\n", 1) != 1)
+		rc = -1;
+	return (rc);
+}
+
+/*
+ * The CAs a run's CLIs trust: the system's bundle and `relay ca' (the
+ * private CA the operator's upstreams use), at <run dir>/ca-bundle.pem,
+ * named by the variables CLIs read (exec_start); an init binds it into
+ * its run's view (exec_child.c).  Without `relay ca' there is none:
+ * the system's bundle is theirs already.
+ */
+static void
+exec_ca_bundle(void)
+{
+	char	 path[PATH_MAX], tmp[PATH_MAX];
+	int	 fd;
+
+	exec_ca = 0;
+	if (snprintf(path, sizeof(path), "%s/%s", exec_conf.run_dir,
+	    RUN_CA_BUNDLE) >= (int)sizeof(path) || snprintf(tmp, sizeof(tmp),
+	    "%s/.%s", exec_conf.run_dir, RUN_CA_BUNDLE) >= (int)sizeof(tmp))
+		fatalx("run directory %s: path too long", exec_conf.run_dir);
+	if (unlink(path) == -1 && errno != ENOENT)
+		fatal("unlink %s", path);
+	if (exec_conf.relay_ca[0] == '\0')
+		return;
+	(void)unlink(tmp);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0644)) == -1)
+		fatal("open %s", tmp);
+	if (fchmod(fd, 0644) == -1)
+		fatal("fchmod %s", tmp);
+	if (exec_ca_append(fd, TREGD_CA_BUNDLE) == -1)
+		log_warn("exec: %s", TREGD_CA_BUNDLE);
+	if (exec_ca_append(fd, exec_conf.relay_ca) == -1)
+		fatal("relay ca %s", exec_conf.relay_ca);
+	if (fsync(fd) == -1 || close(fd) == -1 || rename(tmp, path) == -1)
+		fatal("%s", path);
+	exec_ca = 1;
 }
 
 /*
@@ -558,8 +628,11 @@ exec_start(struct blob *b)
 	envc = unpack_u32(&up);
 	if (up.bad || envc > RUN_ENVC_MAX)
 		fatalx("%s: bad run order (env)", __func__);
-	/* PATH, HOME, TMPDIR, XDG_CONFIG_HOME, XDG_CACHE_HOME, LANG, LC_ALL */
-	n = 7;
+	/*
+	 * PATH, HOME, TMPDIR, XDG_CONFIG_HOME, XDG_CACHE_HOME, LANG, LC_ALL,
+	 * and the CA bundle's variables.
+	 */
+	n = 7 + (exec_ca ? sizeof(ca_vars) / sizeof(ca_vars[0]) : 0);
 	if ((env = calloc(envc + n + 1, sizeof(*env))) == NULL)
 		fatal("%s: calloc", __func__);
 	for (i = 0; i < envc; i++)
@@ -607,6 +680,10 @@ exec_start(struct blob *b)
 	}
 	explicit_bzero(&dg, sizeof(dg));
 	r->timeout_s = rs.timeout_s;
+	if (!exec_conf.run_network)
+		r->offline = "the server's runs have none (run network no)";
+	else if (!rs.network)
+		r->offline = "the tool's CLI profile says \"network\": false";
 
 	memset(&rx, 0, sizeof(rx));
 	rx.runid = r->runid;
@@ -632,6 +709,10 @@ exec_start(struct blob *b)
 	    (env[5] = strdup("LANG=C.UTF-8")) == NULL ||
 	    (env[6] = strdup("LC_ALL=C.UTF-8")) == NULL)
 		fatal("%s: asprintf", __func__);
+	for (i = 0; i + 7 < n; i++)
+		if (asprintf(&env[7 + i], "%s=%s/%s", ca_vars[i],
+		    exec_conf.run_dir, RUN_CA_BUNDLE) == -1)
+			fatal("%s: asprintf", __func__);
 	TAILQ_INSERT_TAIL(&runs, r, entry);
 	nruns++;
 	exec_metrics_running(1);
@@ -649,27 +730,7 @@ exec_start(struct blob *b)
 static int
 exec_resolve(const char *bin, char *path, size_t len)
 {
-	const char	*p, *end;
-	struct stat	 st;
-	size_t		 dlen;
-	int		 n;
-
-	for (p = exec_conf.run_path; *p != '\0'; p = end) {
-		if ((end = strchr(p, ':')) == NULL)
-			end = p + strlen(p);
-		dlen = end - p;
-		if (*end == ':')
-			end++;
-		if (dlen == 0 || *p != '/')
-			continue;	/* only absolute directories */
-		n = snprintf(path, len, "%.*s/%s", (int)dlen, p, bin);
-		if (n < 0 || (size_t)n >= len)
-			continue;
-		if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-		    (st.st_mode & 0111) != 0 && access(path, X_OK) == 0)
-			return (0);
-	}
-	return (-1);
+	return (conf_run_resolve(exec_conf.run_path, bin, path, len));
 }
 
 /*
@@ -928,7 +989,7 @@ run_done(struct run *r)
 {
 	struct run_exit	 rx;
 	struct run_result rr;
-	char		 note[64];
+	char		 note[128];
 	int		 n = 0, i, truncated = 0;
 	size_t		 redacted = 0;
 	int64_t		 t_done = mono_ns();
@@ -937,6 +998,14 @@ run_done(struct run *r)
 	if (r->timed_out) {
 		n = snprintf(note, sizeof(note), "\n[treg] killed: exceeded "
 		    "%us timeout\n", r->timeout_s);
+		if (redact_write(r->out[1].rd, note, n, run_emit,
+		    &r->out[1]) == -1)
+			fatal("%s: redact_write", __func__);
+	} else if (r->offline != NULL && !r->cancelled &&
+	    !(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0)) {
+		/* What a CLI prints then looks like the upstream's outage. */
+		n = snprintf(note, sizeof(note), "\n[treg] this run has no "
+		    "network: %s\n", r->offline);
 		if (redact_write(r->out[1].rd, note, n, run_emit,
 		    &r->out[1]) == -1)
 			fatal("%s: redact_write", __func__);
@@ -949,8 +1018,8 @@ run_done(struct run *r)
 			truncated |= i == 0 ? RUN_TRUNC_STDOUT :
 			    RUN_TRUNC_STDERR;
 	}
-	/* A capped stderr still says why the run ended. */
-	if (r->timed_out && redact_truncated(r->out[1].rd))
+	/* A capped stderr still says why the run ended, or failed. */
+	if (n > 0 && redact_truncated(r->out[1].rd))
 		run_emit(&r->out[1], note + 1, n - 1);
 	memset(&rx, 0, sizeof(rx));
 	rx.runid = r->runid;

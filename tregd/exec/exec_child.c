@@ -481,9 +481,17 @@ sbx_mounts_make(const struct sbx_child *c)
 	const char *const	 tmps[] = { "/tmp", "/var/tmp", "/dev/shm" };
 	const unsigned long	 fl = MS_NOSUID | MS_NODEV;
 	struct mount_attr	 ma;
-	char			 opt[128];
+	char			 opt[128], ca[PATH_MAX], src[64];
 	size_t			 i;
+	int			 cafd = -1, fd;
 
+	/*
+	 * The CA bundle exec made (exec_ca_bundle), found before the run
+	 * directory base is covered, bound back at its path afterwards.
+	 */
+	if ((size_t)snprintf(ca, sizeof(ca), "%s/%s", conf->run_dir,
+	    RUN_CA_BUNDLE) < sizeof(ca))
+		cafd = open(ca, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	memset(&ma, 0, sizeof(ma));
 	ma.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
 	ma.propagation = MS_PRIVATE;
@@ -509,6 +517,16 @@ sbx_mounts_make(const struct sbx_child *c)
 	    (unsigned int)c->sr->gid);
 	if (mount("tmpfs", c->sp->dir, "tmpfs", fl, opt) == -1)
 		return (-1);
+	if (cafd != -1) {
+		snprintf(src, sizeof(src), "/proc/self/fd/%d", cafd);
+		if ((fd = open(ca, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		    0444)) == -1)
+			return (-1);
+		close(fd);
+		if (mount(src, ca, NULL, MS_BIND, NULL) == -1)
+			return (-1);
+		close(cafd);
+	}
 	return (mount(NULL, conf->run_dir, NULL, MS_REMOUNT | MS_RDONLY | fl,
 	    "size=64k,mode=0755"));
 }

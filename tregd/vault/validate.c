@@ -47,8 +47,8 @@ static int	 bool_field(json_t *, const char *, int *, char *, size_t);
 static int	 errors_check(json_t *, const struct catalog_cli *, json_t *,
 		    char *, size_t);
 static const char *env_plain_refusal(const char *);
-static int	 inject_list_check(json_t *, const struct catalog_cli *, int,
-		    json_t *, char *, size_t);
+static int	 inject_list_check(json_t *, const struct catalog_cli *,
+		    const char *, int, json_t *, char *, size_t);
 static int	 env_plain_check(json_t *, json_t *, char *, size_t);
 static int	 inject_check(json_t *, int, json_t **, const char *, char *,
 		    size_t);
@@ -925,8 +925,8 @@ inject_check(json_t *e, int local, json_t **out, const char *ctx,
  * entries may set one variable (the CLI would see only one of them).
  */
 static int
-inject_list_check(json_t *e, const struct catalog_cli *cat, int local,
-    json_t *o, char *err, size_t errlen)
+inject_list_check(json_t *e, const struct catalog_cli *cat,
+    const char *host, int local, json_t *o, char *err, size_t errlen)
 {
 	json_t		*arr, *c, *ce;
 	const char	*name, *oname;
@@ -934,7 +934,7 @@ inject_list_check(json_t *e, const struct catalog_cli *cat, int local,
 	size_t		 i, j;
 
 	if ((e == NULL || json_is_null(e)) && cat != NULL) {
-		json_object_set_new(o, "inject", catalog_inject(cat));
+		json_object_set_new(o, "inject", catalog_inject(cat, host));
 		return (0);
 	}
 	if ((arr = json_array()) == NULL)
@@ -1027,15 +1027,22 @@ env_plain_check(json_t *in, json_t *o, char *err, size_t errlen)
 	return (0);
 }
 
-/*
- * cli_check: in is a CLI profile object, or NULL/null (no profile: *out
- * NULL).  *out gets {bin, enabled, auth_mechanism, inject, deny} and
- * env, network, deny_defaults, errors when they say something; each
- * deny pattern is compiled here (PCRE2, bounded) so a bad or too costly
- * one is refused at registration.
- */
 int
 cli_check(json_t *in, int local, json_t **out, char *err, size_t errlen)
+{
+	return (cli_check_host(in, NULL, local, out, err, errlen));
+}
+
+/*
+ * cli_check_host: in is a CLI profile object, or NULL/null (no profile:
+ * *out NULL), of a tool on host (NULL: not known).  *out gets {bin,
+ * enabled, auth_mechanism, inject, deny} and env, network, deny_defaults,
+ * errors when they say something; each deny pattern is compiled here
+ * (PCRE2, bounded) so a bad or too costly one is refused at registration.
+ */
+int
+cli_check_host(json_t *in, const char *host, int local, json_t **out,
+    char *err, size_t errlen)
 {
 	const struct catalog_cli	*cat;
 	json_t		*o, *arr, *e, *c;
@@ -1082,8 +1089,8 @@ cli_check(json_t *in, int local, json_t **out, char *err, size_t errlen)
 	json_object_set_new(o, "enabled", json_boolean(enabled));
 	json_object_set_new(o, "auth_mechanism", json_string(mech));
 
-	if (inject_list_check(json_object_get(in, "inject"), cat, local, o,
-	    err, errlen) == -1 || env_plain_check(json_object_get(in, "env"),
+	if (inject_list_check(json_object_get(in, "inject"), cat, host, local,
+	    o, err, errlen) == -1 || env_plain_check(json_object_get(in, "env"),
 	    o, err, errlen) == -1)
 		goto fail;
 

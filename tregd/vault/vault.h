@@ -274,6 +274,8 @@ int		 format_check(const char *);
 int		 file_path_allowed(const char *);
 int		 bindings_check(json_t *, int, json_t **, char *, size_t);
 int		 cli_check(json_t *, int, json_t **, char *, size_t);
+int		 cli_check_host(json_t *, const char *, int, json_t **, char *,
+		    size_t);
 
 /* vault_tool.c */
 /* A tool as the run path needs it; tool_row_clear releases it. */

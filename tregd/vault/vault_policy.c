@@ -666,9 +666,14 @@ cli_deny_refuse(const struct auth *a, const struct tool_row *t,
 	struct local_audit	 la;
 	const char		*why;
 	char			 pat[DENY_LEN_MAX + 1];
+	int			 dflt = 0;
 
-	if (!deny_match(t->id, t->cli, argv, pat, sizeof(pat), &why))
-		return (0);
+	/* The profile's own patterns, then the catalog's rules for its bin. */
+	if (!deny_match(t->id, t->cli, argv, pat, sizeof(pat), &why)) {
+		if (!catalog_deny(t->cli, argv, pat, sizeof(pat), &why))
+			return (0);
+		dflt = 1;
+	}
 	memset(&la, 0, sizeof(la));
 	la.kind = kind;
 	la.tool = t->name;
@@ -676,18 +681,18 @@ cli_deny_refuse(const struct auth *a, const struct tool_row *t,
 	la.action = "DENY";
 	la.status = 403;
 	la.refused_by = "cli.deny";
-	la.verdict = why;	/* which limit decided, if one did */
+	la.verdict = dflt ? NULL : why;	/* which limit decided, if one did */
 	if (audit_local(a, &la) == -1) {
 		audit_unwritable(resp, strcmp(kind, "server_run") == 0 ?
 		    "nothing was run" : "nothing was granted");
 		return (-1);
 	}
 	/* treg compatibility: a catalog default says so, as treg does. */
-	if (catalog_deny_is_default(t->cli, pat))
+	if (dflt)
 		resp_error(resp, 403, "denied by the treg catalog defaults: "
-		    "pattern '%.256s'%s%s%s. The skill's creator can opt out "
+		    "pattern '%.256s' (%s). The skill's creator can opt out "
 		    "with \"deny_defaults\": false in its cli block.", pat,
-		    why ? " (" : "", why ? why : "", why ? ")" : "");
+		    why);
 	else if (why != NULL)
 		resp_error(resp, 403, "denied by the tool's cli.deny: pattern "
 		    "'%.256s' (%s). The skill's creator controls this list "

@@ -346,7 +346,9 @@ tool_fields(struct vault_req *req, struct vault_resp *resp, json_t *spec,
 		}
 	}
 	if ((v = json_object_get(spec, "cli")) != NULL || !partial) {
-		if (cli_check(v, local, &in->cli, err, sizeof(err)) == -1) {
+		/* The catalog's variable may depend on the host (gh). */
+		if (cli_check_host(v, in->base_url != NULL ? in->host : NULL,
+		    local, &in->cli, err, sizeof(err)) == -1) {
 			resp_error(resp, 422, "%s%s%s", ctx, sep, err);
 			return (-1);
 		}
