@@ -170,7 +170,6 @@ static size_t	 rs_json(const uint8_t *, size_t, int, int, const char *,
 		    uint8_t *);
 static size_t	 rs_hex(const uint8_t *, size_t, const char *, int,
 		    uint8_t *);
-static uint32_t	 rs_goto(const struct redact_set *, uint32_t, uint8_t);
 static void	 rs_free_automaton(struct redact_set *);
 static inline uint32_t rs_step(const struct redact_set *, uint32_t, uint8_t);
 static int	 rs_probe_ws(const struct redact_set *, const uint8_t *, size_t,
@@ -587,25 +586,12 @@ rs_add_lines(struct redact_set *rs, const uint8_t *s, size_t n)
 	return 0;
 }
 
-/* Trie edge of state q on byte c, or 0 (compile time only). */
-static uint32_t
-rs_goto(const struct redact_set *rs, uint32_t q, uint8_t c)
-{
-	uint32_t	 e;
-
-	for (e = rs->estart[q]; e < rs->estart[q + 1]; e++)
-		if (rs->ebyte[e] == c)
-			return rs->eto[e];
-	return 0;
-}
-
 int
 redact_set_compile(struct redact_set *rs)
 {
 	struct rnode	*nodes = rs->nodes;
 	uint32_t	*order = NULL, *id = NULL, *row;
-	uint32_t	 n, head, tail, c, q, v, f, e, k, t = 0;
-	uint32_t	 rootgo[256];
+	uint32_t	 n, head, tail, c, q, f, e, k;
 	uint8_t		 path[REDACT_FILTER_MAXSTRIDE + 4];
 	size_t		 ncls, ndense;
 	int		 rv = -1;
@@ -642,29 +628,13 @@ redact_set_compile(struct redact_set *rs)
 	}
 	rs->estart[n] = e;
 
-	memset(rootgo, 0, sizeof(rootgo));
-	for (e = rs->estart[0]; e < rs->estart[1]; e++)
-		rootgo[rs->ebyte[e]] = rs->eto[e];
-	for (q = 0; q < n; q++) {
-		for (e = rs->estart[q]; e < rs->estart[q + 1]; e++) {
-			v = rs->eto[e];
-			if (q == 0)
-				continue;
-			for (f = rs->fail[q]; f != 0; f = rs->fail[f])
-				if ((t = rs_goto(rs, f, rs->ebyte[e])) != 0)
-					break;
-			rs->fail[v] = f != 0 ? t : rootgo[rs->ebyte[e]];
-		}
-		if (q == 0)
-			continue;
-		f = rs->fail[q];
-		rs->st[q].outlen = nodes[order[q]].term ?
-		    nodes[order[q]].depth : rs->st[f].outlen;
-		/* A leaf continues exactly like its failure state. */
-		rs->st[q].pend = rs->estart[q + 1] > rs->estart[q] ?
-		    nodes[order[q]].depth : rs->st[f].pend;
-	}
-
+	/*
+	 * The byte classes and the dense rows first: each state's failure
+	 * link is then one transition of its parent's failure state, and a
+	 * state near the root (where chains of links are long and rows are
+	 * wide) answers it from its row, built from its own failure state's
+	 * row as the breadth-first walk reaches it.
+	 */
 	memset(rs->cls, 0, sizeof(rs->cls));
 	for (e = 0; e < rs->estart[n]; e++)
 		rs->cls[rs->ebyte[e]] = 1;
@@ -680,13 +650,26 @@ redact_set_compile(struct redact_set *rs)
 	rs->ndense = ndense;
 	if ((rs->dense = calloc(ndense * ncls, sizeof(uint32_t))) == NULL)
 		goto out;
-	for (q = 0; q < ndense; q++) {
-		row = rs->dense + (size_t)q * ncls;
-		if (q != 0)
-			memcpy(row, rs->dense + (size_t)rs->fail[q] * ncls,
-			    ncls * sizeof(uint32_t));
+	for (q = 0; q < n; q++) {
+		f = rs->fail[q];
+		if (q < ndense) {
+			row = rs->dense + (size_t)q * ncls;
+			if (q != 0)
+				memcpy(row, rs->dense + (size_t)f * ncls,
+				    ncls * sizeof(uint32_t));
+			for (e = rs->estart[q]; e < rs->estart[q + 1]; e++)
+				row[rs->cls[rs->ebyte[e]]] = rs->eto[e];
+		}
 		for (e = rs->estart[q]; e < rs->estart[q + 1]; e++)
-			row[rs->cls[rs->ebyte[e]]] = rs->eto[e];
+			rs->fail[rs->eto[e]] = q == 0 ? 0 :
+			    rs_step(rs, f, rs->ebyte[e]);
+		if (q == 0)
+			continue;
+		rs->st[q].outlen = nodes[order[q]].term ?
+		    nodes[order[q]].depth : rs->st[f].outlen;
+		/* A leaf continues exactly like its failure state. */
+		rs->st[q].pend = rs->estart[q + 1] > rs->estart[q] ?
+		    nodes[order[q]].depth : rs->st[f].pend;
 	}
 
 	rs->fwidth = rs->minlen < 2 ? 2 : rs->minlen > 4 ? 4 : rs->minlen;
