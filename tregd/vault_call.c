@@ -1163,8 +1163,10 @@ call_bind(const struct auth *a, json_t *b, struct call_keys *k,
 	if (!sc->param && (redset_add(&k->rs, val, vlen) == -1 ||
 	    redset_secret(&k->rs, sc) == -1)) {
 		freezero(val, vlen + 1);
-		resp_error(resp, 500, "internal error: too many secret forms "
-		    "to mask");
+		resp_error(resp, 422, "the secrets of this tool are too many "
+		    "or too large to be masked (over %d parts or %d bytes) — "
+		    "use fewer or smaller secrets", REDSET_MAX,
+		    REDSET_BYTES_MAX);
 		return (-1);
 	}
 	if (strcmp(loc, "header") == 0 && strpbrk(val, "\r\n") != NULL) {
