@@ -32,7 +32,7 @@
 
 struct redact_set;
 struct redact;
-struct rset;
+struct rcache;
 struct evdns_getaddrinfo_request;
 struct evutil_addrinfo;
 struct rdec;
@@ -72,8 +72,9 @@ struct rcall {
 	size_t			 nheaders;
 	char			*body;
 	size_t			 bodylen;
-	struct redact_set	*set;
-	struct rset		*rset;		/* the cache's, or NULL: own */
+	const struct redact_set	*set;
+	struct rcache		*rset;		/* the cache's, held */
+	int			 waiting;	/* for it to be compiled */
 	struct redact		*rd;
 	struct evdns_getaddrinfo_request *dns;
 	int			 resolving;	/* until relay_resolved_go() */

@@ -185,6 +185,8 @@ int64_t		*slots_in_flight_ids(size_t *);
 int		 slots_used(int);	/* 1: this worker's only */
 
 /* vault_inject.c: a secret turned into what a CLI sees; a run's mask set. */
+/* The bytes of one set (vault_maskcost.c says why and how much). */
+#define REDSET_BYTES_MAX	(16 * 1024)
 struct isecret {
 	int64_t		 id;
 	int		 param;		/* kind "param": never redacted */
@@ -197,6 +199,7 @@ struct redset {
 	char		*v[REDSET_MAX];
 	size_t		 len[REDSET_MAX];
 	size_t		 n;
+	size_t		 bytes;
 };
 /*
  * Unseal secret id of org for tool: 0, or -1 with resp set (502 when it
@@ -223,10 +226,18 @@ int		 inject_value(const struct isecret *, json_t *, const char *,
 int		 inject_field_allowed(const char *, const char *);
 /* Shorter than 8 bytes once trimmed: "too short to be masked reliably". */
 int		 value_too_short(const void *, size_t);
-/* Add bytes (copied, once) / a secret's raw, trimmed and JSON leaves. */
+/*
+ * Add bytes (copied, once) / a secret's raw, trimmed and JSON leaves:
+ * -1 past REDSET_MAX parts or REDSET_BYTES_MAX bytes.
+ */
 int		 redset_add(struct redset *, const void *, size_t);
 int		 redset_secret(struct redset *, const struct isecret *);
 void		 redset_clear(struct redset *);
+
+/* vault_maskcost.c: a tool's set within REDSET_BYTES_MAX, or 422. */
+int		 mask_cost_check(int64_t, const char *, json_t *, json_t *,
+		    struct vault_resp *);
+int		 mask_cost_users(int64_t, int64_t, struct vault_resp *);
 
 /* vault_policy.c */
 /*

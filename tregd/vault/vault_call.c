@@ -1188,8 +1188,10 @@ call_bind(const struct auth *a, const char *tool, json_t *b,
 	if (!sc->param && (redset_add(&k->rs, val, vlen) == -1 ||
 	    redset_secret(&k->rs, sc) == -1)) {
 		freezero(val, vlen + 1);
-		resp_error(resp, 502, "tool '%s': its secrets have too many "
-		    "forms to mask", tool);
+		resp_error(resp, 502, "tool '%s': its secrets are too many or "
+		    "too large to be masked (over %d parts or %d bytes) — use "
+		    "fewer or smaller secrets", tool, REDSET_MAX,
+		    REDSET_BYTES_MAX);
 		return (-1);
 	}
 	if (strcmp(loc, "header") == 0 && strpbrk(val, "\r\n") != NULL) {

@@ -288,12 +288,13 @@ redset_add(struct redset *rs, const void *p, size_t len)
 	for (i = 0; i < rs->n; i++)
 		if (rs->len[i] == len && memcmp(rs->v[i], p, len) == 0)
 			return (0);
-	if (rs->n >= REDSET_MAX)
+	if (rs->n >= REDSET_MAX || len > REDSET_BYTES_MAX - rs->bytes)
 		return (-1);
 	if ((rs->v[rs->n] = malloc(len)) == NULL)
 		fatal("%s: malloc", __func__);
 	memcpy(rs->v[rs->n], p, len);
 	rs->len[rs->n++] = len;
+	rs->bytes += len;
 	return (0);
 }
 

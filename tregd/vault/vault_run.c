@@ -399,8 +399,9 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 		    (long long)(mono_ns() - t_audit) / 1000);
 	goto out;
  toomany:
-	resp_error(resp, 422, "the secrets of tool '%s' have too many parts "
-	    "to be masked", t.name);
+	resp_error(resp, 422, "the secrets of tool '%s' are too many or too "
+	    "large to be masked (over %d parts or %d bytes) — use fewer or "
+	    "smaller secrets", t.name, REDSET_MAX, REDSET_BYTES_MAX);
  out:
 	store_read_end();
 	if (slot != -1)
