@@ -153,7 +153,7 @@ enum imsg_type {
 	/* parent -> every child */
 	IMSG_CONF,		/* struct tregd_conf */
 	IMSG_CONF_LISTEN,	/* fd: a bound listening socket (frontend) */
-	IMSG_CONF_CONTROL,	/* fd: the control socket (vault) */
+	IMSG_CTL_CONN,		/* fd: a tregctl, accepted and checked (vault) */
 	IMSG_CONF_PEER,		/* fd + uint32_t proc: a channel to a peer */
 	IMSG_CONF_END,		/* configuration complete: serve */
 	IMSG_LOG_VERBOSE,	/* int */

@@ -26,7 +26,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <event.h>
 #include <pwd.h>
 #include <signal.h>
@@ -51,7 +50,6 @@ struct imsgev		*vault_relay;
 static struct imsgev	 iev_parent, iev_frontend, iev_exec, iev_relay;
 static struct blob_list	 vault_blobs = TAILQ_HEAD_INITIALIZER(vault_blobs);
 static const struct vault_route *route_index[ROUTE_MAX];
-static int		 control_fd = -1;
 static int		 conf_ready;
 static int		 have_worker;
 static uint64_t		 conf_generation;	/* bumped by each reload */
@@ -83,8 +81,6 @@ vault_main(int debug, int verbose)
 	struct passwd		*pw = NULL;
 	char			 dbpath[PATH_MAX];
 	const char		*root;
-	struct group		*gr;
-	gid_t			 ctl_gid = (gid_t)-1;
 	int			 initfd;
 
 	vault_parent = &iev_parent;
@@ -93,8 +89,7 @@ vault_main(int debug, int verbose)
 	vault_relay = &iev_relay;
 	proc_child_init(PROC_VAULT, &iev_parent, debug, verbose,
 	    vault_dispatch_parent, vault_closed, vault_config);
-	if (!proc_peers_complete(vault_peers, NPEERS) || control_fd == -1 ||
-	    !have_worker)
+	if (!proc_peers_complete(vault_peers, NPEERS) || !have_worker)
 		fatalx("vault: incomplete configuration");
 
 	if (sodium_init() == -1)
@@ -116,11 +111,6 @@ vault_main(int debug, int verbose)
 	if (snprintf(dbpath, sizeof(dbpath), "%s/%s", root, TREGD_DB) >=
 	    (int)sizeof(dbpath))
 		fatalx("state directory path too long");
-	if (vault_conf.socket_group[0] != '\0') {
-		if ((gr = getgrnam(vault_conf.socket_group)) == NULL)
-			fatalx("unknown group %s", vault_conf.socket_group);
-		ctl_gid = gr->gr_gid;
-	}
 
 	/* One worker at a time makes the key, the schema, a rotation's end. */
 	initfd = vault_init_lock();
@@ -144,7 +134,6 @@ vault_main(int debug, int verbose)
 		fatalx("cannot move master.key into the keyring");
 	close(initfd);		/* the lock goes with it */
 	vault_index_routes();
-	ctl_init(control_fd, ctl_gid);
 	vault_metrics_start();
 
 	proc_child_run(vault_sig);
@@ -279,12 +268,6 @@ vault_config(struct imsg *imsg)
 	case IMSG_CONF:
 		proc_conf_recv(imsg, &vault_conf);
 		break;
-	case IMSG_CONF_CONTROL:
-		if (imsg->fd == -1 || control_fd != -1)
-			fatalx("bad IMSG_CONF_CONTROL");
-		control_fd = imsg->fd;
-		imsg->fd = -1;
-		break;
 	case IMSG_CONF_PEER:
 		proc_peer_recv(imsg, vault_peers, NPEERS, vault_closed);
 		break;
@@ -329,6 +312,12 @@ vault_dispatch_parent(struct imsgev *iev, struct imsg *imsg)
 		if (imsg->datalen != 0)
 			fatalx("bad IMSG_KEYRING_RELOAD");
 		vault_keyring_reload();
+		break;
+	case IMSG_CTL_CONN:
+		if (imsg->fd == -1 || imsg->datalen != 0)
+			fatalx("bad IMSG_CTL_CONN");
+		ctl_conn(imsg->fd);
+		imsg->fd = -1;
 		break;
 	case IMSG_CTL_RELOAD_DONE:
 		if (imsg->datalen != sizeof(rd))

@@ -162,7 +162,7 @@ int		 body_email_person(struct vault_resp *, const char *);
 extern const struct vault_route vault_member_routes[];
 
 /* vault_ctl.c */
-void		 ctl_init(int, gid_t);
+void		 ctl_conn(int);
 void		 ctl_reload_done(uint32_t, const struct ctl_reload_done *);
 
 /* vault_run.c */
