@@ -118,6 +118,7 @@ $(COMMON_OBJS) $(TREGD_OBJS) $(CTL_OBJS): common/*.h tregd/tregd.h
 $(TREGD_OBJS): tregd/vault.h
 $(filter tregd/store_pg%.o,$(TREGD_OBJS)): tregd/store.h tregd/store_pg.h
 $(filter tregd/relay%.o,$(TREGD_OBJS)): tregd/relay.h
+$(filter tregd/exec%.o,$(TREGD_OBJS)): tregd/exec_zygote.h
 $(CTL_OBJS): tregctl/*.h
 # The parser test compiles tregctl/parser.c in.
 regress/unit/ctlparser_test: tregctl/parser.c tregctl/parser.h
