@@ -61,7 +61,7 @@
 #define TOKEN_HASH_LEN		32
 #define VAULT_WORKERS_MAX	16	/* vault workers */
 #define PROCINFO_MAX		(4 + VAULT_WORKERS_MAX)
-#define RUN_SLOTS_TABLE_SIZE	(32 * 1024)	/* vault_slots.c's memfd */
+#define RUN_SLOTS_TABLE_SIZE	(64 * 1024)	/* vault_slots.c's memfd */
 
 /* Processes.  The numbers index the parent's table and tag senders. */
 enum tregd_proc {
@@ -110,6 +110,7 @@ struct tregd_conf {
 	int			 run_timeout;		/* seconds, 1..600 */
 	int			 run_slots;
 	int			 run_slots_user;
+	int			 run_slots_org;		/* 0: the run slots */
 	long long		 run_cpu;		/* seconds */
 	long long		 run_filesize;		/* bytes */
 	unsigned int		 run_uid_first;		/* run users */
