@@ -278,7 +278,7 @@ ctl_status(const struct ctl_request *cr, json_t **reply)
 	else
 		snprintf(db, sizeof(db), "sqlite %s/%s", vault_conf.state,
 		    TREGD_DB);
-	j = json_pack("{s:s,s:s,s:o,s:s,s:s,s:I,s:o,s:{s:i,s:i,s:i},"
+	j = json_pack("{s:s,s:s,s:o,s:s,s:s,s:I,s:o,s:{s:i,s:i,s:i,s:i},"
 	    "s:{s:I,s:I,s:I,s:I,s:I}}",
 	    "version", TREGD_VERSION,
 	    "key_id", crypto_key_id(),
@@ -290,6 +290,8 @@ ctl_status(const struct ctl_request *cr, json_t **reply)
 	    "processes", procs,
 	    "run_slots", "used", run_slots_used(), "max", vault_conf.run_slots,
 	    "per_user", vault_conf.run_slots_user,
+	    "per_org", vault_conf.run_slots_org != 0 ?
+	    vault_conf.run_slots_org : vault_conf.run_slots,
 	    "counts",
 	    "users", (json_int_t)n.users, "orgs", (json_int_t)n.orgs,
 	    "tools", (json_int_t)n.tools, "secrets", (json_int_t)n.secrets,
