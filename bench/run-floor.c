@@ -172,6 +172,8 @@ fl_init(void *arg)
 	c.conf = &fl_conf;
 	c.sp = &sp;
 	c.sr = &sr;
+	c.cgfd[0] = r->cg[0];
+	c.cgfd[1] = r->cg[1];
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1 ||
 	    setsid() == -1 || (!fl_nomounts && sbx_mounts_make(&c) == -1))
 		_exit(120);

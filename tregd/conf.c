@@ -389,8 +389,11 @@ print_config(const struct tregd_conf *c, FILE *fp)
 	}
 	fprintf(fp, "run rlimits %s\n", c->run_rlimits ? "yes" : "no");
 	fprintf(fp, "run timeout %d\n", c->run_timeout);
-	fprintf(fp, "run slots %d per-user %d\n", c->run_slots,
+	fprintf(fp, "run slots %d per-user %d", c->run_slots,
 	    c->run_slots_user);
+	if (c->run_slots_org != 0)
+		fprintf(fp, " per-org %d", c->run_slots_org);
+	fputc('\n', fp);
 	fputs("run path ", fp);
 	print_string(fp, c->run_path);
 	fputs("\nrun directory ", fp);

@@ -71,7 +71,7 @@
 
 #define VAULT_WORKERS_MAX	16	/* vault workers */
 #define PROCINFO_MAX		(4 + VAULT_WORKERS_MAX)
-#define RUN_SLOTS_TABLE_SIZE	(32 * 1024)	/* vault_slots.c's memfd */
+#define RUN_SLOTS_TABLE_SIZE	(64 * 1024)	/* vault_slots.c's memfd */
 
 /* Processes.  The numbers index the parent's table and tag senders. */
 enum tregd_proc {
@@ -120,6 +120,7 @@ struct tregd_conf {
 	int			 run_timeout;		/* seconds, 1..600 */
 	int			 run_slots;
 	int			 run_slots_user;
+	int			 run_slots_org;		/* 0: the run slots */
 	long long		 run_cpu;		/* seconds */
 	long long		 run_filesize;		/* bytes */
 	unsigned int		 run_uid_first;		/* run users */
@@ -167,7 +168,7 @@ enum imsg_type {
 	/* parent -> every child */
 	IMSG_CONF,		/* struct tregd_conf */
 	IMSG_CONF_LISTEN,	/* fd: a bound listening socket (frontend) */
-	IMSG_CONF_CONTROL,	/* fd: the control socket (vault) */
+	IMSG_CTL_CONN,		/* fd: a tregctl, accepted and checked (vault) */
 	IMSG_CONF_PEER,		/* fd + uint32_t proc: a channel to a peer */
 	IMSG_CONF_END,		/* configuration complete: serve */
 	IMSG_LOG_VERBOSE,	/* int */

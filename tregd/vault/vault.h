@@ -162,7 +162,7 @@ int		 body_email_person(struct vault_resp *, const char *);
 extern const struct vault_route vault_member_routes[];
 
 /* vault_ctl.c */
-void		 ctl_init(int, gid_t);
+void		 ctl_conn(int);
 void		 ctl_reload_done(uint32_t, const struct ctl_reload_done *);
 
 /* vault_run.c */
@@ -176,8 +176,9 @@ json_t		*argv_mask(int64_t, json_t *);
 /* vault_slots.c: the host's run slots, shared by the workers. */
 #define SLOTS_FULL		1	/* every run slot is taken */
 #define SLOTS_USER		2	/* the user's share is */
+#define SLOTS_ORG		3	/* the org's share is */
 void		 slots_init(int, uint32_t);
-int		 slots_claim(int64_t, int, int, int *, int *);
+int		 slots_claim(int64_t, int64_t, int, int, int, int *, int *);
 void		 slots_started(int, int64_t);
 void		 slots_release(int);
 int		 slots_in_flight(int64_t);

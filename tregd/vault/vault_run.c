@@ -278,14 +278,17 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	if (rc == -1)
 		goto out;
 	/*
-	 * 6. Slots (the host's, every worker's): the server's, the user's.
+	 * 6. Slots (the host's, every worker's): the server's, the user's,
+	 * the org's.
 	 * A run that ended may not be read yet: read exec's news first.
 	 */
-	if ((rc = slots_claim(a->user_id, vault_conf.run_slots,
-	    vault_conf.run_slots_user, &slot, &used)) != 0) {
+	if ((rc = slots_claim(a->user_id, a->org_id, vault_conf.run_slots,
+	    vault_conf.run_slots_user, vault_conf.run_slots_org, &slot,
+	    &used)) != 0) {
 		run_exits_read();
-		rc = slots_claim(a->user_id, vault_conf.run_slots,
-		    vault_conf.run_slots_user, &slot, &used);
+		rc = slots_claim(a->user_id, a->org_id, vault_conf.run_slots,
+		    vault_conf.run_slots_user, vault_conf.run_slots_org, &slot,
+		    &used);
 	}
 	switch (rc) {
 	case SLOTS_FULL:
@@ -295,6 +298,10 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	case SLOTS_USER:
 		resp_error(resp, 429, "you already have %d server runs in "
 		    "flight — wait for one to finish", used);
+		goto out;
+	case SLOTS_ORG:
+		resp_error(resp, 429, "your organization already has %d server "
+		    "runs in flight — wait for one to finish", used);
 		goto out;
 	}
 
