@@ -57,6 +57,7 @@
 
 #include "sandbox.h"
 #include "tregd.h"
+#include "exec.h"
 #include "exec_zygote.h"
 
 #define FL_DIR		"/tmp/tregd-run-floor"	/* runs, state: mount points */
