@@ -206,9 +206,24 @@ inject_leaf(const struct isecret *sc, json_t *e, const char *tool,
 		    "is of kind '%s'", tool, injector, sc->name, sc->kind);
 		return (-1);
 	}
-	if (!json)
-		return (0);
 	field = json_string_value(json_object_get(e, "secret_field"));
+	if (!json) {
+		/*
+		 * A plain secret is injected whole; a field other than the
+		 * access token that treg's client always names means the
+		 * tool wanted part of it (the aws profile): refused, so that
+		 * a JSON object of several keys never leaves whole.
+		 */
+		if (field != NULL && strcmp(field, oauth_leaves[0]) != 0 &&
+		    *vlen > 0 && **val == '{') {
+			resp_error(resp, 502, "tool '%s': it takes the field "
+			    "'%s' of the secret '%s', which is of kind '%s' "
+			    "(a plain string): store it as kind secret_file",
+			    tool, field, sc->name, sc->kind);
+			return (-1);
+		}
+		return (0);
+	}
 	if (!inject_field_allowed(sc->kind, field)) {
 		resp_error(resp, 502, "tool '%s': only the access token of "
 		    "the oauth secret '%s' may be injected, not '%s'", tool,
