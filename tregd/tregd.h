@@ -181,8 +181,9 @@ enum imsg_type {
 
 	/* frontend -> vault */
 	IMSG_API_REQUEST,	/* blob: struct api_request + payload */
-	IMSG_RUNS_SYNC,		/* uint32_t runs answered: commit the ends
-				   exec told (and back, the same: done) */
+	IMSG_ENDS_SYNC,		/* uint32_t runs and calls answered: take in
+				   the ends exec and the relay told (and
+				   back, the same: done) */
 
 	/* vault -> frontend */
 	IMSG_API_RESPONSE,	/* blob: struct api_response + JSON body */
@@ -571,6 +572,7 @@ void	 front_print_routes(FILE *);
 /* frontend.c: a call's vault worker, counted as a request's load. */
 struct imsgev	*front_vault_take(int *);
 void		 front_vault_give(int);
+void		 front_end_answered(int);
 
 /* frontend_call.c */
 struct http_conn;

@@ -150,6 +150,22 @@ vault_main(int debug, int verbose)
 	proc_child_run(vault_sig);
 }
 
+/*
+ * The frontend holds a GET /runs or /calls another worker answers until
+ * this one took in the ends exec and the relay told it of (both tell
+ * before they answer the client).
+ */
+void
+vault_ends_sync(struct imsg *imsg)
+{
+	run_exits_read();
+	call_exits_read();
+	/* The frontend's count of this worker's ends it answered, back. */
+	if (imsgev_compose(vault_frontend, IMSG_ENDS_SYNC, imsg->hdr.id, -1,
+	    imsg->data, imsg->datalen) == -1)
+		fatal("%s: compose", __func__);
+}
+
 static void
 vault_sig(int sig, short event, void *arg)
 {
@@ -359,10 +375,10 @@ vault_dispatch_frontend(struct imsgev *iev, struct imsg *imsg)
 		if (b->datalen == 0)
 			vault_request(b);
 		break;
-	case IMSG_RUNS_SYNC:
+	case IMSG_ENDS_SYNC:
 		if (imsg->datalen != sizeof(uint32_t))
-			fatalx("bad IMSG_RUNS_SYNC from frontend");
-		run_ends_sync(imsg);
+			fatalx("bad IMSG_ENDS_SYNC from frontend");
+		vault_ends_sync(imsg);
 		break;
 	case IMSG_CALL_REQUEST:
 		b = blob_start(&vault_blobs, imsg, PROC_FRONTEND,

@@ -22,6 +22,7 @@
 #include <sys/types.h>
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1306,6 +1307,25 @@ call_flush(void)
 	call_ends_clear();
 }
 
+/*
+ * What the relay has said already, then the pending ends committed:
+ * before a read of the calls.  The relay writes a call's end here
+ * before it answers the frontend, so a client that got its answer
+ * finds its call ended.
+ */
+void
+call_exits_read(void)
+{
+	ssize_t	 n;
+
+	if (!vault_relay->dead) {
+		n = imsgbuf_read(&vault_relay->ibuf);
+		if (n != -1 || errno == EAGAIN)
+			imsgev_drain(vault_relay);
+	}
+	call_flush();
+}
+
 void
 call_done(struct imsg *imsg)
 {
@@ -1360,7 +1380,7 @@ call_view_before(struct vault_req *req, struct vault_resp *resp)
 	json_t	*v;
 
 	if (req->route == ROUTE_CALLS_LIST)
-		call_flush();		/* the list shows how calls ended */
+		call_exits_read();	/* the list shows how calls ended */
 	if (req->route != ROUTE_MEMBER_ACCESS || req->body == NULL ||
 	    (v = json_object_get(req->body, "daily_call_cap")) == NULL)
 		return (0);

@@ -101,7 +101,6 @@ static int64_t	run_audit_start(const struct auth *, const char *,
 static void	run_audit_end(const struct vrun *, const struct run_exit *,
 		    const char *);
 static void	run_ends_commit(int, short, void *);
-static void	run_exits_read(void);
 static int	run_in_flight(int64_t);
 struct runs_page;
 static int	runs_row_running(const struct runs_page *, int64_t);
@@ -575,7 +574,7 @@ run_ends_flush(void)
  * writes a run's exit to the vault before it answers the frontend, so a
  * client that got its answer finds its run ended here.
  */
-static void
+void
 run_exits_read(void)
 {
 	ssize_t	 n;
@@ -589,20 +588,6 @@ run_exits_read(void)
 		return;		/* its handler sees the error too */
 	imsgev_drain(vault_exec);
 	run_ends_flush();
-}
-
-/*
- * The frontend holds a GET /runs another worker answers until this one
- * committed the ends exec told it of (exec tells before it answers).
- */
-void
-run_ends_sync(struct imsg *imsg)
-{
-	run_exits_read();
-	/* The frontend's count of this worker's runs it answered, back. */
-	if (imsgev_compose(vault_frontend, IMSG_RUNS_SYNC, imsg->hdr.id, -1,
-	    imsg->data, imsg->datalen) == -1)
-		fatal("%s: compose", __func__);
 }
 
 /* exec's answer and the vault's record say the same. */
