@@ -77,6 +77,12 @@ store_rollback(void)
 }
 
 int
+store_unavailable(void)
+{
+	return (ops != NULL && ops->unavailable());
+}
+
+int
 store_member_by_token(const uint8_t hash[STORE_HASH_LEN],
     struct store_member *m)
 {

@@ -449,6 +449,7 @@ struct store_ops {
 	int	(*begin)(void);
 	int	(*commit)(void);
 	void	(*rollback)(void);
+	int	(*unavailable)(void);
 	int	(*member_by_token)(const uint8_t [STORE_HASH_LEN],
 		    struct store_member *);
 	int	(*secret_get)(int64_t, int64_t, struct store_secret *);
@@ -579,6 +580,11 @@ const char	*store_error(void);
 int		 store_begin(void);	/* a write transaction */
 int		 store_commit(void);	/* rolls back when it fails */
 void		 store_rollback(void);	/* no-op outside a transaction */
+/*
+ * Whether the last failure was the database's state (locked, full,
+ * unreachable: try again later) rather than a fault: 503, not 500.
+ */
+int		 store_unavailable(void);
 
 int		 store_member_by_token(const uint8_t [STORE_HASH_LEN],
 		    struct store_member *);

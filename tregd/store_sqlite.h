@@ -38,6 +38,7 @@ void		 sq_ccopy(sqlite3_stmt *, const char *, char *, size_t);
 typedef json_t	*(*db_row_view)(sqlite3_stmt *, const void *);
 json_t		*db_rows(sqlite3_stmt *, db_row_view, const void *);
 /* Step a write: 0 done, -1 failed; st reset and unbound either way. */
+int		 sq_step(sqlite3_stmt *);	/* sqlite3_step, failures classed */
 int		 sq_done(sqlite3_stmt *);
 /* After one step rc (its row read): reset, unbind; 0 a row, 1 none, -1. */
 int		 sq_row_end(sqlite3_stmt *, int);

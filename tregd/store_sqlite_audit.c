@@ -107,7 +107,7 @@ sq_row_time(const char *sql, int64_t id, char *buf, size_t len)
 	if ((st = db_prepare(sql)) == NULL)
 		return (-1);
 	sq_int(st, ":id", id);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+	if ((rc = sq_step(st)) == SQLITE_ROW)
 		sq_ccopy(st, "created_at", buf, len);
 	return (sq_row_end(st, rc));
 }

@@ -266,7 +266,7 @@ sq_migrate(void)
 	if (sqlite3_prepare_v2(vault_db, "PRAGMA user_version", -1, &st,
 	    NULL) != SQLITE_OK)
 		return (-1);
-	if (sqlite3_step(st) == SQLITE_ROW)
+	if (sq_step(st) == SQLITE_ROW)
 		version = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
 	if (version < 0)

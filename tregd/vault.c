@@ -859,11 +859,19 @@ role_name(enum role r)
 void
 db_fail(struct vault_resp *resp, const char *what)
 {
+	int	 unavailable = store_unavailable();
+
 	log_warnx("database error (%s): %s", what, store_error());
 	vault_metrics_db_error();
 	store_rollback();
-	resp_error(resp, 500, "internal error: the database failed (%s)",
-	    what);
+	/* Locked by another process, full, unreachable: not tregd's fault. */
+	if (unavailable)
+		resp_error(resp, 503, "the database is unavailable (locked, "
+		    "full or unreachable) — nothing was changed, try again "
+		    "in a moment");
+	else
+		resp_error(resp, 500, "internal error: the database failed "
+		    "(%s)", what);
 }
 
 int

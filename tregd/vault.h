@@ -90,7 +90,7 @@ extern struct imsgev		*vault_relay;
 void		 vault_respond(uint32_t, struct vault_resp *);
 void		 vault_keyring_changed(void);	/* tell the other workers */
 void		 vault_ends_sync(struct imsg *);	/* IMSG_ENDS_SYNC */
-void		 db_fail(struct vault_resp *, const char *);	/* 500 + log */
+void		 db_fail(struct vault_resp *, const char *);	/* 500, 503 + log */
 /* store_begin(), store_commit(), or db_fail(): 0, or -1 with resp set. */
 int		 db_begin(struct vault_resp *);
 int		 db_commit(struct vault_resp *);

@@ -146,6 +146,7 @@ static void	 call_refuse(uint32_t, const struct auth *,
 		    struct vault_resp *);
 static int	 call_ends_insert(void);
 static void	 call_ends_clear(void);
+static void	 call_ends_arm(int);
 static int	 call_audit(const struct auth *, const char *, const char *,
 		    const char *, const char *, int, int64_t *);
 static void	 call_log_path(const char *, const char *, char *, size_t);
@@ -1243,18 +1244,24 @@ call_build(const struct auth *a, struct call_in *in, struct call_out *out,
 
 /*
  * End records are written in batches: with the next turn's calls (one
- * commit for both), or in a transaction of their own per CALL_ENDS_MAX
- * calls or CALL_ENDS_MS, and before GET /calls reads them or the vault
- * stops.  The call's own row was written before it was sent.
+ * commit for both), or in a transaction of their own after CALL_ENDS_MS,
+ * and before GET /calls reads them or the vault stops.  The call's own
+ * row was written before it was sent.  An end that cannot be committed
+ * (the database locked by another process, full, unreachable) is kept
+ * and tried again every CALL_ENDS_RETRY_MS until it is on record; at
+ * most CALL_ENDS_KEPT are kept (calls cannot start while their rows
+ * cannot be written, so only those in flight then can end meanwhile).
  */
-#define CALL_ENDS_MAX	64
-#define CALL_ENDS_MS	20
+#define CALL_ENDS_MS		20
+#define CALL_ENDS_RETRY_MS	250
+#define CALL_ENDS_KEPT		65536
 struct call_end_rec {
 	struct store_call_end	 e;
 	char			 at[STORE_TIME_MAX];
 };
-static struct call_end_rec	 ends[CALL_ENDS_MAX];
-static int			 nends;
+static struct call_end_rec	*ends;
+static int			 nends, capends;
+static int			 ends_failed;	/* tries failed in a row */
 static struct event		 ends_timer;
 static int			 ends_armed;
 
@@ -1265,19 +1272,33 @@ call_ends_timer(int fd, short ev, void *arg)
 	call_flush();
 }
 
+static void
+call_ends_arm(int ms)
+{
+	struct timeval	 tv = { 0, ms * 1000 };
+
+	if (ends_armed)
+		evtimer_del(&ends_timer);
+	evtimer_set(&ends_timer, call_ends_timer, NULL);
+	evtimer_add(&ends_timer, &tv);
+	ends_armed = 1;
+}
+
 /* The pending end records, in the caller's transaction. */
 static int
 call_ends_insert(void)
 {
 	int	 i;
 
-	for (i = 0; i < nends; i++)
+	for (i = 0; i < nends; i++) {
+		ends[i].e.created_at = ends[i].at;
 		if (store_call_end_insert(&ends[i].e) == -1)
 			return (-1);
+	}
 	return (0);
 }
 
-/* Written, or given up: none is pending. */
+/* Written: none is pending. */
 static void
 call_ends_clear(void)
 {
@@ -1285,7 +1306,12 @@ call_ends_clear(void)
 		evtimer_del(&ends_timer);
 		ends_armed = 0;
 	}
-	explicit_bzero(ends, nends * sizeof(ends[0]));
+	if (ends_failed > 0)
+		log_info("audit: the end of %d calls recorded after %d tries",
+		    nends, ends_failed + 1);
+	ends_failed = 0;
+	if (nends > 0)
+		explicit_bzero(ends, nends * sizeof(ends[0]));
 	nends = 0;
 }
 
@@ -1298,13 +1324,16 @@ call_flush(void)
 		return;
 	if ((rc = store_begin()) == 0 && (rc = call_ends_insert()) == 0)
 		rc = store_commit();
-	if (rc != 0) {
-		store_rollback();
-		log_warnx("audit: the end of %d calls cannot be written: %s",
-		    nends, store_error());
-		vault_metrics_db_error();
+	if (rc == 0) {
+		call_ends_clear();
+		return;
 	}
-	call_ends_clear();
+	store_rollback();
+	if (ends_failed++ == 0)
+		log_warnx("audit: the end of %d calls cannot be written yet, "
+		    "kept and tried again: %s", nends, store_error());
+	vault_metrics_db_error();
+	call_ends_arm(CALL_ENDS_RETRY_MS);
 }
 
 /*
@@ -1330,7 +1359,6 @@ void
 call_done(struct imsg *imsg)
 {
 	static const char *const why[] = { NULL, "ssrf", "upstream" };
-	struct timeval		 tv = { 0, CALL_ENDS_MS * 1000 };
 	struct call_done	 cd;
 	struct store_call_end	*e;
 	struct vcall		*vc;
@@ -1344,8 +1372,18 @@ call_done(struct imsg *imsg)
 	if (vc == NULL || cd.refused > CALL_UPSTREAM)
 		fatalx("bad IMSG_CALL_DONE from relay");
 	TAILQ_REMOVE(&vcalls, vc, entry);
-	if (nends == CALL_ENDS_MAX)
-		call_flush();
+	if (nends == CALL_ENDS_KEPT) {
+		log_warnx("audit: %d call ends wait for the database, the "
+		    "oldest is dropped", nends);
+		memmove(ends, ends + 1, (nends - 1) * sizeof(*ends));
+		nends--;
+	}
+	if (nends == capends) {
+		if ((ends = recallocarray(ends, capends, capends + 64,
+		    sizeof(*ends))) == NULL)
+			fatal("%s: recallocarray", __func__);
+		capends += 64;
+	}
 	e = &ends[nends].e;
 	strlcpy(ends[nends].at, call_now(time(NULL)), sizeof(ends[nends].at));
 	e->call_id = vc->audit_id;
@@ -1358,11 +1396,8 @@ call_done(struct imsg *imsg)
 	e->redacted = cd.redacted;
 	e->created_at = ends[nends].at;
 	nends++;
-	if (!ends_armed) {
-		evtimer_set(&ends_timer, call_ends_timer, NULL);
-		evtimer_add(&ends_timer, &tv);
-		ends_armed = 1;
-	}
+	if (!ends_armed)
+		call_ends_arm(CALL_ENDS_MS);
 	free(vc);
 }
 

@@ -37,7 +37,7 @@
 #define MASK			"***"
 #define MASK_TOKEN_MIN		24	/* a bare token this long is a key */
 #define MASK_SECRET_MIN		3	/* shorter values would mask noise */
-#define RUN_ENDS_BATCH		64	/* ends committed together, at most */
+#define RUN_ENDS_RETRY_MS	250	/* an end not committed: again */
 
 /* A run handed to exec: what its audit row needs. */
 struct vrun {
@@ -78,8 +78,13 @@ struct strv {
 
 static struct vrun_list	 vruns = TAILQ_HEAD_INITIALIZER(vruns);
 static uint32_t		 next_runid = 1;
-static struct vend	 vends[RUN_ENDS_BATCH];
-static size_t		 nvends;
+/*
+ * The ends waiting for their commit: kept until it succeeds, each with
+ * its run's slot, so there are never more than the host has slots.
+ */
+static struct vend	*vends;
+static size_t		 nvends, capvends;
+static int		 ends_failed;	/* tries that failed in a row */
 static struct event	 ev_ends;
 static int		 ev_ends_set;
 
@@ -496,8 +501,8 @@ run_audit_start(const struct auth *a, const char *tool, const char *argv)
 
 /*
  * How it ended, appended (the runs row itself is never changed): queued
- * for the commit at the end of this turn of the loop, or now when the
- * batch is full.  outcome is a static string.
+ * for the commit at the end of this turn of the loop.  outcome is a
+ * static string.
  */
 static void
 run_audit_end(const struct vrun *vr, const struct run_exit *rx,
@@ -506,8 +511,14 @@ run_audit_end(const struct vrun *vr, const struct run_exit *rx,
 	struct vend		*v;
 	struct timeval		 tv = { 0, 0 };
 
-	if (nvends == RUN_ENDS_BATCH)
-		run_ends_flush();
+	if (nvends == capvends) {
+		v = recallocarray(vends, capvends, capvends + 64,
+		    sizeof(*vends));
+		if (v == NULL)
+			fatal("%s: recallocarray", __func__);
+		vends = v;
+		capvends += 64;
+	}
 	v = &vends[nvends++];
 	memset(v, 0, sizeof(*v));
 	now_iso(v->at, sizeof(v->at));
@@ -537,25 +548,46 @@ run_ends_commit(int fd, short event, void *arg)
 	run_ends_flush();
 }
 
-/* The queued ends, in one transaction. */
+/*
+ * The queued ends, in one transaction.  One that cannot be committed
+ * (the database locked by another process, full, unreachable) is kept,
+ * its run still holding its slot (GET /runs shows it running), and
+ * tried again every RUN_ENDS_RETRY_MS until it is on record: an answered
+ * run never reads "interrupted" while tregd runs.
+ */
 void
 run_ends_flush(void)
 {
-	struct store_run_end	 e[RUN_ENDS_BATCH];
+	struct store_run_end	*e;
+	struct timeval		 tv = { 0, RUN_ENDS_RETRY_MS * 1000 };
 	size_t			 i, n = nvends;
 	int64_t			 t0 = mono_ns();
 
 	if (n == 0)
 		return;
-	nvends = 0;
-	for (i = 0; i < n; i++)
+	if (ev_ends_set && evtimer_pending(&ev_ends, NULL))
+		evtimer_del(&ev_ends);
+	if ((e = calloc(n, sizeof(*e))) == NULL)
+		fatal("%s: calloc", __func__);
+	for (i = 0; i < n; i++) {
 		e[i] = vends[i].e;
-	/* Those runs are on record as started: GET /runs says "interrupted". */
-	if (store_run_ends_insert(e, n) == -1)
-		for (i = 0; i < n; i++)
-			log_warnx("run %lld of '%s': its end was not "
-			    "recorded: %s", (long long)vends[i].e.run_id,
-			    vends[i].tool, store_error());
+		e[i].created_at = vends[i].at;
+	}
+	if (store_run_ends_insert(e, n) == -1) {
+		free(e);
+		if (ends_failed++ == 0)
+			log_warnx("the end of %zu runs cannot be recorded yet, "
+			    "kept and tried again: %s", n, store_error());
+		vault_metrics_db_error();
+		evtimer_add(&ev_ends, &tv);
+		return;
+	}
+	free(e);
+	if (ends_failed > 0)
+		log_info("the end of %zu runs recorded after %d tries", n,
+		    ends_failed + 1);
+	ends_failed = 0;
+	nvends = 0;
 	/*
 	 * Only now is the run no longer in flight for every worker: one
 	 * that reads the log in between shows it running, never
