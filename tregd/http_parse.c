@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "http.h"
+#include "http_parse.h"
 
 static int	name_is(const char *, size_t, const char *);
 static int	parse_line(const char *, size_t, struct http_head *);

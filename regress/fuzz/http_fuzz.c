@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "http.h"
+#include "http_parse.h"
 
 /* The shapes of frontend.c's routes[] (ids, names, depths). */
 static const struct route_pat fuzz_routes[] = {
