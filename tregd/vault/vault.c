@@ -54,6 +54,7 @@ static const struct vault_route *route_index[ROUTE_MAX];
 static int		 control_fd = -1;
 static int		 conf_ready;
 static int		 have_worker;
+static int		 worker_index;
 static uint64_t		 conf_generation;	/* bumped by each reload */
 
 static void	vault_dispatch(struct imsgev *, struct imsg *);
@@ -176,6 +177,7 @@ vault_main(int debug, int verbose)
 		sandbox_demote(pw, vault_conf.state);
 	memset(&paths, 0, sizeof(paths));
 	paths.state = pw != NULL ? "/" : vault_conf.state;
+	hosts_prepare(vault_conf.state);
 	sandbox_confine(SANDBOX_VAULT, &paths);
 
 	umask(0077);
@@ -189,6 +191,7 @@ vault_main(int debug, int verbose)
 	vault_index_routes();
 	ctl_init(control_fd, ctl_gid);
 	vault_metrics_start();
+	hosts_start(worker_index);
 
 	proc_child_run(vault_sig);
 }
@@ -214,6 +217,7 @@ vault_sig(int sig, short event, void *arg)
 {
 	run_ends_flush();
 	call_flush();
+	hosts_stop();
 	store_close();
 	exit(0);
 }
@@ -249,6 +253,7 @@ vault_imsg_worker(struct imsgev *iev, struct imsg *imsg)
 	    cw.index >= cw.count)
 		fatalx("bad IMSG_CONF_WORKER %u of %u", cw.index, cw.count);
 	slots_init(imsg->fd, cw.index);
+	worker_index = cw.index;
 	imsg->fd = -1;
 	have_worker = 1;
 	setproctitle("%s", proc_worker_name(cw.index));

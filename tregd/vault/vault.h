@@ -174,6 +174,12 @@ int		 run_slots_used(void);
 /* Mask credential-looking arguments and registered secret values. */
 json_t		*argv_mask(int64_t, json_t *);
 
+/* vault_hosts.c: the hosts alive on the database */
+void		 hosts_prepare(const char *);
+void		 hosts_start(int);
+void		 hosts_stop(void);
+int64_t		*hosts_alive(size_t *);
+
 /* vault_slots.c: the host's run slots, shared by the workers. */
 #define SLOTS_FULL		1	/* every run slot is taken */
 #define SLOTS_USER		2	/* the user's share is */
@@ -183,6 +189,7 @@ void		 slots_started(int, int64_t);
 void		 slots_release(int);
 int		 slots_in_flight(int64_t);
 int64_t		*slots_in_flight_ids(size_t *);
+int64_t		 slots_instance(void);	/* this start of tregd */
 int		 slots_used(int);	/* 1: this worker's only */
 
 /* vault_inject.c: a secret turned into what a CLI sees; a run's mask set. */

@@ -108,7 +108,8 @@ static void	run_audit_end(const struct vrun *, const struct run_exit *,
 static void	run_ends_commit(int, short, void *);
 static int	run_in_flight(int64_t);
 struct runs_page;
-static int	runs_row_running(const struct runs_page *, int64_t);
+static int	runs_row_running(const struct runs_page *,
+		    const struct store_runs_row *);
 static int	runs_row(const struct store_runs_row *, void *);
 static int	runs_access_tool(const struct store_tool_item *, void *);
 static json_t	*runs_access_names(int64_t, json_t *);
@@ -491,6 +492,7 @@ run_audit_start(const struct auth *a, const char *tool, const char *argv)
 	r.tool = tool;
 	r.argv = argv;
 	r.created_at = now;
+	r.host = slots_instance();
 	if (store_run_insert(&r, &id) == -1) {
 		log_warnx("run of '%s': audit row not written, nothing run: %s",
 		    tool, store_error());
@@ -776,23 +778,33 @@ struct runs_page {
 	size_t			 limit;
 	int64_t			*flight;	/* in flight before the read */
 	size_t			 nflight;
+	int64_t			*alive;		/* hosts_alive() */
+	size_t			 nalive;
 };
 
 /*
  * A row without its end is running if its run was in flight before the
  * read began (its end, committed after, is not in what the read sees;
  * its slot may be free by now) or is in flight now (its slot is marked
- * just after its row is committed).
+ * just after its row is committed).  A run another host started is
+ * running while that host is alive (vault_hosts.c): only its host knows
+ * its slots.
  */
 static int
-runs_row_running(const struct runs_page *pg, int64_t id)
+runs_row_running(const struct runs_page *pg, const struct store_runs_row *r)
 {
 	size_t	 i;
 
+	if (r->host != 0 && r->host != slots_instance()) {
+		for (i = 0; i < pg->nalive; i++)
+			if (pg->alive[i] == r->host)
+				return (1);
+		return (0);
+	}
 	for (i = 0; i < pg->nflight; i++)
-		if (pg->flight[i] == id)
+		if (pg->flight[i] == r->id)
 			return (1);
-	return (run_in_flight(id));
+	return (run_in_flight(r->id));
 }
 
 static int
@@ -812,7 +824,7 @@ runs_row(const struct store_runs_row *r, void *arg)
 	if (*r->outcome != '\0')
 		outcome = json_string(r->outcome);
 	else if (r->src == 's')
-		outcome = json_string(runs_row_running(pg, r->id) ?
+		outcome = json_string(runs_row_running(pg, r) ?
 		    "running" : run_outcome_name(RUN_INTERRUPTED));
 	else
 		outcome = json_null();
@@ -918,8 +930,12 @@ runs_query(int64_t org, const struct auth *a, int limit, char bsrc,
 	}
 	/* Before the read's snapshot: see runs_row_running(). */
 	pg.flight = slots_in_flight_ids(&pg.nflight);
-	rc = store_runs_page_tools(org, tools, n, bsrc, bid, limit, runs_row,
-	    &pg);
+	if ((pg.alive = hosts_alive(&pg.nalive)) == NULL)
+		rc = -1;
+	else
+		rc = store_runs_page_tools(org, tools, n, bsrc, bid, limit,
+		    runs_row, &pg);
+	free(pg.alive);
 	free(pg.flight);
 	free(tools);
 	json_decref(names);

@@ -148,6 +148,24 @@ store_tool_secret_ids(int64_t tool, int64_t *ids, size_t max, size_t *n)
 }
 
 int
+store_host_beat(int64_t instance, const char *name, int64_t seen)
+{
+	return (ops->host_beat(instance, name, seen));
+}
+
+int
+store_hosts_retire(int64_t instance, const char *name, int64_t before)
+{
+	return (ops->hosts_retire(instance, name, before));
+}
+
+int
+store_hosts_live(int64_t since, int64_t *ids, size_t max, size_t *n)
+{
+	return (ops->hosts_live(since, ids, max, n));
+}
+
+int
 store_run_insert(const struct store_run *r, int64_t *id)
 {
 	return (ops->run_insert(r, id));

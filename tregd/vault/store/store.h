@@ -92,6 +92,7 @@ struct store_run {
 	const char	*tool;
 	const char	*argv;			/* JSON, masked */
 	const char	*created_at;
+	int64_t		 host;			/* the instance; 0: none */
 };
 
 /* How a server run ended, appended (the run row never changes). */
@@ -149,6 +150,7 @@ struct store_runs_row {
 	const char	*outcome;
 	const char	*created_at;
 	const char	*org_slug;
+	int64_t		 host;		/* 's': the instance that ran it, 0 */
 };
 typedef int	(*store_runs_fn)(const struct store_runs_row *, void *);
 
@@ -458,6 +460,9 @@ struct store_ops {
 	int	(*tool_by_name)(int64_t, const char *, struct store_tool *);
 	int	(*tool_secret_ids)(int64_t, int64_t *, size_t, size_t *);
 	int	(*run_insert)(const struct store_run *, int64_t *);
+	int	(*host_beat)(int64_t, const char *, int64_t);
+	int	(*hosts_retire)(int64_t, const char *, int64_t);
+	int	(*hosts_live)(int64_t, int64_t *, size_t, size_t *);
 	int	(*run_end_insert)(const struct store_run_end *);
 	int	(*call_insert)(const struct store_call *, int64_t *);
 	int	(*runs_page)(int64_t, char, int64_t, store_runs_fn, void *);
@@ -600,6 +605,15 @@ void		 store_tool_clear(struct store_tool *);
 /* Up to max secret ids a tool uses, ascending; *n how many. */
 int		 store_tool_secret_ids(int64_t, int64_t *, size_t, size_t *);
 int		 store_run_insert(const struct store_run *, int64_t *);
+/*
+ * The hosts serving on the database (vault_hosts.c): instance, name and
+ * time(3) it was last seen alive (0: stopped); the other instances of a
+ * name (a host started again) and those unseen since a time are gone;
+ * the instances seen since a time, at most max.
+ */
+int		 store_host_beat(int64_t, const char *, int64_t);
+int		 store_hosts_retire(int64_t, const char *, int64_t);
+int		 store_hosts_live(int64_t, int64_t *, size_t, size_t *);
 int		 store_run_end_insert(const struct store_run_end *);
 int		 store_call_insert(const struct store_call *, int64_t *);
 /*

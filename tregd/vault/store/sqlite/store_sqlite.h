@@ -72,6 +72,9 @@ int		 sq_ids(sqlite3_stmt *, int64_t *, size_t, size_t *);
 
 /* store_sqlite_audit.c */
 int		 sq_run_insert(const struct store_run *, int64_t *);
+int		 sq_host_beat(int64_t, const char *, int64_t);
+int		 sq_hosts_retire(int64_t, const char *, int64_t);
+int		 sq_hosts_live(int64_t, int64_t *, size_t, size_t *);
 int		 sq_run_end_insert(const struct store_run_end *);
 int		 sq_call_insert(const struct store_call *, int64_t *);
 int		 sq_runs_page(int64_t, char, int64_t, store_runs_fn, void *);

@@ -253,6 +253,18 @@ static const char *const migrations[] = {
 	SQ_REG_BUMP("invites") SQ_REG_BUMP("bundles") SQ_REG_BUMP_SECRETS
 	SQ_REG_BUMP("tools") SQ_REG_BUMP("tool_secrets")
 	SQ_REG_BUMP("deny_rules"),
+
+	/*
+	 * 7 (ends helper): the host instance that started a server run,
+	 * and the instances serving, each with the time it was last seen
+	 * alive: a run without its end is interrupted only when its host is
+	 * gone (vault_hosts.c).
+	 */
+	"ALTER TABLE runs ADD COLUMN host INTEGER;"
+	"CREATE TABLE hosts ("
+	"  instance INTEGER PRIMARY KEY,"
+	"  name TEXT NOT NULL,"
+	"  seen_at INTEGER NOT NULL);",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 
