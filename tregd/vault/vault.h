@@ -179,6 +179,7 @@ void		 hosts_prepare(const char *);
 void		 hosts_start(int);
 void		 hosts_stop(void);
 int64_t		*hosts_alive(size_t *);
+int		 hosts_is_alive(int64_t, const int64_t *, size_t);
 
 /* vault_slots.c: the host's run slots, shared by the workers. */
 #define SLOTS_FULL		1	/* every run slot is taken */

@@ -531,6 +531,7 @@ call_audit(const struct auth *a, const char *tool, const char *method,
 		c.status_code = status;
 	}
 	c.created_at = turn.now;
+	c.host = slots_instance();
 	if (store_call_insert(&c, id) == -1) {
 		log_warnx("audit: the call's record cannot be written: %s",
 		    store_error());

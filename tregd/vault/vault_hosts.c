@@ -88,6 +88,23 @@ hosts_stop(void)
 }
 
 /*
+ * Whether the instance host is alive by alive[n] (hosts_alive()): this
+ * one always is.
+ */
+int
+hosts_is_alive(int64_t host, const int64_t *alive, size_t n)
+{
+	size_t	 i;
+
+	if (host == slots_instance())
+		return (1);
+	for (i = 0; i < n; i++)
+		if (alive[i] == host)
+			return (1);
+	return (0);
+}
+
+/*
  * The instances alive now, in a new array of *n (NULL: the database
  * failed).
  */

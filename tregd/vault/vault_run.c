@@ -795,12 +795,8 @@ runs_row_running(const struct runs_page *pg, const struct store_runs_row *r)
 {
 	size_t	 i;
 
-	if (r->host != 0 && r->host != slots_instance()) {
-		for (i = 0; i < pg->nalive; i++)
-			if (pg->alive[i] == r->host)
-				return (1);
-		return (0);
-	}
+	if (r->host != 0 && r->host != slots_instance())
+		return (hosts_is_alive(r->host, pg->alive, pg->nalive));
 	for (i = 0; i < pg->nflight; i++)
 		if (pg->flight[i] == r->id)
 			return (1);

@@ -130,6 +130,7 @@ struct store_call {
 	int		 has_duration;
 	int64_t		 duration_ms;
 	const char	*created_at;
+	int64_t		 host;		/* the instance that wrote it, 0 */
 };
 
 /*

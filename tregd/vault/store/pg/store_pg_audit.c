@@ -67,7 +67,7 @@ static struct pg_stmt	 runs_tool = { RUNS_S "r.org_id = $1 AND "
 	"c.kind, c.action, coalesce(e.refused_by, c.refused_by), "	\
 	"c.argv, c.exit_code, c.verdict, c.grant_id, "			\
 	"coalesce(e.duration_ms, c.duration_ms), "			\
-	"c.created_at, o.slug, e.bytes FROM calls c "			\
+	"c.created_at, o.slug, e.bytes, c.host FROM calls c "		\
 	"JOIN orgs o ON o.id = c.org_id "				\
 	"LEFT JOIN call_ends e ON e.call_id = c.id "			\
 	"WHERE ($2 = 0 OR c.id < $2) AND "
@@ -144,8 +144,8 @@ pg_call_insert(const struct store_call *c, int64_t *id)
 	static struct pg_stmt	 st = { "INSERT INTO calls (org_id, user_id, "
 	    "user_email, tool_name, method, path, status_code, kind, action, "
 	    "refused_by, argv, exit_code, verdict, grant_id, duration_ms, "
-	    "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
-	    "$12, $13, $14, $15, $16) RETURNING id", 0 };
+	    "created_at, host) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+	    "$10, $11, $12, $13, $14, $15, $16, $17) RETURNING id", 0 };
 	struct pgq		 q;
 
 	pgq_init(&q);
@@ -165,6 +165,7 @@ pg_call_insert(const struct store_call *c, int64_t *id)
 	pgq_intif(&q, c->grant_id != 0, c->grant_id);
 	pgq_intif(&q, c->has_duration, c->duration_ms);
 	pgq_text(&q, c->created_at);
+	pgq_intif(&q, c->host != 0, c->host);
 	return (pg_returning_id(&st, &q, id));
 }
 
@@ -357,6 +358,7 @@ calls_row(const PGresult *res, int i, store_calls_fn fn, void *arg)
 	r.org_slug = pg_text(res, i, 17);
 	r.has_bytes = !pg_null(res, i, 18);
 	r.bytes = pg_int(res, i, 18);
+	r.c.host = pg_null(res, i, 19) ? 0 : pg_int(res, i, 19);
 	return (fn(&r, arg));
 }
 

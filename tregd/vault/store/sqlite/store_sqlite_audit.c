@@ -71,11 +71,13 @@ sq_call_insert(const struct store_call *c, int64_t *id)
 
 	if ((st = db_prepare("INSERT INTO calls (org_id, user_id, user_email, "
 	    "tool_name, method, path, status_code, kind, action, refused_by, "
-	    "argv, exit_code, verdict, grant_id, duration_ms, created_at) "
-	    "VALUES (:org, :user, :email, :tool, :method, :path, :status, "
-	    ":kind, :action, :refused_by, :argv, :exit, :verdict, :grant, "
-	    ":ms, :at)")) == NULL)
+	    "argv, exit_code, verdict, grant_id, duration_ms, created_at, "
+	    "host) VALUES (:org, :user, :email, :tool, :method, :path, "
+	    ":status, :kind, :action, :refused_by, :argv, :exit, :verdict, "
+	    ":grant, :ms, :at, :host)")) == NULL)
 		return (-1);
+	if (c->host != 0)
+		sq_int(st, ":host", c->host);
 	sq_int(st, ":org", c->org_id);
 	sq_int(st, ":user", c->user_id);
 	sq_text(st, ":email", c->user_email);
@@ -274,7 +276,7 @@ sq_runs_tools(int64_t org, const char *const *tools, size_t ntools,
 	"c.argv AS argv, c.exit_code AS exit_code, "			\
 	"c.verdict AS verdict, c.grant_id AS grant_id, "		\
 	"coalesce(e.duration_ms, c.duration_ms) AS duration_ms, "	\
-	"c.created_at AS created_at, e.bytes AS bytes, "		\
+	"c.created_at AS created_at, e.bytes AS bytes, c.host AS host, " \
 	"o.slug AS slug FROM calls c JOIN orgs o ON o.id = c.org_id "	\
 	"LEFT JOIN call_ends e ON e.call_id = c.id "
 
@@ -329,6 +331,7 @@ sq_calls_row(sqlite3_stmt *st, void *arg)
 	r.has_bytes = !sq_cnull(st, "bytes");
 	r.bytes = sq_cint(st, "bytes");
 	r.org_slug = sq_ctext(st, "slug");
+	r.c.host = sq_cint(st, "host");
 	return (e->fn.calls(&r, e->arg));
 }
 

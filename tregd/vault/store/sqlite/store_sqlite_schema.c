@@ -255,12 +255,13 @@ static const char *const migrations[] = {
 	SQ_REG_BUMP("deny_rules"),
 
 	/*
-	 * 7 (ends helper): the host instance that started a server run,
-	 * and the instances serving, each with the time it was last seen
+	 * 7 (ends helper): the host instance that started a server run or
+	 * a relayed call, and the instances serving, each with the time it was last seen
 	 * alive: a run without its end is interrupted only when its host is
 	 * gone (vault_hosts.c).
 	 */
 	"ALTER TABLE runs ADD COLUMN host INTEGER;"
+	"ALTER TABLE calls ADD COLUMN host INTEGER;"
 	"CREATE TABLE hosts ("
 	"  instance INTEGER PRIMARY KEY,"
 	"  name TEXT NOT NULL,"
