@@ -31,6 +31,12 @@ struct http_str {
 	size_t		 len;
 };
 
+/* A header line as sent: name, and value without surrounding blanks. */
+struct http_hdr {
+	struct http_str	 name;
+	struct http_str	 value;
+};
+
 /* A parsed request head; the strings point into the head's buffer. */
 struct http_head {
 	int		 method;	/* HTTP_M_*, 0 when unknown */
@@ -45,6 +51,12 @@ struct http_head {
 	struct http_str	 proof;		/* X-Treg-Run-Proof */
 	struct http_str	 reqid;		/* X-Request-Id */
 	const char	*detail;	/* why the head was refused */
+	/* A proxy's request (http_parse_proxy_head) only: */
+	struct http_str	 authority;	/* CONNECT's or absolute-form's */
+	int		 absolute;	/* "http://authority/path" */
+	int		 chunked;	/* Transfer-Encoding: chunked */
+	struct http_hdr	*hdrs;		/* every header line, in order */
+	size_t		 nhdrs, maxhdrs;
 };
 
 /* A route of the API: method, path pattern ('#' an id, '*' a name). */
@@ -69,6 +81,8 @@ struct http_match {
 /* http_parse.c: pure functions on the bytes a client sent. */
 size_t	 http_head_end(const char *, size_t, size_t *);
 int	 http_parse_head(const char *, size_t, struct http_head *);
+int	 http_parse_proxy_head(const char *, size_t, struct http_head *,
+	    struct http_hdr *, size_t);
 int	 http_reqid_ok(const char *, size_t);
 int	 http_tchar(unsigned char);
 int	 http_list_has(const char *, size_t, const char *);

@@ -174,7 +174,8 @@ canon_query(struct buf *b, const char *q, int presigned)
 		}
 		n++;
 	}
-	qsort(ps, n, sizeof(*ps), qparam_cmp);
+	if (n > 0)
+		qsort(ps, n, sizeof(*ps), qparam_cmp);
 	for (i = 0; i < n; i++) {
 		if (!first)
 			buf_add(b, "&", 1);
