@@ -23,7 +23,7 @@ SYSTEMDDIR ?= /lib/systemd/system
 YACC    ?= byacc
 CC      ?= cc
 
-PKGS     = libevent jansson sqlite3 libsodium libbsd-overlay libseccomp \
+PKGS     = libevent jansson sqlite3 libsodium libbsd-overlay libseccomp zlib \
 	   libpcre2-8 libevent_openssl libssl libcrypto libpq
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -223,12 +223,14 @@ run: all
 
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man5 \
-	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR) \
+	    $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8 \
+	    $(DESTDIR)$(SYSCONFDIR) \
 	    $(DESTDIR)$(SYSTEMDDIR)
 	install -m 0555 tregd/tregd $(DESTDIR)$(SBINDIR)/tregd
 	install -m 0555 tregctl/tregctl $(DESTDIR)$(SBINDIR)/tregctl
 	install -m 0444 man/tregd.8 man/tregctl.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0444 man/tregd.conf.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0444 man/tregd-api.7 $(DESTDIR)$(MANDIR)/man7/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/tregd.conf ] || \
 	    install -m 0644 etc/tregd.conf $(DESTDIR)$(SYSCONFDIR)/tregd.conf
 	sed 's,@SBINDIR@,$(SBINDIR),g' etc/tregd.service > \
@@ -240,7 +242,8 @@ lint-layers:
 	@sh scripts/layers.sh
 
 lint: all lint-layers
-	mandoc -Tlint -Wwarning man/tregd.8 man/tregd.conf.5 man/tregctl.8
+	mandoc -Tlint -Wwarning man/tregd.8 man/tregd.conf.5 man/tregctl.8 \
+	    man/tregd-api.7
 	./tregd/tregd -n -f etc/tregd.conf
 	@sed 's,@SBINDIR@,$(SBINDIR),g' etc/tregd.service > .lint-tregd.service
 	@systemd-analyze security --offline=yes --threshold=40 \

@@ -57,6 +57,7 @@
 
 #include "sandbox.h"
 #include "tregd.h"
+#include "exec.h"
 #include "exec_zygote.h"
 
 #define FL_DIR		"/tmp/tregd-run-floor"	/* runs, state: mount points */
@@ -172,6 +173,8 @@ fl_init(void *arg)
 	c.conf = &fl_conf;
 	c.sp = &sp;
 	c.sr = &sr;
+	c.cgfd[0] = r->cg[0];
+	c.cgfd[1] = r->cg[1];
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1 ||
 	    setsid() == -1 || (!fl_nomounts && sbx_mounts_make(&c) == -1))
 		_exit(120);

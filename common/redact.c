@@ -8,10 +8,13 @@
  * so a run with a large multi-line secret (a service account key) costs
  * megabytes less.
  *
- * Line breaks are transparent: patterns are stored without '\r' and '\n',
- * and the scan steps over them (at most REDACT_MAXLB in a row inside a
- * match), so base64 or hex wrapped at any width matches.  A ring of the
- * stream offsets of the last bytes stepped gives each match its span.
+ * Whitespace is transparent: patterns are stored without space, tab,
+ * '\r', '\n', '\v' and '\f', and the scan steps over them (at most
+ * REDACT_MAXWS in a row inside a match), so hex or base64 in any layout matches: wrapped
+ * at any width, a space or tab between every unit or every group, with
+ * or without a leading one on each line, wrapped irregularly.  The rule
+ * is the matcher's, not a list of tools' layouts.  A ring of the stream
+ * offsets of the last bytes stepped gives each match its span.
  *
  * A write is scanned in the caller's buffer; only the undecided tail is
  * copied, to be scanned on with the next write.
@@ -21,9 +24,9 @@
  * pattern) is probed every K bytes: it holds the W-grams at offsets 0 to
  * K - 1 of every pattern, and every pattern is at least W + K - 1 long,
  * so a probe that misses rules out a match starting in the K positions
- * before it (line breaks there only bring later W-grams closer).  K is
- * at most 16; a probe whose window holds a line break looks at the next
- * W bytes past it, and text between windows needs no look.
+ * before it (whitespace there only brings later W-grams closer).  K is
+ * at most 16; a probe whose window holds whitespace looks at the next W
+ * bytes that are not, and text between windows needs no look.
  *
  * Union of spans: every state knows the longest pattern ending in it
  * (outlen), so each position yields at most one match, the longest; a
@@ -34,7 +37,7 @@
  * how far back a match still in progress may start (pend): bytes before
  * that are decided and leave, one mask per span.  The bytes a stream
  * holds back are those of the match in progress, never more than
- * (REDACT_MAXLB + 1) * maxlen.
+ * (REDACT_MAXWS + 1) * maxlen.
  */
 
 #include <sys/types.h>
@@ -44,6 +47,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "redact.h"
 
@@ -55,14 +62,10 @@
 /* The start filter: 2^19 bits, 64 KiB, in L2 beside the text. */
 #define REDACT_FILTER_BITS	19
 #define REDACT_FILTER_MAXSTRIDE	16
-#define REDACT_ISLB(c)		((c) == '\n' || (c) == '\r')
-/* Whether a word holds a '\n' or '\r' byte (the zero byte test). */
-#define RS_HASZERO32(x)	(((x) - 0x01010101U) & ~(x) & 0x80808080U)
-#define RS_HASLB32(x)	(RS_HASZERO32((x) ^ 0x0a0a0a0aU) | \
-			    RS_HASZERO32((x) ^ 0x0d0d0d0dU))
-/* Cheaper and coarser: a byte from 0x08 to 0x0f (a tab too). */
-#define RS_HASCTL32(x)	((((x) ^ 0x08080808U) - 0x08080808U) & \
-			    ~((x) ^ 0x08080808U) & 0x80808080U)
+/* Whitespace: space, tab, '\n', '\r' (and '\v', '\f': isspace(3)). */
+#define REDACT_ISWS(c)		((c) == ' ' || ((c) >= '\t' && (c) <= '\r'))
+#define RS_ONES64	0x0101010101010101ULL
+#define RS_HIGH64	0x8080808080808080ULL
 #define REDACT_FILTER_HASH(v) \
 	((uint32_t)((v) * 0x9e3779b1U) >> (32 - REDACT_FILTER_BITS))
 
@@ -140,7 +143,7 @@ struct redact {
 	uint64_t	 guard;		/* no skipping before this */
 	uint64_t	 seen;		/* matches ending up to here known */
 	uint32_t	 q;
-	uint32_t	 lbrun;		/* line breaks since the last byte */
+	uint32_t	 lbrun;		/* whitespace since the last byte */
 	uint64_t	*ring;		/* offsets of the last bytes stepped */
 	uint64_t	 rmask;
 	uint64_t	 vi;		/* bytes stepped */
@@ -167,11 +170,15 @@ static size_t	 rs_json(const uint8_t *, size_t, int, int, const char *,
 		    uint8_t *);
 static size_t	 rs_hex(const uint8_t *, size_t, const char *, int,
 		    uint8_t *);
-static uint32_t	 rs_goto(const struct redact_set *, uint32_t, uint8_t);
 static void	 rs_free_automaton(struct redact_set *);
 static inline uint32_t rs_step(const struct redact_set *, uint32_t, uint8_t);
-static int	 rs_probe_lb(const struct redact_set *, const uint8_t *, size_t,
+static int	 rs_probe_ws(const struct redact_set *, const uint8_t *, size_t,
 		    size_t);
+static inline uint64_t rs_ws64(uint64_t);
+static inline uint64_t rs_squeeze(uint64_t, uint32_t *);
+#ifdef __SSE2__
+static inline __m128i rs_squeeze2(__m128i, uint32_t *);
+#endif
 static inline size_t rs_skip(struct redact *, size_t, size_t);
 static void	 rs_filter_add(struct redact_set *, uint32_t, uint32_t,
 		    uint8_t *);
@@ -234,7 +241,7 @@ rs_grow(void *old, size_t *nmemb, size_t want, size_t size)
 	return new;
 }
 
-/* Insert p without its line breaks (the scan steps over them). */
+/* Insert p without its whitespace (the scan steps over it). */
 static int
 rs_insert(struct redact_set *rs, const uint8_t *p, size_t len)
 {
@@ -257,7 +264,7 @@ rs_insert(struct redact_set *rs, const uint8_t *p, size_t len)
 	}
 	nodes = rs->nodes;
 	for (i = 0; i < len; i++) {
-		if (REDACT_ISLB(p[i]))
+		if (REDACT_ISWS(p[i]))
 			continue;
 		for (c = nodes[u].child; c != 0; c = nodes[c].sibling)
 			if (nodes[c].byte == p[i])
@@ -485,7 +492,10 @@ rs_json(const uint8_t *s, size_t n, int slash, int ascii, const char *hexd,
 	return o;
 }
 
-/* Hex, with sep (if not 0) between bytes, as xxd -p, od or openssl. */
+/*
+ * Hex, with sep (if not 0) between bytes, as openssl's colon lists.
+ * Whitespace between bytes (od, xxd, Python's " ".join) is the scan's.
+ */
 static size_t
 rs_hex(const uint8_t *s, size_t n, const char *hexd, int sep, uint8_t *out)
 {
@@ -505,7 +515,7 @@ rs_add_forms(struct redact_set *rs, const uint8_t *s, size_t n)
 {
 	static const char	*alphas[] = { b64std, b64url };
 	static const char	*hexds[] = { hexup, hexlo };
-	static const int	 seps[] = { 0, ' ', ':' };
+	static const int	 seps[] = { 0, ':' };
 	uint8_t			*tmp;
 	size_t			 tmpsz, len, align, a, h, v, k;
 	int			 rv = -1;
@@ -541,7 +551,7 @@ rs_add_forms(struct redact_set *rs, const uint8_t *s, size_t n)
 			if (rs_insert(rs, tmp, len) == -1)
 				goto out;
 		}
-		for (k = 0; k < 3; k++) {
+		for (k = 0; k < 2; k++) {
 			len = rs_hex(s, n, hexds[h], seps[k], tmp);
 			if (rs_insert(rs, tmp, len) == -1)
 				goto out;
@@ -557,7 +567,7 @@ rs_add_forms(struct redact_set *rs, const uint8_t *s, size_t n)
 static int
 rs_add_lines(struct redact_set *rs, const uint8_t *s, size_t n)
 {
-	const uint8_t	*p = s, *end = s + n, *nl;
+	const uint8_t	*p = s, *end = s + n, *nl, *q;
 	size_t		 len;
 
 	if (memchr(s, '\n', n) == NULL)
@@ -565,25 +575,14 @@ rs_add_lines(struct redact_set *rs, const uint8_t *s, size_t n)
 	while (p < end) {
 		if ((nl = memchr(p, '\n', end - p)) == NULL)
 			nl = end;
-		len = nl - p;
-		while (len > 0 && p[len - 1] == '\r')
-			len--;
-		if (len >= REDACT_MINFORMS && rs_insert(rs, p, len) == -1)
+		/* Its bytes that are not whitespace, as it is stored. */
+		for (len = 0, q = p; q < nl; q++)
+			if (!REDACT_ISWS(*q))
+				len++;
+		if (len >= REDACT_MINFORMS && rs_insert(rs, p, nl - p) == -1)
 			return -1;
 		p = nl + 1;
 	}
-	return 0;
-}
-
-/* Trie edge of state q on byte c, or 0 (compile time only). */
-static uint32_t
-rs_goto(const struct redact_set *rs, uint32_t q, uint8_t c)
-{
-	uint32_t	 e;
-
-	for (e = rs->estart[q]; e < rs->estart[q + 1]; e++)
-		if (rs->ebyte[e] == c)
-			return rs->eto[e];
 	return 0;
 }
 
@@ -592,8 +591,7 @@ redact_set_compile(struct redact_set *rs)
 {
 	struct rnode	*nodes = rs->nodes;
 	uint32_t	*order = NULL, *id = NULL, *row;
-	uint32_t	 n, head, tail, c, q, v, f, e, k, t = 0;
-	uint32_t	 rootgo[256];
+	uint32_t	 n, head, tail, c, q, f, e, k;
 	uint8_t		 path[REDACT_FILTER_MAXSTRIDE + 4];
 	size_t		 ncls, ndense;
 	int		 rv = -1;
@@ -630,29 +628,13 @@ redact_set_compile(struct redact_set *rs)
 	}
 	rs->estart[n] = e;
 
-	memset(rootgo, 0, sizeof(rootgo));
-	for (e = rs->estart[0]; e < rs->estart[1]; e++)
-		rootgo[rs->ebyte[e]] = rs->eto[e];
-	for (q = 0; q < n; q++) {
-		for (e = rs->estart[q]; e < rs->estart[q + 1]; e++) {
-			v = rs->eto[e];
-			if (q == 0)
-				continue;
-			for (f = rs->fail[q]; f != 0; f = rs->fail[f])
-				if ((t = rs_goto(rs, f, rs->ebyte[e])) != 0)
-					break;
-			rs->fail[v] = f != 0 ? t : rootgo[rs->ebyte[e]];
-		}
-		if (q == 0)
-			continue;
-		f = rs->fail[q];
-		rs->st[q].outlen = nodes[order[q]].term ?
-		    nodes[order[q]].depth : rs->st[f].outlen;
-		/* A leaf continues exactly like its failure state. */
-		rs->st[q].pend = rs->estart[q + 1] > rs->estart[q] ?
-		    nodes[order[q]].depth : rs->st[f].pend;
-	}
-
+	/*
+	 * The byte classes and the dense rows first: each state's failure
+	 * link is then one transition of its parent's failure state, and a
+	 * state near the root (where chains of links are long and rows are
+	 * wide) answers it from its row, built from its own failure state's
+	 * row as the breadth-first walk reaches it.
+	 */
 	memset(rs->cls, 0, sizeof(rs->cls));
 	for (e = 0; e < rs->estart[n]; e++)
 		rs->cls[rs->ebyte[e]] = 1;
@@ -668,13 +650,26 @@ redact_set_compile(struct redact_set *rs)
 	rs->ndense = ndense;
 	if ((rs->dense = calloc(ndense * ncls, sizeof(uint32_t))) == NULL)
 		goto out;
-	for (q = 0; q < ndense; q++) {
-		row = rs->dense + (size_t)q * ncls;
-		if (q != 0)
-			memcpy(row, rs->dense + (size_t)rs->fail[q] * ncls,
-			    ncls * sizeof(uint32_t));
+	for (q = 0; q < n; q++) {
+		f = rs->fail[q];
+		if (q < ndense) {
+			row = rs->dense + (size_t)q * ncls;
+			if (q != 0)
+				memcpy(row, rs->dense + (size_t)f * ncls,
+				    ncls * sizeof(uint32_t));
+			for (e = rs->estart[q]; e < rs->estart[q + 1]; e++)
+				row[rs->cls[rs->ebyte[e]]] = rs->eto[e];
+		}
 		for (e = rs->estart[q]; e < rs->estart[q + 1]; e++)
-			row[rs->cls[rs->ebyte[e]]] = rs->eto[e];
+			rs->fail[rs->eto[e]] = q == 0 ? 0 :
+			    rs_step(rs, f, rs->ebyte[e]);
+		if (q == 0)
+			continue;
+		rs->st[q].outlen = nodes[order[q]].term ?
+		    nodes[order[q]].depth : rs->st[f].outlen;
+		/* A leaf continues exactly like its failure state. */
+		rs->st[q].pend = rs->estart[q + 1] > rs->estart[q] ?
+		    nodes[order[q]].depth : rs->st[f].pend;
 	}
 
 	rs->fwidth = rs->minlen < 2 ? 2 : rs->minlen > 4 ? 4 : rs->minlen;
@@ -842,7 +837,7 @@ redact_new(const struct redact_set *rs, size_t cap)
 	while (ring <= rs->maxlen)
 		ring <<= 1;
 	r->rmask = ring - 1;
-	r->bufsz = (REDACT_MAXLB + 1) * (rs->maxlen + 1);
+	r->bufsz = (REDACT_MAXWS + 1) * (rs->maxlen + 1);
 	if ((r->buf = malloc(r->bufsz)) == NULL ||
 	    (r->ring = calloc(ring, sizeof(*r->ring))) == NULL) {
 		free(r->buf);
@@ -904,26 +899,26 @@ rs_step(const struct redact_set *rs, uint32_t q, uint8_t c)
 }
 
 /*
- * A probe at p that holds a line break: the W-gram a match stepping over
- * the breaks would show is the next W bytes that are not line breaks.
- * 1 when a match may be there (or the window cannot tell), 0 when not.
+ * A probe at p that holds whitespace: the W-gram a match stepping over
+ * it would show is the next W bytes that are not whitespace.  1 when a
+ * match may be there (or the window cannot tell), 0 when not.
  */
 static int
-rs_probe_lb(const struct redact_set *rs, const uint8_t *w, size_t p,
+rs_probe_ws(const struct redact_set *rs, const uint8_t *w, size_t p,
     size_t n)
 {
-	uint32_t	 v = 0, h, got = 0, lb = 0;
+	uint32_t	 v = 0, h, got = 0, ws = 0;
 
 	while (got < rs->fwidth) {
 		if (p >= n)
 			return 1;
-		if (REDACT_ISLB(w[p])) {
-			if (++lb > REDACT_MAXLB)
+		if (REDACT_ISWS(w[p])) {
+			if (++ws > REDACT_MAXWS)
 				return 1;
 			p++;
 			continue;
 		}
-		lb = 0;
+		ws = 0;
 		v |= (uint32_t)w[p++] << (8 * got++);
 	}
 	h = REDACT_FILTER_HASH(v);
@@ -931,12 +926,98 @@ rs_probe_lb(const struct redact_set *rs, const uint8_t *w, size_t p,
 }
 
 /*
+ * 0x80 in each byte of x that is whitespace (0x20, or 0x09 to 0x0d), and
+ * only there: the space by the exact zero byte test, the others by two
+ * compares of the low 7 bits, no carry crossing a byte.
+ */
+static inline uint64_t
+rs_ws64(uint64_t x)
+{
+	uint64_t	 t = x ^ (0x20 * RS_ONES64), lo = x & ~RS_HIGH64;
+	uint64_t	 sp, ctl;
+
+	sp = ~(((t & ~RS_HIGH64) + ~RS_HIGH64) | t);
+	ctl = (lo + (0x80 - 0x09) * RS_ONES64) &
+	    ~(lo + (0x80 - 0x0e) * RS_ONES64) & ~x;
+	return (sp | ctl) & RS_HIGH64;
+}
+
+/*
+ * The 8 bytes of x (the first is the lowest) with their whitespace
+ * squeezed out, the rest moved down in order; *nws is how many went.
+ * Without a branch: each byte moves down by the whitespace before it,
+ * in steps of 1, 2 and 4 bytes (a compress network: bytes never meet).
+ */
+static inline uint64_t
+rs_squeeze(uint64_t x, uint32_t *nws)
+{
+	uint64_t	 ind, c, mv;
+	int		 k;
+
+	ind = rs_ws64(x) >> 7;
+	c = ind * RS_ONES64;		/* whitespace up to each byte */
+	*nws = c >> 56;
+	ind = (ind << 8) - ind;		/* 0xff in each */
+	x &= ~ind;
+	c &= ~ind;
+	for (k = 0; k < 3; k++) {
+		mv = (c >> k) & RS_ONES64;
+		mv = (mv << 8) - mv;
+		x = (x & ~mv) | ((x & mv) >> (8 << k));
+		c = (c & ~mv) | ((c & mv) >> (8 << k));
+	}
+	return x;
+}
+
+#ifdef __SSE2__
+/*
+ * rs_squeeze() of two words at once, one in each half of x: the grams of
+ * two probes in the low 32 bits of each half, *nws the whitespace of the
+ * first (low 16 bits) and of the second.
+ */
+static inline __m128i
+rs_squeeze2(__m128i x, uint32_t *nws)
+{
+	const __m128i	 one = _mm_set1_epi8(1);
+	__m128i		 ws, c, mv, bit;
+
+	ws = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(' ')),
+	    _mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8('\t' - 1)),
+	    _mm_cmpgt_epi8(_mm_set1_epi8('\r' + 1), x)));
+	c = _mm_and_si128(ws, one);
+	c = _mm_add_epi8(c, _mm_slli_epi64(c, 8));
+	c = _mm_add_epi8(c, _mm_slli_epi64(c, 16));
+	c = _mm_add_epi8(c, _mm_slli_epi64(c, 32));
+	*nws = (uint32_t)_mm_extract_epi16(c, 3) >> 8 |
+	    ((uint32_t)_mm_extract_epi16(c, 7) >> 8) << 16;
+	x = _mm_andnot_si128(ws, x);
+	c = _mm_andnot_si128(ws, c);
+	bit = one;
+	mv = _mm_cmpeq_epi8(_mm_and_si128(c, bit), bit);
+	x = _mm_or_si128(_mm_andnot_si128(mv, x),
+	    _mm_srli_epi64(_mm_and_si128(mv, x), 8));
+	c = _mm_or_si128(_mm_andnot_si128(mv, c),
+	    _mm_srli_epi64(_mm_and_si128(mv, c), 8));
+	bit = _mm_add_epi8(bit, bit);
+	mv = _mm_cmpeq_epi8(_mm_and_si128(c, bit), bit);
+	x = _mm_or_si128(_mm_andnot_si128(mv, x),
+	    _mm_srli_epi64(_mm_and_si128(mv, x), 16));
+	c = _mm_or_si128(_mm_andnot_si128(mv, c),
+	    _mm_srli_epi64(_mm_and_si128(mv, c), 16));
+	bit = _mm_add_epi8(bit, bit);
+	mv = _mm_cmpeq_epi8(_mm_and_si128(c, bit), bit);
+	return _mm_or_si128(_mm_andnot_si128(mv, x),
+	    _mm_srli_epi64(_mm_and_si128(mv, x), 32));
+}
+#endif
+
+/*
  * The first position from i where a pattern may start, or where fewer
- * than 4 bytes remain after a probe, so the automaton decides alone.
- * Four probes go at once, each window tested for a byte from 0x08 to
- * 0x0f (line breaks among them) in the word it hashes, with one branch
- * for all; only then is each probe looked at alone (a probe holding a
- * line break looks at the bytes past it).
+ * than 8 bytes remain after a probe, so the automaton decides alone.
+ * A probe hashes the first W bytes at it that are not whitespace (the
+ * 8 bytes there squeezed, no branch on the text); four go at once, with
+ * one branch for all (with SSE2, two in each vector).  Only with fewer
+ * than W such bytes in the 8 does a probe look further, byte by byte.
  */
 static inline size_t
 rs_skip(struct redact *r, size_t i, size_t n)
@@ -944,43 +1025,72 @@ rs_skip(struct redact *r, size_t i, size_t n)
 	const struct redact_set	*rs = r->rs;
 	const uint8_t		*f = rs->filter, *w = r->w;
 	uint32_t		 m = rs->fmask, k = rs->fstride, h0, h1, h2, h3;
-	uint32_t		 v, v0, v1, v2, v3, j;
+	uint32_t		 lim = 8 - rs->fwidth, n0, n1, j;
+	uint64_t		 x0;
 	size_t			 p = i + k - 1;
+#ifdef __SSE2__
+	__m128i			 v0, v1;
+	uint32_t		 lim2 = lim | lim << 16, hi = 0x80008000U;
+#else
+	uint64_t		 x1, x2, x3;
+	uint32_t		 n2, n3;
+#endif
 
-#define LOAD(v, off) do {						\
-	memcpy(&(v), w + p + (off), sizeof(v));				\
-	(v) = le32toh(v) & m;						\
+#define LOAD(x, off) do {						\
+	memcpy(&(x), w + p + (off), sizeof(x));				\
+	(x) = le64toh(x);						\
 } while (0)
-#define PROBE(h, v)	((h) = REDACT_FILTER_HASH(v))
+#define PROBE(h, x, nws) \
+	((h) = REDACT_FILTER_HASH((uint32_t)rs_squeeze((x), &(nws)) & m))
+#define HASH(h, g)	((h) = REDACT_FILTER_HASH((uint32_t)(g) & m))
 #define HIT(h)	((f[(h) >> 3] >> ((h) & 7)) & 1)
 	for (;;) {
-		while (p + 3 * k + 4 <= n) {
-			LOAD(v0, 0);
-			LOAD(v1, k);
-			LOAD(v2, 2 * k);
-			LOAD(v3, 3 * k);
-			PROBE(h0, v0);
-			PROBE(h1, v1);
-			PROBE(h2, v2);
-			PROBE(h3, v3);
-			if (RS_HASCTL32(v0) | RS_HASCTL32(v1) |
-			    RS_HASCTL32(v2) | RS_HASCTL32(v3) | HIT(h0) |
-			    HIT(h1) | HIT(h2) | HIT(h3))
+		while (p + 3 * k + 8 <= n) {
+#ifdef __SSE2__
+			v0 = _mm_unpacklo_epi64(_mm_loadl_epi64(
+			    (const __m128i *)(w + p)), _mm_loadl_epi64(
+			    (const __m128i *)(w + p + k)));
+			v1 = _mm_unpacklo_epi64(_mm_loadl_epi64(
+			    (const __m128i *)(w + p + 2 * k)), _mm_loadl_epi64(
+			    (const __m128i *)(w + p + 3 * k)));
+			v0 = rs_squeeze2(v0, &n0);
+			v1 = rs_squeeze2(v1, &n1);
+			HASH(h0, _mm_cvtsi128_si32(v0));
+			HASH(h1, _mm_cvtsi128_si32(_mm_srli_si128(v0, 8)));
+			HASH(h2, _mm_cvtsi128_si32(v1));
+			HASH(h3, _mm_cvtsi128_si32(_mm_srli_si128(v1, 8)));
+			/* Either half over lim: its high bit borrows. */
+			if ((((lim2 | hi) - n0) & hi) != hi ||
+			    (((lim2 | hi) - n1) & hi) != hi ||
+			    (HIT(h0) | HIT(h1) | HIT(h2) | HIT(h3)))
 				break;
+#else
+			LOAD(x0, 0);
+			LOAD(x1, k);
+			LOAD(x2, 2 * k);
+			LOAD(x3, 3 * k);
+			PROBE(h0, x0, n0);
+			PROBE(h1, x1, n1);
+			PROBE(h2, x2, n2);
+			PROBE(h3, x3, n3);
+			if ((n0 > lim) | (n1 > lim) | (n2 > lim) |
+			    (n3 > lim) | HIT(h0) | HIT(h1) | HIT(h2) | HIT(h3))
+				break;
+#endif
 			p += 4 * k;
 		}
 		for (j = 0; j < 4; j++, p += k) {
-			if (p + 4 > n)
+			if (p + 8 > n)
 				return p - (k - 1);
-			LOAD(v, 0);
-			PROBE(h0, v);
-			if (RS_HASLB32(v) ?
-			    rs_probe_lb(rs, w, p, n) : HIT(h0))
+			LOAD(x0, 0);
+			PROBE(h0, x0, n0);
+			if (n0 > lim ? rs_probe_ws(rs, w, p, n) : HIT(h0))
 				return p - (k - 1);
 		}
 	}
 #undef LOAD
 #undef PROBE
+#undef HASH
 #undef HIT
 }
 
@@ -1129,8 +1239,8 @@ redact_scan(struct redact *r, int final, redact_out_fn out, void *arg)
 		if (pos == end)
 			break;
 		c = w[pos - base];
-		if (REDACT_ISLB(c)) {
-			if (q != 0 && ++lbrun > REDACT_MAXLB)
+		if (REDACT_ISWS(c)) {
+			if (q != 0 && ++lbrun > REDACT_MAXWS)
 				q = 0;
 			pos++;
 			continue;
@@ -1200,7 +1310,7 @@ redact_write(struct redact *r, const void *p, size_t len, redact_out_fn out,
 	}
 	/*
 	 * Keep only the undecided tail, where a rescan may start: at most
-	 * (REDACT_MAXLB + 1) * maxlen bytes, the old tail's end and the
+	 * (REDACT_MAXWS + 1) * maxlen bytes, the old tail's end and the
 	 * caller's last bytes.
 	 */
 	keep = redact_bound(r);

@@ -11,16 +11,18 @@
  * Semantics, identical to a naive scan over the whole stream at once
  * whatever the write boundaries are (regress/lib/redact_ref.c is that
  * scan):
- *  - line breaks are transparent: a pattern is stored without its '\r'
- *    and '\n' bytes and matches the stream with up to REDACT_MAXLB of
- *    them between any two of its bytes (base64 or hex wrapped at any
- *    width); a match spans from its first byte to its last;
+ *  - whitespace (space, tab, '\r', '\n', '\v', '\f') is transparent: a
+ *    pattern is stored without it and matches the stream with up to
+ *    REDACT_MAXWS whitespace bytes between any two of its bytes, so hex
+ *    and base64 match in any layout (wrapped at any width, a space or
+ *    tab between units or groups, leading or not, wrapped irregularly);
+ *    a match spans from its first byte to its last;
  *  - every byte inside a match of any pattern is masked, and each maximal
  *    run of masked bytes (matches that overlap or touch) becomes one
  *    "***", so no byte of a secret's match survives;
  *  - redact_count() counts matches not contained in another match (two
  *    overlapping secrets count two, a secret and its own line one);
- *  - bytes that cannot yet be decided (at most (REDACT_MAXLB + 1) *
+ *  - bytes that cannot yet be decided (at most (REDACT_MAXWS + 1) *
  *    maxlen of them) are held back until more input or redact_finish();
  *  - the cap applies to the redacted output: the bytes handed to out() are
  *    exactly the first `cap' bytes of the whole redacted stream.  Input past
@@ -35,7 +37,7 @@
 
 #define REDACT_MASK	"***"
 #define REDACT_MINFORMS	8	/* shorter secrets are masked raw only */
-#define REDACT_MAXLB	4	/* line break bytes a match steps over */
+#define REDACT_MAXWS	8	/* whitespace bytes in a row a match steps */
 
 struct redact_set;
 struct redact;
@@ -51,9 +53,10 @@ struct redact_set *redact_set_new(void);
  * upper and lower; form-encoding with '+' for space), JSON string escaping
  * (with and without "\/", \u00XX upper and lower, and with non-ASCII
  * characters as \uXXXX as Python writes them), hex (upper and lower, plain
- * and with a space or ':' between bytes) and, for a multi-line value,
- * every line of 8+ bytes.  Line breaks inside any of them are transparent
- * (above).  Empty secrets are ignored; duplicate patterns are stored once.
+ * and with ':' between bytes) and, for a multi-line value, every line of
+ * 8+ bytes that are not whitespace.  Whitespace inside any of them is
+ * transparent (above).  Empty secrets are ignored; duplicate patterns are
+ * stored once.
  * Returns 0, or -1 with errno ENOMEM, or EINVAL after compile.
  */
 int	 redact_set_add(struct redact_set *, const void *, size_t);
@@ -63,7 +66,7 @@ size_t	 redact_set_maxlen(const struct redact_set *);	/* longest pattern */
 size_t	 redact_set_npatterns(const struct redact_set *); /* distinct ones */
 size_t	 redact_set_memsize(const struct redact_set *);	/* automaton bytes */
 /*
- * Call fn once per distinct pattern, as stored: without line breaks
+ * Call fn once per distinct pattern, as stored: without whitespace
  * (compiled sets only; tests, fuzzer).
  */
 int	 redact_set_foreach(const struct redact_set *, redact_pattern_fn,

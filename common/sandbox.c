@@ -499,6 +499,15 @@ sb_relay(scmp_filter_ctx ctx)
 	sb_rule(ctx, SCMP_ACT_ERRNO(EACCES), "access", 0, NULL);
 	sb_rule(ctx, SCMP_ACT_ERRNO(EACCES), "faccessat", 0, NULL);
 	sb_rule(ctx, SCMP_ACT_ERRNO(EACCES), "faccessat2", 0, NULL);
+	/*
+	 * The redaction cache's compiling thread (common/redact_cache.c,
+	 * made after this filter, which it inherits): clone(2) with
+	 * CLONE_THREAD only, never a process; glibc's per-thread calls.
+	 */
+	cmp = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD);
+	sb_rule(ctx, SCMP_ACT_ALLOW, "clone", 1, &cmp);
+	sb_rule(ctx, SCMP_ACT_ALLOW, "set_robust_list", 0, NULL);
+	sb_rule(ctx, SCMP_ACT_ALLOW, "rseq", 0, NULL);
 }
 
 static scmp_filter_ctx

@@ -7,8 +7,8 @@ PKGS="build-essential pkg-config byacc libevent-dev libjansson-dev
 libsqlite3-dev libsodium-dev libbsd-dev libseccomp-dev libatf-dev atf-sh
 kyua mandoc curl jq sqlite3 procps iproute2 util-linux python3 xxd
 systemd python3-jsonschema libpcre2-dev
-libssl-dev openssl clang libclang-rt-14-dev libpq-dev postgresql-15
-python3-prometheus-client"
+libssl-dev openssl clang libclang-rt-14-dev libpq-dev postgresql-15 zlib1g-dev
+python3-prometheus-client gh awscli"
 USERS="_tregd _tregvault _tregrelay"
 
 need_pkgs() {

@@ -295,10 +295,12 @@ show_status(const json_t *doc)
 
 	slots = json_object_get(doc, "run_slots");
 	printf("run slots: %" JSON_INTEGER_FORMAT " used of %"
-	    JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT " per user\n",
+	    JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT " per user, %"
+	    JSON_INTEGER_FORMAT " per org\n",
 	    json_integer_value(json_object_get(slots, "used")),
 	    json_integer_value(json_object_get(slots, "max")),
-	    json_integer_value(json_object_get(slots, "per_user")));
+	    json_integer_value(json_object_get(slots, "per_user")),
+	    json_integer_value(json_object_get(slots, "per_org")));
 
 	count = json_object_get(doc, "counts");
 	printf("counts:   ");

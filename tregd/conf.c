@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tregd.h"
 #include "conf.h"
@@ -34,7 +36,7 @@ const char *const run_builtin_allow[] = {
 	"gcloud", "az", "supabase", "openai", "stripe", "gh", "glab",
 	"render", "vercel", "wrangler", "doctl", "netlify", "heroku",
 	"flyctl", "railway", "neonctl", "pscale", "turso", "doppler",
-	"infisical", "sentry-cli", NULL
+	"infisical", "sentry-cli", "aws", NULL
 };
 
 int
@@ -189,8 +191,9 @@ path_within(const char *dir, const char *top)
 	return (dir[len] == '\0' || dir[len] == '/' || len == 1);
 }
 
-int
-conf_run_allowed(const struct tregd_conf *c, const char *bin)
+/* Which allowed bin: 1 + index of the built-in list, or 0x100 + index. */
+static int
+conf_run_which(const struct tregd_conf *c, const char *bin)
 {
 	int	 i;
 
@@ -198,11 +201,81 @@ conf_run_allowed(const struct tregd_conf *c, const char *bin)
 		return (0);
 	for (i = 0; run_builtin_allow[i] != NULL; i++)
 		if (strcmp(run_builtin_allow[i], bin) == 0)
-			return (1);
+			return (1 + i);
 	for (i = 0; i < c->nrun_allow; i++)
 		if (strcmp(c->run_allow[i], bin) == 0)
-			return (1);
+			return (0x100 + i);
 	return (0);
+}
+
+int
+conf_run_allowed(const struct tregd_conf *c, const char *bin)
+{
+	return (conf_run_which(c, bin) != 0);
+}
+
+/*
+ * The first executable regular file named bin on run path rp (absolute
+ * directories only), in path: 0, or -1 when there is none.
+ */
+int
+conf_run_resolve(const char *rp, const char *bin, char *path, size_t len)
+{
+	const char	*p, *end;
+	struct stat	 st;
+	size_t		 dlen;
+	int		 n;
+
+	for (p = rp; *p != '\0'; p = end) {
+		if ((end = strchr(p, ':')) == NULL)
+			end = p + strlen(p);
+		dlen = end - p;
+		if (*end == ':')
+			end++;
+		if (dlen == 0 || *p != '/')
+			continue;
+		n = snprintf(path, len, "%.*s/%s", (int)dlen, p, bin);
+		if (n < 0 || (size_t)n >= len)
+			continue;
+		if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+		    (st.st_mode & 0111) != 0 && access(path, X_OK) == 0)
+			return (0);
+	}
+	return (-1);
+}
+
+/*
+ * Which allowed CLIs the host has on the run path, looked up when the
+ * configuration is read (start and reload): the tool view's
+ * server_runnable says so without the vault touching the filesystem.
+ */
+void
+conf_run_scan(struct tregd_conf *c)
+{
+	char	 path[PATH_MAX];
+	int	 i;
+
+	c->run_have_builtin = c->run_have_allow = 0;
+	for (i = 0; run_builtin_allow[i] != NULL && i < 64; i++)
+		if (conf_run_resolve(c->run_path, run_builtin_allow[i], path,
+		    sizeof(path)) == 0)
+			c->run_have_builtin |= 1ULL << i;
+	for (i = 0; i < c->nrun_allow && i < 64; i++)
+		if (conf_run_resolve(c->run_path, c->run_allow[i], path,
+		    sizeof(path)) == 0)
+			c->run_have_allow |= 1ULL << i;
+}
+
+int
+conf_run_installed(const struct tregd_conf *c, const char *bin)
+{
+	int	 w = conf_run_which(c, bin);
+
+	if (w == 0)
+		return (0);
+	if (w < 0x100)
+		return ((c->run_have_builtin >> (w - 1)) & 1);
+	return ((c->run_have_allow >> (w - 0x100)) & 1);
 }
 
 static void
@@ -316,8 +389,11 @@ print_config(const struct tregd_conf *c, FILE *fp)
 	}
 	fprintf(fp, "run rlimits %s\n", c->run_rlimits ? "yes" : "no");
 	fprintf(fp, "run timeout %d\n", c->run_timeout);
-	fprintf(fp, "run slots %d per-user %d\n", c->run_slots,
+	fprintf(fp, "run slots %d per-user %d", c->run_slots,
 	    c->run_slots_user);
+	if (c->run_slots_org != 0)
+		fprintf(fp, " per-org %d", c->run_slots_org);
+	fputc('\n', fp);
 	fputs("run path ", fp);
 	print_string(fp, c->run_path);
 	fputs("\nrun directory ", fp);

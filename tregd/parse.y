@@ -131,7 +131,7 @@ static int	 uidrange_set(const char *);
 %}
 
 %token	ALLOW ALLOW_PRIVATE BODY_LIMIT CLOSED CPU DIRECTORY FILESIZE GROUP
-%token	HTTP INCLUDE LISTEN MAX_CONNECTIONS NO ON OPEN PATH PER_USER PORT
+%token	HTTP INCLUDE LISTEN MAX_CONNECTIONS NO ON OPEN PATH PER_ORG PER_USER PORT
 %token	PROOF RELAY RLIMITS RUN SIGNUP SLOTS SOCKET STATE TIMEOUT YES
 %token	BODY BUFFER CERTIFICATE CONNECTIONS HEADER IDLE KEY LOG PER_ADDRESS
 %token	REQUESTS TLS TOTAL WRITE
@@ -144,7 +144,7 @@ static int	 uidrange_set(const char *);
 %token	ERROR
 %token	<v.string>	STRING
 %token	<v.number>	NUMBER
-%type	<v.number>	yesno size peruser peraddr listentls buftotal
+%type	<v.number>	yesno size peruser perorg peraddr listentls buftotal
 
 %%
 
@@ -316,7 +316,7 @@ runopt		: ALLOW allowlist
 			}
 			conf->run_timeout = $2;
 		}
-		| SLOTS NUMBER peruser {
+		| SLOTS NUMBER peruser perorg {
 			if ($2 < 1 || $2 > RUN_SLOTS_MAX) {
 				yyerror("run slots %lld out of range (1..%d)",
 				    $2, RUN_SLOTS_MAX);
@@ -325,6 +325,8 @@ runopt		: ALLOW allowlist
 			conf->run_slots = $2;
 			if ($3 != -1)
 				conf->run_slots_user = $3;
+			if ($4 != -1)
+				conf->run_slots_org = $4;
 			where_set(&at_slots);
 		}
 		| PATH STRING {
@@ -437,6 +439,17 @@ peruser		: /* empty */		{ $$ = -1; }
 		| PER_USER NUMBER {
 			if ($2 < 1 || $2 > RUN_SLOTS_MAX) {
 				yyerror("run slots per-user %lld out of range "
+				    "(1..slots)", $2);
+				YYERROR;
+			}
+			$$ = $2;
+		}
+		;
+
+perorg		: /* empty */		{ $$ = -1; }
+		| PER_ORG NUMBER {
+			if ($2 < 1 || $2 > RUN_SLOTS_MAX) {
+				yyerror("run slots per-org %lld out of range "
 				    "(1..slots)", $2);
 				YYERROR;
 			}
@@ -590,6 +603,7 @@ static const struct keyword keywords[] = {
 	{ "password-file",	PASSWORD_FILE },
 	{ "path",		PATH },
 	{ "per-address",	PER_ADDRESS },
+	{ "per-org",		PER_ORG },
 	{ "per-user",		PER_USER },
 	{ "pool",		POOL },
 	{ "port",		PORT },
@@ -1339,6 +1353,12 @@ conf_validate(const struct tregd_conf *c)
 		    c->run_slots_user, c->run_slots);
 		errors++;
 	}
+	if (c->run_slots_org > c->run_slots) {
+		conf_err("%s:%d: run slots per-org %d exceeds run "
+		    "slots %d", at_slots.file, at_slots.line,
+		    c->run_slots_org, c->run_slots);
+		errors++;
+	}
 	/* Every run in flight needs a uid of its own. */
 	if (c->run_uid_last - c->run_uid_first + 1 < c->run_slots) {
 		w = at_users.line >= at_slots.line ? &at_users : &at_slots;
@@ -1435,8 +1455,10 @@ parse_config(const char *filename, struct tregd_conf *xconf)
 	lex_strs_free();
 	explicit_bzero(lexbuf, sizeof(lexbuf));
 
-	if (errors == 0)
+	if (errors == 0) {
+		conf_run_scan(c);
 		memcpy(xconf, c, sizeof(*xconf));
+	}
 	freezero(c, sizeof(*c));
 	conf = NULL;
 	return (errors ? -1 : 0);

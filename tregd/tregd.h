@@ -35,6 +35,8 @@
 #define TREGD_VAULT_USER	"_tregvault"	/* vault */
 #define TREGD_RELAY_USER	"_tregrelay"	/* relay */
 #define TREGD_CA_BUNDLE		"/etc/ssl/certs/ca-certificates.crt"
+/* The system's bundle and `relay ca', for runs: in the run directory. */
+#define RUN_CA_BUNDLE		"ca-bundle.pem"
 #define TREGD_DB		"tregd.db"	/* in the state directory */
 #define TREGD_KEYRING		"keys"	/* in the state directory: <id>.key */
 #define TREGD_BACKUP		"tregd-backup.db"	/* tregctl backup's copy */
@@ -69,7 +71,7 @@
 
 #define VAULT_WORKERS_MAX	16	/* vault workers */
 #define PROCINFO_MAX		(4 + VAULT_WORKERS_MAX)
-#define RUN_SLOTS_TABLE_SIZE	(32 * 1024)	/* vault_slots.c's memfd */
+#define RUN_SLOTS_TABLE_SIZE	(64 * 1024)	/* vault_slots.c's memfd */
 
 /* Processes.  The numbers index the parent's table and tag senders. */
 enum tregd_proc {
@@ -118,6 +120,7 @@ struct tregd_conf {
 	int			 run_timeout;		/* seconds, 1..600 */
 	int			 run_slots;
 	int			 run_slots_user;
+	int			 run_slots_org;		/* 0: the run slots */
 	long long		 run_cpu;		/* seconds */
 	long long		 run_filesize;		/* bytes */
 	unsigned int		 run_uid_first;		/* run users */
@@ -126,6 +129,8 @@ struct tregd_conf {
 	int			 run_processes;		/* RLIMIT_NPROC */
 	long long		 run_memory;		/* bytes */
 	int			 run_network;		/* 0: loopback only */
+	uint64_t		 run_have_builtin;	/* conf_run_scan() */
+	uint64_t		 run_have_allow;
 	int			 run_pool;		/* sandboxes made ahead */
 	char			 run_path[CONF_STR_LEN];
 	char			 run_dir[PATH_MAX];
@@ -163,7 +168,7 @@ enum imsg_type {
 	/* parent -> every child */
 	IMSG_CONF,		/* struct tregd_conf */
 	IMSG_CONF_LISTEN,	/* fd: a bound listening socket (frontend) */
-	IMSG_CONF_CONTROL,	/* fd: the control socket (vault) */
+	IMSG_CTL_CONN,		/* fd: a tregctl, accepted and checked (vault) */
 	IMSG_CONF_PEER,		/* fd + uint32_t proc: a channel to a peer */
 	IMSG_CONF_END,		/* configuration complete: serve */
 	IMSG_LOG_VERBOSE,	/* int */
@@ -510,6 +515,9 @@ void	 conf_defaults(struct tregd_conf *);
 int	 parse_config(const char *, struct tregd_conf *);
 int	 cmdline_symset(char *);
 int	 conf_run_allowed(const struct tregd_conf *, const char *);
+int	 conf_run_installed(const struct tregd_conf *, const char *);
+int	 conf_run_resolve(const char *, const char *, char *, size_t);
+void	 conf_run_scan(struct tregd_conf *);
 void	 print_config(const struct tregd_conf *, FILE *);
 extern int parse_errors_to_log;
 extern char parse_error[512];	/* the first error of the last parse */

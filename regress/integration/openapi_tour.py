@@ -178,8 +178,12 @@ def main():
                           "format": "Bearer {secret}"}],
             "cli": {"bin": "sh", "inject": [
                 {"via": "env", "name": "DEMO_KEY",
-                 "secret_id": sec["id"]}]}}
+                 "secret_id": sec["id"]}],
+                "env": {"DEMO_REGION": "eu-west-1"}}}
     _, t = check("POST", "/tools", "/tools", tool, token=tok, want=200)
+    if t is None or t["cli"].get("env") != {"DEMO_REGION": "eu-west-1"}:
+        failures.append("POST /tools: the profile's env is not in the "
+                        "tool view: %s" % json.dumps(t)[:300])
     check("POST", "/tools", "/tools", tool, token=tok, want=409)
     check("GET", "/tools", "/tools", token=tok, want=200)
     check("GET", "/tools/by-name/{name}", "/tools/by-name/demo",

@@ -11,11 +11,24 @@ in base64.  A few paths do something else:
   /big?n=BYTES     BYTES of 'x', chunked, 64 KiB at a time
   /binary          the 256 byte values
   /echo-auth       the Authorization header back, in a header and the body
+  /encoded?ce=&te=&frame=&pad=&cut=&bad=
+                   the Authorization header back in the body, encoded
+                   anyway: ce (Content-Encoding) and te (Transfer-Encoding,
+                   with frame=chunked) are comma lists of codings applied
+                   in order: gzip, x-gzip, deflate (zlib), rawdeflate
+                   (raw, sent as deflate), gzip2 (two gzip members, sent
+                   as gzip), identity, br (sent as br, not encoded);
+                   frame: length (the default), chunked or close; pad: N
+                   bytes before the echo; cut: the encoded body without
+                   its last N bytes; bad: a byte of the middle changed;
+                   status: the answer's (200)
+  /bomb?n=BYTES    gzip of BYTES zeros (about 1 KiB a MiB), chunked
 
 Usage: relay_upstream.py PORTFILE [CERT KEY]
 """
 
 import base64
+import gzip
 import hashlib
 import os
 import urllib.parse
@@ -24,11 +37,45 @@ import socketserver
 import ssl
 import sys
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 
 def sha(text):
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def encode(data, coding):
+    """data in one coding of /encoded: (the bytes, its name in the head)."""
+    if coding in ("gzip", "x-gzip"):
+        return gzip.compress(data), coding
+    if coding == "gzip2":
+        half = len(data) // 2
+        return gzip.compress(data[:half]) + gzip.compress(data[half:]), "gzip"
+    if coding == "deflate":
+        return zlib.compress(data), "deflate"
+    if coding == "rawdeflate":
+        c = zlib.compressobj(6, zlib.DEFLATED, -15)
+        return c.compress(data) + c.flush(), "deflate"
+    return data, coding         # identity, and codings tregd must refuse
+
+
+MIB_OF_ZEROS = bytes(1 << 20)
+
+
+def bomb(n):
+    """gzip of n zeros (n a multiple of 1 MiB), piece by piece: one raw
+    deflate block of a MiB of zeros, repeated (a full flush starts each
+    anew), between gzip's header and trailer."""
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = c.compress(MIB_OF_ZEROS) + c.flush(zlib.Z_FULL_FLUSH)
+    yield b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+    crc = 0
+    for _ in range(n >> 20):
+        crc = zlib.crc32(MIB_OF_ZEROS, crc)
+        yield block
+    yield zlib.compressobj(9, zlib.DEFLATED, -15).flush()
+    yield crc.to_bytes(4, "little") + (n & 0xffffffff).to_bytes(4, "little")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -107,6 +154,19 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/hang":
             time.sleep(3)
             self.send(200, b"{}")
+        elif path == "/encoded":
+            self.encoded(urllib.parse.parse_qs(self.path.split("?", 1)[1]
+                                               if "?" in self.path else ""))
+        elif path == "/bomb":
+            n = int(self.path.split("n=")[1])
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for piece in bomb(n):
+                self.chunk(piece)
+            self.wfile.write(b"0\r\n\r\n")
         elif path == "/binary":
             self.send(200, bytes(range(256)), "application/octet-stream")
         elif path == "/echo-auth":
@@ -115,6 +175,44 @@ class Handler(BaseHTTPRequestHandler):
                       extra=[("X-Echo", auth)])
         else:
             self.send(200, self.echo(body))
+
+    def encoded(self, q):
+        arg = lambda k, d="": q.get(k, [d])[0]
+        data = (b"x" * int(arg("pad", "0")) + json.dumps(
+            {"you_sent": self.headers.get("Authorization", "")}).encode())
+        ce, te = [], []
+        for name, names in (("ce", ce), ("te", te)):
+            for coding in filter(None, arg(name).split(",")):
+                data, label = encode(data, coding)
+                names.append(label)
+        if arg("cut"):
+            data = data[:-int(arg("cut"))]
+        if arg("bad"):
+            mid = len(data) // 2
+            data = data[:mid] + bytes([data[mid] ^ 0x55]) + data[mid + 1:]
+        frame = arg("frame", "length")
+        self.send_response(int(arg("status", "200")))
+        self.send_header("Content-Type", "application/json")
+        if ce:
+            self.send_header("Content-Encoding", ", ".join(ce))
+        if frame == "chunked":
+            self.send_header("Transfer-Encoding",
+                             ", ".join(te + ["chunked"]))
+        elif te:
+            self.send_header("Transfer-Encoding", ", ".join(te))
+        if frame == "length":
+            self.send_header("Content-Length", str(len(data)))
+        else:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if frame == "chunked":
+            for i in range(0, len(data), 1000):
+                self.chunk(data[i:i + 1000])
+            self.wfile.write(b"0\r\n\r\n")
+        else:
+            self.wfile.write(data)
+        if frame == "close":
+            self.close_connection = True
 
     def echo(self, body):
         # What was injected comes back masked: its hashes say what it was.

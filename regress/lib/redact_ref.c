@@ -1,6 +1,6 @@
 /*
  * The naive redactor: see redact_ref.h.  Deliberately simple, never
- * fast: the view of the stream without its line breaks is built first,
+ * fast: the view of the stream without its whitespace is built first,
  * every pattern is tried at every position of it, and the masked bytes
  * and the count follow from the list of matches.
  */
@@ -38,12 +38,13 @@ redact_ref(uint8_t *const *pat, const size_t *plen, size_t npat,
 	size_t		 nv = 0, lb = 0, i, j, k, s, e, min, count = 0;
 
 	/*
-	 * Line breaks vanish from the view; more than REDACT_MAXLB of
-	 * them in a row leave a barrier.
+	 * Whitespace (space, tab, '\n', '\v', '\f', '\r') vanishes from
+	 * the view; more than REDACT_MAXWS bytes of it in a row leave a
+	 * barrier.
 	 */
 	for (i = 0; i < n; i++) {
-		if (in[i] == '\r' || in[i] == '\n') {
-			if (++lb == REDACT_MAXLB + 1) {
+		if (in[i] == ' ' || (in[i] >= '\t' && in[i] <= '\r')) {
+			if (++lb == REDACT_MAXWS + 1) {
 				view[nv] = BARRIER;
 				at[nv++] = i;
 			}

@@ -12,7 +12,7 @@
 
 /*
  * Mask in[0, n) with the patterns pat[i] (plen[i] bytes, as
- * redact_set_foreach() gives them: without line breaks).  *out is
+ * redact_set_foreach() gives them: without whitespace).  *out is
  * malloc'd (*outlen bytes, no cap applied).  Returns the count of
  * matches not contained in another.
  */

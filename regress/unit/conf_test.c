@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 
 #include <atf-c.h>
@@ -563,6 +564,36 @@ ATF_TC_BODY(run_proof_is_kept_but_never_printed, tc)
 	free(p.err);
 }
 
+ATF_TC(run_installed_says_which_clis_the_host_has);
+ATF_TC_HEAD(run_installed_says_which_clis_the_host_has, tc)
+{
+	atf_tc_set_md_var(tc, "descr", "conf_run_scan: an allowed CLI is "
+	    "installed when an executable of its name is on the run path");
+}
+ATF_TC_BODY(run_installed_says_which_clis_the_host_has, tc)
+{
+	struct tregd_conf	 c;
+	char			 dir[512], path[PATH_MAX];
+	FILE			*fp;
+
+	ATF_REQUIRE(getcwd(dir, sizeof(dir)) != NULL);
+	conf_defaults(&c);
+	snprintf(c.run_path, sizeof(c.run_path), "relative:%s", dir);
+	snprintf(path, sizeof(path), "%s/gh", dir);
+	ATF_REQUIRE((fp = fopen(path, "w")) != NULL);
+	fclose(fp);
+	ATF_REQUIRE(chmod(path, 0755) == 0);
+	snprintf(path, sizeof(path), "%s/stripe", dir);
+	ATF_REQUIRE((fp = fopen(path, "w")) != NULL);
+	fclose(fp);			/* not executable */
+	conf_run_scan(&c);
+	ATF_CHECK(conf_run_installed(&c, "gh"));
+	ATF_CHECK(!conf_run_installed(&c, "stripe"));
+	ATF_CHECK(!conf_run_installed(&c, "vercel"));
+	ATF_CHECK(!conf_run_installed(&c, "sh"));	/* not allowed */
+	ATF_CHECK(!conf_run_installed(&c, NULL));
+}
+
 ATF_TC(run_allowed_is_builtin_or_configured);
 ATF_TC_HEAD(run_allowed_is_builtin_or_configured, tc)
 {
@@ -578,8 +609,9 @@ ATF_TC_BODY(run_allowed_is_builtin_or_configured, tc)
 	conf_defaults(&c);
 	for (i = 0; run_builtin_allow[i] != NULL; i++)
 		ATF_CHECK(conf_run_allowed(&c, run_builtin_allow[i]));
-	ATF_CHECK_EQ(i, 21);
+	ATF_CHECK_EQ(i, 22);
 	ATF_CHECK(conf_run_allowed(&c, "sentry-cli"));
+	ATF_CHECK(conf_run_allowed(&c, "aws"));
 	ATF_CHECK(!conf_run_allowed(&c, "sh"));
 	ATF_CHECK(!conf_run_allowed(&c, ""));
 	ATF_CHECK(!conf_run_allowed(&c, NULL));
@@ -671,6 +703,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, include_cannot_nest_forever);
 	ATF_TP_ADD_TC(tp, run_proof_is_kept_but_never_printed);
 	ATF_TP_ADD_TC(tp, run_allowed_is_builtin_or_configured);
+	ATF_TP_ADD_TC(tp, run_installed_says_which_clis_the_host_has);
 	ATF_TP_ADD_TC(tp, star_listens_on_both_families);
 	ATF_TP_ADD_TC(tp, example_config_is_valid);
 	return (atf_no_error());

@@ -22,21 +22,44 @@ ATF_TC_BODY(server_limit_then_user_share, tc)
 {
 	int	 s[4], used, slot;
 
-	ATF_REQUIRE_EQ(slots_claim(1, 3, 2, &s[0], &used), 0);
-	ATF_REQUIRE_EQ(slots_claim(1, 3, 2, &s[1], &used), 0);
+	ATF_REQUIRE_EQ(slots_claim(1, 0, 3, 2, 0, &s[0], &used), 0);
+	ATF_REQUIRE_EQ(slots_claim(1, 0, 3, 2, 0, &s[1], &used), 0);
 	/* The user's share is taken, the server has room. */
-	ATF_REQUIRE_EQ(slots_claim(1, 3, 2, &slot, &used), SLOTS_USER);
+	ATF_REQUIRE_EQ(slots_claim(1, 0, 3, 2, 0, &slot, &used), SLOTS_USER);
 	ATF_CHECK_EQ(used, 2);
-	ATF_REQUIRE_EQ(slots_claim(2, 3, 2, &s[2], &used), 0);
+	ATF_REQUIRE_EQ(slots_claim(2, 0, 3, 2, 0, &s[2], &used), 0);
 	/* Every slot is taken: the server refuses before the share. */
-	ATF_REQUIRE_EQ(slots_claim(3, 3, 2, &slot, &used), SLOTS_FULL);
+	ATF_REQUIRE_EQ(slots_claim(3, 0, 3, 2, 0, &slot, &used), SLOTS_FULL);
 	ATF_CHECK_EQ(slots_used(0), 3);
 	slots_release(s[0]);
 	ATF_CHECK_EQ(slots_used(0), 2);
-	ATF_REQUIRE_EQ(slots_claim(3, 3, 2, &s[3], &used), 0);
+	ATF_REQUIRE_EQ(slots_claim(3, 0, 3, 2, 0, &s[3], &used), 0);
 	slots_release(s[1]);
 	slots_release(s[2]);
 	slots_release(s[3]);
+	ATF_CHECK_EQ(slots_used(0), 0);
+}
+
+/* One org's users at its share; another org still gets a slot. */
+ATF_TC_WITHOUT_HEAD(org_share_leaves_room_for_other_orgs);
+ATF_TC_BODY(org_share_leaves_room_for_other_orgs, tc)
+{
+	int	 s[3], used, slot;
+
+	ATF_REQUIRE_EQ(slots_claim(1, 10, 4, 2, 2, &s[0], &used), 0);
+	ATF_REQUIRE_EQ(slots_claim(2, 10, 4, 2, 2, &s[1], &used), 0);
+	/* User 3 holds nothing, its org holds its two. */
+	ATF_REQUIRE_EQ(slots_claim(3, 10, 4, 2, 2, &slot, &used), SLOTS_ORG);
+	ATF_CHECK_EQ(used, 2);
+	ATF_REQUIRE_EQ(slots_claim(4, 20, 4, 2, 2, &s[2], &used), 0);
+	/* No share of its own (0): the run slots alone. */
+	ATF_REQUIRE_EQ(slots_claim(3, 10, 4, 2, 0, &slot, &used), 0);
+	slots_release(slot);
+	slots_release(s[0]);
+	ATF_REQUIRE_EQ(slots_claim(3, 10, 4, 2, 2, &s[0], &used), 0);
+	slots_release(s[0]);
+	slots_release(s[1]);
+	slots_release(s[2]);
 	ATF_CHECK_EQ(slots_used(0), 0);
 }
 
@@ -45,7 +68,7 @@ ATF_TC_BODY(in_flight_by_audit_row, tc)
 {
 	int	 slot, used;
 
-	ATF_REQUIRE_EQ(slots_claim(7, 4, 2, &slot, &used), 0);
+	ATF_REQUIRE_EQ(slots_claim(7, 0, 4, 2, 0, &slot, &used), 0);
 	/* Claimed, but no audit row yet: no run is "running". */
 	ATF_CHECK(!slots_in_flight(42));
 	slots_started(slot, 42);
@@ -71,9 +94,9 @@ ATF_TC_BODY(in_flight_ids_are_the_started_runs, tc)
 	size_t	 n;
 	int	 s[3], used;
 
-	ATF_REQUIRE_EQ(slots_claim(1, 4, 4, &s[0], &used), 0);
-	ATF_REQUIRE_EQ(slots_claim(1, 4, 4, &s[1], &used), 0);
-	ATF_REQUIRE_EQ(slots_claim(2, 4, 4, &s[2], &used), 0);
+	ATF_REQUIRE_EQ(slots_claim(1, 0, 4, 4, 0, &s[0], &used), 0);
+	ATF_REQUIRE_EQ(slots_claim(1, 0, 4, 4, 0, &s[1], &used), 0);
+	ATF_REQUIRE_EQ(slots_claim(2, 0, 4, 4, 0, &s[2], &used), 0);
 	slots_started(s[0], 42);
 	slots_started(s[2], 44);
 	/* s[1] is claimed, not yet handed to exec: it has no row yet. */
@@ -110,7 +133,7 @@ ATF_TC_BODY(workers_never_exceed_the_limit, tc)
 		slots_init(dup(fd), w);
 		over = 0;
 		for (i = 0; i < ROUNDS; i++) {
-			if (slots_claim(w, MAX, MAX, &slot, &used) != 0)
+			if (slots_claim(w, 0, MAX, MAX, 0, &slot, &used) != 0)
 				continue;
 			if (slots_used(0) > MAX)
 				over = 1;
@@ -129,6 +152,7 @@ ATF_TC_BODY(workers_never_exceed_the_limit, tc)
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, server_limit_then_user_share);
+	ATF_TP_ADD_TC(tp, org_share_leaves_room_for_other_orgs);
 	ATF_TP_ADD_TC(tp, in_flight_by_audit_row);
 	ATF_TP_ADD_TC(tp, in_flight_ids_are_the_started_runs);
 	ATF_TP_ADD_TC(tp, workers_never_exceed_the_limit);

@@ -8,7 +8,8 @@
  * directories under the run directory (when runs get no tmpfs), start
  * programs found on the run path and signal its own run children; it
  * never opens a socket.  Its one cache is the compiled redaction sets,
- * one per tool and version of its secrets (exec_rset.c).  It keeps a
+ * one per tool and version of its secrets (common/redact_cache.c, made
+ * by a thread of its own, never on this loop).  It keeps a
  * pool of sandboxes ready ("run pool"), refilled one per turn of its loop
  * after answers.
  */
@@ -38,10 +39,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exec_rset.h"
 #include "pack.h"
 #include "proc.h"
 #include "redact.h"
+#include "redact_cache.h"
 #include "sandbox.h"
 #include "tregd.h"
 #include "exec.h"
@@ -51,6 +52,7 @@
 #define RUN_ARGC_MAX	(1 + ARGV_MAX + 32 * 32)
 #define RUN_ENVC_MAX	64
 #define RUN_SECRETS_MAX	512
+#define RUN_ENV_OWN	7	/* the variables exec sets itself */
 #define RUN_BLOB_MAX	(16 * 1024 * 1024)
 #define RUN_READ_LEN	65536
 #define RUN_RM_DEPTH	64
@@ -79,6 +81,8 @@ struct run {
 	int			 status;
 	int			 timed_out;
 	int			 cancelled;	/* the client went away */
+	const char		*offline;	/* why it has no network, or NULL */
+	size_t			 nown;		/* env[0..nown): exec's own */
 	int			 paused;	/* the client is not reading */
 	uint32_t		 timeout_s;
 	struct timespec		 start;
@@ -88,7 +92,13 @@ struct run {
 	struct event		 ev_timeout;
 	struct event		 ev_drain;
 	struct run_out		 out[2];
-	struct rset		*rset;		/* its compiled redaction set */
+	struct rcache		*rset;		/* its compiled redaction set */
+	/* Until it starts: the order (argv and env point into it). */
+	struct blob		*blob;
+	const char		*bin;
+	char			**argv;
+	char			**env;
+	int			 network;
 	char			 dir[PATH_MAX];
 };
 TAILQ_HEAD(run_list, run);
@@ -104,7 +114,14 @@ static struct event		 ev_zygote;
 static int			 nruns;
 static struct blob_list		 exec_blobs = TAILQ_HEAD_INITIALIZER(exec_blobs);
 static struct run_list		 runs = TAILQ_HEAD_INITIALIZER(runs);
+/* Run orders waiting for their redaction set. */
+static struct run_list		 waiting = TAILQ_HEAD_INITIALIZER(waiting);
 static int			 as_root;
+static int			 exec_ca;	/* <run dir>/ca-bundle.pem made */
+/* The variables that name a CA bundle, for OpenSSL, Go, Node, Python. */
+static const char *const	 ca_vars[] = { "SSL_CERT_FILE",
+    "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+    "AWS_CA_BUNDLE", "GIT_SSL_CAINFO" };
 static unsigned char		 readbuf[RUN_READ_LEN];
 /* Cancels that came before their run order (another channel). */
 static uint32_t			 early_cancel[RUN_EARLY_CANCEL];
@@ -156,8 +173,13 @@ static void	exec_kill_runs(void);
 static void	exec_atexit(void);
 static void	exec_sigchld(int, short, void *);
 static void	exec_prepare(void);
+static int	exec_ca_append(int, const char *);
+static void	exec_ca_bundle(void);
 static void	exec_drop_caps(void);
 static void	exec_start(struct blob *);
+static void	exec_set_ready(void *, struct rcache *);
+static void	exec_go(struct run *);
+static void	exec_args_free(struct run *);
 static int	exec_resolve(const char *, char *, size_t);
 static int	run_mkdir(struct run *);
 static void	run_spawn(struct run *, const char *, char **, char **, int);
@@ -222,7 +244,8 @@ exec_main(int debug, int verbose)
 	evtimer_set(&ev_refill, exec_refill, NULL);
 	exec_refill_soon();
 	exec_metrics_start(&iev_frontend);
-	rset_init();
+	rcache_init();
+	rcache_start();
 	proc_child_run(exec_sig);
 }
 
@@ -266,9 +289,71 @@ exec_prepare(void)
 			rm_tree_at(dfd, de->d_name, 1, 0);
 	closedir(d);
 	close(dfd);
+	exec_ca_bundle();
 
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == -1)
 		fatal("PR_SET_CHILD_SUBREAPER");
+}
+
+/* File path appended to fd; 0, or -1 with errno. */
+static int
+exec_ca_append(int fd, const char *path)
+{
+	char	 buf[8192];
+	ssize_t	 n;
+	int	 in, rc = 0;
+
+	if ((in = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return (-1);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(fd, buf, n) != n) {
+			rc = -1;
+			break;
+		}
+	if (n == -1)
+		rc = -1;
+	close(in);
+	/* A file whose last line lacks its newline must not join the next. */
+	if (rc == 0 && write(fd, "\n", 1) != 1)
+		rc = -1;
+	return (rc);
+}
+
+/*
+ * The CAs a run's CLIs trust: the system's bundle and `relay ca' (the
+ * private CA the operator's upstreams use), at <run dir>/ca-bundle.pem,
+ * named by the variables CLIs read (exec_start); an init binds it into
+ * its run's view (exec_child.c).  Without `relay ca' there is none:
+ * the system's bundle is theirs already.
+ */
+static void
+exec_ca_bundle(void)
+{
+	char	 path[PATH_MAX], tmp[PATH_MAX];
+	int	 fd;
+
+	exec_ca = 0;
+	if (snprintf(path, sizeof(path), "%s/%s", exec_conf.run_dir,
+	    RUN_CA_BUNDLE) >= (int)sizeof(path) || snprintf(tmp, sizeof(tmp),
+	    "%s/.%s", exec_conf.run_dir, RUN_CA_BUNDLE) >= (int)sizeof(tmp))
+		fatalx("run directory %s: path too long", exec_conf.run_dir);
+	if (unlink(path) == -1 && errno != ENOENT)
+		fatal("unlink %s", path);
+	if (exec_conf.relay_ca[0] == '\0')
+		return;
+	(void)unlink(tmp);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0644)) == -1)
+		fatal("open %s", tmp);
+	if (fchmod(fd, 0644) == -1)
+		fatal("fchmod %s", tmp);
+	if (exec_ca_append(fd, TREGD_CA_BUNDLE) == -1)
+		log_warn("exec: %s", TREGD_CA_BUNDLE);
+	if (exec_ca_append(fd, exec_conf.relay_ca) == -1)
+		fatal("relay ca %s", exec_conf.relay_ca);
+	if (fsync(fd) == -1 || close(fd) == -1 || rename(tmp, path) == -1)
+		fatal("%s", path);
+	exec_ca = 1;
 }
 
 /*
@@ -359,7 +444,7 @@ exec_atexit(void)
 		nanosleep(&ts, NULL);
 	}
 	sbx_cleanup();
-	rset_clear();
+	rcache_clear();
 }
 
 static void
@@ -415,10 +500,9 @@ exec_imsg_run_data(struct imsgev *iev, struct imsg *imsg)
 	b = blob_add(&exec_blobs, imsg, iev->peer, &bad);
 	if (bad)
 		fatalx("%s: bad IMSG_DATA from %s", __func__, iev->name);
-	if (b != NULL) {
+	/* A cancel that came first is looked at once the run started. */
+	if (b != NULL)
 		exec_start(b);
-		run_cancel_pending(imsg->hdr.id);
-	}
 }
 
 static void
@@ -526,50 +610,54 @@ env_entry_ok(const char *s)
 
 /*
  * A run order: check every field (a malformed order means the vault is
- * not itself, and is fatal), then resolve, prepare and fork.
+ * not itself, and is fatal), then find its redaction set; the run goes
+ * on in exec_go() once the set is there, at once when the cache has it,
+ * or when the cache's thread compiled it (redact_cache.c: never on this
+ * loop, which serves every other org's runs meanwhile).
  */
 static void
 exec_start(struct blob *b)
 {
 	struct run_start	 rs;
-	struct run_exit		 rx;
-	struct unpack		 up, sup;
+	struct unpack		 up;
 	struct run		*r;
-	struct redact_set	*set;
-	struct rset_digest	 dg;
-	const char		*bin, *s;
-	char			 path[PATH_MAX], **argv = NULL, **env = NULL;
+	const char		*s, *sec;
 	size_t			 len;
 	uint32_t		 argc, envc, nsec, i, n;
 
 	int64_t			 t_order = mono_ns();
 
 	memcpy(&rs, b->head, sizeof(rs));
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		fatal("%s: calloc", __func__);
 	unpack_init(&up, b->data, b->datalen);
-	bin = unpack_str(&up);
+	r->bin = unpack_str(&up);
 	argc = unpack_u32(&up);
 	if (up.bad || argc < 1 || argc > RUN_ARGC_MAX)
 		fatalx("%s: bad run order (argv)", __func__);
-	if ((argv = calloc(argc + 1, sizeof(*argv))) == NULL)
+	if ((r->argv = calloc(argc + 1, sizeof(*r->argv))) == NULL)
 		fatal("%s: calloc", __func__);
 	for (i = 0; i < argc; i++)
-		if ((argv[i] = (char *)unpack_str(&up)) == NULL)
+		if ((r->argv[i] = (char *)unpack_str(&up)) == NULL)
 			fatalx("%s: bad run order (argv[%u])", __func__, i);
 	envc = unpack_u32(&up);
 	if (up.bad || envc > RUN_ENVC_MAX)
 		fatalx("%s: bad run order (env)", __func__);
-	/* PATH, HOME, TMPDIR, XDG_CONFIG_HOME, XDG_CACHE_HOME, LANG, LC_ALL */
-	n = 7;
-	if ((env = calloc(envc + n + 1, sizeof(*env))) == NULL)
+	/*
+	 * PATH, HOME, TMPDIR, XDG_CONFIG_HOME, XDG_CACHE_HOME, LANG, LC_ALL,
+	 * and the CA bundle's variables.
+	 */
+	n = RUN_ENV_OWN + (exec_ca ? sizeof(ca_vars) / sizeof(ca_vars[0]) : 0);
+	r->nown = n;
+	if ((r->env = calloc(envc + n + 1, sizeof(*r->env))) == NULL)
 		fatal("%s: calloc", __func__);
 	for (i = 0; i < envc; i++)
 		if ((s = unpack_str(&up)) == NULL || !env_entry_ok(s))
 			fatalx("%s: bad run order (env[%u])", __func__, i);
 		else
-			env[n + i] = (char *)s;
+			r->env[n + i] = (char *)s;
 
-	if ((r = calloc(1, sizeof(*r))) == NULL)
-		fatal("%s: calloc", __func__);
+	r->blob = b;
 	r->reqid = b->id;
 	r->runid = rs.runid;
 	r->worker = b->peer - PROC_WORKER(0);
@@ -577,99 +665,120 @@ exec_start(struct blob *b)
 	r->sb.pid = r->sb.pgid = -1;
 	r->sb.slot = -1;
 	r->out[0].fd = r->out[1].fd = -1;
+	r->timeout_s = rs.timeout_s;
+	r->network = rs.network && exec_conf.run_network;
+	if (!exec_conf.run_network)
+		r->offline = "the server's runs have none (run network no)";
+	else if (!rs.network)
+		r->offline = "the tool's CLI profile says \"network\": false";
+	/* The rest is the secrets, packed: the cache's key. */
+	sec = up.p;
 	nsec = unpack_u32(&up);
 	if (up.bad || nsec > RUN_SECRETS_MAX)
 		fatalx("%s: bad run order (secrets)", __func__);
-	/* The secrets once for their digest, again if there is no set. */
-	sup = up;
-	rset_digest_init(&dg);
-	for (i = 0; i < nsec; i++) {
-		if ((s = unpack_bytes(&up, &len)) == NULL)
+	for (i = 0; i < nsec; i++)
+		if (unpack_bytes(&up, &len) == NULL)
 			fatalx("%s: bad run order (secret %u)", __func__, i);
-		rset_digest_add(&dg, s, len);
-	}
-	rset_digest_final(&dg);
-	if (unpack_done(&up) == -1 || bin == NULL || *bin == '\0' ||
-	    strchr(bin, '/') != NULL || strlen(bin) >= CONF_BIN_LEN ||
+	if (unpack_done(&up) == -1 || r->bin == NULL || *r->bin == '\0' ||
+	    strchr(r->bin, '/') != NULL || strlen(r->bin) >= CONF_BIN_LEN ||
 	    rs.timeout_s < 1 || rs.timeout_s > RUN_TIMEOUT_MAX)
 		fatalx("%s: bad run order", __func__);
-	if ((r->rset = rset_get(rs.tool_id, &dg)) == NULL) {
-		if ((set = redact_set_new()) == NULL)
-			fatal("%s: redact_set_new", __func__);
-		for (i = 0; i < nsec; i++) {
-			s = unpack_bytes(&sup, &len);
-			if (redact_set_add(set, s, len) == -1)
-				fatal("%s: redact_set_add", __func__);
-		}
-		if (redact_set_compile(set) == -1)
-			fatal("%s: redact_set_compile", __func__);
-		r->rset = rset_add(rs.tool_id, &dg, set);
+	TAILQ_INSERT_TAIL(&waiting, r, entry);
+	switch (rcache_get(rs.tool_id, sec, b->data + b->datalen - sec,
+	    exec_set_ready, r, &r->rset)) {
+	case 0:
+		exec_set_ready(r, r->rset);
+		break;
+	case 1:
+		break;
+	default:
+		fatalx("%s: bad run order (secrets)", __func__);
 	}
-	explicit_bzero(&dg, sizeof(dg));
-	r->timeout_s = rs.timeout_s;
+}
+
+/* The run's set is ready (NULL: it could not be made): start it. */
+static void
+exec_set_ready(void *arg, struct rcache *set)
+{
+	struct run	*r = arg;
+	struct run_exit	 rx;
+
+	TAILQ_REMOVE(&waiting, r, entry);
+	r->rset = set;
+	if (set == NULL) {
+		memset(&rx, 0, sizeof(rx));
+		rx.failed = 1;
+		run_report(r, &rx);
+		exec_args_free(r);
+		run_free(r);
+		return;
+	}
+	exec_go(r);
+	run_cancel_pending(r->reqid);
+}
+
+static void
+exec_go(struct run *r)
+{
+	struct run_exit	 rx;
+	char		 path[PATH_MAX];
+	size_t		 i;
 
 	memset(&rx, 0, sizeof(rx));
 	rx.runid = r->runid;
-	if (exec_resolve(bin, path, sizeof(path)) == -1) {
+	if (exec_resolve(r->bin, path, sizeof(path)) == -1) {
 		/* Nothing started: the vault answers 422, no record. */
 		rx.notfound = 1;
 		run_report(r, &rx);
+		exec_args_free(r);
 		run_free(r);
-		goto out;
+		return;
 	}
-	if (sbx_alloc(&r->sb, rs.network && exec_conf.run_network) == -1 ||
-	    run_mkdir(r) == -1) {
+	if (sbx_alloc(&r->sb, r->network) == -1 || run_mkdir(r) == -1) {
 		rx.failed = 1;
 		run_report(r, &rx);
+		exec_args_free(r);
 		run_free(r);
-		goto out;
+		return;
 	}
-	if (asprintf(&env[0], "PATH=%s", exec_conf.run_path) == -1 ||
-	    asprintf(&env[1], "HOME=%s", r->dir) == -1 ||
-	    asprintf(&env[2], "TMPDIR=%s/tmp", r->dir) == -1 ||
-	    asprintf(&env[3], "XDG_CONFIG_HOME=%s/.config", r->dir) == -1 ||
-	    asprintf(&env[4], "XDG_CACHE_HOME=%s/.cache", r->dir) == -1 ||
-	    (env[5] = strdup("LANG=C.UTF-8")) == NULL ||
-	    (env[6] = strdup("LC_ALL=C.UTF-8")) == NULL)
+	if (asprintf(&r->env[0], "PATH=%s", exec_conf.run_path) == -1 ||
+	    asprintf(&r->env[1], "HOME=%s", r->dir) == -1 ||
+	    asprintf(&r->env[2], "TMPDIR=%s/tmp", r->dir) == -1 ||
+	    asprintf(&r->env[3], "XDG_CONFIG_HOME=%s/.config", r->dir) == -1 ||
+	    asprintf(&r->env[4], "XDG_CACHE_HOME=%s/.cache", r->dir) == -1 ||
+	    (r->env[5] = strdup("LANG=C.UTF-8")) == NULL ||
+	    (r->env[6] = strdup("LC_ALL=C.UTF-8")) == NULL)
 		fatal("%s: asprintf", __func__);
+	for (i = 0; i + RUN_ENV_OWN < r->nown; i++)
+		if (asprintf(&r->env[RUN_ENV_OWN + i], "%s=%s/%s", ca_vars[i],
+		    exec_conf.run_dir, RUN_CA_BUNDLE) == -1)
+			fatal("%s: asprintf", __func__);
 	TAILQ_INSERT_TAIL(&runs, r, entry);
 	nruns++;
 	exec_metrics_running(1);
-	run_spawn(r, path, argv, env, rs.network && exec_conf.run_network);
-	for (i = 0; i < n; i++)
-		free(env[i]);
- out:
-	/* argv and env point into the blob, which held secrets: zeroed. */
-	free(argv);
-	free(env);
-	blob_free(b);
+	run_spawn(r, path, r->argv, r->env, r->network);
+	for (i = 0; i < r->nown; i++)
+		free(r->env[i]);
+	exec_args_free(r);
+}
+
+/* argv and env point into the blob, which held secrets: zeroed. */
+static void
+exec_args_free(struct run *r)
+{
+	free(r->argv);
+	free(r->env);
+	r->argv = r->env = NULL;
+	r->bin = NULL;
+	blob_free(r->blob);
+	r->blob = NULL;
 }
 
 /* The first executable regular file named bin on the run path. */
 static int
 exec_resolve(const char *bin, char *path, size_t len)
 {
-	const char	*p, *end;
-	struct stat	 st;
-	size_t		 dlen;
-	int		 n;
-
-	for (p = exec_conf.run_path; *p != '\0'; p = end) {
-		if ((end = strchr(p, ':')) == NULL)
-			end = p + strlen(p);
-		dlen = end - p;
-		if (*end == ':')
-			end++;
-		if (dlen == 0 || *p != '/')
-			continue;	/* only absolute directories */
-		n = snprintf(path, len, "%.*s/%s", (int)dlen, p, bin);
-		if (n < 0 || (size_t)n >= len)
-			continue;
-		if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-		    (st.st_mode & 0111) != 0 && access(path, X_OK) == 0)
-			return (0);
-	}
-	return (-1);
+	return (conf_run_resolve(exec_conf.run_path, bin, path, len));
 }
 
 /*
@@ -734,7 +843,7 @@ run_spawn(struct run *r, const char *path, char **argv, char **env,
 		r->out[i].stream = i + 1;
 		if (fcntl(r->out[i].fd, F_SETFL, O_NONBLOCK) == -1)
 			fatal("%s: O_NONBLOCK", __func__);
-		if ((r->out[i].rd = redact_new(rset_set(r->rset),
+		if ((r->out[i].rd = redact_new(rcache_set(r->rset),
 		    RUN_OUTPUT_MAX)) == NULL)
 			fatal("%s: redact_new", __func__);
 		event_set(&r->out[i].ev, r->out[i].fd, EV_READ | EV_PERSIST,
@@ -928,7 +1037,7 @@ run_done(struct run *r)
 {
 	struct run_exit	 rx;
 	struct run_result rr;
-	char		 note[64];
+	char		 note[128];
 	int		 n = 0, i, truncated = 0;
 	size_t		 redacted = 0;
 	int64_t		 t_done = mono_ns();
@@ -937,6 +1046,14 @@ run_done(struct run *r)
 	if (r->timed_out) {
 		n = snprintf(note, sizeof(note), "\n[treg] killed: exceeded "
 		    "%us timeout\n", r->timeout_s);
+		if (redact_write(r->out[1].rd, note, n, run_emit,
+		    &r->out[1]) == -1)
+			fatal("%s: redact_write", __func__);
+	} else if (r->offline != NULL && !r->cancelled &&
+	    !(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0)) {
+		/* What a CLI prints then looks like the upstream's outage. */
+		n = snprintf(note, sizeof(note), "\n[treg] this run has no "
+		    "network: %s\n", r->offline);
 		if (redact_write(r->out[1].rd, note, n, run_emit,
 		    &r->out[1]) == -1)
 			fatal("%s: redact_write", __func__);
@@ -949,8 +1066,8 @@ run_done(struct run *r)
 			truncated |= i == 0 ? RUN_TRUNC_STDOUT :
 			    RUN_TRUNC_STDERR;
 	}
-	/* A capped stderr still says why the run ended. */
-	if (r->timed_out && redact_truncated(r->out[1].rd))
+	/* A capped stderr still says why the run ended, or failed. */
+	if (n > 0 && redact_truncated(r->out[1].rd))
 		run_emit(&r->out[1], note + 1, n - 1);
 	memset(&rx, 0, sizeof(rx));
 	rx.runid = r->runid;
@@ -1089,7 +1206,7 @@ run_free(struct run *r)
 	if (r->made_dir)
 		rm_dir(r->dir);
 	sbx_release(&r->sb);
-	rset_put(r->rset);
+	rcache_put(r->rset);
 	free(r);
 }
 

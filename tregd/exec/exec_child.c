@@ -50,8 +50,25 @@ const char		*sbx_cg_name = "RLIMIT_AS";
 char			*sbx_order_buf;
 size_t			 sbx_order_len;
 
+/* The covers a run's init mounted, to seal once the mount points exist. */
+#define SBX_HIDDEN_MAX	6
+#define SBX_COVER_OPT	"size=64k,mode=0755"
+struct sbx_hidden {
+	size_t		 n;
+	const char	*dir[SBX_HIDDEN_MAX];
+	char		 sockdir[PATH_MAX];	/* the control socket's */
+};
+
 static void	sbx_limits(const struct tregd_conf *);
 static int	sbx_mkdir_p(const char *);
+static int	sbx_beneath(const char *, const char *);
+static int	sbx_hide(const struct sbx_child *, struct sbx_hidden *);
+static int	sbx_cover(struct sbx_hidden *, const char *, const char *,
+		    int);
+static int	sbx_keep(int, const char *, int);
+static int	sbx_cover_cgroups(const struct sbx_child *,
+		    struct sbx_hidden *);
+static int	sbx_devpts(void);
 static int	sbx_test_procs(void);
 static int	sbx_test_memory(long long);
 static void	sbx_say(const char *, ...)
@@ -468,11 +485,12 @@ sbx_selftest_run(const struct tregd_conf *conf, const struct sbx_run *sr)
 
 /*
  * The run's view of the filesystem: everything read-only and private
- * (nothing of it propagates back), the state directory hidden, its own
- * /proc, empty /tmp, /var/tmp and /dev/shm, the run-directory base
- * replaced by a read-only tmpfs holding only this run's directory, a
- * tmpfs of "run tmpsize" owned by the run user.  Gone with the run.
- * In the run's init (and in bench/run-floor.c's).
+ * (nothing of it propagates back), what is the host's covered (see
+ * sbx_hide), its own /proc and pty devices, empty /tmp, /var/tmp and
+ * /dev/shm, the run-directory base replaced by a read-only tmpfs holding
+ * only this run's directory, a tmpfs of "run tmpsize" owned by the run
+ * user.  Gone with the run.  In the run's init (and in
+ * bench/run-floor.c's).
  */
 int
 sbx_mounts_make(const struct sbx_child *c)
@@ -480,20 +498,32 @@ sbx_mounts_make(const struct sbx_child *c)
 	const struct tregd_conf	*conf = c->conf;
 	const char *const	 tmps[] = { "/tmp", "/var/tmp", "/dev/shm" };
 	const unsigned long	 fl = MS_NOSUID | MS_NODEV;
+	struct sbx_hidden	 h;
 	struct mount_attr	 ma;
-	char			 opt[128];
+	char			 opt[128], ca[PATH_MAX], src[64];
 	size_t			 i;
+	int			 cafd = -1, fd;
 
+	/*
+	 * The CA bundle exec made (exec_ca_bundle), found before the run
+	 * directory base is covered, bound back at its path afterwards.
+	 */
+	if ((size_t)snprintf(ca, sizeof(ca), "%s/%s", conf->run_dir,
+	    RUN_CA_BUNDLE) < sizeof(ca))
+		cafd = open(ca, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	memset(&ma, 0, sizeof(ma));
 	ma.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
 	ma.propagation = MS_PRIVATE;
 	if (syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &ma,
 	    sizeof(ma)) == -1)
 		return (-1);
+	/* First: what is kept of the hidden is bound from /proc/self/fd. */
+	if (mount("proc", "/proc", "proc", fl | MS_NOEXEC, NULL) == -1)
+		return (-1);
+	if (sbx_hide(c, &h) == -1)
+		return (-1);
 	if (mount("tmpfs", conf->state, "tmpfs", fl | MS_RDONLY | MS_NOEXEC,
 	    "size=4k,mode=0") == -1 && errno != ENOENT)
-		return (-1);
-	if (mount("proc", "/proc", "proc", fl | MS_NOEXEC, NULL) == -1)
 		return (-1);
 	snprintf(opt, sizeof(opt), "size=%lld,mode=1777", conf->run_tmpsize);
 	for (i = 0; i < sizeof(tmps) / sizeof(tmps[0]); i++)
@@ -509,8 +539,201 @@ sbx_mounts_make(const struct sbx_child *c)
 	    (unsigned int)c->sr->gid);
 	if (mount("tmpfs", c->sp->dir, "tmpfs", fl, opt) == -1)
 		return (-1);
-	return (mount(NULL, conf->run_dir, NULL, MS_REMOUNT | MS_RDONLY | fl,
-	    "size=64k,mode=0755"));
+	if (cafd != -1) {
+		snprintf(src, sizeof(src), "/proc/self/fd/%d", cafd);
+		if ((fd = open(ca, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		    0444)) == -1)
+			return (-1);
+		close(fd);
+		if (mount(src, ca, NULL, MS_BIND, NULL) == -1)
+			return (-1);
+		close(cafd);
+	}
+	if (mount(NULL, conf->run_dir, NULL, MS_REMOUNT | MS_RDONLY | fl,
+	    "size=64k,mode=0755") == -1)
+		return (-1);
+	if (sbx_devpts() == -1)
+		return (-1);
+	/* The covers were written to (mount points): read-only now. */
+	for (i = 0; i < h.n; i++)
+		if (mount(NULL, h.dir[i], NULL, MS_REMOUNT | MS_RDONLY | fl |
+		    MS_NOEXEC, SBX_COVER_OPT) == -1)
+			return (-1);
+	return (0);
+}
+
+/* Whether path is dir or below it (both canonical). */
+static int
+sbx_beneath(const char *path, const char *dir)
+{
+	size_t	 n = strlen(dir);
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	if (n == 1 && dir[0] == '/')
+		return (1);
+	return (strncmp(path, dir, n) == 0 && (path[n] == '\0' ||
+	    path[n] == '/'));
+}
+
+/*
+ * What of the host a run must not reach through the filesystem, each
+ * covered by an empty tmpfs (sealed read-only by the caller once the
+ * mount points below were made): the control socket's directory (its
+ * peer check refuses a run anyway), /run and /var/run (host daemons'
+ * sockets: PostgreSQL, D-Bus, systemd's; pid files), and
+ * /sys/fs/cgroup (other runs' cgroups).  Kept: the file
+ * /etc/resolv.conf names when it is under /run (a resolver's stub), and
+ * the run's own cgroups, at their paths, read-only.  The state
+ * directory, /tmp, /var/tmp, /dev/shm and the run-directory base are
+ * replaced by the caller.  Sockets elsewhere stay as reachable as
+ * their modes say (tregd.8, CAVEATS).
+ */
+static int
+sbx_hide(const struct sbx_child *c, struct sbx_hidden *h)
+{
+	const char *const	 skip[] = { "/run", "/var/run", "/tmp",
+				    "/var/tmp", "/dev/shm" };
+	char			*dir = h->sockdir, *p;
+	struct stat		 st;
+	size_t			 i;
+
+	memset(h, 0, sizeof(*h));
+	/* The socket's directory, unless it is hidden already. */
+	if (c->conf->socket[0] == '/' &&
+	    realpath(c->conf->socket, dir) != NULL &&
+	    (p = strrchr(dir, '/')) != NULL && p != dir) {
+		*p = '\0';
+		for (i = 0; i < sizeof(skip) / sizeof(skip[0]); i++)
+			if (sbx_beneath(dir, skip[i]))
+				break;
+		if (i == sizeof(skip) / sizeof(skip[0]) &&
+		    !sbx_beneath(dir, c->conf->state) &&
+		    !sbx_beneath(dir, c->conf->run_dir) &&
+		    sbx_cover(h, dir, NULL, 0) == -1)
+			return (-1);
+	}
+	if (sbx_cover(h, "/run", "/etc/resolv.conf", 0) == -1)
+		return (-1);
+	if (lstat("/var/run", &st) == 0 && S_ISDIR(st.st_mode) &&
+	    sbx_cover(h, "/var/run", "/etc/resolv.conf", 0) == -1)
+		return (-1);
+	return (sbx_cover_cgroups(c, h));
+}
+
+/*
+ * Cover dir with an empty tmpfs, writable until sealed; what keep names
+ * (a file, or with isdir a directory), when it resolves to below dir,
+ * bound again at its place, as it is.  1 covered, 0 no such dir, -1.
+ */
+static int
+sbx_cover(struct sbx_hidden *h, const char *dir, const char *keep,
+    int isdir)
+{
+	char	 path[PATH_MAX];
+	int	 fd = -1, rc = -1;
+
+	if (h->n >= SBX_HIDDEN_MAX) {
+		errno = E2BIG;
+		return (-1);
+	}
+	if (keep != NULL && realpath(keep, path) != NULL &&
+	    sbx_beneath(path, dir) && strcmp(path, dir) != 0 &&
+	    (fd = open(path, O_PATH | O_CLOEXEC)) == -1)
+		return (-1);
+	if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	    SBX_COVER_OPT) == -1) {
+		rc = errno == ENOENT ? 0 : -1;
+		goto done;
+	}
+	h->dir[h->n++] = dir;
+	rc = fd == -1 || sbx_keep(fd, path, isdir) == 0 ? 1 : -1;
+ done:
+	if (fd != -1)
+		close(fd);
+	return (rc);
+}
+
+/* fd (O_PATH, opened before its place was covered) bound at path. */
+static int
+sbx_keep(int fd, const char *path, int isdir)
+{
+	char	 src[32], parent[PATH_MAX], *p;
+	int	 f;
+
+	snprintf(parent, sizeof(parent), "%s", path);
+	if ((p = strrchr(parent, '/')) == NULL)
+		return (-1);
+	*p = '\0';
+	if (sbx_mkdir_p(parent) == -1)
+		return (-1);
+	if (isdir) {
+		if (mkdir(path, 0755) == -1 && errno != EEXIST)
+			return (-1);
+	} else {
+		if ((f = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) ==
+		    -1)
+			return (-1);
+		close(f);
+	}
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
+	/* The bind has its source's flags: read-only, like all the host. */
+	return (mount(src, path, NULL, MS_BIND, NULL));
+}
+
+/*
+ * /sys/fs/cgroup: covered, the run's own cgroups (the directories of the
+ * cgroup.procs it is to join) bound back at their paths, so that a CLI
+ * reads its limits where /proc/self/cgroup says they are.
+ */
+static int
+sbx_cover_cgroups(const struct sbx_child *c, struct sbx_hidden *h)
+{
+	char	 link[64], path[2][PATH_MAX], *p;
+	ssize_t	 n;
+	int	 fd[2] = { -1, -1 }, i, rc = -1;
+
+	for (i = 0; i < 2; i++) {
+		if (c->cgfd[i] == -1)
+			continue;
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", c->cgfd[i]);
+		if ((n = readlink(link, path[i], sizeof(path[i]) - 1)) <= 0)
+			goto done;
+		path[i][n] = '\0';
+		if ((p = strrchr(path[i], '/')) == NULL)
+			goto done;
+		*p = '\0';		/* its directory */
+		if (sbx_beneath(path[i], "/sys/fs/cgroup") &&
+		    (fd[i] = open(path[i], O_PATH | O_DIRECTORY |
+		    O_CLOEXEC)) == -1)
+			goto done;
+	}
+	if ((rc = sbx_cover(h, "/sys/fs/cgroup", NULL, 0)) == 1)
+		for (i = 0, rc = 0; i < 2 && rc == 0; i++)
+			if (fd[i] != -1)
+				rc = sbx_keep(fd[i], path[i], 1);
+ done:
+	for (i = 0; i < 2; i++)
+		if (fd[i] != -1)
+			close(fd[i]);
+	return (rc == -1 ? -1 : 0);
+}
+
+/*
+ * The run's own pty devices: a devpts instance of its own on /dev/pts
+ * and its ptmx on /dev/ptmx, so that it neither sees the host's
+ * terminals nor allocates among them.  A host without /dev/pts has none.
+ */
+static int
+sbx_devpts(void)
+{
+	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+	    "newinstance,ptmxmode=0666,mode=0620") == -1)
+		return (errno == ENOENT ? 0 : -1);
+	if (mount("/dev/pts/ptmx", "/dev/ptmx", NULL, MS_BIND, NULL) == -1 &&
+	    errno != ENOENT)
+		return (-1);
+	return (0);
 }
 
 /* mkdir -p, 0755 (only in the run's own tmpfs, or existing already). */

@@ -811,6 +811,7 @@ sbx_zygote(void)
 	zc.run_memory = sbx_conf->run_memory;
 	zc.run_tmpsize = sbx_conf->run_tmpsize;
 	strlcpy(zc.state, sbx_conf->state, sizeof(zc.state));
+	strlcpy(zc.socket, sbx_conf->socket, sizeof(zc.socket));
 	strlcpy(zc.run_dir, sbx_conf->run_dir, sizeof(zc.run_dir));
 	strlcpy(zc.memory_limit, sbx_cg_name, sizeof(zc.memory_limit));
 	zc.bpf_len = sbx_filter.len;

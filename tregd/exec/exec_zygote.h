@@ -68,7 +68,7 @@ struct sbx_order {
 	uint32_t	 test;	/* tregd -T child: the selftest, no execve */
 };
 
-#define ZYG_MAGIC	0x7a796733	/* "zyg3" */
+#define ZYG_MAGIC	0x7a796734	/* "zyg4" */
 
 /* What the zygote's inits need of exec's settings; the CLI filter follows. */
 struct zyg_conf {
@@ -86,6 +86,7 @@ struct zyg_conf {
 	int64_t		 run_memory;
 	int64_t		 run_tmpsize;
 	char		 state[PATH_MAX];
+	char		 socket[PATH_MAX];	/* its directory is hidden */
 	char		 run_dir[PATH_MAX];
 	char		 memory_limit[64];	/* sbx_memory_limit() */
 	uint32_t	 bpf_len;	/* struct sock_filter that follow */

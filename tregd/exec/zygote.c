@@ -160,6 +160,7 @@ zyg_settings(void)
 	    zc.magic != ZYG_MAGIC || zc.count == 0 || zc.count > RUN_USERS_MAX ||
 	    zc.bpf_len == 0 || zc.bpf_len > BPF_MAXINSNS ||
 	    memchr(zc.state, '\0', sizeof(zc.state)) == NULL ||
+	    memchr(zc.socket, '\0', sizeof(zc.socket)) == NULL ||
 	    memchr(zc.run_dir, '\0', sizeof(zc.run_dir)) == NULL ||
 	    memchr(zc.memory_limit, '\0', sizeof(zc.memory_limit)) == NULL)
 		_exit(1);
@@ -187,6 +188,7 @@ zyg_settings(void)
 	zyg_conf.run_memory = zc.run_memory;
 	zyg_conf.run_tmpsize = zc.run_tmpsize;
 	memcpy(zyg_conf.state, zc.state, sizeof(zyg_conf.state));
+	memcpy(zyg_conf.socket, zc.socket, sizeof(zyg_conf.socket));
 	memcpy(zyg_conf.run_dir, zc.run_dir, sizeof(zyg_conf.run_dir));
 	sbx_status = mmap(NULL, sbx_count * sizeof(*sbx_status),
 	    PROT_READ | PROT_WRITE, MAP_SHARED, ZYG_FD_STATUS, 0);

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -61,6 +62,10 @@ static int			 slots_fd = -1;	/* the workers' run slots */
 static int			 listen_fds[CONF_LISTEN_MAX];
 static int			 metrics_fds[CONF_LISTEN_MAX];
 static int			 control_fd = -1;
+static gid_t			 control_gid = (gid_t)-1;	/* socket group */
+static struct stat		 control_pidns;	/* the daemon's pid namespace */
+static struct event		 ev_control;
+static int			 control_next;	/* the next tregctl's worker */
 static int			 parent_debug, parent_verbose;
 static int			 shutting_down;
 static struct event		 ev_sigterm, ev_sigint, ev_sighup, ev_sigchld;
@@ -68,6 +73,10 @@ static struct event		 ev_sigterm, ev_sigint, ev_sighup, ev_sigchld;
 static void	parent_bind_listeners(void);
 static int	parent_bind(const struct conf_listen *);
 static void	parent_bind_control(void);
+static void	parent_control_accept(int, short, void *);
+static int	parent_control_peer(int);
+static int	parent_control_cred(int, const struct ucred *);
+static int	parent_control_pidns(int, const struct ucred *);
 static struct child *parent_start(enum tregd_proc, int);
 static void	parent_connect(struct child *, struct child *);
 static void	parent_peer_send(struct child *, struct child *, int);
@@ -162,6 +171,10 @@ parent_main(struct tregd_conf *conf, const char *conffile, int debug,
 		parent_send_conf(&children[i], 1);
 	parent_send_procinfo();
 
+	event_set(&ev_control, control_fd, EV_READ | EV_PERSIST,
+	    parent_control_accept, NULL);
+	event_add(&ev_control, NULL);
+
 	signal_set(&ev_sigterm, SIGTERM, parent_sig, NULL);
 	signal_set(&ev_sigint, SIGINT, parent_sig, NULL);
 	signal_set(&ev_sighup, SIGHUP, parent_sig, NULL);
@@ -253,6 +266,7 @@ parent_bind_control(void)
 	if (parent_conf.socket_group[0] != '\0') {
 		if ((gr = getgrnam(parent_conf.socket_group)) == NULL)
 			fatalx("unknown group %s", parent_conf.socket_group);
+		control_gid = gr->gr_gid;
 		if (chown(parent_conf.socket, 0, gr->gr_gid) == -1 ||
 		    chmod(parent_conf.socket, 0660) == -1)
 			fatal("chmod %s", parent_conf.socket);
@@ -260,6 +274,142 @@ parent_bind_control(void)
 	if (listen(fd, 16) == -1)
 		fatal("listen %s", parent_conf.socket);
 	control_fd = fd;
+	if (stat("/proc/self/ns/pid", &control_pidns) == -1)
+		fatal("stat /proc/self/ns/pid");
+}
+
+/*
+ * A tregctl connection is checked here, where /proc is (the vault is
+ * chrooted and filtered), then served by a vault worker, round robin.
+ */
+static void
+parent_control_accept(int fd, short event, void *arg)
+{
+	struct child	*c;
+	int		 s;
+
+	if ((s = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) ==
+	    -1) {
+		if (errno != EAGAIN && errno != EINTR &&
+		    errno != ECONNABORTED)
+			log_warn("control accept");
+		return;
+	}
+	if (parent_control_peer(s) == -1) {
+		close(s);
+		return;
+	}
+	c = child_vault[control_next++ % nworkers];
+	imsgev_compose(&c->iev, IMSG_CTL_CONN, 0, s, NULL, 0);
+}
+
+/*
+ * Who may use the control socket: a process of the daemon's own pid
+ * namespace with the credentials the configuration gives (root, the
+ * daemon's user, the socket group), and no uid or gid of "run users".
+ * A run is refused whatever its uid: it is a process of a pid namespace
+ * of its own, and started by a normal user it has the daemon's uid
+ * (user namespace mode).  0, or -1 refused and logged.
+ */
+static int
+parent_control_peer(int s)
+{
+	struct ucred	 cred;
+	socklen_t	 len = sizeof(cred);
+
+	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1) {
+		log_warn("control: SO_PEERCRED");
+		return (-1);
+	}
+	if (!parent_control_cred(s, &cred)) {
+		log_warnx("control: refused a connection from uid %u gid %u",
+		    (unsigned int)cred.uid, (unsigned int)cred.gid);
+		return (-1);
+	}
+	if ((cred.uid >= parent_conf.run_uid_first &&
+	    cred.uid <= parent_conf.run_uid_last) ||
+	    (cred.gid >= parent_conf.run_uid_first &&
+	    cred.gid <= parent_conf.run_uid_last)) {
+		log_warnx("control: refused a connection from uid %u gid %u: "
+		    "a run's (run users)", (unsigned int)cred.uid,
+		    (unsigned int)cred.gid);
+		return (-1);
+	}
+	return (parent_control_pidns(s, &cred));
+}
+
+/* Root, the daemon's user, or the socket group, primary or not. */
+static int
+parent_control_cred(int s, const struct ucred *cred)
+{
+	gid_t		 groups[1024];
+	socklen_t	 len = sizeof(groups);
+	size_t		 i;
+
+	if (cred->uid == 0 || cred->uid == getuid())
+		return (1);
+	if (control_gid == (gid_t)-1)
+		return (0);
+	if (cred->gid == control_gid)
+		return (1);
+	/* SO_PEERGROUPS (Linux 4.13): the groups it had when it connected. */
+	if (getsockopt(s, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == -1) {
+		if (errno == ERANGE)
+			log_warnx("control: a peer with more than %zu groups",
+			    sizeof(groups) / sizeof(groups[0]));
+		return (0);
+	}
+	for (i = 0; i < len / sizeof(groups[0]); i++)
+		if (groups[i] == control_gid)
+			return (1);
+	return (0);
+}
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD	77	/* Linux 6.5; the kernel's ABI, never changes */
+#endif
+
+/*
+ * The peer is a process of the daemon's pid namespace.  A process of a
+ * namespace the parent does not see into has pid 0 here; one of a
+ * namespace below it (a run's) has its pid here and another
+ * /proc/PID/ns/pid.  A pidfd of the peer (SO_PEERPIDFD, else one opened
+ * on its pid at once) still naming a live process after the look says
+ * the pid was not reused meanwhile.
+ */
+static int
+parent_control_pidns(int s, const struct ucred *cred)
+{
+	struct stat	 st;
+	char		 path[64];
+	socklen_t	 len = sizeof(int);
+	int		 pidfd = -1, ok = 0;
+
+	if (cred->pid <= 0) {
+		log_warnx("control: refused a connection from pid namespace "
+		    "unknown (uid %u): not the daemon's",
+		    (unsigned int)cred->uid);
+		return (-1);
+	}
+	if (getsockopt(s, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == -1 &&
+	    (errno != ENOPROTOOPT ||
+	    (pidfd = (int)syscall(SYS_pidfd_open, cred->pid, 0)) == -1)) {
+		log_warn("control: no pidfd of pid %d", (int)cred->pid);
+		return (-1);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)cred->pid);
+	if (stat(path, &st) == -1)
+		memset(&st, 0, sizeof(st));
+	ok = st.st_dev == control_pidns.st_dev &&
+	    st.st_ino == control_pidns.st_ino &&
+	    syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
+	if (!ok)
+		log_warnx("control: refused a connection from pid namespace "
+		    "%llu (pid %d, uid %u): not the daemon's",
+		    (unsigned long long)st.st_ino, (int)cred->pid,
+		    (unsigned int)cred->uid);
+	close(pidfd);
+	return (ok ? 0 : -1);
 }
 
 /* fork, put the channel on fd 3, re-exec ourselves as the child. */
@@ -466,12 +616,6 @@ parent_send_conf(struct child *c, int first)
 			imsgev_compose(&c->iev, IMSG_CONF_METRICS, 0, fd,
 			    &i, sizeof(i));
 		}
-	/* Every worker accepts on it: the kernel picks one per client. */
-	if (first && c->id == PROC_VAULT) {
-		if ((fd = dup(control_fd)) == -1)
-			fatal("dup");
-		imsgev_compose(&c->iev, IMSG_CONF_CONTROL, 0, fd, NULL, 0);
-	}
 	imsgev_compose(&c->iev, IMSG_CONF_END, 0, -1, NULL, 0);
 }
 

@@ -39,28 +39,11 @@
 #include "pack.h"
 #include "proc.h"
 #include "redact.h"
+#include "redact_cache.h"
 #include "relay.h"
 #include "sandbox.h"
 
 #define CA_FILE_MAX	(4 * 1024 * 1024)
-#define RSET_CACHE	32	/* compiled redaction sets kept */
-
-/*
- * Compiling a set (every form of every secret) costs more than the rest
- * of a call; the same tool with the same secrets sends the same set, so
- * the compiled ones are kept, keyed by their exact bytes, least recently
- * used first out (zeroed).  A set in use by a call is never dropped.
- */
-struct rset {
-	char			*key;		/* the packed secrets */
-	size_t			 keylen;
-	struct redact_set	*set;
-	int			 refs;
-	uint64_t		 used;
-};
-static struct rset		 rsets[RSET_CACHE];
-static uint64_t			 rset_tick;
-
 struct tregd_conf		 relay_conf;
 static struct imsgev		 iev_parent, iev_frontend;
 static struct imsgev		 iev_vaults[VAULT_WORKERS_MAX];
@@ -92,8 +75,8 @@ static int	relay_literal(struct rcall *);
 static void	relay_go(struct rcall *, int);
 static struct rcall *relay_find(uint32_t);
 static void	relay_free(struct rcall *);
-static struct redact_set *rset_get(const char *, size_t, struct rset **);
-static void	rset_put(struct rset *);
+static void	relay_set_ready(void *, struct rcache *);
+static void	relay_begin(struct rcall *);
 
 #define FROM_PARENT	IMSG_FROM(PROC_PARENT)
 #define FROM_FRONTEND	IMSG_FROM(PROC_FRONTEND)
@@ -159,6 +142,9 @@ relay_main(int debug, int verbose)
 		sandbox_demote(pw, TREGD_EMPTY);
 	memset(&paths, 0, sizeof(paths));
 	sandbox_confine(SANDBOX_RELAY, &paths);
+	/* Its compiling thread inherits the filter. */
+	rcache_init();
+	rcache_start();
 
 	/* What the calls of one loop turn send a peer: one sendmsg. */
 	imsgev_coalesce(&iev_frontend);
@@ -295,7 +281,9 @@ relay_imsg_call_cancel(struct imsgev *iev, struct imsg *imsg)
 			evdns_getaddrinfo_cancel(rc->dns);
 		return;
 	}
-	rhttp_stop(rc);
+	/* Waiting for its set: nothing started yet. */
+	if (!rc->waiting)
+		rhttp_stop(rc);
 	relay_finish(rc, 1);
 }
 
@@ -304,7 +292,8 @@ relay_imsg_call_pause(struct imsgev *iev, struct imsg *imsg)
 {
 	struct rcall	*rc;
 
-	if ((rc = relay_find(imsg->hdr.id)) != NULL && !rc->resolving)
+	if ((rc = relay_find(imsg->hdr.id)) != NULL && !rc->resolving &&
+	    !rc->waiting)
 		rhttp_pause(rc, imsg->hdr.type == IMSG_CALL_PAUSE);
 }
 
@@ -366,83 +355,35 @@ relay_unpack(struct rcall *rc, struct blob *b)
 			return (-1);
 	if (unpack_done(&u) != 0)
 		return (-1);
-	if ((rc->set = rset_get(key, keylen, &rc->rset)) == NULL)
+	/* Compiled by the cache's thread when it has not got it. */
+	switch (rcache_get(0, key, keylen, relay_set_ready, rc, &rc->rset)) {
+	case 0:
+		rc->set = rcache_set(rc->rset);
+		break;
+	case 1:
+		rc->waiting = 1;
+		break;
+	default:
 		return (-1);
-	if ((rc->rd = redact_new(rc->set, SIZE_MAX)) == NULL)
-		fatal("%s: redact_new", __func__);
+	}
 	return (0);
 }
 
-static struct redact_set *
-rset_compile(const char *key, size_t keylen)
-{
-	struct redact_set	*set;
-	struct unpack		 u;
-	const char		*s;
-	size_t			 len, i, n;
-
-	if ((set = redact_set_new()) == NULL)
-		fatal("%s: redact_set_new", __func__);
-	unpack_init(&u, key, keylen);
-	n = unpack_u32(&u);
-	for (i = 0; i < n; i++) {
-		if ((s = unpack_bytes(&u, &len)) == NULL) {
-			redact_set_free(set);
-			return (NULL);
-		}
-		if (redact_set_add(set, s, len) == -1)
-			fatal("%s: redact_set_add", __func__);
-	}
-	if (redact_set_compile(set) == -1)
-		fatal("%s: redact_set_compile", __func__);
-	return (set);
-}
-
-static struct redact_set *
-rset_get(const char *key, size_t keylen, struct rset **out)
-{
-	struct rset	*r, *lru = NULL;
-	size_t		 i;
-
-	*out = NULL;
-	for (i = 0; i < RSET_CACHE; i++) {
-		r = &rsets[i];
-		if (r->set != NULL && r->keylen == keylen &&
-		    memcmp(r->key, key, keylen) == 0) {
-			r->refs++;
-			r->used = ++rset_tick;
-			*out = r;
-			return (r->set);
-		}
-		if (r->refs == 0 && (lru == NULL || r->set == NULL ||
-		    (lru->set != NULL && r->used < lru->used)))
-			lru = r;
-	}
-	if (lru == NULL)		/* every one in use: this call's own */
-		return (rset_compile(key, keylen));
-	if (lru->set != NULL) {
-		redact_set_free(lru->set);
-		freezero(lru->key, lru->keylen);
-	}
-	memset(lru, 0, sizeof(*lru));
-	if ((lru->set = rset_compile(key, keylen)) == NULL)
-		return (NULL);
-	if ((lru->key = malloc(keylen)) == NULL)
-		fatal("%s: malloc", __func__);
-	memcpy(lru->key, key, keylen);
-	lru->keylen = keylen;
-	lru->refs = 1;
-	lru->used = ++rset_tick;
-	*out = lru;
-	return (lru->set);
-}
-
+/* The call's redaction set is ready (NULL: it could not be made). */
 static void
-rset_put(struct rset *r)
+relay_set_ready(void *arg, struct rcache *ent)
 {
-	if (r->refs <= 0)
-		fatalx("%s: a redaction set released twice", __func__);
-	r->refs--;
+	struct rcall	*rc = arg;
+
+	rc->waiting = 0;
+	if (ent == NULL) {
+		relay_refuse(rc, 503, CALL_UPSTREAM, "the answer cannot be "
+		    "masked: the relay is out of memory — try again later");
+		return;
+	}
+	rc->rset = ent;
+	rc->set = rcache_set(ent);
+	relay_begin(rc);
 }
 
 /*
@@ -528,8 +469,6 @@ relay_literal(struct rcall *rc)
 static void
 relay_start(struct blob *b)
 {
-	struct evdns_getaddrinfo_request *req;
-	struct evutil_addrinfo	 hints;
 	struct call_start	 cs;
 	struct rcall		*rc;
 
@@ -551,6 +490,19 @@ relay_start(struct blob *b)
 	if (relay_unpack(rc, b) == -1)
 		fatalx("bad IMSG_CALL_START strings from vault");
 	blob_free(b);
+	if (!rc->waiting)
+		relay_begin(rc);
+}
+
+/* The call with its redaction set: check, resolve, connect. */
+static void
+relay_begin(struct rcall *rc)
+{
+	struct evdns_getaddrinfo_request *req;
+	struct evutil_addrinfo	 hints;
+
+	if ((rc->rd = redact_new(rc->set, SIZE_MAX)) == NULL)
+		fatal("%s: redact_new", __func__);
 	if (ncalls > RELAY_CALLS_MAX) {
 		relay_refuse(rc, 503, CALL_UPSTREAM, "the relay is busy with "
 		    "other calls — try again in a moment");
@@ -738,6 +690,17 @@ relay_send_body(struct rcall *rc, const void *data, size_t len)
 	}
 }
 
+/*
+ * More answer queued for the frontend than it took: the calls wait a
+ * little (relay_resp.c), so what the relay holds is bounded however fast
+ * answers come (a decoded one can come a thousand times faster).
+ */
+int
+relay_backlog(void)
+{
+	return (imsgbuf_queuelen(&iev_frontend.ibuf) > RELAY_BACKLOG_MAX);
+}
+
 /* tregd's own answer: JSON detail (the frontend adds X-Treg-Error). */
 void
 relay_refuse(struct rcall *rc, int status, uint32_t why, const char *detail)
@@ -765,7 +728,8 @@ relay_finish(struct rcall *rc, int failed)
 	struct timespec		 now;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	rc->redacted += redact_count(rc->rd);
+	if (rc->rd != NULL)
+		rc->redacted += redact_count(rc->rd);
 	memset(&cd, 0, sizeof(cd));
 	cd.callid = rc->callid;
 	cd.status = rc->status;
@@ -806,10 +770,12 @@ relay_free(struct rcall *rc)
 		freezero(rc->head, rc->headsize);
 	if (rc->rd != NULL)
 		redact_free(rc->rd);
-	if (rc->rset != NULL)
-		rset_put(rc->rset);
-	else if (rc->set != NULL)
-		redact_set_free(rc->set);
+	rdec_free(rc->dec);
+	if (rc->stalled)		/* its next turn goes with it */
+		evtimer_del(&rc->stall);
+	if (rc->waiting)
+		rcache_forget(rc);
+	rcache_put(rc->rset);
 	freezero(rc, sizeof(*rc));
 }
 

@@ -2,7 +2,8 @@
  * The relay process's internal interface (relay.c: the process, its
  * channels, name resolution and the SSRF guard; relay_http.c: tregd's
  * own HTTP/1.1 client on libevent bufferevents, its connections and
- * their pool; relay_resp.c: reading an answer, head and body).
+ * their pool; relay_resp.c: reading an answer, head and body;
+ * relay_decode.c: the codings of an answer's body, undone).
  */
 
 #ifndef RELAY_H
@@ -25,15 +26,19 @@
 #define RELAY_HEAD_MAX		(128 * 1024)	/* an upstream head, 1xx ones too */
 #define RELAY_ADDRS_MAX		16	/* pinned per call */
 #define RELAY_HEADERS_MAX	(100 + BINDINGS_MAX)	/* of a request */
+#define RELAY_TURN		(256 * 1024)	/* decoded bytes a turn */
+#define RELAY_BACKLOG_MAX	32	/* messages to the frontend, queued */
+#define RDEC_CODINGS_MAX	4	/* codings on one answer */
 
 struct redact_set;
 struct redact;
-struct rset;
+struct rcache;
 struct evdns_getaddrinfo_request;
 struct evutil_addrinfo;
+struct rdec;
 
-/* How the body of an answer ends. */
-enum rbody { RB_NONE, RB_LENGTH, RB_CHUNKED, RB_CLOSE };
+/* How the body of an answer ends (RB_DRAIN: it did, the decoder not). */
+enum rbody { RB_NONE, RB_LENGTH, RB_CHUNKED, RB_CLOSE, RB_DRAIN };
 /* Where a chunked body is. */
 enum rchunk { RC_SIZE, RC_DATA, RC_CRLF, RC_TRAILER };
 
@@ -67,8 +72,9 @@ struct rcall {
 	size_t			 nheaders;
 	char			*body;
 	size_t			 bodylen;
-	struct redact_set	*set;
-	struct rset		*rset;		/* the cache's, or NULL: own */
+	const struct redact_set	*set;
+	struct rcache		*rset;		/* the cache's, held */
+	int			 waiting;	/* for it to be compiled */
 	struct redact		*rd;
 	struct evdns_getaddrinfo_request *dns;
 	int			 resolving;	/* until relay_resolved_go() */
@@ -100,6 +106,11 @@ struct rcall {
 	int			 status;
 	int			 head_sent;
 	int			 paused;
+	int			 eof;		/* the upstream closed */
+	struct rdec		*dec;		/* the codings to undo, or NULL */
+	size_t			 budget;	/* decoded bytes left this turn */
+	int			 stalled;	/* waits for the next turn */
+	struct event		 stall;
 	int			 cancelled;
 	uint32_t		 refused;	/* enum call_refusal */
 	uint64_t		 bytes;
@@ -116,6 +127,7 @@ void	 relay_send_head(struct rcall *, int, int, const char *, size_t);
 void	 relay_send_body(struct rcall *, const void *, size_t);
 void	 relay_finish(struct rcall *, int);
 void	 relay_refuse(struct rcall *, int, uint32_t, const char *);
+int	 relay_backlog(void);
 
 /* relay_http.c */
 void	 rhttp_init(const char *, size_t, size_t);
@@ -130,6 +142,20 @@ struct evbuffer *rhttp_input(struct rcall *);
 void	 rresp_input(struct rcall *);
 int	 rresp_eof(struct rcall *);
 void	 rresp_flush(struct rcall *);
+
+/* relay_decode.c */
+enum { RDEC_DONE, RDEC_MORE, RDEC_ERR };
+typedef void (*rdec_out_fn)(void *, const void *, size_t);
+struct rdec	*rdec_new(void);
+void	 rdec_free(struct rdec *);
+int	 rdec_header(struct rdec *, int, const char *, size_t);
+const char *rdec_refused(const struct rdec *);
+int	 rdec_chunked(const struct rdec *);
+int	 rdec_active(const struct rdec *);
+int	 rdec_write(struct rdec *, const void *, size_t, size_t *, size_t *,
+	    rdec_out_fn, void *);
+int	 rdec_pending(const struct rdec *);
+int	 rdec_finish(struct rdec *, size_t *, rdec_out_fn, void *);
 
 /* egress_subst.c: a keyless run's placeholders, swapped on the way out */
 struct subst {

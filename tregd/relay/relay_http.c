@@ -553,6 +553,10 @@ rhttp_stop(struct rcall *rc)
 		evtimer_del(&rc->tmo_total);
 		rc->timers = 0;
 	}
+	if (rc->stalled) {
+		evtimer_del(&rc->stall);
+		rc->stalled = 0;
+	}
 	if (rc->cfd != -1) {
 		event_del(&rc->cev);
 		close(rc->cfd);
@@ -574,13 +578,13 @@ rhttp_pause(struct rcall *rc, int pause)
 		bufferevent_disable(rc->conn->bev, EV_READ);
 		return;
 	}
-	bufferevent_enable(rc->conn->bev, EV_READ);
-	/* What was read before the pause. */
-	if (evbuffer_get_length(rhttp_input(rc)) > 0) {
-		relay_cork(1);
-		rresp_input(rc);
-		relay_cork(0);
-	}
+	/* After the close nothing more comes (TLS would call it an error). */
+	if (!rc->eof)
+		bufferevent_enable(rc->conn->bev, EV_READ);
+	/* What was read before the pause, what the decoder holds. */
+	relay_cork(1);
+	rresp_input(rc);
+	relay_cork(0);
 }
 
 static void

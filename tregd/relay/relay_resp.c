@@ -4,9 +4,12 @@
  * 1xx heads skipped, a 101 refused) is filtered, redacted and sent on;
  * the body is framed by Transfer-Encoding: chunked, Content-Length or
  * the end of the connection, and none after HEAD, 204 and 304.  Body bytes go
- * through the call's redactor to the frontend as they come; a paused
- * call (a slow client) reads nothing more until resumed.  Trailers are
- * read (bounded) and not relayed.
+ * through the call's redactor to the frontend as they come, decoded
+ * first when the upstream encoded them anyway (relay_decode.c; an answer
+ * in a coding tregd cannot read is refused); a paused call (a slow
+ * client) reads nothing more until resumed, and a call whose turn is
+ * spent (RELAY_TURN decoded bytes, or the frontend behind) goes on at
+ * the next one.  Trailers are read (bounded) and not relayed.
  */
 
 #include <sys/types.h>
@@ -34,42 +37,81 @@ static void	 rr_head_send(struct rcall *, int);
 static int	 rr_body(struct rcall *, struct evbuffer *);
 static int	 rr_chunked(struct rcall *, struct evbuffer *);
 static int	 rr_data(struct rcall *, struct evbuffer *, int);
+static int	 rr_decode(struct rcall *, struct evbuffer *, size_t, int);
+static int	 rr_consumed(struct rcall *, size_t, int);
+static int	 rr_codings(struct rcall *, int);
+static void	 rr_stall(struct rcall *, int);
+static void	 rr_stalled(int, short, void *);
+static void	 rr_plain(void *, const void *, size_t);
 static int	 rr_line(struct rcall *, struct evbuffer *, size_t, size_t *);
 static void	 rr_out(void *, const void *, size_t);
 static void	 rr_line_out(void *, const void *, size_t);
 static int	 rr_complete(struct rcall *);
 
-/* What came: as much as can be read now.  rc may be gone after it. */
+/*
+ * What came: as much as can be read this turn.  rc may be gone after it.
+ * After the upstream's close, an answer that waits for bytes was cut.
+ */
 void
 rresp_input(struct rcall *rc)
 {
 	struct evbuffer	*in = rhttp_input(rc);
 	int		 r;
 
+	if (rc->stalled)
+		return;
+	rc->budget = RELAY_TURN;
 	do {
 		if (rc->paused)
 			return;
+		if (rc->head_sent && relay_backlog()) {
+			rr_stall(rc, 1);
+			return;
+		}
 		r = rc->head_sent ? rr_body(rc, in) : rr_head(rc, in);
 	} while (r > 0);
+	if (r == 0 && rc->eof && !rc->stalled && !rc->paused)
+		rhttp_fail(rc, 502, "the upstream's answer was cut short");
 }
 
-/* The upstream closed: the end of a close-delimited body (0), or not. */
+/*
+ * The upstream closed: 0 when the answer goes on from what was read
+ * before (the end of a close-delimited body, or bytes the call had no
+ * turn for yet), -1 when it was cut.
+ */
 int
 rresp_eof(struct rcall *rc)
 {
-	struct evbuffer	*in;
-
-	if (!rc->head_sent || rc->mode != RB_CLOSE)
+	if (!rc->head_sent || (rc->mode != RB_CLOSE && rc->mode != RB_DRAIN &&
+	    evbuffer_get_length(rhttp_input(rc)) == 0 &&
+	    (rc->dec == NULL || !rdec_pending(rc->dec))))
 		return (-1);
-	/* What came before the close first (a paused call: it failed). */
-	in = rhttp_input(rc);
-	while (!rc->paused && evbuffer_get_length(in) > 0)
-		rr_data(rc, in, 0);
-	if (evbuffer_get_length(in) > 0)
-		return (-1);
+	rc->eof = 1;
 	rc->keepalive = 0;
-	rr_complete(rc);
+	rresp_input(rc);
 	return (0);
+}
+
+/* The turn is spent: the call goes on at the next (soon, if behind). */
+static void
+rr_stall(struct rcall *rc, int behind)
+{
+	struct timeval	 tv = { 0, behind ? 2000 : 0 };
+
+	rc->stalled = 1;
+	evtimer_set(&rc->stall, rr_stalled, rc);
+	evtimer_add(&rc->stall, &tv);
+}
+
+static void
+rr_stalled(int fd, short ev, void *arg)
+{
+	struct rcall	*rc = arg;
+
+	rc->stalled = 0;
+	relay_cork(1);
+	rresp_input(rc);
+	relay_cork(0);
 }
 
 /* What the redactor still holds (masked) goes: the answer ended. */
@@ -80,10 +122,25 @@ rresp_flush(struct rcall *rc)
 		fatal("%s: redact_finish", __func__);
 }
 
-/* The answer was read to its end: 1 if the call still goes on, else -1. */
+/*
+ * The answer was read to its end: -1 (rc is gone), or 0 while the
+ * decoder still has bytes for the next turns.
+ */
 static int
 rr_complete(struct rcall *rc)
 {
+	if (rc->dec != NULL) {
+		switch (rdec_finish(rc->dec, &rc->budget, rr_plain, rc)) {
+		case RDEC_MORE:
+			rc->mode = RB_DRAIN;
+			rr_stall(rc, 0);
+			return (0);
+		case RDEC_ERR:
+			rhttp_fail(rc, 502, "the upstream's encoded answer "
+			    "ends short");
+			return (-1);
+		}
+	}
 	rresp_flush(rc);
 	rhttp_end(rc, 1);
 	relay_finish(rc, 0);
@@ -206,7 +263,7 @@ rr_head_done(struct rcall *rc)
 		rc->headlen = 0;	/* 100 Continue and its kind */
 		return (1);
 	}
-	if (rr_framing(rc, code, minor) == -1)
+	if (rr_framing(rc, code, minor) == -1 || rr_codings(rc, code) == -1)
 		return (-1);
 	rr_head_send(rc, code);
 	explicit_bzero(rc->head, rc->headsize);
@@ -238,9 +295,10 @@ rr_framing(struct rcall *rc, int code, int minor)
 	const char	*p, *e, *end = rc->head + rc->headlen, *v;
 	long long	 len = -1, l;
 	size_t		 n, vn, i;
-	int		 chunked = 0, te = 0, close = 0;
+	int		 te = 0, close = 0;
 
 	rc->keepalive = minor >= 1;
+	rc->dec = rdec_new();
 	p = (const char *)memchr(rc->head, '\n', rc->headlen) + 1;
 	for (; p < end; p = e + 1) {
 		e = memchr(p, '\n', end - p);
@@ -263,9 +321,10 @@ rr_framing(struct rcall *rc, int code, int minor)
 		} else if (n == 17 &&
 		    strncasecmp(p, "Transfer-Encoding", n) == 0) {
 			te = 1;
-			chunked = vn >= 7 &&
-			    strncasecmp(v + vn - 7, "chunked", 7) == 0 &&
-			    (vn == 7 || v[vn - 8] == ' ' || v[vn - 8] == ',');
+			rdec_header(rc->dec, 1, v, vn);
+		} else if (n == 16 &&
+		    strncasecmp(p, "Content-Encoding", n) == 0) {
+			rdec_header(rc->dec, 0, v, vn);
 		} else if (n == 10 && strncasecmp(p, "Connection", n) == 0) {
 			if (http_list_has(v, vn, "close"))
 				close = 1;
@@ -281,10 +340,35 @@ rr_framing(struct rcall *rc, int code, int minor)
 		    "Content-Length and Transfer-Encoding");
 		return (-1);
 	}
-	rr_mode(rc, code, te ? chunked : -1, len);
+	rr_mode(rc, code, te ? rdec_chunked(rc->dec) : -1, len);
 	return (0);
  bad:
 	rhttp_fail(rc, 502, "the upstream's answer has a bad Content-Length");
+	return (-1);
+}
+
+/*
+ * A body in codings tregd cannot decode would carry an echoed key past
+ * the redactor: refused (no body, nothing to read: relayed).  So is a
+ * range of an encoded body, which cannot be decoded alone.
+ */
+static int
+rr_codings(struct rcall *rc, int code)
+{
+	const char	*why;
+
+	why = rdec_refused(rc->dec);
+	if (rc->mode == RB_NONE || (why == NULL && !rdec_active(rc->dec))) {
+		rdec_free(rc->dec);
+		rc->dec = NULL;
+		return (0);
+	}
+	if (why == NULL && code == 206)
+		why = "the upstream's answer is a range of an encoded body: "
+		    "tregd cannot decode it to mask the call's secrets";
+	if (why == NULL)
+		return (0);
+	rhttp_fail(rc, 502, why);
 	return (-1);
 }
 
@@ -316,7 +400,8 @@ rr_head_kept(const char *line, size_t len)
 	static const char *const drop[] = {
 		"Connection", "Keep-Alive", "Proxy-Authenticate",
 		"Proxy-Connection", "TE", "Trailer", "Transfer-Encoding",
-		"Upgrade", "Content-Length", "X-Content-Type-Options",
+		"Upgrade", "Content-Length", "Content-Encoding",
+		"X-Content-Type-Options",
 		"Content-Security-Policy", "X-Request-Id", NULL
 	};
 	const char	*colon;
@@ -393,6 +478,16 @@ rr_out(void *arg, const void *p, size_t len)
 	relay_send_body(arg, p, len);
 }
 
+/* Decoded bytes: to the redactor, as an unencoded body's. */
+static void
+rr_plain(void *arg, const void *p, size_t len)
+{
+	struct rcall	*rc = arg;
+
+	if (redact_write(rc->rd, p, len, rr_out, rc) == -1)
+		fatal("%s: redact_write", __func__);
+}
+
 /* Body bytes: 1 while the call goes on and more may be read, 0, -1. */
 static int
 rr_body(struct rcall *rc, struct evbuffer *in)
@@ -404,26 +499,71 @@ rr_body(struct rcall *rc, struct evbuffer *in)
 		return (rr_data(rc, in, 0));
 	case RB_CHUNKED:
 		return (rr_chunked(rc, in));
+	case RB_DRAIN:
+		return (rr_complete(rc));
 	default:
 		return (0);
 	}
 }
 
-/* Up to rc->left bytes (counted), or what there is, through the redactor. */
+/*
+ * Up to rc->left bytes (counted), or what there is, through the decoder
+ * if any and the redactor: 1 while the call goes on and more may be
+ * read, 0, -1.
+ */
 static int
 rr_data(struct rcall *rc, struct evbuffer *in, int counted)
 {
 	size_t		 n;
 	unsigned char	*p;
 
-	if ((n = evbuffer_get_contiguous_space(in)) == 0)
-		return (0);
+	n = evbuffer_get_contiguous_space(in);
 	if (counted && n > rc->left)
 		n = rc->left;
+	if (rc->dec != NULL)
+		return (rr_decode(rc, in, n, counted));
+	if (n == 0)
+		return (rc->eof && !counted ? rr_complete(rc) : 0);
 	p = evbuffer_pullup(in, n);
 	if (redact_write(rc->rd, p, n, rr_out, rc) == -1)
 		fatal("%s: redact_write", __func__);
 	evbuffer_drain(in, n);
+	return (rr_consumed(rc, n, counted));
+}
+
+/*
+ * n bytes of the encoded body, or none when the decoder has more of what
+ * it read: as much as this turn's budget allows, the rest stays.
+ */
+static int
+rr_decode(struct rcall *rc, struct evbuffer *in, size_t n, int counted)
+{
+	size_t	 used;
+	int	 r;
+
+	if (n == 0 && !rdec_pending(rc->dec))
+		return (rc->eof && !counted ? rr_complete(rc) : 0);
+	r = rdec_write(rc->dec, n > 0 ? evbuffer_pullup(in, n) : NULL, n,
+	    &used, &rc->budget, rr_plain, rc);
+	evbuffer_drain(in, used);
+	if (r == RDEC_ERR) {
+		rhttp_fail(rc, 502, "the upstream's encoded answer is "
+		    "corrupt");
+		return (-1);
+	}
+	if (r == RDEC_MORE) {
+		if (counted)
+			rc->left -= used;
+		rr_stall(rc, 0);
+		return (0);
+	}
+	return (rr_consumed(rc, used, counted));
+}
+
+/* n bytes of the body were read: 1 while more may be, 0, -1 (its end). */
+static int
+rr_consumed(struct rcall *rc, size_t n, int counted)
+{
 	if (!counted)
 		return (1);
 	rc->left -= n;

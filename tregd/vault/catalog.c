@@ -1,10 +1,12 @@
 /*
  * catalog.c: the vendor CLIs of treg's catalog, as data (SPEC.md sections
- * 0, 4 and 7).  One row per CLI: where its key goes (an environment
- * variable or a flag), how it authenticates, the subcommands that would
- * print the injected key back or run other code with it (deny defaults,
- * applied to server runs and local grants alike unless a profile says
- * "deny_defaults": false), and, for a CLI tregd cannot drive, why.
+ * 0, 4 and 7).  One row per CLI: where its key goes (environment
+ * variables, fields of a JSON key, or a flag), how it authenticates, the
+ * commands and flags that would print the injected key back or run other
+ * code with it (deny defaults, rules over the arguments' structure that
+ * catalog_deny.c matches, applied to server runs and local grants alike
+ * unless a profile says "deny_defaults": false), and, for a CLI tregd
+ * cannot drive, why.
  *
  * A tool picks a row up by its cli.bin: registration fills in what the
  * profile leaves out (auth_mechanism, inject, errors); the deny defaults
@@ -13,51 +15,90 @@
  */
 
 #include <string.h>
+#include <strings.h>
 
 #include "catalog.h"
 #include "log.h"
 
-/* Deny patterns (PCRE2, as treg writes them in Python's dialect). */
-#define AUTH_TOKEN	"(^|\\s)auth\\s+token(\\s|$)"
-#define RUN_SUB		"(^|\\s)run(\\s|$)"
+/* What the deny defaults say a refused command would do. */
+#define PRINTS_KEY	"prints the key"
+#define JQ_ENV		"\\$\\s*ENV\\b|(?<![\\w.$\"])env\\b"
 
 const struct catalog_cli catalog_clis[] = {
-	{ "gcloud", "config_file", "CLOUDSDK_AUTH_ACCESS_TOKEN", NULL,
-	    "token", { NULL }, NULL },
-	{ "az", "device", NULL, NULL, NULL, { NULL },
-	    "az has no token-override env var (device/browser login only) — "
-	    "register an Azure service principal as an HTTP tool instead" },
-	{ "supabase", "env", "SUPABASE_ACCESS_TOKEN", NULL, NULL, { NULL },
-	    NULL },
-	{ "openai", "env", "OPENAI_API_KEY", NULL, NULL, { NULL }, NULL },
-	{ "stripe", "env", "STRIPE_API_KEY", NULL, NULL,
-	    { "(^|\\s)--live\\b", NULL }, NULL },
-	{ "gh", "env", "GH_TOKEN", NULL, NULL,
-	    { "(^|\\s)(extension|alias)(\\s|$)", AUTH_TOKEN,
-	    "--show-token\\b", NULL }, NULL },
-	{ "glab", "env", "GITLAB_TOKEN", NULL, NULL, { NULL }, NULL },
-	{ "render", "env", "RENDER_API_KEY", NULL, NULL, { NULL }, NULL },
-	{ "vercel", "argv", NULL, "--token", NULL, { NULL }, NULL },
-	{ "wrangler", "env", "CLOUDFLARE_API_TOKEN", NULL, NULL, { NULL },
-	    NULL },
-	{ "doctl", "env", "DIGITALOCEAN_ACCESS_TOKEN", NULL, NULL, { NULL },
-	    NULL },
-	{ "netlify", "env", "NETLIFY_AUTH_TOKEN", NULL, NULL, { NULL },
-	    NULL },
-	{ "heroku", "env", "HEROKU_API_KEY", NULL, NULL, { NULL }, NULL },
-	{ "flyctl", "env", "FLY_API_TOKEN", NULL, NULL,
-	    { AUTH_TOKEN, NULL }, NULL },
-	{ "railway", "env", "RAILWAY_TOKEN", NULL, NULL, { NULL }, NULL },
-	{ "neonctl", "env", "NEON_API_KEY", NULL, NULL, { NULL }, NULL },
-	{ "pscale", "config_file", NULL, NULL, NULL, { NULL }, NULL },
-	{ "turso", "env", "TURSO_API_TOKEN", NULL, NULL,
-	    { AUTH_TOKEN, NULL }, NULL },
-	{ "doppler", "env", "DOPPLER_TOKEN", NULL, NULL,
-	    { RUN_SUB, "(^|\\s)secrets\\s+download(\\s|$)", NULL }, NULL },
-	{ "infisical", "env", "INFISICAL_TOKEN", NULL, NULL,
-	    { RUN_SUB, "(^|\\s)export(\\s|$)", NULL }, NULL },
-	{ "sentry-cli", "env", "SENTRY_AUTH_TOKEN", NULL, NULL, { NULL },
-	    NULL },
+	{ .bin = "gcloud", .auth_mechanism = "config_file",
+	    .env = { { "CLOUDSDK_AUTH_ACCESS_TOKEN", "token" } } },
+	{ .bin = "az", .auth_mechanism = "device",
+	    .unsupported = "az has no token-override env var (device/browser "
+	    "login only) — register an Azure service principal as an HTTP "
+	    "tool instead" },
+	{ .bin = "supabase", .auth_mechanism = "env",
+	    .env = { { "SUPABASE_ACCESS_TOKEN" } } },
+	{ .bin = "openai", .auth_mechanism = "env",
+	    .env = { { "OPENAI_API_KEY" } } },
+	{ .bin = "stripe", .auth_mechanism = "env",
+	    .env = { { "STRIPE_API_KEY" } },
+	    .deny = { { "", "--live", NULL, "uses the live-mode key" } } },
+	{ .bin = "gh", .auth_mechanism = "env",
+	    .env = { { "GH_TOKEN" } },
+	    .home = "github.com api.github.com", .away = "GH_ENTERPRISE_TOKEN",
+	    .deny = {
+		{ "extension|extensions|ext", NULL, NULL,
+		    "runs an extension's code with the key" },
+		{ "alias", NULL, NULL, "defines commands, shell ones too" },
+		{ "auth token", NULL, NULL, PRINTS_KEY },
+		{ "auth git-credential", NULL, NULL, PRINTS_KEY },
+		{ "auth status", "-t --show-token", NULL, PRINTS_KEY },
+		{ "", "-q --jq", JQ_ENV,
+		    "reads the environment, where the key is" } } },
+	{ .bin = "glab", .auth_mechanism = "env",
+	    .env = { { "GITLAB_TOKEN" } } },
+	{ .bin = "render", .auth_mechanism = "env",
+	    .env = { { "RENDER_API_KEY" } } },
+	{ .bin = "vercel", .auth_mechanism = "env",
+	    .env = { { "VERCEL_TOKEN" } } },
+	{ .bin = "wrangler", .auth_mechanism = "env",
+	    .env = { { "CLOUDFLARE_API_TOKEN" } } },
+	{ .bin = "doctl", .auth_mechanism = "env",
+	    .env = { { "DIGITALOCEAN_ACCESS_TOKEN" } } },
+	{ .bin = "netlify", .auth_mechanism = "env",
+	    .env = { { "NETLIFY_AUTH_TOKEN" } } },
+	{ .bin = "heroku", .auth_mechanism = "env",
+	    .env = { { "HEROKU_API_KEY" } } },
+	{ .bin = "flyctl", .auth_mechanism = "env",
+	    .env = { { "FLY_API_TOKEN" } },
+	    .deny = { { "auth token", NULL, NULL, PRINTS_KEY } } },
+	{ .bin = "railway", .auth_mechanism = "env",
+	    .env = { { "RAILWAY_TOKEN" } } },
+	{ .bin = "neonctl", .auth_mechanism = "env",
+	    .env = { { "NEON_API_KEY" } } },
+	{ .bin = "pscale", .auth_mechanism = "config_file" },
+	{ .bin = "turso", .auth_mechanism = "env",
+	    .env = { { "TURSO_API_TOKEN" } },
+	    .deny = { { "auth token", NULL, NULL, PRINTS_KEY } } },
+	{ .bin = "doppler", .auth_mechanism = "env",
+	    .env = { { "DOPPLER_TOKEN" } },
+	    .deny = {
+		{ "run", NULL, NULL, "runs any command with the key" },
+		{ "secrets download", NULL, NULL,
+		    "writes the secrets out" } } },
+	{ .bin = "infisical", .auth_mechanism = "env",
+	    .env = { { "INFISICAL_TOKEN" } },
+	    .deny = {
+		{ "run", NULL, NULL, "runs any command with the key" },
+		{ "export", NULL, NULL, "writes the secrets out" } } },
+	{ .bin = "sentry-cli", .auth_mechanism = "env",
+	    .env = { { "SENTRY_AUTH_TOKEN" } } },
+	/*
+	 * One JSON secret {"access_key_id", "secret_access_key"}; a session
+	 * token is a third entry of the profile's own (tregd.8).
+	 */
+	{ .bin = "aws", .auth_mechanism = "env",
+	    .env = { { "AWS_ACCESS_KEY_ID", "access_key_id" },
+		{ "AWS_SECRET_ACCESS_KEY", "secret_access_key" } },
+	    .deny = {
+		{ "configure export-credentials", NULL, NULL, PRINTS_KEY },
+		{ "sts get-session-token|get-federation-token", NULL, NULL,
+		    "makes a copy of the key" } } },
 	{ NULL }
 };
 
@@ -79,24 +120,51 @@ catalog_find(const char *bin)
 	return (NULL);
 }
 
-json_t *
-catalog_inject(const struct catalog_cli *c)
+/* Whether host (an authority, maybe with a port) is one of list's. */
+static int
+host_in(const char *list, const char *host)
 {
-	json_t	*arr, *e = NULL;
+	size_t	 n, hl;
+
+	if (host == NULL)
+		return (1);
+	hl = strcspn(host, ":");
+	for (; *list != '\0'; list += n + strspn(list + n, " ")) {
+		n = strcspn(list, " ");
+		if (n == hl && strncasecmp(list, host, n) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+json_t *
+catalog_inject(const struct catalog_cli *c, const char *host)
+{
+	const struct catalog_env	*ce;
+	const char			*name;
+	json_t				*arr, *e;
 
 	if ((arr = json_array()) == NULL)
 		fatal("%s: json_array", __func__);
-	if (c->env != NULL)
-		e = json_pack("{s:s, s:s, s:s}", "via", "env", "name", c->env,
-		    "format", "{secret}");
-	else if (c->argv_flag != NULL)
+	if (c->argv_flag != NULL) {
 		e = json_pack("{s:s, s:[s, s]}", "via", "argv", "argv",
 		    c->argv_flag, "{secret}");
-	if (e != NULL && c->secret_field != NULL)
-		json_object_set_new(e, "secret_field",
-		    json_string(c->secret_field));
-	if (e != NULL)
+		if (e == NULL || json_array_append_new(arr, e) == -1)
+			fatalx("%s: json_pack", __func__);
+	}
+	for (ce = c->env; ce->name != NULL; ce++) {
+		name = ce->name;
+		if (ce == c->env && c->away != NULL && !host_in(c->home, host))
+			name = c->away;
+		e = json_pack("{s:s, s:s, s:s}", "via", "env", "name", name,
+		    "format", "{secret}");
+		if (e == NULL)
+			fatalx("%s: json_pack", __func__);
+		if (ce->field != NULL)
+			json_object_set_new(e, "secret_field",
+			    json_string(ce->field));
 		json_array_append_new(arr, e);
+	}
 	return (arr);
 }
 
@@ -114,37 +182,6 @@ catalog_errors(const struct catalog_cli *c)
 	return (v);
 }
 
-json_t *
-catalog_effective_deny(json_t *cli, size_t *own)
-{
-	const struct catalog_cli	*c;
-	json_t				*deny, *mine, *v;
-	size_t				 i, j;
-	int				 dup;
-
-	if ((deny = json_array()) == NULL)
-		fatal("%s: json_array", __func__);
-	mine = json_object_get(cli, "deny");
-	json_array_foreach(mine, i, v)
-		if (json_is_string(v))
-			json_array_append(deny, v);
-	if (own != NULL)
-		*own = json_array_size(deny);
-	if (json_is_false(json_object_get(cli, "deny_defaults")))
-		return (deny);
-	c = catalog_find(json_string_value(json_object_get(cli, "bin")));
-	for (i = 0; c != NULL && c->deny[i] != NULL; i++) {
-		dup = 0;
-		json_array_foreach(mine, j, v)
-			if (json_is_string(v) &&
-			    strcmp(json_string_value(v), c->deny[i]) == 0)
-				dup = 1;
-		if (!dup)
-			json_array_append_new(deny, json_string(c->deny[i]));
-	}
-	return (deny);
-}
-
 int
 catalog_mechanism_injectable(const char *mech)
 {
@@ -160,7 +197,7 @@ catalog_template(const char *name)
 	size_t				 i;
 
 	if ((c = catalog_find(name)) != NULL && c->unsupported == NULL) {
-		inject = catalog_inject(c);
+		inject = catalog_inject(c, NULL);
 		json_array_foreach(inject, i, e)
 			json_object_set_new(e, "secret",
 			    json_string("<local secret name>"));
@@ -174,20 +211,6 @@ catalog_template(const char *name)
 	if (t == NULL)
 		fatalx("%s: json_pack", __func__);
 	return (t);
-}
-
-/* 1 when pattern pat of a refusal came from the catalog, not from cli. */
-int
-catalog_deny_is_default(json_t *cli, const char *pat)
-{
-	json_t	*v;
-	size_t	 i;
-
-	json_array_foreach(json_object_get(cli, "deny"), i, v)
-		if (json_is_string(v) && strcmp(json_string_value(v),
-		    pat) == 0)
-			return (0);
-	return (1);
 }
 
 /* Why tregd cannot drive the CLI of profile cli, or NULL when it can. */
@@ -204,12 +227,14 @@ catalog_unsupported(json_t *cli)
 
 /*
  * server_runnable of a tool view: a profile whose bin the server may run
- * and whose key the server holds (env or argv, not the CLI's own login).
+ * and has installed, and whose key the server holds (env or argv, not
+ * the CLI's own login).
  */
 int
-catalog_server_runnable(json_t *cli, int allowed)
+catalog_server_runnable(json_t *cli, int allowed, int installed)
 {
-	if (!json_is_object(cli) || !allowed || catalog_unsupported(cli))
+	if (!json_is_object(cli) || !allowed || !installed ||
+	    catalog_unsupported(cli))
 		return (0);
 	return (catalog_mechanism_injectable(json_string_value(
 	    json_object_get(cli, "auth_mechanism"))));

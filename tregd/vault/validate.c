@@ -28,6 +28,8 @@
 #include "vault.h"
 
 #define ERRORS_MAX	64	/* cli.errors entries, as treg */
+#define CLI_ENV_MAX	32	/* cli.env settings */
+#define CLI_ENV_VALUE_MAX 4096	/* bytes of one */
 
 static int	 host_name_valid(const char *);
 static int	 host_numeric_looking(const char *);
@@ -44,6 +46,10 @@ static int	 enum_field(json_t *, const char *, const char *const *,
 static int	 bool_field(json_t *, const char *, int *, char *, size_t);
 static int	 errors_check(json_t *, const struct catalog_cli *, json_t *,
 		    char *, size_t);
+static const char *env_plain_refusal(const char *);
+static int	 inject_list_check(json_t *, const struct catalog_cli *,
+		    const char *, int, json_t *, char *, size_t);
+static int	 env_plain_check(json_t *, json_t *, char *, size_t);
 static int	 inject_check(json_t *, int, json_t **, const char *, char *,
 		    size_t);
 
@@ -372,6 +378,35 @@ env_name_refusal(const char *name)
 	return (NULL);
 }
 
+/*
+ * What tregd sets in a run itself (SPEC.md sections 6 and 6a): the run's
+ * directories and locale, its way out (the egress proxy) and the CA
+ * bundle that names.  A profile's plain settings may not replace them.
+ */
+static const char *const env_tregd[] = {
+	"ALL_PROXY", "AWS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO",
+	"HOME", "HTTPS_PROXY", "HTTP_PROXY", "LANG", "LC_ALL",
+	"NODE_EXTRA_CA_CERTS", "NO_PROXY", "PATH", "REQUESTS_CA_BUNDLE",
+	"SSL_CERT_DIR", "SSL_CERT_FILE", "TMPDIR", NULL
+};
+
+/* NULL when a CLI profile's plain "env" may set name. */
+static const char *
+env_plain_refusal(const char *name)
+{
+	const char	*why;
+	size_t		 i;
+
+	if ((why = env_name_refusal(name)) != NULL)
+		return (why);
+	for (i = 0; env_tregd[i] != NULL; i++)
+		if (strcasecmp(name, env_tregd[i]) == 0)
+			return ("tregd sets it in every run");
+	if (strncasecmp(name, "XDG_", 4) == 0)
+		return ("tregd sets it in every run");
+	return (NULL);
+}
+
 /* A bare command name: ^[A-Za-z0-9][A-Za-z0-9._+-]*$, at most 63 bytes. */
 int
 bin_valid(const char *bin)
@@ -659,7 +694,9 @@ bindings_check(json_t *in, int local, json_t **out, char *err,
 			    "placeholder", ctx);
 			goto fail;
 		}
-		field = strcmp(injector, "oauth") == 0 ? "access_token" :
+		/* A JSON secret's access-token leaf, never the whole blob. */
+		field = strcmp(injector, "oauth") == 0 ||
+		    strcmp(injector, "secret_file") == 0 ? "access_token" :
 		    NULL;
 		if (str_field(b, "secret_field", 0, NAME_LEN_MAX, &field,
 		    ctx, err, errlen) == -1)
@@ -884,19 +921,133 @@ inject_check(json_t *e, int local, json_t **out, const char *ctx,
 }
 
 /*
- * cli_check: in is a CLI profile object, or NULL/null (no profile: *out
- * NULL).  *out gets {bin, enabled, auth_mechanism, inject, deny}; each
- * deny pattern is compiled here (PCRE2, bounded) so a bad or too costly
- * one is refused at registration.
+ * cli.inject into o: the catalog's for its bin when left out; no two
+ * entries may set one variable (the CLI would see only one of them).
  */
+static int
+inject_list_check(json_t *e, const struct catalog_cli *cat,
+    const char *host, int local, json_t *o, char *err, size_t errlen)
+{
+	json_t		*arr, *c, *ce;
+	const char	*name, *oname;
+	char		 ctx[48];
+	size_t		 i, j;
+
+	if ((e == NULL || json_is_null(e)) && cat != NULL) {
+		json_object_set_new(o, "inject", catalog_inject(cat, host));
+		return (0);
+	}
+	if ((arr = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	json_object_set_new(o, "inject", arr);
+	if (e == NULL || json_is_null(e))
+		return (0);
+	if (!json_is_array(e) || json_array_size(e) > INJECT_MAX) {
+		snprintf(err, errlen, "cli: 'inject' must be a list of at most "
+		    "%d entries (too many, or not a list)", INJECT_MAX);
+		return (-1);
+	}
+	json_array_foreach(e, i, c) {
+		snprintf(ctx, sizeof(ctx), "cli.inject[%zu]", i);
+		if (inject_check(c, local, &ce, ctx, err, errlen) == -1)
+			return (-1);
+		json_array_append_new(arr, ce);
+	}
+	json_array_foreach(arr, i, c) {
+		if ((name = json_string_value(json_object_get(c,
+		    "name"))) == NULL)
+			continue;
+		for (j = 0; j < i; j++) {
+			oname = json_string_value(json_object_get(
+			    json_array_get(arr, j), "name"));
+			if (oname != NULL && strcmp(name, oname) == 0) {
+				snprintf(err, errlen, "cli: duplicate inject "
+				    "env name '%s'", name);
+				return (-1);
+			}
+		}
+	}
+	return (0);
+}
+
+/*
+ * cli.env: plain settings of the CLI ({"GH_HOST": "ghe.example.com"}),
+ * put in its environment as they are and never masked: not secrets, so
+ * no secret may be stored here and none is looked for.  At most
+ * CLI_ENV_MAX, each name one an inject entry could use and not one tregd
+ * sets itself nor one an inject entry of o sets, each value at most
+ * CLI_ENV_VALUE_MAX bytes without control characters.  Left out or
+ * empty: none, and nothing kept.
+ */
+static int
+env_plain_check(json_t *in, json_t *o, char *err, size_t errlen)
+{
+	json_t		*env, *v, *e;
+	const char	*name, *why, *p;
+	size_t		 i, n;
+
+	if (in == NULL || json_is_null(in) || (json_is_object(in) &&
+	    json_object_size(in) == 0))
+		return (0);
+	if (!json_is_object(in) || json_object_size(in) > CLI_ENV_MAX) {
+		snprintf(err, errlen, "cli: 'env' must be an object of at most "
+		    "%d \"NAME\": \"value\" settings", CLI_ENV_MAX);
+		return (-1);
+	}
+	if ((env = json_object()) == NULL)
+		fatal("%s: json_object", __func__);
+	json_object_set_new(o, "env", env);
+	json_object_foreach(in, name, v) {
+		if ((why = env_plain_refusal(name)) != NULL) {
+			snprintf(err, errlen, "cli.env: the name '%.128s' is "
+			    "not allowed: %s", name, why);
+			return (-1);
+		}
+		if (!json_is_string(v) || (n = json_string_length(v)) >
+		    CLI_ENV_VALUE_MAX) {
+			snprintf(err, errlen, "cli.env: '%s' must be a string "
+			    "of at most %d bytes", name, CLI_ENV_VALUE_MAX);
+			return (-1);
+		}
+		for (p = json_string_value(v); n > 0; p++, n--)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+				snprintf(err, errlen, "cli.env: the value of "
+				    "'%s' has a control character", name);
+				return (-1);
+			}
+		json_array_foreach(json_object_get(o, "inject"), i, e)
+			if ((p = json_string_value(json_object_get(e,
+			    "name"))) != NULL && strcmp(p, name) == 0) {
+				snprintf(err, errlen, "cli: '%s' is both in "
+				    "'env' and an inject entry's name", name);
+				return (-1);
+			}
+		json_object_set(env, name, v);
+	}
+	return (0);
+}
+
 int
 cli_check(json_t *in, int local, json_t **out, char *err, size_t errlen)
 {
+	return (cli_check_host(in, NULL, local, out, err, errlen));
+}
+
+/*
+ * cli_check_host: in is a CLI profile object, or NULL/null (no profile:
+ * *out NULL), of a tool on host (NULL: not known).  *out gets {bin,
+ * enabled, auth_mechanism, inject, deny} and env, network, deny_defaults,
+ * errors when they say something; each deny pattern is compiled here
+ * (PCRE2, bounded) so a bad or too costly one is refused at registration.
+ */
+int
+cli_check_host(json_t *in, const char *host, int local, json_t **out,
+    char *err, size_t errlen)
+{
 	const struct catalog_cli	*cat;
 	json_t		*o, *arr, *e, *c;
-	const char	*bin, *mech, *name, *oname;
-	char		 ctx[48];
-	size_t		 i, j;
+	const char	*bin, *mech;
+	size_t		 i;
 	int		 enabled = 1, network, deny_defaults;
 
 	*out = NULL;
@@ -938,46 +1089,10 @@ cli_check(json_t *in, int local, json_t **out, char *err, size_t errlen)
 	json_object_set_new(o, "enabled", json_boolean(enabled));
 	json_object_set_new(o, "auth_mechanism", json_string(mech));
 
-	if ((arr = json_array()) == NULL)
-		fatal("%s: json_array", __func__);
-	json_object_set_new(o, "inject", arr);
-	e = json_object_get(in, "inject");
-	/* Left out: what the catalog injects for this bin, if it knows it. */
-	if ((e == NULL || json_is_null(e)) && cat != NULL) {
-		arr = catalog_inject(cat);
-		json_object_set_new(o, "inject", arr);
-	} else if (e != NULL && !json_is_null(e)) {
-		if (!json_is_array(e) || json_array_size(e) > INJECT_MAX) {
-			snprintf(err, errlen, "cli: 'inject' must be a list "
-			    "of at most %d entries (too many, or not a list)",
-			    INJECT_MAX);
-			goto fail;
-		}
-		json_array_foreach(e, i, c) {
-			json_t	*ce;
-
-			snprintf(ctx, sizeof(ctx), "cli.inject[%zu]", i);
-			if (inject_check(c, local, &ce, ctx, err,
-			    errlen) == -1)
-				goto fail;
-			json_array_append_new(arr, ce);
-		}
-	}
-	/* Two values for one variable: the CLI would see only one of them. */
-	json_array_foreach(arr, i, c) {
-		if ((name = json_string_value(json_object_get(c,
-		    "name"))) == NULL)
-			continue;
-		for (j = 0; j < i; j++) {
-			oname = json_string_value(json_object_get(
-			    json_array_get(arr, j), "name"));
-			if (oname != NULL && strcmp(name, oname) == 0) {
-				snprintf(err, errlen, "cli: duplicate inject "
-				    "env name '%s'", name);
-				goto fail;
-			}
-		}
-	}
+	if (inject_list_check(json_object_get(in, "inject"), cat, host, local,
+	    o, err, errlen) == -1 || env_plain_check(json_object_get(in, "env"),
+	    o, err, errlen) == -1)
+		goto fail;
 
 	if ((arr = json_array()) == NULL)
 		fatal("%s: json_array", __func__);

@@ -26,7 +26,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <event.h>
 #include <pwd.h>
 #include <signal.h>
@@ -51,7 +50,6 @@ struct imsgev		*vault_relay;
 static struct imsgev	 iev_parent, iev_frontend, iev_exec, iev_relay;
 static struct blob_list	 vault_blobs = TAILQ_HEAD_INITIALIZER(vault_blobs);
 static const struct vault_route *route_index[ROUTE_MAX];
-static int		 control_fd = -1;
 static int		 conf_ready;
 static int		 have_worker;
 static int		 worker_index;
@@ -59,7 +57,6 @@ static uint64_t		 conf_generation;	/* bumped by each reload */
 
 static void	vault_dispatch(struct imsgev *, struct imsg *);
 static void	vault_imsg_conf(struct imsgev *, struct imsg *);
-static void	vault_imsg_control(struct imsgev *, struct imsg *);
 static void	vault_imsg_peer(struct imsgev *, struct imsg *);
 static void	vault_imsg_worker(struct imsgev *, struct imsg *);
 static void	vault_imsg_reload(struct imsgev *, struct imsg *);
@@ -67,6 +64,7 @@ static void	vault_imsg_reload_end(struct imsgev *, struct imsg *);
 static void	vault_imsg_procinfo(struct imsgev *, struct imsg *);
 static void	vault_imsg_keyring_reload(struct imsgev *, struct imsg *);
 static void	vault_imsg_ctl_reload_done(struct imsgev *, struct imsg *);
+static void	vault_imsg_ctl_conn(struct imsgev *, struct imsg *);
 static void	vault_imsg_api_request(struct imsgev *, struct imsg *);
 static void	vault_imsg_call_request(struct imsgev *, struct imsg *);
 static void	vault_imsg_request_data(struct imsgev *, struct imsg *);
@@ -88,7 +86,6 @@ static int	vault_init_lock(void);
 /* What the parent sends before IMSG_CONF_END: settings and channels. */
 static const struct imsg_handler vault_start_imsgs[] = {
 	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	vault_imsg_conf },
-	{ IMSG_CONF_CONTROL, FROM_PARENT, 0,		vault_imsg_control },
 	{ IMSG_CONF_PEER, FROM_PARENT, sizeof(uint32_t), vault_imsg_peer },
 	{ IMSG_CONF_WORKER, FROM_PARENT, IMSG_LEN_ANY,	vault_imsg_worker },
 };
@@ -103,6 +100,8 @@ static const struct imsg_handler vault_imsgs[] = {
 	{ IMSG_KEYRING_RELOAD, FROM_PARENT, 0,		vault_imsg_keyring_reload },
 	{ IMSG_CTL_RELOAD_DONE, FROM_PARENT, sizeof(struct ctl_reload_done),
 	    vault_imsg_ctl_reload_done },
+	/* A tregctl the parent accepted and checked (parent.c). */
+	{ IMSG_CTL_CONN, FROM_PARENT, 0,		vault_imsg_ctl_conn },
 	/* The frontend: API requests and /call decisions (blobs). */
 	{ IMSG_API_REQUEST, FROM_FRONTEND, IMSG_LEN_ANY, vault_imsg_api_request },
 	{ IMSG_CALL_REQUEST, FROM_FRONTEND, IMSG_LEN_ANY, vault_imsg_call_request },
@@ -127,8 +126,6 @@ vault_main(int debug, int verbose)
 	struct passwd		*pw = NULL;
 	char			 dbpath[PATH_MAX];
 	const char		*root;
-	struct group		*gr;
-	gid_t			 ctl_gid = (gid_t)-1;
 	int			 initfd;
 
 	vault_parent = &iev_parent;
@@ -137,8 +134,7 @@ vault_main(int debug, int verbose)
 	vault_relay = &iev_relay;
 	proc_child_init(PROC_VAULT, &iev_parent, debug, verbose,
 	    vault_dispatch, vault_closed, IMSG_HANDLERS(vault_start_imsgs));
-	if (!proc_peers_complete(vault_peers, NPEERS) || control_fd == -1 ||
-	    !have_worker)
+	if (!proc_peers_complete(vault_peers, NPEERS) || !have_worker)
 		fatalx("vault: incomplete configuration");
 
 	if (sodium_init() == -1)
@@ -160,11 +156,6 @@ vault_main(int debug, int verbose)
 	if (snprintf(dbpath, sizeof(dbpath), "%s/%s", root, TREGD_DB) >=
 	    (int)sizeof(dbpath))
 		fatalx("state directory path too long");
-	if (vault_conf.socket_group[0] != '\0') {
-		if ((gr = getgrnam(vault_conf.socket_group)) == NULL)
-			fatalx("unknown group %s", vault_conf.socket_group);
-		ctl_gid = gr->gr_gid;
-	}
 
 	/* One worker at a time makes the key, the schema, a rotation's end. */
 	initfd = vault_init_lock();
@@ -189,7 +180,6 @@ vault_main(int debug, int verbose)
 		fatalx("cannot move master.key into the keyring");
 	close(initfd);		/* the lock goes with it */
 	vault_index_routes();
-	ctl_init(control_fd, ctl_gid);
 	vault_metrics_start();
 	hosts_start(worker_index);
 
@@ -349,15 +339,6 @@ vault_imsg_conf(struct imsgev *iev, struct imsg *imsg)
 }
 
 static void
-vault_imsg_control(struct imsgev *iev, struct imsg *imsg)
-{
-	if (imsg->fd == -1 || control_fd != -1)
-		fatalx("bad IMSG_CONF_CONTROL");
-	control_fd = imsg->fd;
-	imsg->fd = -1;
-}
-
-static void
 vault_imsg_peer(struct imsgev *iev, struct imsg *imsg)
 {
 	proc_peer_recv(imsg, vault_peers, NPEERS, vault_closed);
@@ -402,6 +383,15 @@ vault_imsg_ctl_reload_done(struct imsgev *iev, struct imsg *imsg)
 	memcpy(&rd, imsg->data, sizeof(rd));
 	rd.error[sizeof(rd.error) - 1] = '\0';
 	ctl_reload_done(imsg->hdr.id, &rd);
+}
+
+static void
+vault_imsg_ctl_conn(struct imsgev *iev, struct imsg *imsg)
+{
+	if (imsg->fd == -1)
+		fatalx("IMSG_CTL_CONN without a descriptor");
+	ctl_conn(imsg->fd);
+	imsg->fd = -1;
 }
 
 static void

@@ -163,7 +163,7 @@ int		 body_email_person(struct vault_resp *, const char *);
 extern const struct vault_route vault_member_routes[];
 
 /* vault_ctl.c */
-void		 ctl_init(int, gid_t);
+void		 ctl_conn(int);
 void		 ctl_reload_done(uint32_t, const struct ctl_reload_done *);
 
 /* vault_run.c */
@@ -184,8 +184,9 @@ int		 hosts_is_alive(int64_t, const int64_t *, size_t);
 /* vault_slots.c: the host's run slots, shared by the workers. */
 #define SLOTS_FULL		1	/* every run slot is taken */
 #define SLOTS_USER		2	/* the user's share is */
+#define SLOTS_ORG		3	/* the org's share is */
 void		 slots_init(int, uint32_t);
-int		 slots_claim(int64_t, int, int, int *, int *);
+int		 slots_claim(int64_t, int64_t, int, int, int, int *, int *);
 void		 slots_started(int, int64_t);
 void		 slots_release(int);
 int		 slots_in_flight(int64_t);
@@ -194,6 +195,8 @@ int64_t		 slots_instance(void);	/* this start of tregd */
 int		 slots_used(int);	/* 1: this worker's only */
 
 /* vault_inject.c: a secret turned into what a CLI sees; a run's mask set. */
+/* The bytes of one set (vault_maskcost.c says why and how much). */
+#define REDSET_BYTES_MAX	(16 * 1024)
 struct isecret {
 	int64_t		 id;
 	int		 param;		/* kind "param": never redacted */
@@ -206,31 +209,45 @@ struct redset {
 	char		*v[REDSET_MAX];
 	size_t		 len[REDSET_MAX];
 	size_t		 n;
+	size_t		 bytes;
 };
-/* Unseal secret id of org: 0, or -1 with resp set (gone: its status). */
-int		 isecret_open(int64_t, int64_t, struct isecret *,
-		    struct vault_resp *, int);
+/*
+ * Unseal secret id of org for tool: 0, or -1 with resp set (502 when it
+ * is gone or does not open).
+ */
+int		 isecret_open(int64_t, int64_t, const char *, struct isecret *,
+		    struct vault_resp *);
 /* isecret_open() with the sealed row read through get (store_secret_get). */
 typedef int	(*secret_get_fn)(int64_t, int64_t, struct store_secret *);
-int		 isecret_open_by(secret_get_fn, int64_t, int64_t,
-		    struct isecret *, struct vault_resp *, int);
+int		 isecret_open_by(secret_get_fn, int64_t, int64_t, const char *,
+		    struct isecret *, struct vault_resp *);
 void		 isecret_close(struct isecret *);
 /*
- * The bytes a CLI gets for one template (NULL: "{secret}") of inject
- * entry e: the value trimmed, its secret_field (oauth: the access-token
- * leaf only), {secret} replaced.  0 and *out (NUL-terminated, freezero
- * it), or -1 with resp set to status.
+ * The bytes a CLI or upstream gets for one template (NULL: "{secret}")
+ * of binding or inject entry e of tool: the value trimmed, the field of
+ * a JSON secret (the access-token leaf unless e names another; of an
+ * oauth secret only that), {secret} replaced.  The one rule for runs,
+ * grants and the relay.  0 and *out (NUL-terminated, freezero it), or
+ * -1 with resp set: 502, a detail naming the tool, never the value.
  */
 int		 inject_value(const struct isecret *, json_t *, const char *,
-		    struct vault_resp *, int, char **, size_t *);
+		    const char *, struct vault_resp *, char **, size_t *);
 /* Whether a binding or inject entry may name field of a kind secret. */
 int		 inject_field_allowed(const char *, const char *);
 /* Shorter than 8 bytes once trimmed: "too short to be masked reliably". */
 int		 value_too_short(const void *, size_t);
-/* Add bytes (copied, once) / a secret's raw, trimmed and JSON leaves. */
+/*
+ * Add bytes (copied, once) / a secret's raw, trimmed and JSON leaves:
+ * -1 past REDSET_MAX parts or REDSET_BYTES_MAX bytes.
+ */
 int		 redset_add(struct redset *, const void *, size_t);
 int		 redset_secret(struct redset *, const struct isecret *);
 void		 redset_clear(struct redset *);
+
+/* vault_maskcost.c: a tool's set within REDSET_BYTES_MAX, or 422. */
+int		 mask_cost_check(int64_t, const char *, json_t *, json_t *,
+		    struct vault_resp *);
+int		 mask_cost_users(int64_t, int64_t, struct vault_resp *);
 
 /* vault_policy.c */
 /*
@@ -254,6 +271,9 @@ int		 deny_check_by(deny_rules_fn, const struct auth *,
 struct tool_row;
 int		 cli_deny_refuse(const struct auth *, const struct tool_row *,
 		    json_t *, const char *, struct vault_resp *);
+/* A run or grant whose injection does not resolve: its 502, on record. */
+void		 resolution_refuse(const struct auth *, const char *, json_t *,
+		    const char *, struct vault_resp *);
 extern const struct vault_route vault_policy_routes[];
 
 /* validate.c */
@@ -275,6 +295,8 @@ int		 format_check(const char *);
 int		 file_path_allowed(const char *);
 int		 bindings_check(json_t *, int, json_t **, char *, size_t);
 int		 cli_check(json_t *, int, json_t **, char *, size_t);
+int		 cli_check_host(json_t *, const char *, int, json_t **, char *,
+		    size_t);
 
 /* vault_tool.c */
 /* A tool as the run path needs it; tool_row_clear releases it. */

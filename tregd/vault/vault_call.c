@@ -9,7 +9,8 @@
  * caller's access list (access), the deny rules on the real method, host
  * and path (policy).  Then the secrets are unsealed and the bindings
  * applied through inject_value() (the one function that turns a secret
- * into what a consumer sees).  The calls that arrived in one turn of the
+ * into what a consumer sees); a binding that does not resolve is a 502
+ * audited as resolution too.  The calls that arrived in one turn of the
  * event loop are decided in one read transaction, then share one write
  * transaction: each one's daily call cap (cap) and its row, the
  * refusals' rows, the end records waiting; only after the commit is each
@@ -31,6 +32,7 @@
 
 #include <event.h>
 
+#include "http_parse.h"
 #include "pack.h"
 #include "vault.h"
 
@@ -175,8 +177,8 @@ static int	 call_build(const struct auth *, struct call_in *,
 		    struct call_out *, struct pack *, struct vault_resp *);
 static char	*query_set(char *, const char *, const char *, size_t);
 struct call_keys;
-static int	 call_bind(const struct auth *, json_t *, struct call_keys *,
-		    struct vault_resp *);
+static int	 call_bind(const struct auth *, const char *, json_t *,
+		    struct call_keys *, struct vault_resp *);
 static void	 call_keys_clear(struct call_keys *);
 static int	 header_bound(json_t *, const char *, size_t);
 static int	 dot_segments(const char *);
@@ -359,7 +361,9 @@ call_decide(struct vpend *p)
 	if (deny_check_by(ccache_deny_rules, &p->auth, out.t.host, out.path,
 	    in.method, &p->resp) == -1 ||
 	    call_deny_override(&p->auth, &in, &out, &p->resp) == -1) {
-		p->why = p->resp.status == 403 ? "policy" : NULL;
+		/* 403: a rule; 400: an override the rules cannot read. */
+		p->why = p->resp.status == 403 || p->resp.status == 400 ?
+		    "policy" : NULL;
 		goto done;
 	}
 	/* Over the cap: refused before a secret is unsealed. */
@@ -367,9 +371,16 @@ call_decide(struct vpend *p)
 		p->why = rc == 1 ? "cap" : NULL;
 		goto done;
 	}
+	/*
+	 * A binding that does not resolve (its secret gone, a field missing
+	 * or not a string, a kind its injector does not take) is audited
+	 * as such: a 502, the tool's fault, not the caller's.
+	 */
 	p->why = NULL;
 	if (call_build(&p->auth, &in, &out, &p->pk, &p->resp) == 0)
 		p->refused = 0;
+	else if (p->resp.status == 502)
+		p->why = "resolution";
  done:
 	if (out.have_tool) {
 		strlcpy(p->tool, out.t.name, sizeof(p->tool));
@@ -616,7 +627,10 @@ dot_segments(const char *path)
  * The method an override header asks the upstream to act as (Rails,
  * Express's method-override and Google's APIs honour them): the deny
  * rules see it as well as the real one, or a POST carrying
- * "X-HTTP-Method-Override: DELETE" would pass a rule on DELETE.
+ * "X-HTTP-Method-Override: DELETE" would pass a rule on DELETE.  The
+ * value is one method: a list ("DELETE,GET": Express acts on the first)
+ * or the header repeated would let the rules check another method than
+ * the upstream acts on, so either is refused (400); empty is none.
  */
 static int
 call_deny_override(const struct auth *a, const struct call_in *in,
@@ -629,6 +643,7 @@ call_deny_override(const struct auth *a, const struct call_in *in,
 	const char	*p, *e, *v, *end = in->headers + in->headerslen;
 	char		 m[DENY_METHOD_MAX + 1];
 	size_t		 i, n, len;
+	int		 seen[3] = { 0, 0, 0 };
 
 	for (p = in->headers; p < end && (e = memmem(p, end - p, "\r\n",
 	    2)) != NULL; p = e + 2) {
@@ -642,15 +657,25 @@ call_deny_override(const struct auth *a, const struct call_in *in,
 			continue;
 		for (v = p + len + 1; v < e && (*v == ' ' || *v == '\t'); v++)
 			;
-		for (n = 0; v + n < e && n < DENY_METHOD_MAX &&
-		    v[n] != ' ' && v[n] != '\t'; n++)
-			m[n] = toupper((unsigned char)v[n]);
-		m[n] = '\0';
-		if (deny_check_by(ccache_deny_rules, a, out->t.host,
+		for (n = e - v; n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t');
+		    n--)
+			;
+		if (n > DENY_METHOD_MAX)
+			goto several;
+		for (len = 0; len < n && http_tchar(v[len]); len++)
+			m[len] = toupper((unsigned char)v[len]);
+		m[len] = '\0';
+		if (seen[i]++ || len < n)
+			goto several;
+		if (n > 0 && deny_check_by(ccache_deny_rules, a, out->t.host,
 		    out->path, m, resp) == -1)
 			return (-1);
 	}
 	return (0);
+ several:
+	resp_error(resp, 400, "%s may name one method, not several (a list, "
+	    "or the header sent twice)", names[i]);
+	return (-1);
 }
 
 static int
@@ -1131,8 +1156,8 @@ call_keys_clear(struct call_keys *k)
 
 /* Each binding in order: the header set, or the query parameter replaced. */
 static int
-call_bind(const struct auth *a, json_t *b, struct call_keys *k,
-    struct vault_resp *resp)
+call_bind(const struct auth *a, const char *tool, json_t *b,
+    struct call_keys *k, struct vault_resp *resp)
 {
 	struct isecret	*sc;
 	const char	*loc, *name, *fmt;
@@ -1146,34 +1171,37 @@ call_bind(const struct auth *a, json_t *b, struct call_keys *k,
 			break;
 	if (j == k->nsecs) {
 		if (k->nsecs >= CALL_SECRETS_MAX || isecret_open_by(
-		    ccache_secret_get, a->org_id, sid, &k->secs[j], resp,
-		    500) == -1)
+		    ccache_secret_get, a->org_id, sid, tool, &k->secs[j],
+		    resp) == -1)
 			return (-1);
 		k->nsecs++;
 	}
 	sc = &k->secs[j];
 	fmt = json_string_value(json_object_get(b, "format"));
-	if (inject_value(sc, b, fmt, resp, 500, &val, &vlen) == -1)
+	if (inject_value(sc, b, fmt, tool, resp, &val, &vlen) == -1)
 		return (-1);
 	loc = json_string_value(json_object_get(b, "location"));
 	name = json_string_value(json_object_get(b, "name"));
 	if (loc == NULL || name == NULL) {
 		freezero(val, vlen + 1);
-		resp_error(resp, 500, "internal error: a binding without "
-		    "location or name");
+		resp_error(resp, 502, "tool '%s': a binding without location "
+		    "or name", tool);
 		return (-1);
 	}
 	if (!sc->param && (redset_add(&k->rs, val, vlen) == -1 ||
 	    redset_secret(&k->rs, sc) == -1)) {
 		freezero(val, vlen + 1);
-		resp_error(resp, 500, "internal error: too many secret forms "
-		    "to mask");
+		resp_error(resp, 502, "tool '%s': its secrets are too many or "
+		    "too large to be masked (over %d parts or %d bytes) — use "
+		    "fewer or smaller secrets", tool, REDSET_MAX,
+		    REDSET_BYTES_MAX);
 		return (-1);
 	}
 	if (strcmp(loc, "header") == 0 && strpbrk(val, "\r\n") != NULL) {
 		freezero(val, vlen + 1);
-		resp_error(resp, 422, "the secret '%s' has a line break and "
-		    "cannot be sent in the header '%s'", sc->name, name);
+		resp_error(resp, 502, "tool '%s': the secret '%s' has a line "
+		    "break and cannot be sent in the header '%s'", tool,
+		    sc->name, name);
 		return (-1);
 	}
 	if (strcmp(loc, "query") == 0)
@@ -1209,7 +1237,7 @@ call_build(const struct auth *a, struct call_in *in, struct call_out *out,
 	if ((k->query = strdup(in->query)) == NULL)
 		fatal("%s: strdup", __func__);
 	json_array_foreach(out->t.bindings, i, b)
-		if (call_bind(a, b, k, resp) == -1)
+		if (call_bind(a, out->t.name, b, k, resp) == -1)
 			goto out;
 	if (asprintf(&url, "%s%s%s%s", out->origin, out->path,
 	    *k->query ? "?" : "", k->query) == -1)

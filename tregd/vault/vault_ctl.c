@@ -1,10 +1,11 @@
 /*
  * The control socket, served by the vault with a fixed command set.
  *
- * The parent binds the socket (mode 0600, or 0660 with "socket group");
- * every connection is checked again here with SO_PEERCRED: root, or a
- * process of the configured group, primary or supplementary
- * (SO_PEERGROUPS).  A malformed message closes that connection only.
+ * The parent binds the socket (mode 0600, or 0660 with "socket group"),
+ * accepts each connection and checks its peer (parent.c: credentials as
+ * configured, no run's uid, the daemon's own pid namespace), then hands
+ * it to a worker: what arrives here was checked.  A malformed message
+ * closes that connection only.
  * A request is one IMSG_CTL_REQUEST; the answer one IMSG_CTL_REPLY blob
  * holding JSON.
  * reload and log go through the parent, which owns those.
@@ -31,16 +32,10 @@ struct ctl_conn {
 };
 TAILQ_HEAD(, ctl_conn)		 ctl_conns = TAILQ_HEAD_INITIALIZER(ctl_conns);
 
-static struct event		 ctl_ev;
-static int			 ctl_fd = -1;
-static gid_t			 ctl_gid = (gid_t)-1;
 static uint32_t			 ctl_next_id = 1;
 static int			 ctl_nconns;
 #define CTL_CONNS_MAX		 32
-#define CTL_GROUPS_MAX		 1024
 
-static int	ctl_peer_in_group(int);
-static void	ctl_accept(int, short, void *);
 static void	ctl_dispatch(struct imsgev *, struct imsg *);
 static void	ctl_closed(struct imsgev *);
 static void	ctl_reply(struct ctl_conn *, uint32_t, int, json_t *);
@@ -66,15 +61,6 @@ static void	ctl_slugs(const json_t *, char *, size_t);
 static int	ctl_user_remove(int64_t, const json_t *);
 static json_t	*ctl_listeners(void);
 
-void
-ctl_init(int fd, gid_t gid)
-{
-	ctl_fd = fd;
-	ctl_gid = gid;
-	event_set(&ctl_ev, fd, EV_READ | EV_PERSIST, ctl_accept, NULL);
-	event_add(&ctl_ev, NULL);
-}
-
 json_t *
 ctl_errorf(const char *fmt, ...)
 {
@@ -87,52 +73,12 @@ ctl_errorf(const char *fmt, ...)
 	return (json_pack("{s:s}", "error", msg));
 }
 
-/*
- * Whether the peer has the socket group among its supplementary groups
- * (SO_PEERGROUPS, Linux 4.13: the groups it had when it connected).
- */
-static int
-ctl_peer_in_group(int s)
-{
-	gid_t		 groups[CTL_GROUPS_MAX];
-	socklen_t	 len = sizeof(groups);
-	size_t		 i;
-
-	if (getsockopt(s, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == -1) {
-		if (errno == ERANGE)
-			log_warnx("control: a peer with more than %d groups",
-			    CTL_GROUPS_MAX);
-		return (0);
-	}
-	for (i = 0; i < len / sizeof(groups[0]); i++)
-		if (groups[i] == ctl_gid)
-			return (1);
-	return (0);
-}
-
-static void
-ctl_accept(int fd, short event, void *arg)
+/* IMSG_CTL_CONN: a tregctl the parent accepted and checked. */
+void
+ctl_conn(int s)
 {
 	struct ctl_conn	*c;
-	struct ucred	 cred;
-	socklen_t	 len = sizeof(cred);
-	int		 s;
 
-	if ((s = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) ==
-	    -1) {
-		if (errno != EAGAIN && errno != EINTR)
-			log_warn("control accept");
-		return;
-	}
-	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1 ||
-	    !(cred.uid == 0 || cred.uid == geteuid() ||
-	    (ctl_gid != (gid_t)-1 && (cred.gid == ctl_gid ||
-	    ctl_peer_in_group(s))))) {
-		log_warnx("control: refused a connection from uid %u",
-		    (unsigned)cred.uid);
-		close(s);
-		return;
-	}
 	if (ctl_nconns >= CTL_CONNS_MAX) {
 		log_warnx("control: too many connections");
 		close(s);
@@ -332,7 +278,7 @@ ctl_status(const struct ctl_request *cr, json_t **reply)
 	else
 		snprintf(db, sizeof(db), "sqlite %s/%s", vault_conf.state,
 		    TREGD_DB);
-	j = json_pack("{s:s,s:s,s:o,s:s,s:s,s:I,s:o,s:{s:i,s:i,s:i},"
+	j = json_pack("{s:s,s:s,s:o,s:s,s:s,s:I,s:o,s:{s:i,s:i,s:i,s:i},"
 	    "s:{s:I,s:I,s:I,s:I,s:I}}",
 	    "version", TREGD_VERSION,
 	    "key_id", crypto_key_id(),
@@ -344,6 +290,8 @@ ctl_status(const struct ctl_request *cr, json_t **reply)
 	    "processes", procs,
 	    "run_slots", "used", run_slots_used(), "max", vault_conf.run_slots,
 	    "per_user", vault_conf.run_slots_user,
+	    "per_org", vault_conf.run_slots_org != 0 ?
+	    vault_conf.run_slots_org : vault_conf.run_slots,
 	    "counts",
 	    "users", (json_int_t)n.users, "orgs", (json_int_t)n.orgs,
 	    "tools", (json_int_t)n.tools, "secrets", (json_int_t)n.secrets,

@@ -21,7 +21,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "catalog.h"
 #include "vault.h"
 
 #define DENY_COMPILE_MEM	(256 * 1024)	/* bytes, per pattern */
@@ -32,8 +31,8 @@
 #define DENY_BUDGET_MS		250		/* one request's matches */
 #define DENY_CACHE_MAX		256		/* tools */
 #define DENY_CACHE_BYTES	(16 * 1024 * 1024)
-/* A profile's own patterns and its catalog defaults. */
-#define DENY_SET_MAX		(DENY_MAX + CATALOG_DENY_MAX)
+/* A profile's own patterns (the catalog's are catalog_deny.c's). */
+#define DENY_SET_MAX		DENY_MAX
 
 /* A memory budget for one pattern's compilation, or for matching. */
 struct deny_mem {
@@ -321,7 +320,8 @@ argv_join(json_t *argv, size_t *lenp)
 /*
  * The first pattern of the tool's cli.deny that matches the space-joined
  * argv or one argument: 1 with the pattern in pat (and *why set when a
- * limit decided it), 0 when none matches.
+ * limit decided it), 0 when none matches.  The catalog's defaults are
+ * rules over the arguments' structure, not patterns: catalog_deny().
  */
 int
 deny_match(int64_t tool_id, json_t *cli, json_t *argv, char *pat,
@@ -335,12 +335,9 @@ deny_match(int64_t tool_id, json_t *cli, json_t *argv, char *pat,
 	int		 hit = 0;
 
 	*why = NULL;
-	/* The profile's own patterns, then the catalog's for its bin. */
-	deny = catalog_effective_deny(cli, NULL);
-	if (json_array_size(deny) == 0) {
-		json_decref(deny);
+	deny = json_object_get(cli, "deny");
+	if (!json_is_array(deny) || json_array_size(deny) == 0)
 		return (0);
-	}
 	if (deny_mctx == NULL) {
 		if ((deny_mctx = pcre2_match_context_create(NULL)) == NULL ||
 		    (deny_mdata = pcre2_match_data_create(1, NULL)) == NULL)
@@ -380,6 +377,5 @@ deny_match(int64_t tool_id, json_t *cli, json_t *argv, char *pat,
 			strlcpy(pat, ds->pat[i], patlen);
 	}
 	freezero(joined, len);
-	json_decref(deny);
 	return (hit);
 }

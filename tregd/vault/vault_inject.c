@@ -2,11 +2,14 @@
  * vault_inject.c: a stored secret turned into what a CLI sees, and the
  * redaction set of a run.
  *
- * Runs (vault_run.c) and grants (vault_policy.c) both go through
- * inject_value(), so what a server run's child receives and what a local
- * runner is handed are the same bytes: the value trimmed, the secret_field
- * of a JSON secret taken (of an oauth secret only the access-token leaf,
- * SPEC.md section 3), and the format or argv template applied.
+ * Runs (vault_run.c), grants (vault_policy.c) and the relay
+ * (vault_call.c) all go through inject_value(), so what a server run's
+ * child receives, what a local runner is handed and what an upstream gets
+ * are the same bytes: the value trimmed, a field of a JSON secret taken
+ * and never the whole (the access-token leaf unless another is named; of
+ * an oauth secret only that, SPEC.md section 3), and the format or argv
+ * template applied.  Whatever keeps it from being resolved when it is
+ * used is a 502 naming the tool, which the caller puts on record.
  *
  * The redaction set of a run (SPEC.md section 6) is what the child
  * received: every injected value exactly as injected, plus each secret's
@@ -29,6 +32,9 @@ static const char *const oauth_leaves[] = {
 };
 
 static void	 trim(const char **, size_t *);
+static const char *json_what(json_t *);
+static int	 inject_leaf(const struct isecret *, json_t *, const char *,
+		    struct vault_resp *, json_t **, const char **, size_t *);
 static char	*subst(const char *, const char *, size_t, size_t *);
 static int	 redset_leaves(struct redset *, json_t *, int);
 
@@ -61,15 +67,20 @@ inject_field_allowed(const char *kind, const char *field)
 }
 
 int
-isecret_open(int64_t org, int64_t id, struct isecret *sc,
-    struct vault_resp *resp, int gone)
+isecret_open(int64_t org, int64_t id, const char *tool, struct isecret *sc,
+    struct vault_resp *resp)
 {
-	return (isecret_open_by(store_secret_get, org, id, sc, resp, gone));
+	return (isecret_open_by(store_secret_get, org, id, tool, sc, resp));
 }
 
+/*
+ * A secret a tool uses, unsealed for its use.  One that is gone or does
+ * not open is the tool's resolution failing (502: the request was fine,
+ * the tool cannot be used as it is); a database that fails is not.
+ */
 int
 isecret_open_by(secret_get_fn get, int64_t org, int64_t id,
-    struct isecret *sc, struct vault_resp *resp, int gone)
+    const char *tool, struct isecret *sc, struct vault_resp *resp)
 {
 	struct store_secret	 ss;
 	int			 rc;
@@ -87,8 +98,8 @@ isecret_open_by(secret_get_fn get, int64_t org, int64_t id,
 		rc = -2;
 	store_secret_clear(&ss);
 	if (rc == 1) {
-		resp_error(resp, gone, "a secret the tool uses (id %lld) no "
-		    "longer exists", (long long)id);
+		resp_error(resp, 502, "tool '%s': a secret it uses (id %lld) "
+		    "no longer exists", tool, (long long)id);
 		return (-1);
 	}
 	if (rc == -2) {
@@ -98,8 +109,9 @@ isecret_open_by(secret_get_fn get, int64_t org, int64_t id,
 	if (rc != 0) {
 		log_warnx("secret %lld of org %lld does not open",
 		    (long long)id, (long long)org);
-		resp_error(resp, 500, "internal error: the secret '%s' could "
-		    "not be opened", sc->name);
+		resp_error(resp, 502, "tool '%s': the secret '%s' cannot be "
+		    "opened on this server (its log says more)", tool,
+		    sc->name);
 		sc->val = NULL;
 		sc->len = 0;
 		return (-1);
@@ -142,48 +154,123 @@ subst(const char *tmpl, const char *val, size_t vlen, size_t *outlen)
 	return (out);
 }
 
+/* What a JSON value is, for a detail that never shows the value. */
+static const char *
+json_what(json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return ("an object");
+	case JSON_ARRAY:
+		return ("an array");
+	case JSON_INTEGER:
+	case JSON_REAL:
+		return ("a number");
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return ("a boolean");
+	default:
+		return ("null");
+	}
+}
+
+/*
+ * The one rule of what leaves the vault of a secret, for a binding or
+ * inject entry e (SPEC.md sections 3 and 4).  The secret's kind decides
+ * its shape: env and param are plain strings, and take no field (treg's
+ * client names "access_token" with every binding; treg ignores it for a
+ * plain string too).  oauth and secret_file are JSON objects of which a
+ * field leaves, never the whole: the secret_field named, or, when it
+ * names none or "access_token", the access-token leaf (access_token,
+ * then token, then id_token); of an oauth secret nothing else.  A
+ * binding whose injector takes a JSON secret (oauth, secret_file) does
+ * not fit a plain one.  *doc holds what *val points into (decref it).
+ */
+static int
+inject_leaf(const struct isecret *sc, json_t *e, const char *tool,
+    struct vault_resp *resp, json_t **doc, const char **val, size_t *vlen)
+{
+	const char	*field, *injector, *f;
+	json_t		*fv = NULL;
+	size_t		 i;
+	int		 json, leaf;
+
+	*doc = NULL;
+	json = strcmp(sc->kind, "oauth") == 0 ||
+	    strcmp(sc->kind, "secret_file") == 0;
+	injector = json_string_value(json_object_get(e, "injector"));
+	if (!json && injector != NULL && (strcmp(injector, "oauth") == 0 ||
+	    strcmp(injector, "secret_file") == 0)) {
+		resp_error(resp, 502, "tool '%s': the injector '%s' takes a "
+		    "JSON secret (oauth or secret_file), but the secret '%s' "
+		    "is of kind '%s'", tool, injector, sc->name, sc->kind);
+		return (-1);
+	}
+	if (!json)
+		return (0);
+	field = json_string_value(json_object_get(e, "secret_field"));
+	if (!inject_field_allowed(sc->kind, field)) {
+		resp_error(resp, 502, "tool '%s': only the access token of "
+		    "the oauth secret '%s' may be injected, not '%s'", tool,
+		    sc->name, field);
+		return (-1);
+	}
+	if ((*doc = json_loadb(*val, *vlen, 0, NULL)) == NULL ||
+	    !json_is_object(*doc)) {
+		resp_error(resp, 502, "tool '%s': the %s secret '%s' is not "
+		    "a JSON object", tool, sc->kind, sc->name);
+		return (-1);
+	}
+	leaf = field == NULL || strcmp(field, oauth_leaves[0]) == 0;
+	f = leaf ? oauth_leaves[0] : field;
+	if (!leaf)
+		fv = json_object_get(*doc, field);
+	for (i = 0; leaf && oauth_leaves[i] != NULL && fv == NULL; i++)
+		if ((fv = json_object_get(*doc, oauth_leaves[i])) != NULL)
+			f = oauth_leaves[i];
+	if (fv == NULL) {
+		if (leaf)
+			resp_error(resp, 502, "tool '%s': the secret '%s' has "
+			    "no access_token, token or id_token field", tool,
+			    sc->name);
+		else
+			resp_error(resp, 502, "tool '%s': the secret '%s' has "
+			    "no field '%s'", tool, sc->name, field);
+		return (-1);
+	}
+	if (!json_is_string(fv)) {
+		resp_error(resp, 502, "tool '%s': the field '%s' of the "
+		    "secret '%s' is %s, not a string", tool, f, sc->name,
+		    json_what(fv));
+		return (-1);
+	}
+	*val = json_string_value(fv);
+	*vlen = json_string_length(fv);
+	trim(val, vlen);
+	return (0);
+}
+
 int
 inject_value(const struct isecret *sc, json_t *e, const char *tmpl,
-    struct vault_resp *resp, int status, char **out, size_t *outlen)
+    const char *tool, struct vault_resp *resp, char **out, size_t *outlen)
 {
-	const char	*val = (const char *)sc->val, *field;
-	json_t		*doc = NULL, *fv = NULL;
-	size_t		 vlen = sc->len, i;
-	int		 oauth = strcmp(sc->kind, "oauth") == 0;
+	const char	*val = (const char *)sc->val;
+	json_t		*doc;
+	size_t		 vlen = sc->len;
 
 	*out = NULL;
 	*outlen = 0;
 	if (tmpl == NULL)
 		tmpl = "{secret}";
 	trim(&val, &vlen);
-	field = json_string_value(json_object_get(e, "secret_field"));
-	if (!inject_field_allowed(sc->kind, field)) {
-		resp_error(resp, status, "only the access token of the oauth "
-		    "secret '%s' may be injected, not '%s'", sc->name, field);
+	if (inject_leaf(sc, e, tool, resp, &doc, &val, &vlen) == -1) {
+		json_decref(doc);
 		return (-1);
-	}
-	if (field != NULL || oauth) {
-		doc = json_loadb(val, vlen, 0, NULL);
-		if (oauth)
-			for (i = 0; oauth_leaves[i] != NULL &&
-			    !json_is_string(fv); i++)
-				fv = json_object_get(doc, oauth_leaves[i]);
-		else
-			fv = json_object_get(doc, field);
-		if (!json_is_string(fv)) {
-			json_decref(doc);
-			resp_error(resp, status, "the secret '%s' has no "
-			    "string field '%s'", sc->name, field != NULL ?
-			    field : oauth_leaves[0]);
-			return (-1);
-		}
-		val = json_string_value(fv);
-		vlen = json_string_length(fv);
 	}
 	if (memchr(val, '\0', vlen) != NULL) {
 		json_decref(doc);
-		resp_error(resp, status, "the secret '%s' contains a NUL byte "
-		    "and cannot be handed to a CLI", sc->name);
+		resp_error(resp, 502, "tool '%s': the secret '%s' contains a "
+		    "NUL byte and cannot be injected", tool, sc->name);
 		return (-1);
 	}
 	*out = subst(tmpl, val, vlen, outlen);
@@ -201,12 +288,13 @@ redset_add(struct redset *rs, const void *p, size_t len)
 	for (i = 0; i < rs->n; i++)
 		if (rs->len[i] == len && memcmp(rs->v[i], p, len) == 0)
 			return (0);
-	if (rs->n >= REDSET_MAX)
+	if (rs->n >= REDSET_MAX || len > REDSET_BYTES_MAX - rs->bytes)
 		return (-1);
 	if ((rs->v[rs->n] = malloc(len)) == NULL)
 		fatal("%s: malloc", __func__);
 	memcpy(rs->v[rs->n], p, len);
 	rs->len[rs->n++] = len;
+	rs->bytes += len;
 	return (0);
 }
 

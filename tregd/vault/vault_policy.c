@@ -70,7 +70,7 @@ static int	inject_ids(const struct tool_row *, json_t *, int64_t *,
 static int	needs_proof(const struct auth *, const int64_t *, size_t);
 static json_t	*grant_value(int64_t, int64_t, json_t *, const char *,
 		    struct vault_resp *);
-static json_t	*grant_render(int64_t, const char *, json_t *,
+static json_t	*grant_render(int64_t, const struct tool_row *, json_t *,
 		    const int64_t *, struct vault_resp *);
 static int64_t	audit_local(const struct auth *, const struct local_audit *);
 static int	grant_allowed(const struct auth *, const struct tool_row *,
@@ -666,9 +666,14 @@ cli_deny_refuse(const struct auth *a, const struct tool_row *t,
 	struct local_audit	 la;
 	const char		*why;
 	char			 pat[DENY_LEN_MAX + 1];
+	int			 dflt = 0;
 
-	if (!deny_match(t->id, t->cli, argv, pat, sizeof(pat), &why))
-		return (0);
+	/* The profile's own patterns, then the catalog's rules for its bin. */
+	if (!deny_match(t->id, t->cli, argv, pat, sizeof(pat), &why)) {
+		if (!catalog_deny(t->cli, argv, pat, sizeof(pat), &why))
+			return (0);
+		dflt = 1;
+	}
 	memset(&la, 0, sizeof(la));
 	la.kind = kind;
 	la.tool = t->name;
@@ -676,18 +681,18 @@ cli_deny_refuse(const struct auth *a, const struct tool_row *t,
 	la.action = "DENY";
 	la.status = 403;
 	la.refused_by = "cli.deny";
-	la.verdict = why;	/* which limit decided, if one did */
+	la.verdict = dflt ? NULL : why;	/* which limit decided, if one did */
 	if (audit_local(a, &la) == -1) {
 		audit_unwritable(resp, strcmp(kind, "server_run") == 0 ?
 		    "nothing was run" : "nothing was granted");
 		return (-1);
 	}
 	/* treg compatibility: a catalog default says so, as treg does. */
-	if (catalog_deny_is_default(t->cli, pat))
+	if (dflt)
 		resp_error(resp, 403, "denied by the treg catalog defaults: "
-		    "pattern '%.256s'%s%s%s. The skill's creator can opt out "
+		    "pattern '%.256s' (%s). The skill's creator can opt out "
 		    "with \"deny_defaults\": false in its cli block.", pat,
-		    why ? " (" : "", why ? why : "", why ? ")" : "");
+		    why);
 	else if (why != NULL)
 		resp_error(resp, 403, "denied by the tool's cli.deny: pattern "
 		    "'%.256s' (%s). The skill's creator controls this list "
@@ -697,6 +702,30 @@ cli_deny_refuse(const struct auth *a, const struct tool_row *t,
 		    "'%.256s'. The skill's creator controls this list "
 		    "(cli.deny in treg.json).", pat);
 	return (-1);
+}
+
+/*
+ * A run or grant refused because what its tool injects does not resolve
+ * (resp holds the 502 and its detail): on record in /calls, as a denial
+ * is, with refused_by "resolution".  When the record cannot be written
+ * the answer is the audit's 503 instead.
+ */
+void
+resolution_refuse(const struct auth *a, const char *tool, json_t *argv,
+    const char *kind, struct vault_resp *resp)
+{
+	struct local_audit	 la;
+
+	memset(&la, 0, sizeof(la));
+	la.kind = kind;
+	la.tool = tool;
+	la.argv = argv;
+	la.action = "DENY";
+	la.status = resp->status;
+	la.refused_by = "resolution";
+	if (audit_local(a, &la) == -1)
+		audit_unwritable(resp, strcmp(kind, "server_run") == 0 ?
+		    "nothing was run" : "nothing was granted");
 }
 
 /* The secret of each inject entry; an entry that resolves to none fails. */
@@ -709,9 +738,9 @@ inject_ids(const struct tool_row *t, json_t *inject, int64_t *ids,
 
 	json_array_foreach(inject, i, e) {
 		if (i >= INJECT_MAX || inject_resolve(t, e, &ids[i]) == -1) {
-			resp_error(resp, 409, "cli.inject[%zu] of '%s' does "
+			resp_error(resp, 502, "tool '%s': cli.inject[%zu] does "
 			    "not resolve to exactly one secret — give the "
-			    "entry a secret_id or from_binding", i, t->name);
+			    "entry a secret_id or from_binding", t->name, i);
 			return (-1);
 		}
 	}
@@ -749,7 +778,7 @@ grant_value(int64_t org, int64_t sid, json_t *e, const char *tool,
 	char		*s;
 	json_t		*item = NULL, *arr, *a;
 
-	if (isecret_open(org, sid, &sc, resp, 409) == -1) {
+	if (isecret_open(org, sid, tool, &sc, resp) == -1) {
 		isecret_close(&sc);
 		return (NULL);
 	}
@@ -759,8 +788,8 @@ grant_value(int64_t org, int64_t sid, json_t *e, const char *tool,
 			fatal("%s: json_array", __func__);
 		item = json_pack("{s:s, s:o}", "via", "argv", "argv", arr);
 		json_array_foreach(json_object_get(e, "argv"), i, a) {
-			if (inject_value(&sc, e, json_string_value(a), resp,
-			    409, &s, &olen) == -1) {
+			if (inject_value(&sc, e, json_string_value(a), tool,
+			    resp, &s, &olen) == -1) {
 				json_decref(item);
 				item = NULL;
 				goto out;
@@ -775,7 +804,7 @@ grant_value(int64_t org, int64_t sid, json_t *e, const char *tool,
 	} else {
 		name = json_string_value(json_object_get(e, "name"));
 		if (inject_value(&sc, e, json_string_value(json_object_get(e,
-		    "format")), resp, 409, &s, &olen) == -1)
+		    "format")), tool, resp, &s, &olen) == -1)
 			goto out;
 		item = json_pack("{s:s, s:s?, s:s%}", "via", "env", "name",
 		    name, "value", s, olen);
@@ -787,29 +816,39 @@ grant_value(int64_t org, int64_t sid, json_t *e, const char *tool,
  notutf8:
 	json_decref(item);
 	item = NULL;
-	resp_error(resp, 409, "the secret '%s' is not UTF-8 text and cannot "
-	    "be handed out in a grant", sc.name);
+	resp_error(resp, 502, "tool '%s': the secret '%s' is not UTF-8 text "
+	    "and cannot be handed out in a grant", tool, sc.name);
  out:
 	isecret_close(&sc);
 	return (item);
 }
 
+/*
+ * The grant's inject list: each entry with its value, then the profile's
+ * plain settings (cli.env) as env entries of the same shape.
+ */
 static json_t *
-grant_render(int64_t org, const char *tool, json_t *inject,
+grant_render(int64_t org, const struct tool_row *t, json_t *inject,
     const int64_t *ids, struct vault_resp *resp)
 {
-	json_t	*items, *e, *item;
-	size_t	 i;
+	json_t		*items, *e, *item;
+	const char	*name;
+	size_t		 i;
 
 	if ((items = json_array()) == NULL)
 		fatal("%s: json_array", __func__);
 	json_array_foreach(inject, i, e) {
-		if ((item = grant_value(org, ids[i], e, tool, resp)) == NULL) {
+		if ((item = grant_value(org, ids[i], e, t->name,
+		    resp)) == NULL) {
 			json_decref(items);
 			return (NULL);
 		}
 		json_array_append_new(items, item);
 	}
+	json_object_foreach(json_object_get(t->cli, "env"), name, e)
+		if (json_array_append_new(items, json_pack("{s:s, s:s, s:O}",
+		    "via", "env", "name", name, "value", e)) == -1)
+			fatalx("%s: json_pack", __func__);
 	return (items);
 }
 
@@ -972,17 +1011,19 @@ tool_grant(struct vault_req *req, struct vault_resp *resp)
 	inject = json_object_get(t.cli, "inject");
 	if (!json_is_array(inject))
 		inject = NULL;
-	if (inject != NULL && inject_ids(&t, inject, ids, resp) == -1)
+	if (inject != NULL && inject_ids(&t, inject, ids, resp) == -1) {
+		resolution_refuse(a, t.name, argv, "local_run", resp);
 		goto out;
+	}
 	if (inject != NULL && grant_proof(req, &la, ids,
 	    json_array_size(inject), resp) == -1)
 		goto out;
-	if (inject != NULL) {
-		if ((items = grant_render(a->org_id, t.name, inject, ids,
-		    resp)) == NULL)
-			goto out;
-	} else if ((items = json_array()) == NULL)
-		fatal("%s: json_array", __func__);
+	if ((items = grant_render(a->org_id, &t, inject, ids,
+	    resp)) == NULL) {
+		if (resp->status == 502)
+			resolution_refuse(a, t.name, argv, "local_run", resp);
+		goto out;
+	}
 
 	la.action = "GRANT";
 	la.status = 200;

@@ -213,13 +213,14 @@ reg_put_raw(struct evbuffer *b, const char *s)
 void
 reg_tool_text(struct evbuffer *b, const struct store_tool_item *t)
 {
-	json_t	*cli;
-	int	 runnable = 0;
+	json_t		*cli;
+	const char	*bin;
+	int		 runnable = 0;
 
 	if (t->cli != NULL && (cli = json_loads(t->cli, 0, NULL)) != NULL) {
+		bin = json_string_value(json_object_get(cli, "bin"));
 		runnable = catalog_server_runnable(cli, conf_run_allowed(
-		    &vault_conf, json_string_value(json_object_get(cli,
-		    "bin"))));
+		    &vault_conf, bin), conf_run_installed(&vault_conf, bin));
 		json_decref(cli);
 	}
 	evbuffer_add_printf(b, "{\"id\":%lld,\"name\":", (long long)t->id);

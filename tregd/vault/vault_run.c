@@ -39,6 +39,11 @@
 #define MASK_SECRET_MIN		3	/* shorter values would mask noise */
 #define RUN_ENDS_RETRY_MS	250	/* an end not committed: again */
 
+/* run_inject() */
+#define RUN_INJECT_OK		0
+#define RUN_INJECT_FAIL		-1	/* resp set */
+#define RUN_INJECT_TOOMANY	-2	/* more forms than a set holds */
+
 /* A run handed to exec: what its audit row needs. */
 struct vrun {
 	TAILQ_ENTRY(vrun)	 entry;
@@ -94,11 +99,18 @@ static int	run_args(struct vault_req *, struct vault_resp *, json_t **,
 		    int *);
 static void	base_url_path(const char *, char *, size_t);
 static struct isecret *secs_get(struct secs *, int64_t, int64_t,
-		    struct vault_resp *);
+		    const char *, struct vault_resp *);
 static struct secs *secs_new(void);
 static void	secs_clear(struct secs *);
 static int	secs_tool(struct secs *, int64_t, const struct tool_row *,
 		    struct vault_resp *);
+static int	run_inject(int64_t, const struct tool_row *, struct secs *,
+		    struct redset *, struct strv *, struct strv *,
+		    struct vault_resp *);
+static int	run_inject_argv(const struct tool_row *, struct isecret *,
+		    json_t *, struct redset *, struct strv *,
+		    struct vault_resp *);
+static char	*env_kv(const char *, const char *, size_t, size_t *);
 static void	strv_add(struct strv *, char *, size_t);
 static void	strv_clear(struct strv *);
 static int64_t	run_audit_start(const struct auth *, const char *,
@@ -198,18 +210,17 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	struct auth		*a = req->auth;
 	struct tool_row		 t;
 	struct secs		*secs;
-	struct isecret		*sc;
 	struct redset		*mask;
 	struct run_start	 rs;
 	struct api_response	 who;
 	struct vrun		*vr;
 	struct pack		 pk;
 	struct strv		 env, xargs;
-	json_t			*args, *inject, *e, *v, *masked, *noargs;
-	const char		*name, *bin, *via, *env_name;
-	char			 path[URL_LEN_MAX + 1], *val, *kv, *margv;
-	size_t			 i, vlen, n;
-	int64_t			 sid, audit_id, t_in = mono_ns(), t_audit;
+	json_t			*args, *v, *masked, *noargs;
+	const char		*name, *bin;
+	char			 path[URL_LEN_MAX + 1], *margv;
+	size_t			 i, n;
+	int64_t			 audit_id, t_in = mono_ns(), t_audit;
 	int			 timeout, used, rc, slot = -1;
 
 	memset(&t, 0, sizeof(t));
@@ -272,14 +283,17 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	if (rc == -1)
 		goto out;
 	/*
-	 * 6. Slots (the host's, every worker's): the server's, the user's.
+	 * 6. Slots (the host's, every worker's): the server's, the user's,
+	 * the org's.
 	 * A run that ended may not be read yet: read exec's news first.
 	 */
-	if ((rc = slots_claim(a->user_id, vault_conf.run_slots,
-	    vault_conf.run_slots_user, &slot, &used)) != 0) {
+	if ((rc = slots_claim(a->user_id, a->org_id, vault_conf.run_slots,
+	    vault_conf.run_slots_user, vault_conf.run_slots_org, &slot,
+	    &used)) != 0) {
 		run_exits_read();
-		rc = slots_claim(a->user_id, vault_conf.run_slots,
-		    vault_conf.run_slots_user, &slot, &used);
+		rc = slots_claim(a->user_id, a->org_id, vault_conf.run_slots,
+		    vault_conf.run_slots_user, vault_conf.run_slots_org, &slot,
+		    &used);
 	}
 	switch (rc) {
 	case SLOTS_FULL:
@@ -290,6 +304,10 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 		resp_error(resp, 429, "you already have %d server runs in "
 		    "flight — wait for one to finish", used);
 		goto out;
+	case SLOTS_ORG:
+		resp_error(resp, 429, "your organization already has %d server "
+		    "runs in flight — wait for one to finish", used);
+		goto out;
 	}
 
 	/* The secrets and the argv's mask: one more snapshot. */
@@ -297,59 +315,22 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "secrets");
 		goto out;
 	}
-	/* The inject entries, each with its secret put in. */
-	inject = json_object_get(t.cli, "inject");
-	json_array_foreach(inject, i, e) {
-		if (inject_resolve(&t, e, &sid) == -1) {
-			resp_error(resp, 422, "cannot tell which secret the "
-			    "inject entry %zu of tool '%s' refers to — give "
-			    "it a secret_id or from_binding", i, t.name);
-			goto out;
+	/* What the CLI gets: a failure is the tool's, a 502 on record. */
+	switch (run_inject(a->org_id, &t, secs, mask, &env, &xargs, resp)) {
+	case RUN_INJECT_OK:
+		break;
+	case RUN_INJECT_TOOMANY:
+		goto toomany;
+	default:
+		if (resp->status == 502) {
+			store_read_end();
+			noargs = json_array();
+			resolution_refuse(a, t.name, args ? args : noargs,
+			    "server_run", resp);
+			json_decref(noargs);
 		}
-		if ((sc = secs_get(secs, a->org_id, sid, resp)) == NULL)
-			goto out;
-		via = json_string_value(json_object_get(e, "via"));
-		if (via != NULL && strcmp(via, "argv") == 0) {
-			json_array_foreach(json_object_get(e, "argv"), n, v) {
-				if (inject_value(sc, e, json_string_value(v),
-				    resp, 422, &val, &vlen) == -1)
-					goto out;
-				strv_add(&xargs, val, vlen);
-				if (!sc->param && redset_add(mask, val,
-				    vlen) == -1)
-					goto toomany;
-			}
-			continue;
-		}
-		env_name = json_string_value(json_object_get(e, "name"));
-		if (env_name == NULL || *env_name == '\0') {
-			resp_error(resp, 422, "inject entry %zu of tool '%s' "
-			    "has no variable name", i, t.name);
-			goto out;
-		}
-		if (inject_value(sc, e, json_string_value(json_object_get(e,
-		    "format")), resp, 422, &val, &vlen) == -1)
-			goto out;
-		if (!sc->param && redset_add(mask, val, vlen) == -1) {
-			freezero(val, vlen + 1);
-			goto toomany;
-		}
-		/* NAME=value, built around the value in place. */
-		n = strlen(env_name);
-		if ((kv = malloc(n + 1 + vlen + 1)) == NULL)
-			fatal("%s: malloc", __func__);
-		memcpy(kv, env_name, n);
-		kv[n] = '=';
-		memcpy(kv + n + 1, val, vlen + 1);
-		freezero(val, vlen + 1);
-		strv_add(&env, kv, n + 1 + vlen);
-	}
-	/* Every other secret the tool is bound to is masked as well. */
-	if (secs_tool(secs, a->org_id, &t, resp) == -1)
 		goto out;
-	for (i = 0; i < secs->n; i++)
-		if (redset_secret(mask, &secs->s[i]) == -1)
-			goto toomany;
+	}
 
 	/* The order: bin, argv, env, secrets. */
 	pack_str(&pk, bin);
@@ -430,8 +411,9 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 		    (long long)(mono_ns() - t_audit) / 1000);
 	goto out;
  toomany:
-	resp_error(resp, 422, "the secrets of tool '%s' have too many parts "
-	    "to be masked", t.name);
+	resp_error(resp, 422, "the secrets of tool '%s' are too many or too "
+	    "large to be masked (over %d parts or %d bytes) — use fewer or "
+	    "smaller secrets", t.name, REDSET_MAX, REDSET_BYTES_MAX);
  out:
 	store_read_end();
 	if (slot != -1)
@@ -444,6 +426,118 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	secs_clear(secs);
 	free(secs);
 	tool_row_clear(&t);
+}
+
+/* "NAME=value" in a fresh buffer (freezero'd with the strv). */
+static char *
+env_kv(const char *name, const char *val, size_t vlen, size_t *len)
+{
+	size_t	 n = strlen(name);
+	char	*kv;
+
+	if ((kv = malloc(n + 1 + vlen + 1)) == NULL)
+		fatal("%s: malloc", __func__);
+	memcpy(kv, name, n);
+	kv[n] = '=';
+	memcpy(kv + n + 1, val, vlen);
+	kv[n + 1 + vlen] = '\0';
+	*len = n + 1 + vlen;
+	return (kv);
+}
+
+/*
+ * A via: argv entry's words into xargs.  Only a word made of the secret
+ * (one with the {secret} placeholder) is in the redaction set: "--token"
+ * of ["--token", "{secret}"] is a flag's name, and masking it would mask
+ * that word wherever the CLI prints it (its help text, say).
+ */
+static int
+run_inject_argv(const struct tool_row *t, struct isecret *sc, json_t *e,
+    struct redset *mask, struct strv *xargs, struct vault_resp *resp)
+{
+	const char	*w;
+	json_t		*v;
+	char		*val;
+	size_t		 n, vlen;
+
+	json_array_foreach(json_object_get(e, "argv"), n, v) {
+		w = json_string_value(v);
+		if (inject_value(sc, e, w, t->name, resp, &val, &vlen) == -1)
+			return (RUN_INJECT_FAIL);
+		strv_add(xargs, val, vlen);
+		if (!sc->param && w != NULL && strstr(w, "{secret}") != NULL &&
+		    redset_add(mask, val, vlen) == -1)
+			return (RUN_INJECT_TOOMANY);
+	}
+	return (RUN_INJECT_OK);
+}
+
+/*
+ * The inject entries, each with its secret put in (env entries as
+ * NAME=value into env, argv words into xargs, what is secret of them
+ * into mask), then the profile's plain settings (cli.env, never masked:
+ * they are not secrets), then the other secrets the tool is bound to
+ * into mask.  RUN_INJECT_FAIL with resp set (502 when an entry does not
+ * resolve, the tool's fault).
+ */
+static int
+run_inject(int64_t org, const struct tool_row *t, struct secs *secs,
+    struct redset *mask, struct strv *env, struct strv *xargs,
+    struct vault_resp *resp)
+{
+	struct isecret	*sc;
+	const char	*via, *name;
+	json_t		*e;
+	char		*val, *kv;
+	size_t		 i, vlen, len;
+	int64_t		 sid;
+	int		 rc;
+
+	json_array_foreach(json_object_get(t->cli, "inject"), i, e) {
+		if (inject_resolve(t, e, &sid) == -1) {
+			resp_error(resp, 502, "tool '%s': cli.inject[%zu] does "
+			    "not resolve to exactly one secret — give the "
+			    "entry a secret_id or from_binding", t->name, i);
+			return (RUN_INJECT_FAIL);
+		}
+		if ((sc = secs_get(secs, org, sid, t->name, resp)) == NULL)
+			return (RUN_INJECT_FAIL);
+		via = json_string_value(json_object_get(e, "via"));
+		if (via != NULL && strcmp(via, "argv") == 0) {
+			if ((rc = run_inject_argv(t, sc, e, mask, xargs,
+			    resp)) != RUN_INJECT_OK)
+				return (rc);
+			continue;
+		}
+		name = json_string_value(json_object_get(e, "name"));
+		if (name == NULL || *name == '\0') {
+			resp_error(resp, 502, "tool '%s': cli.inject[%zu] has "
+			    "no variable name", t->name, i);
+			return (RUN_INJECT_FAIL);
+		}
+		if (inject_value(sc, e, json_string_value(json_object_get(e,
+		    "format")), t->name, resp, &val, &vlen) == -1)
+			return (RUN_INJECT_FAIL);
+		rc = !sc->param ? redset_add(mask, val, vlen) : 0;
+		kv = env_kv(name, val, vlen, &len);
+		strv_add(env, kv, len);
+		freezero(val, vlen + 1);
+		if (rc == -1)
+			return (RUN_INJECT_TOOMANY);
+	}
+	json_object_foreach(json_object_get(t->cli, "env"), name, e) {
+		if (!json_is_string(e))
+			continue;
+		kv = env_kv(name, json_string_value(e), json_string_length(e),
+		    &len);
+		strv_add(env, kv, len);
+	}
+	if (secs_tool(secs, org, t, resp) == -1)
+		return (RUN_INJECT_FAIL);
+	for (i = 0; i < secs->n; i++)
+		if (redset_secret(mask, &secs->s[i]) == -1)
+			return (RUN_INJECT_TOOMANY);
+	return (RUN_INJECT_OK);
 }
 
 /* The host's, every worker's. */
@@ -695,7 +789,8 @@ secs_new(void)
 }
 
 static struct isecret *
-secs_get(struct secs *ss, int64_t org, int64_t id, struct vault_resp *resp)
+secs_get(struct secs *ss, int64_t org, int64_t id, const char *tool,
+    struct vault_resp *resp)
 {
 	size_t		 i;
 
@@ -703,10 +798,11 @@ secs_get(struct secs *ss, int64_t org, int64_t id, struct vault_resp *resp)
 		if (ss->s[i].id == id)
 			return (&ss->s[i]);
 	if (ss->n >= RUN_SECRETS_MAX) {
-		resp_error(resp, 422, "the tool uses too many secrets");
+		resp_error(resp, 502, "tool '%s': it uses too many secrets",
+		    tool);
 		return (NULL);
 	}
-	if (isecret_open(org, id, &ss->s[ss->n], resp, 422) == -1)
+	if (isecret_open(org, id, tool, &ss->s[ss->n], resp) == -1)
 		return (NULL);
 	return (&ss->s[ss->n++]);
 }
@@ -743,7 +839,7 @@ secs_tool(struct secs *ss, int64_t org, const struct tool_row *t,
 	}
 	n += m;
 	for (i = 0; i < n; i++)
-		if (secs_get(ss, org, ids[i], resp) == NULL)
+		if (secs_get(ss, org, ids[i], t->name, resp) == NULL)
 			return (-1);
 	return (0);
 }

@@ -414,7 +414,7 @@ secret_patch(struct vault_req *req, struct vault_resp *resp)
 	size_t			 ptlen = 0;
 	json_t			*v;
 	int64_t			 org = req->auth->org_id, id = req->id1;
-	int			 json_kind, tooshort = 0;
+	int			 json_kind, tooshort = 0, rc;
 
 	if (reg_ref(req, resp, STORE_SECRET, id, NULL, "change", &ref) == -1 ||
 	    secret_fields(req, resp, &name, &kind) == -1)
@@ -441,8 +441,11 @@ secret_patch(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "secret");
 		return;
 	}
-	if (secret_commit(resp, pt != NULL ? secret_store_value(resp, org, id,
-	    pt, ptlen) : 0, pt, ptlen) == -1)
+	rc = pt != NULL ? secret_store_value(resp, org, id, pt, ptlen) : 0;
+	/* A longer value, or a kind now masked: the tools using it. */
+	if (rc == 0 && (rc = mask_cost_users(org, id, resp)) == -1)
+		store_rollback();
+	if (secret_commit(resp, rc, pt, ptlen) == -1)
 		return;
 	log_info("secret %lld changed by %s", (long long)id, req->auth->email);
 	secret_answer(req, resp, id, tooshort);

@@ -1,7 +1,7 @@
 /*
  * Run slots shared by the vault workers.
  *
- * "run slots" and its per-user share count for the host, whichever
+ * "run slots" and its per-user and per-org shares count for the host, whichever
  * worker took the run: the workers share one table, a memfd the parent
  * made and every worker maps.  A claim is made under a spin lock held
  * for a few loads and stores (never across anything that can block), so
@@ -29,6 +29,7 @@ struct slot {
 	uint32_t	 used;		/* 0: free */
 	uint32_t	 worker;	/* who claimed it */
 	int64_t		 user_id;
+	int64_t		 org_id;
 	int64_t		 audit_id;	/* 0 until the run is handed to exec */
 };
 
@@ -86,17 +87,22 @@ slots_unlock(struct slot_table *t)
 }
 
 /*
- * A slot for a run of user: 0 and *slot, or SLOTS_FULL (the server's
- * are taken) or SLOTS_USER (the user's share is, *used says how many).
+ * A slot for a run of user in org: 0 and *slot, or SLOTS_FULL (the
+ * server's are taken), SLOTS_USER (the user's share is) or SLOTS_ORG
+ * (the org's share is, max_org; 0: no share of its own), *used saying
+ * how many that share holds.
  */
 int
-slots_claim(int64_t user, int max, int max_user, int *slot, int *used)
+slots_claim(int64_t user, int64_t org, int max, int max_user, int max_org,
+    int *slot, int *used)
 {
 	struct slot_table	*t = slots_table();
-	int			 i, n = 0, mine = 0, free_at = -1, rc;
+	int			 i, n = 0, mine = 0, ours = 0, free_at = -1, rc;
 
 	if (max > SLOTS_MAX)
 		max = SLOTS_MAX;
+	if (max_org <= 0)
+		max_org = max;
 	slots_lock(t);
 	for (i = 0; i < SLOTS_MAX; i++) {
 		if (!t->s[i].used) {
@@ -107,16 +113,22 @@ slots_claim(int64_t user, int max, int max_user, int *slot, int *used)
 		n++;
 		if (t->s[i].user_id == user)
 			mine++;
+		if (t->s[i].org_id == org)
+			ours++;
 	}
 	*used = mine;
 	if (n >= max || free_at == -1)
 		rc = SLOTS_FULL;
 	else if (mine >= max_user)
 		rc = SLOTS_USER;
-	else {
+	else if (ours >= max_org) {
+		*used = ours;
+		rc = SLOTS_ORG;
+	} else {
 		t->s[free_at].used = 1;
 		t->s[free_at].worker = self;
 		t->s[free_at].user_id = user;
+		t->s[free_at].org_id = org;
 		t->s[free_at].audit_id = 0;
 		*slot = free_at;
 		rc = 0;

@@ -271,7 +271,8 @@ tool_resolve(struct vault_req *req, struct vault_resp *resp,
 			return (-1);
 	}
 	if (in->cli == NULL)
-		return (0);
+		return (mask_cost_check(req->auth->org_id, in->name,
+		    in->bindings, NULL, resp));
 	inject = json_object_get(in->cli, "inject");
 	json_array_foreach(inject, i, e) {
 		snprintf(ctx, sizeof(ctx), "cli.inject[%zu]", i);
@@ -293,7 +294,9 @@ tool_resolve(struct vault_req *req, struct vault_resp *resp,
 			return (-1);
 		}
 	}
-	return (0);
+	/* What masking its secrets will cost: bounded. */
+	return (mask_cost_check(req->auth->org_id, in->name, in->bindings,
+	    in->cli, resp));
 }
 
 /*
@@ -346,7 +349,9 @@ tool_fields(struct vault_req *req, struct vault_resp *resp, json_t *spec,
 		}
 	}
 	if ((v = json_object_get(spec, "cli")) != NULL || !partial) {
-		if (cli_check(v, local, &in->cli, err, sizeof(err)) == -1) {
+		/* The catalog's variable may depend on the host (gh). */
+		if (cli_check_host(v, in->base_url != NULL ? in->host : NULL,
+		    local, &in->cli, err, sizeof(err)) == -1) {
 			resp_error(resp, 422, "%s%s%s", ctx, sep, err);
 			return (-1);
 		}

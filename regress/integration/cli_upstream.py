@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""A fake GitHub Enterprise and AWS STS upstream for real vendor CLIs.
+
+HTTPS with the certificate given (made by the test under a throwaway CA).
+Every request is appended to LOGFILE as one JSON line: method, target,
+headers (as a list of [name, value]) and the body as text.  Answers:
+
+  GET  /api/v3/user          a GitHub user whose "bio" is the request's
+                             Authorization header (an upstream echoing the
+                             key back: the run must mask it)
+  PATCH /api/v3/user         the same, "bio" being the body sent
+  POST / Action=GetCallerIdentity
+                             STS XML whose Arn names the Authorization
+                             header's credential (the access key id)
+  anything else              404 {"message": "Not Found"}
+
+Usage: cli_upstream.py PORTFILE LOGFILE CERT KEY
+"""
+
+import json
+import os
+import re
+import ssl
+import sys
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def record(self, body):
+        with open(self.server.logfile, "a") as f:
+            f.write(json.dumps({
+                "method": self.command, "target": self.path,
+                "headers": [[k, v] for k, v in self.headers.items()],
+                "body": body.decode("utf-8", "replace")}) + "\n")
+
+    def send(self, status, data, ctype="application/json"):
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def user(self, bio):
+        self.send(200, json.dumps({"login": "octocat", "id": 1,
+                                   "bio": bio}).encode())
+
+    def handle_any(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else b""
+        self.record(body)
+        path = urllib.parse.urlsplit(self.path).path
+        auth = self.headers.get("Authorization", "")
+        if path == "/api/v3/user" and self.command == "GET":
+            return self.user(auth)
+        if path == "/api/v3/user" and self.command == "PATCH":
+            return self.user(body.decode("utf-8", "replace"))
+        form = urllib.parse.parse_qs(body.decode("utf-8", "replace"))
+        if form.get("Action") == ["GetCallerIdentity"]:
+            m = re.search(r"Credential=([^/,]+)", auth)
+            who = m.group(1) if m else "none"
+            xml = ("<GetCallerIdentityResponse xmlns=\"https://sts."
+                   "amazonaws.com/doc/2011-06-15/\"><GetCallerIdentity"
+                   "Result><Arn>arn:aws:iam::123456789012:user/%s</Arn>"
+                   "<UserId>%s</UserId><Account>123456789012</Account>"
+                   "</GetCallerIdentityResult><ResponseMetadata><RequestId>"
+                   "1</RequestId></ResponseMetadata></GetCallerIdentity"
+                   "Response>" % (who, who))
+            return self.send(200, xml.encode(), "text/xml")
+        self.send(404, b'{"message": "Not Found"}')
+
+    do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = handle_any
+
+
+def main():
+    portfile, logfile, cert, key = sys.argv[1:5]
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.logfile = logfile
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    with open(portfile + ".tmp", "w") as f:
+        f.write(str(srv.server_address[1]))
+
+    os.rename(portfile + ".tmp", portfile)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
