@@ -134,6 +134,17 @@ imsgev_write(struct imsgev *iev)
 }
 
 /*
+ * What is queued, written now whatever the cork or the coalescing: a
+ * message another process must have before one sent after it elsewhere.
+ */
+void
+imsgev_flush(struct imsgev *iev)
+{
+	if (!iev->dead)
+		imsgev_write(iev);
+}
+
+/*
  * Messages composed between these two leave in one write (one sendmsg
  * for what fits), not one each: a blob's head and data, or every answer
  * one event produced.  Nested corks are counted.  A corked queue is

@@ -64,6 +64,7 @@ void	 imsgev_update(struct imsgev *);
 #define IMSGEV_CORK_MAX	16	/* messages held back at the most */
 void	 imsgev_cork(struct imsgev *);
 void	 imsgev_uncork(struct imsgev *);
+void	 imsgev_flush(struct imsgev *);
 void	 imsgev_coalesce(struct imsgev *);
 
 /*

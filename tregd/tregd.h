@@ -193,8 +193,9 @@ enum imsg_type {
 
 	/* frontend -> vault */
 	IMSG_API_REQUEST,	/* blob: struct api_request + payload */
-	IMSG_RUNS_SYNC,		/* uint32_t runs answered: commit the ends
-				   exec told (and back, the same: done) */
+	IMSG_ENDS_SYNC,		/* uint32_t runs and calls answered: take in
+				   the ends exec and the relay told (and
+				   back, the same: done) */
 
 	/* vault -> frontend */
 	IMSG_API_RESPONSE,	/* blob: struct api_response + JSON body */

@@ -82,9 +82,9 @@ struct front_req {
 	int			 beat_armed;
 	struct timespec		 begun, last_event;
 	struct timespec		 t_in, t_sent, t_acc, t_eof; /* run.sh -v */
-	/* GET /runs held until other workers committed their runs' ends. */
+	/* GET /runs, /calls held until other workers took in their ends. */
 	uint32_t		 syncs;		/* bit per worker asked */
-	uint32_t		 runs_seq;	/* runs_ended[worker] read */
+	uint32_t		 ends_seq;	/* ends_answered[worker] read */
 	struct api_request	*held_ar;
 	char			*held_payload;
 	size_t			 held_len;
@@ -157,11 +157,11 @@ static struct imsgev		 iev_vaults[VAULT_WORKERS_MAX];
 static int			 nvaults;
 static uint32_t			 vault_load[VAULT_WORKERS_MAX];
 /*
- * Runs of each worker answered, and how many of their ends it said are
- * committed (GET /runs; counters that wrap).
+ * Runs and relayed calls of each worker answered, and how many of their
+ * ends it said it took in (GET /runs, GET /calls; counters that wrap).
  */
-static uint32_t			 runs_ended[VAULT_WORKERS_MAX];
-static uint32_t			 runs_settled[VAULT_WORKERS_MAX];
+static uint32_t			 ends_answered[VAULT_WORKERS_MAX];
+static uint32_t			 ends_settled[VAULT_WORKERS_MAX];
 static int			 vault_turn;
 static int			 listen_fds[CONF_LISTEN_MAX];
 static int			 nlisten_fds;
@@ -190,7 +190,7 @@ static void	front_imsg_response(struct imsgev *, struct imsg *);
 static void	front_imsg_refused(struct imsgev *, struct imsg *);
 static void	front_imsg_answer_data(struct imsgev *, struct imsg *);
 static void	front_imsg_run_accepted(struct imsgev *, struct imsg *);
-static void	front_imsg_runs_synced(struct imsgev *, struct imsg *);
+static void	front_imsg_ends_synced(struct imsgev *, struct imsg *);
 static void	front_imsg_metrics_vault(struct imsgev *, struct imsg *);
 static void	front_imsg_run_output(struct imsgev *, struct imsg *);
 static void	front_imsg_run_eof(struct imsgev *, struct imsg *);
@@ -205,9 +205,10 @@ static struct front_req *front_of_worker(struct imsg *, int, const char *);
 static void	front_vault_done(struct front_req *);
 static void	front_vault_send(struct front_req *, struct api_request *,
 		    char *, size_t);
-static uint32_t	front_runs_sync(struct front_req *);
-static void	front_runs_synced(struct imsg *, int);
-static void	front_runs_settle(int, uint32_t);
+static int	front_reads_ends(enum api_route);
+static uint32_t	front_ends_sync(struct front_req *);
+static void	front_ends_synced(struct imsg *, int);
+static void	front_ends_settle(int, uint32_t);
 static void	front_response(struct blob *, int);
 static void	front_run_accepted(struct front_req *, struct imsg *);
 static void	front_run_output(struct imsg *);
@@ -256,7 +257,7 @@ static const struct imsg_handler front_imsgs[] = {
 	{ IMSG_CALL_REFUSED, FROM_VAULT, IMSG_LEN_ANY,	front_imsg_refused },
 	{ IMSG_DATA,	FROM_VAULT, IMSG_LEN_ANY,	front_imsg_answer_data },
 	{ IMSG_RUN_ACCEPTED, FROM_VAULT, IMSG_LEN_ANY,	front_imsg_run_accepted },
-	{ IMSG_RUNS_SYNC, FROM_VAULT, IMSG_LEN_ANY,	front_imsg_runs_synced },
+	{ IMSG_ENDS_SYNC, FROM_VAULT, IMSG_LEN_ANY,	front_imsg_ends_synced },
 	{ IMSG_METRICS_VAULT, FROM_VAULT, IMSG_LEN_ANY,	front_imsg_metrics_vault },
 	/* exec: a run's redacted output and its end. */
 	{ IMSG_RUN_OUTPUT, FROM_EXEC, IMSG_LEN_ANY,	front_imsg_run_output },
@@ -530,33 +531,50 @@ front_vault_send(struct front_req *fr, struct api_request *ar, char *payload,
 	    fr->id, ar, sizeof(*ar), payload, len) == -1)
 		fatal("%s: send to vault", __func__);
 	freezero(payload, len + 1);
-	/* Its read commits the ends exec told it of before now. */
-	fr->runs_seq = runs_ended[fr->worker];
+	/* Its read commits the ends exec and the relay told it of by now. */
+	fr->ends_seq = ends_answered[fr->worker];
+}
+
+/* A run or relayed call of worker w was answered: its end is on the way. */
+void
+front_end_answered(int w)
+{
+	if (w < 0 || w >= nvaults)
+		fatalx("%s: worker %d", __func__, w);
+	ends_answered[w]++;
+}
+
+/* The reads that show ends: a client that had its answer finds it there. */
+static int
+front_reads_ends(enum api_route route)
+{
+	return (route == ROUTE_RUNS_LIST || route == ROUTE_CALLS_LIST);
 }
 
 /*
- * GET /runs reads what every worker wrote: a run's end is committed by
- * the worker that started it a turn of its loop after exec told it,
- * which may be after the client had its answer.  So the read goes to a
- * worker with such ends (it commits them before it reads) and each other
- * one is asked to commit its own first.  The workers asked, as bits.
+ * GET /runs and GET /calls read what every worker wrote: the end of a
+ * run or of a relayed call is committed by the worker that started it,
+ * a moment after exec or the relay told it (which both do before they
+ * answer the client here).  So the read goes to a worker with such ends
+ * (it takes them in before it reads) and each other one is asked to take
+ * in its own first.  The workers asked, as bits.
  */
 static uint32_t
-front_runs_sync(struct front_req *fr)
+front_ends_sync(struct front_req *fr)
 {
 	uint32_t	 asked = 0;
 	int		 w;
 
 	fr->worker = -1;
 	for (w = 0; w < nvaults; w++) {
-		if ((int32_t)(runs_ended[w] - runs_settled[w]) <= 0)
+		if ((int32_t)(ends_answered[w] - ends_settled[w]) <= 0)
 			continue;
 		if (fr->worker == -1) {
 			fr->worker = w;
 			continue;
 		}
-		if (imsgev_compose(&iev_vaults[w], IMSG_RUNS_SYNC, fr->id, -1,
-		    &runs_ended[w], sizeof(runs_ended[w])) == -1)
+		if (imsgev_compose(&iev_vaults[w], IMSG_ENDS_SYNC, fr->id, -1,
+		    &ends_answered[w], sizeof(ends_answered[w])) == -1)
 			fatal("%s: compose", __func__);
 		asked |= 1U << w;
 	}
@@ -565,9 +583,9 @@ front_runs_sync(struct front_req *fr)
 	return (asked);
 }
 
-/* A worker asked by front_runs_sync() committed its ends. */
+/* A worker asked by front_ends_sync() took in its ends. */
 static void
-front_runs_synced(struct imsg *imsg, int w)
+front_ends_synced(struct imsg *imsg, int w)
 {
 	struct front_req	*fr;
 	uint32_t		 seq;
@@ -575,11 +593,11 @@ front_runs_synced(struct imsg *imsg, int w)
 	if (imsg->datalen != sizeof(seq) ||
 	    (fr = front_find(imsg->hdr.id)) == NULL ||
 	    !(fr->syncs & (1U << w)))
-		fatalx("bad IMSG_RUNS_SYNC from %s", proc_worker_name(w));
+		fatalx("bad IMSG_ENDS_SYNC from %s", proc_worker_name(w));
 	memcpy(&seq, imsg->data, sizeof(seq));
-	if ((int32_t)(runs_ended[w] - seq) < 0)
-		fatalx("bad IMSG_RUNS_SYNC from %s", proc_worker_name(w));
-	front_runs_settle(w, seq);
+	if ((int32_t)(ends_answered[w] - seq) < 0)
+		fatalx("bad IMSG_ENDS_SYNC from %s", proc_worker_name(w));
+	front_ends_settle(w, seq);
 	fr->syncs &= ~(1U << w);
 	if (fr->syncs != 0)
 		return;
@@ -589,12 +607,12 @@ front_runs_synced(struct imsg *imsg, int w)
 	fr->held_payload = NULL;
 }
 
-/* Worker w committed the ends of its runs answered up to seq. */
+/* Worker w took in the ends of its runs and calls answered up to seq. */
 static void
-front_runs_settle(int w, uint32_t seq)
+front_ends_settle(int w, uint32_t seq)
 {
-	if ((int32_t)(seq - runs_settled[w]) > 0)
-		runs_settled[w] = seq;
+	if ((int32_t)(seq - ends_settled[w]) > 0)
+		ends_settled[w] = seq;
 }
 
 /* The worker is done with it (answered, or handed the run to exec). */
@@ -657,9 +675,9 @@ front_imsg_run_accepted(struct imsgev *iev, struct imsg *imsg)
 }
 
 static void
-front_imsg_runs_synced(struct imsgev *iev, struct imsg *imsg)
+front_imsg_ends_synced(struct imsgev *iev, struct imsg *imsg)
 {
-	front_runs_synced(imsg, iev - iev_vaults);
+	front_ends_synced(imsg, iev - iev_vaults);
 }
 
 static void
@@ -684,7 +702,7 @@ front_imsg_run_eof(struct imsgev *iev, struct imsg *imsg)
 		fatalx("bad IMSG_RUN_EOF from exec");
 	memcpy(&fr->result, imsg->data, sizeof(fr->result));
 	fr->eof = 1;
-	runs_ended[fr->worker]++;
+	front_end_answered(fr->worker);
 	clock_gettime(CLOCK_MONOTONIC, &fr->t_eof);
 	/* The vault's word may come after exec's end: it will. */
 	if (fr->accepted)
@@ -920,7 +938,7 @@ front_request(struct http_conn *conn, const struct http_head *h,
 	memcpy(payload + namelen, h->query.p, querylen);
 	if (bodylen > 0)
 		memcpy(payload + namelen + querylen, bodytext, bodylen);
-	if (m.route == ROUTE_RUNS_LIST && (fr->syncs = front_runs_sync(fr))) {
+	if (front_reads_ends(m.route) && (fr->syncs = front_ends_sync(fr))) {
 		/* Until the other workers' ends are committed. */
 		if ((fr->held_ar = malloc(sizeof(ar))) == NULL)
 			fatal("%s: malloc", __func__);
@@ -931,7 +949,7 @@ front_request(struct http_conn *conn, const struct http_head *h,
 	}
 	if (m.route == ROUTE_RUN)
 		fr->worker = front_vault_pick_run();
-	else if (m.route != ROUTE_RUNS_LIST)
+	else if (!front_reads_ends(m.route))
 		fr->worker = front_vault_pick();
 	front_vault_send(fr, &ar, payload, namelen + querylen + bodylen);
  out:
@@ -1016,9 +1034,9 @@ front_response(struct blob *b, int w)
 	    ar.status < 100 || ar.status > 599)
 		fatalx("bad api response from %s", proc_worker_name(w));
 	front_vault_done(fr);
-	/* A read of the run log committed that worker's ends first. */
-	if (fr->route == ROUTE_RUNS_LIST && ar.status == 200)
-		front_runs_settle(w, fr->runs_seq);
+	/* A read of runs or calls took in that worker's ends first. */
+	if (front_reads_ends(fr->route) && ar.status == 200)
+		front_ends_settle(w, fr->ends_seq);
 	if (fr->conn != NULL) {
 		/* A run's refusal after exec had it: ids came with ACCEPTED. */
 		if (ar.org_id != 0 || ar.user_id != 0)

@@ -11,6 +11,7 @@
 /* frontend.c: a call's vault worker, counted as a request's load. */
 struct imsgev	*front_vault_take(int *);
 void		 front_vault_give(int);
+void		 front_end_answered(int);	/* a run or call of worker w ended */
 
 /* frontend_call.c */
 struct http_conn;

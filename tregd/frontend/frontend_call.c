@@ -424,6 +424,8 @@ fcall_end(struct imsg *imsg)
 		fatalx("bad IMSG_CALL_END from relay");
 	memcpy(&ce, imsg->data, sizeof(ce));
 	fc = fcall_find(imsg->hdr.id, "IMSG_CALL_END from relay");
+	/* The relay told the vault how it ended before it told us. */
+	front_end_answered(fc->worker);
 	if (fc->conn != NULL) {
 		if (!fc->started)
 			http_error(fc->conn, 502, "the relay gave no answer");

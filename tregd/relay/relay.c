@@ -714,7 +714,12 @@ relay_refuse(struct rcall *rc, int status, uint32_t why, const char *detail)
 	relay_finish(rc, 0);
 }
 
-/* The end to the frontend, how it went to the vault; rc is freed. */
+/*
+ * How it went to the vault, then the end to the frontend; rc is freed.
+ * The vault's message is written out first: a client that has its
+ * answer finds the call's end when it reads GET /calls (the vault reads
+ * what is waiting from here before it reads the calls).
+ */
 void
 relay_finish(struct rcall *rc, int failed)
 {
@@ -725,12 +730,6 @@ relay_finish(struct rcall *rc, int failed)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (rc->rd != NULL)
 		rc->redacted += redact_count(rc->rd);
-	memset(&ce, 0, sizeof(ce));
-	ce.redacted = rc->redacted;
-	ce.failed = failed;
-	if (imsgev_compose(&iev_frontend, IMSG_CALL_END, rc->reqid, -1, &ce,
-	    sizeof(ce)) == -1)
-		fatal("%s: compose", __func__);
 	memset(&cd, 0, sizeof(cd));
 	cd.callid = rc->callid;
 	cd.status = rc->status;
@@ -741,6 +740,13 @@ relay_finish(struct rcall *rc, int failed)
 	cd.redacted = rc->redacted;
 	if (imsgev_compose(&iev_vaults[rc->worker], IMSG_CALL_DONE, 0, -1, &cd,
 	    sizeof(cd)) == -1)
+		fatal("%s: compose", __func__);
+	imsgev_flush(&iev_vaults[rc->worker]);
+	memset(&ce, 0, sizeof(ce));
+	ce.redacted = rc->redacted;
+	ce.failed = failed;
+	if (imsgev_compose(&iev_frontend, IMSG_CALL_END, rc->reqid, -1, &ce,
+	    sizeof(ce)) == -1)
 		fatal("%s: compose", __func__);
 	relay_free(rc);
 }

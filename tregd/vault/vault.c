@@ -52,6 +52,7 @@ static struct blob_list	 vault_blobs = TAILQ_HEAD_INITIALIZER(vault_blobs);
 static const struct vault_route *route_index[ROUTE_MAX];
 static int		 conf_ready;
 static int		 have_worker;
+static int		 worker_index;
 static uint64_t		 conf_generation;	/* bumped by each reload */
 
 static void	vault_dispatch(struct imsgev *, struct imsg *);
@@ -67,7 +68,7 @@ static void	vault_imsg_ctl_conn(struct imsgev *, struct imsg *);
 static void	vault_imsg_api_request(struct imsgev *, struct imsg *);
 static void	vault_imsg_call_request(struct imsgev *, struct imsg *);
 static void	vault_imsg_request_data(struct imsgev *, struct imsg *);
-static void	vault_imsg_runs_sync(struct imsgev *, struct imsg *);
+static void	vault_imsg_ends_sync(struct imsgev *, struct imsg *);
 static void	vault_imsg_run_exit(struct imsgev *, struct imsg *);
 static void	vault_imsg_call_done(struct imsgev *, struct imsg *);
 static void	vault_closed(struct imsgev *);
@@ -105,7 +106,7 @@ static const struct imsg_handler vault_imsgs[] = {
 	{ IMSG_API_REQUEST, FROM_FRONTEND, IMSG_LEN_ANY, vault_imsg_api_request },
 	{ IMSG_CALL_REQUEST, FROM_FRONTEND, IMSG_LEN_ANY, vault_imsg_call_request },
 	{ IMSG_DATA,	FROM_FRONTEND, IMSG_LEN_ANY,	vault_imsg_request_data },
-	{ IMSG_RUNS_SYNC, FROM_FRONTEND, sizeof(uint32_t), vault_imsg_runs_sync },
+	{ IMSG_ENDS_SYNC, FROM_FRONTEND, sizeof(uint32_t), vault_imsg_ends_sync },
 	/* The ends of what the vault started. */
 	{ IMSG_RUN_EXIT, FROM_EXEC, IMSG_LEN_ANY,	vault_imsg_run_exit },
 	{ IMSG_CALL_DONE, FROM_RELAY, IMSG_LEN_ANY,	vault_imsg_call_done },
@@ -167,6 +168,7 @@ vault_main(int debug, int verbose)
 		sandbox_demote(pw, vault_conf.state);
 	memset(&paths, 0, sizeof(paths));
 	paths.state = pw != NULL ? "/" : vault_conf.state;
+	hosts_prepare(vault_conf.state);
 	sandbox_confine(SANDBOX_VAULT, &paths);
 
 	umask(0077);
@@ -179,8 +181,25 @@ vault_main(int debug, int verbose)
 	close(initfd);		/* the lock goes with it */
 	vault_index_routes();
 	vault_metrics_start();
+	hosts_start(worker_index);
 
 	proc_child_run(vault_sig);
+}
+
+/*
+ * The frontend holds a GET /runs or /calls another worker answers until
+ * this one took in the ends exec and the relay told it of (both tell
+ * before they answer the client).
+ */
+void
+vault_ends_sync(struct imsg *imsg)
+{
+	run_exits_read();
+	call_exits_read();
+	/* The frontend's count of this worker's ends it answered, back. */
+	if (imsgev_compose(vault_frontend, IMSG_ENDS_SYNC, imsg->hdr.id, -1,
+	    imsg->data, imsg->datalen) == -1)
+		fatal("%s: compose", __func__);
 }
 
 static void
@@ -188,6 +207,7 @@ vault_sig(int sig, short event, void *arg)
 {
 	run_ends_flush();
 	call_flush();
+	hosts_stop();
 	store_close();
 	exit(0);
 }
@@ -223,6 +243,7 @@ vault_imsg_worker(struct imsgev *iev, struct imsg *imsg)
 	    cw.index >= cw.count)
 		fatalx("bad IMSG_CONF_WORKER %u of %u", cw.index, cw.count);
 	slots_init(imsg->fd, cw.index);
+	worker_index = cw.index;
 	imsg->fd = -1;
 	have_worker = 1;
 	setproctitle("%s", proc_worker_name(cw.index));
@@ -417,9 +438,9 @@ vault_imsg_request_data(struct imsgev *iev, struct imsg *imsg)
 }
 
 static void
-vault_imsg_runs_sync(struct imsgev *iev, struct imsg *imsg)
+vault_imsg_ends_sync(struct imsgev *iev, struct imsg *imsg)
 {
-	run_ends_sync(imsg);
+	vault_ends_sync(imsg);
 }
 
 static void
@@ -865,11 +886,19 @@ role_name(enum role r)
 void
 db_fail(struct vault_resp *resp, const char *what)
 {
+	int	 unavailable = store_unavailable();
+
 	log_warnx("database error (%s): %s", what, store_error());
 	vault_metrics_db_error();
 	store_rollback();
-	resp_error(resp, 500, "internal error: the database failed (%s)",
-	    what);
+	/* Locked by another process, full, unreachable: not tregd's fault. */
+	if (unavailable)
+		resp_error(resp, 503, "the database is unavailable (locked, "
+		    "full or unreachable) — nothing was changed, try again "
+		    "in a moment");
+	else
+		resp_error(resp, 500, "internal error: the database failed "
+		    "(%s)", what);
 }
 
 int

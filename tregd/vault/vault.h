@@ -89,7 +89,8 @@ extern struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
 extern struct imsgev		*vault_relay;
 void		 vault_respond(uint32_t, struct vault_resp *);
 void		 vault_keyring_changed(void);	/* tell the other workers */
-void		 db_fail(struct vault_resp *, const char *);	/* 500 + log */
+void		 vault_ends_sync(struct imsg *);	/* IMSG_ENDS_SYNC */
+void		 db_fail(struct vault_resp *, const char *);	/* 500, 503 + log */
 /* store_begin(), store_commit(), or db_fail(): 0, or -1 with resp set. */
 int		 db_begin(struct vault_resp *);
 int		 db_commit(struct vault_resp *);
@@ -168,10 +169,17 @@ void		 ctl_reload_done(uint32_t, const struct ctl_reload_done *);
 /* vault_run.c */
 void		 run_exit(struct imsg *);	/* IMSG_RUN_EXIT from exec */
 void		 run_ends_flush(void);	/* the ends queued, committed */
-void		 run_ends_sync(struct imsg *);	/* IMSG_RUNS_SYNC */
+void		 run_exits_read(void);	/* exec's word taken in, committed */
 int		 run_slots_used(void);
 /* Mask credential-looking arguments and registered secret values. */
 json_t		*argv_mask(int64_t, json_t *);
+
+/* vault_hosts.c: the hosts alive on the database */
+void		 hosts_prepare(const char *);
+void		 hosts_start(int);
+void		 hosts_stop(void);
+int64_t		*hosts_alive(size_t *);
+int		 hosts_is_alive(int64_t, const int64_t *, size_t);
 
 /* vault_slots.c: the host's run slots, shared by the workers. */
 #define SLOTS_FULL		1	/* every run slot is taken */
@@ -183,6 +191,7 @@ void		 slots_started(int, int64_t);
 void		 slots_release(int);
 int		 slots_in_flight(int64_t);
 int64_t		*slots_in_flight_ids(size_t *);
+int64_t		 slots_instance(void);	/* this start of tregd */
 int		 slots_used(int);	/* 1: this worker's only */
 
 /* vault_inject.c: a secret turned into what a CLI sees; a run's mask set. */
@@ -319,6 +328,7 @@ int		 deny_match(int64_t, json_t *, json_t *, char *, size_t,
 void		 call_request(struct blob *);	/* IMSG_CALL_REQUEST */
 void		 call_done(struct imsg *);	/* IMSG_CALL_DONE from relay */
 void		 call_flush(void);		/* the pending end records */
+void		 call_exits_read(void);	/* the relay's word, committed */
 /* daily_call_cap and used_today of a membership into a view: 0 or -1. */
 int		 call_usage(int64_t, int64_t, json_t *);
 /* Around the member routes: daily_call_cap checked, stored, shown. */

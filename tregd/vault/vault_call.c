@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,7 @@ static void	 call_refuse(uint32_t, const struct auth *,
 		    struct vault_resp *);
 static int	 call_ends_insert(void);
 static void	 call_ends_clear(void);
+static void	 call_ends_arm(int);
 static int	 call_audit(const struct auth *, const char *, const char *,
 		    const char *, const char *, int, int64_t *);
 static void	 call_log_path(const char *, const char *, char *, size_t);
@@ -540,6 +542,7 @@ call_audit(const struct auth *a, const char *tool, const char *method,
 		c.status_code = status;
 	}
 	c.created_at = turn.now;
+	c.host = slots_instance();
 	if (store_call_insert(&c, id) == -1) {
 		log_warnx("audit: the call's record cannot be written: %s",
 		    store_error());
@@ -1270,18 +1273,24 @@ call_build(const struct auth *a, struct call_in *in, struct call_out *out,
 
 /*
  * End records are written in batches: with the next turn's calls (one
- * commit for both), or in a transaction of their own per CALL_ENDS_MAX
- * calls or CALL_ENDS_MS, and before GET /calls reads them or the vault
- * stops.  The call's own row was written before it was sent.
+ * commit for both), or in a transaction of their own after CALL_ENDS_MS,
+ * and before GET /calls reads them or the vault stops.  The call's own
+ * row was written before it was sent.  An end that cannot be committed
+ * (the database locked by another process, full, unreachable) is kept
+ * and tried again every CALL_ENDS_RETRY_MS until it is on record; at
+ * most CALL_ENDS_KEPT are kept (calls cannot start while their rows
+ * cannot be written, so only those in flight then can end meanwhile).
  */
-#define CALL_ENDS_MAX	64
-#define CALL_ENDS_MS	20
+#define CALL_ENDS_MS		20
+#define CALL_ENDS_RETRY_MS	250
+#define CALL_ENDS_KEPT		65536
 struct call_end_rec {
 	struct store_call_end	 e;
 	char			 at[STORE_TIME_MAX];
 };
-static struct call_end_rec	 ends[CALL_ENDS_MAX];
-static int			 nends;
+static struct call_end_rec	*ends;
+static int			 nends, capends;
+static int			 ends_failed;	/* tries failed in a row */
 static struct event		 ends_timer;
 static int			 ends_armed;
 
@@ -1292,19 +1301,33 @@ call_ends_timer(int fd, short ev, void *arg)
 	call_flush();
 }
 
+static void
+call_ends_arm(int ms)
+{
+	struct timeval	 tv = { 0, ms * 1000 };
+
+	if (ends_armed)
+		evtimer_del(&ends_timer);
+	evtimer_set(&ends_timer, call_ends_timer, NULL);
+	evtimer_add(&ends_timer, &tv);
+	ends_armed = 1;
+}
+
 /* The pending end records, in the caller's transaction. */
 static int
 call_ends_insert(void)
 {
 	int	 i;
 
-	for (i = 0; i < nends; i++)
+	for (i = 0; i < nends; i++) {
+		ends[i].e.created_at = ends[i].at;
 		if (store_call_end_insert(&ends[i].e) == -1)
 			return (-1);
+	}
 	return (0);
 }
 
-/* Written, or given up: none is pending. */
+/* Written: none is pending. */
 static void
 call_ends_clear(void)
 {
@@ -1312,7 +1335,12 @@ call_ends_clear(void)
 		evtimer_del(&ends_timer);
 		ends_armed = 0;
 	}
-	explicit_bzero(ends, nends * sizeof(ends[0]));
+	if (ends_failed > 0)
+		log_info("audit: the end of %d calls recorded after %d tries",
+		    nends, ends_failed + 1);
+	ends_failed = 0;
+	if (nends > 0)
+		explicit_bzero(ends, nends * sizeof(ends[0]));
 	nends = 0;
 }
 
@@ -1325,20 +1353,41 @@ call_flush(void)
 		return;
 	if ((rc = store_begin()) == 0 && (rc = call_ends_insert()) == 0)
 		rc = store_commit();
-	if (rc != 0) {
-		store_rollback();
-		log_warnx("audit: the end of %d calls cannot be written: %s",
-		    nends, store_error());
-		vault_metrics_db_error();
+	if (rc == 0) {
+		call_ends_clear();
+		return;
 	}
-	call_ends_clear();
+	store_rollback();
+	if (ends_failed++ == 0)
+		log_warnx("audit: the end of %d calls cannot be written yet, "
+		    "kept and tried again: %s", nends, store_error());
+	vault_metrics_db_error();
+	call_ends_arm(CALL_ENDS_RETRY_MS);
+}
+
+/*
+ * What the relay has said already, then the pending ends committed:
+ * before a read of the calls.  The relay writes a call's end here
+ * before it answers the frontend, so a client that got its answer
+ * finds its call ended.
+ */
+void
+call_exits_read(void)
+{
+	ssize_t	 n;
+
+	if (!vault_relay->dead) {
+		n = imsgbuf_read(&vault_relay->ibuf);
+		if (n != -1 || errno == EAGAIN)
+			imsgev_drain(vault_relay);
+	}
+	call_flush();
 }
 
 void
 call_done(struct imsg *imsg)
 {
 	static const char *const why[] = { NULL, "ssrf", "upstream" };
-	struct timeval		 tv = { 0, CALL_ENDS_MS * 1000 };
 	struct call_done	 cd;
 	struct store_call_end	*e;
 	struct vcall		*vc;
@@ -1352,8 +1401,18 @@ call_done(struct imsg *imsg)
 	if (vc == NULL || cd.refused > CALL_UPSTREAM)
 		fatalx("bad IMSG_CALL_DONE from relay");
 	TAILQ_REMOVE(&vcalls, vc, entry);
-	if (nends == CALL_ENDS_MAX)
-		call_flush();
+	if (nends == CALL_ENDS_KEPT) {
+		log_warnx("audit: %d call ends wait for the database, the "
+		    "oldest is dropped", nends);
+		memmove(ends, ends + 1, (nends - 1) * sizeof(*ends));
+		nends--;
+	}
+	if (nends == capends) {
+		if ((ends = recallocarray(ends, capends, capends + 64,
+		    sizeof(*ends))) == NULL)
+			fatal("%s: recallocarray", __func__);
+		capends += 64;
+	}
 	e = &ends[nends].e;
 	strlcpy(ends[nends].at, call_now(time(NULL)), sizeof(ends[nends].at));
 	e->call_id = vc->audit_id;
@@ -1366,11 +1425,8 @@ call_done(struct imsg *imsg)
 	e->redacted = cd.redacted;
 	e->created_at = ends[nends].at;
 	nends++;
-	if (!ends_armed) {
-		evtimer_set(&ends_timer, call_ends_timer, NULL);
-		evtimer_add(&ends_timer, &tv);
-		ends_armed = 1;
-	}
+	if (!ends_armed)
+		call_ends_arm(CALL_ENDS_MS);
 	free(vc);
 }
 
@@ -1388,7 +1444,7 @@ call_view_before(struct vault_req *req, struct vault_resp *resp)
 	json_t	*v;
 
 	if (req->route == ROUTE_CALLS_LIST)
-		call_flush();		/* the list shows how calls ended */
+		call_exits_read();	/* the list shows how calls ended */
 	if (req->route != ROUTE_MEMBER_ACCESS || req->body == NULL ||
 	    (v = json_object_get(req->body, "daily_call_cap")) == NULL)
 		return (0);

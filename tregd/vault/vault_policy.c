@@ -1209,6 +1209,27 @@ int_or_null(int has, int64_t v)
 	return (has ? json_integer(v) : json_null());
 }
 
+/* The hosts alive while GET /calls reads (vault_hosts.c). */
+static int64_t	*calls_alive;
+static size_t	 ncalls_alive;
+
+/*
+ * A relayed call without its end: running while the host that sent it
+ * is alive (it keeps an end it cannot write yet until it can), else
+ * interrupted, as a server run.  NULL: it has its end, or is no call.
+ */
+static const char *
+call_outcome(const struct store_calls_row *r)
+{
+	const struct store_call	*c = &r->c;
+
+	if (strcmp(c->kind, "call") != 0 || c->refused_by != NULL ||
+	    c->has_status || r->has_bytes)
+		return (NULL);
+	return (c->host != 0 && hosts_is_alive(c->host, calls_alive,
+	    ncalls_alive) ? "running" : "interrupted");
+}
+
 static json_t *
 call_view(const struct store_calls_row *r)
 {
@@ -1236,6 +1257,7 @@ call_view(const struct store_calls_row *r)
 	    "verdict", text_or_null(c->verdict));
 	if (o == NULL)
 		fatalx("%s: json_pack", __func__);
+	json_object_set_new(o, "outcome", text_or_null(call_outcome(r)));
 	return (o);
 }
 
@@ -1371,7 +1393,12 @@ calls_list(struct vault_req *req, struct vault_resp *resp)
 			return;
 		}
 	}
-	arr = calls_query(a->org_id, a, limit, before, call_view);
+	if ((calls_alive = hosts_alive(&ncalls_alive)) == NULL)
+		arr = NULL;
+	else
+		arr = calls_query(a->org_id, a, limit, before, call_view);
+	free(calls_alive);
+	calls_alive = NULL;
 	if (arr == NULL) {
 		db_fail(resp, "calls");
 		return;

@@ -37,7 +37,7 @@
 #define MASK			"***"
 #define MASK_TOKEN_MIN		24	/* a bare token this long is a key */
 #define MASK_SECRET_MIN		3	/* shorter values would mask noise */
-#define RUN_ENDS_BATCH		64	/* ends committed together, at most */
+#define RUN_ENDS_RETRY_MS	250	/* an end not committed: again */
 
 /* run_inject() */
 #define RUN_INJECT_OK		0
@@ -83,8 +83,13 @@ struct strv {
 
 static struct vrun_list	 vruns = TAILQ_HEAD_INITIALIZER(vruns);
 static uint32_t		 next_runid = 1;
-static struct vend	 vends[RUN_ENDS_BATCH];
-static size_t		 nvends;
+/*
+ * The ends waiting for their commit: kept until it succeeds, each with
+ * its run's slot, so there are never more than the host has slots.
+ */
+static struct vend	*vends;
+static size_t		 nvends, capvends;
+static int		 ends_failed;	/* tries that failed in a row */
 static struct event	 ev_ends;
 static int		 ev_ends_set;
 
@@ -113,10 +118,10 @@ static int64_t	run_audit_start(const struct auth *, const char *,
 static void	run_audit_end(const struct vrun *, const struct run_exit *,
 		    const char *);
 static void	run_ends_commit(int, short, void *);
-static void	run_exits_read(void);
 static int	run_in_flight(int64_t);
 struct runs_page;
-static int	runs_row_running(const struct runs_page *, int64_t);
+static int	runs_row_running(const struct runs_page *,
+		    const struct store_runs_row *);
 static int	runs_row(const struct store_runs_row *, void *);
 static int	runs_access_tool(const struct store_tool_item *, void *);
 static json_t	*runs_access_names(int64_t, json_t *);
@@ -581,6 +586,7 @@ run_audit_start(const struct auth *a, const char *tool, const char *argv)
 	r.tool = tool;
 	r.argv = argv;
 	r.created_at = now;
+	r.host = slots_instance();
 	if (store_run_insert(&r, &id) == -1) {
 		log_warnx("run of '%s': audit row not written, nothing run: %s",
 		    tool, store_error());
@@ -591,8 +597,8 @@ run_audit_start(const struct auth *a, const char *tool, const char *argv)
 
 /*
  * How it ended, appended (the runs row itself is never changed): queued
- * for the commit at the end of this turn of the loop, or now when the
- * batch is full.  outcome is a static string.
+ * for the commit at the end of this turn of the loop.  outcome is a
+ * static string.
  */
 static void
 run_audit_end(const struct vrun *vr, const struct run_exit *rx,
@@ -601,8 +607,14 @@ run_audit_end(const struct vrun *vr, const struct run_exit *rx,
 	struct vend		*v;
 	struct timeval		 tv = { 0, 0 };
 
-	if (nvends == RUN_ENDS_BATCH)
-		run_ends_flush();
+	if (nvends == capvends) {
+		v = recallocarray(vends, capvends, capvends + 64,
+		    sizeof(*vends));
+		if (v == NULL)
+			fatal("%s: recallocarray", __func__);
+		vends = v;
+		capvends += 64;
+	}
 	v = &vends[nvends++];
 	memset(v, 0, sizeof(*v));
 	now_iso(v->at, sizeof(v->at));
@@ -632,25 +644,46 @@ run_ends_commit(int fd, short event, void *arg)
 	run_ends_flush();
 }
 
-/* The queued ends, in one transaction. */
+/*
+ * The queued ends, in one transaction.  One that cannot be committed
+ * (the database locked by another process, full, unreachable) is kept,
+ * its run still holding its slot (GET /runs shows it running), and
+ * tried again every RUN_ENDS_RETRY_MS until it is on record: an answered
+ * run never reads "interrupted" while tregd runs.
+ */
 void
 run_ends_flush(void)
 {
-	struct store_run_end	 e[RUN_ENDS_BATCH];
+	struct store_run_end	*e;
+	struct timeval		 tv = { 0, RUN_ENDS_RETRY_MS * 1000 };
 	size_t			 i, n = nvends;
 	int64_t			 t0 = mono_ns();
 
 	if (n == 0)
 		return;
-	nvends = 0;
-	for (i = 0; i < n; i++)
+	if (ev_ends_set && evtimer_pending(&ev_ends, NULL))
+		evtimer_del(&ev_ends);
+	if ((e = calloc(n, sizeof(*e))) == NULL)
+		fatal("%s: calloc", __func__);
+	for (i = 0; i < n; i++) {
 		e[i] = vends[i].e;
-	/* Those runs are on record as started: GET /runs says "interrupted". */
-	if (store_run_ends_insert(e, n) == -1)
-		for (i = 0; i < n; i++)
-			log_warnx("run %lld of '%s': its end was not "
-			    "recorded: %s", (long long)vends[i].e.run_id,
-			    vends[i].tool, store_error());
+		e[i].created_at = vends[i].at;
+	}
+	if (store_run_ends_insert(e, n) == -1) {
+		free(e);
+		if (ends_failed++ == 0)
+			log_warnx("the end of %zu runs cannot be recorded yet, "
+			    "kept and tried again: %s", n, store_error());
+		vault_metrics_db_error();
+		evtimer_add(&ev_ends, &tv);
+		return;
+	}
+	free(e);
+	if (ends_failed > 0)
+		log_info("the end of %zu runs recorded after %d tries", n,
+		    ends_failed + 1);
+	ends_failed = 0;
+	nvends = 0;
 	/*
 	 * Only now is the run no longer in flight for every worker: one
 	 * that reads the log in between shows it running, never
@@ -669,7 +702,7 @@ run_ends_flush(void)
  * writes a run's exit to the vault before it answers the frontend, so a
  * client that got its answer finds its run ended here.
  */
-static void
+void
 run_exits_read(void)
 {
 	ssize_t	 n;
@@ -683,20 +716,6 @@ run_exits_read(void)
 		return;		/* its handler sees the error too */
 	imsgev_drain(vault_exec);
 	run_ends_flush();
-}
-
-/*
- * The frontend holds a GET /runs another worker answers until this one
- * committed the ends exec told it of (exec tells before it answers).
- */
-void
-run_ends_sync(struct imsg *imsg)
-{
-	run_exits_read();
-	/* The frontend's count of this worker's runs it answered, back. */
-	if (imsgev_compose(vault_frontend, IMSG_RUNS_SYNC, imsg->hdr.id, -1,
-	    imsg->data, imsg->datalen) == -1)
-		fatal("%s: compose", __func__);
 }
 
 /* On any worker: each started it in the table of slots. */
@@ -855,23 +874,29 @@ struct runs_page {
 	size_t			 limit;
 	int64_t			*flight;	/* in flight before the read */
 	size_t			 nflight;
+	int64_t			*alive;		/* hosts_alive() */
+	size_t			 nalive;
 };
 
 /*
  * A row without its end is running if its run was in flight before the
  * read began (its end, committed after, is not in what the read sees;
  * its slot may be free by now) or is in flight now (its slot is marked
- * just after its row is committed).
+ * just after its row is committed).  A run another host started is
+ * running while that host is alive (vault_hosts.c): only its host knows
+ * its slots.
  */
 static int
-runs_row_running(const struct runs_page *pg, int64_t id)
+runs_row_running(const struct runs_page *pg, const struct store_runs_row *r)
 {
 	size_t	 i;
 
+	if (r->host != 0 && r->host != slots_instance())
+		return (hosts_is_alive(r->host, pg->alive, pg->nalive));
 	for (i = 0; i < pg->nflight; i++)
-		if (pg->flight[i] == id)
+		if (pg->flight[i] == r->id)
 			return (1);
-	return (run_in_flight(id));
+	return (run_in_flight(r->id));
 }
 
 static int
@@ -891,7 +916,7 @@ runs_row(const struct store_runs_row *r, void *arg)
 	if (*r->outcome != '\0')
 		outcome = json_string(r->outcome);
 	else if (r->src == 's')
-		outcome = json_string(runs_row_running(pg, r->id) ?
+		outcome = json_string(runs_row_running(pg, r) ?
 		    "running" : run_outcome_name(RUN_INTERRUPTED));
 	else
 		outcome = json_null();
@@ -997,8 +1022,12 @@ runs_query(int64_t org, const struct auth *a, int limit, char bsrc,
 	}
 	/* Before the read's snapshot: see runs_row_running(). */
 	pg.flight = slots_in_flight_ids(&pg.nflight);
-	rc = store_runs_page_tools(org, tools, n, bsrc, bid, limit, runs_row,
-	    &pg);
+	if ((pg.alive = hosts_alive(&pg.nalive)) == NULL)
+		rc = -1;
+	else
+		rc = store_runs_page_tools(org, tools, n, bsrc, bid, limit,
+		    runs_row, &pg);
+	free(pg.alive);
 	free(pg.flight);
 	free(tools);
 	json_decref(names);

@@ -19,6 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "vault.h"
 
 #define SLOTS_MAX	1024	/* run slots' maximum (parse.y) */
@@ -34,6 +36,7 @@ struct slot {
 struct slot_table {
 	uint32_t	 lock;
 	uint32_t	 pad;
+	int64_t		 instance;	/* this tregd's, on the database */
 	struct slot	 s[SLOTS_MAX];
 };
 
@@ -193,6 +196,26 @@ slots_in_flight_ids(size_t *n)
 		    __ATOMIC_ACQUIRE)) != 0)
 			ids[(*n)++] = id;
 	return (ids);
+}
+
+/*
+ * This start of tregd on the database (its runs carry it, vault_hosts.c):
+ * random, made by the first worker that asks, the same for every worker
+ * (they share the table), never 0.
+ */
+int64_t
+slots_instance(void)
+{
+	struct slot_table	*t = slots_table();
+	int64_t			 id;
+
+	slots_lock(t);
+	while ((id = t->instance) <= 0) {
+		randombytes_buf(&id, sizeof(id));
+		t->instance = id & INT64_MAX;
+	}
+	slots_unlock(t);
+	return (id);
 }
 
 /* Slots held on the host (mine: by this worker only). */

@@ -77,6 +77,12 @@ store_rollback(void)
 }
 
 int
+store_unavailable(void)
+{
+	return (ops != NULL && ops->unavailable());
+}
+
+int
 store_member_by_token(const uint8_t hash[STORE_HASH_LEN],
     struct store_member *m)
 {
@@ -139,6 +145,24 @@ store_tool_secret_ids(int64_t tool, int64_t *ids, size_t max, size_t *n)
 {
 	*n = 0;
 	return (ops->tool_secret_ids(tool, ids, max, n));
+}
+
+int
+store_host_beat(int64_t instance, const char *name, int64_t seen)
+{
+	return (ops->host_beat(instance, name, seen));
+}
+
+int
+store_hosts_retire(int64_t instance, const char *name, int64_t before)
+{
+	return (ops->hosts_retire(instance, name, before));
+}
+
+int
+store_hosts_live(int64_t since, int64_t *ids, size_t max, size_t *n)
+{
+	return (ops->hosts_live(since, ids, max, n));
 }
 
 int

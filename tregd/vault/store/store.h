@@ -92,6 +92,7 @@ struct store_run {
 	const char	*tool;
 	const char	*argv;			/* JSON, masked */
 	const char	*created_at;
+	int64_t		 host;			/* the instance; 0: none */
 };
 
 /* How a server run ended, appended (the run row never changes). */
@@ -129,6 +130,7 @@ struct store_call {
 	int		 has_duration;
 	int64_t		 duration_ms;
 	const char	*created_at;
+	int64_t		 host;		/* the instance that wrote it, 0 */
 };
 
 /*
@@ -149,6 +151,7 @@ struct store_runs_row {
 	const char	*outcome;
 	const char	*created_at;
 	const char	*org_slug;
+	int64_t		 host;		/* 's': the instance that ran it, 0 */
 };
 typedef int	(*store_runs_fn)(const struct store_runs_row *, void *);
 
@@ -449,6 +452,7 @@ struct store_ops {
 	int	(*begin)(void);
 	int	(*commit)(void);
 	void	(*rollback)(void);
+	int	(*unavailable)(void);
 	int	(*member_by_token)(const uint8_t [STORE_HASH_LEN],
 		    struct store_member *);
 	int	(*secret_get)(int64_t, int64_t, struct store_secret *);
@@ -457,6 +461,9 @@ struct store_ops {
 	int	(*tool_by_name)(int64_t, const char *, struct store_tool *);
 	int	(*tool_secret_ids)(int64_t, int64_t *, size_t, size_t *);
 	int	(*run_insert)(const struct store_run *, int64_t *);
+	int	(*host_beat)(int64_t, const char *, int64_t);
+	int	(*hosts_retire)(int64_t, const char *, int64_t);
+	int	(*hosts_live)(int64_t, int64_t *, size_t, size_t *);
 	int	(*run_end_insert)(const struct store_run_end *);
 	int	(*call_insert)(const struct store_call *, int64_t *);
 	int	(*runs_page)(int64_t, char, int64_t, store_runs_fn, void *);
@@ -579,6 +586,11 @@ const char	*store_error(void);
 int		 store_begin(void);	/* a write transaction */
 int		 store_commit(void);	/* rolls back when it fails */
 void		 store_rollback(void);	/* no-op outside a transaction */
+/*
+ * Whether the last failure was the database's state (locked, full,
+ * unreachable: try again later) rather than a fault: 503, not 500.
+ */
+int		 store_unavailable(void);
 
 int		 store_member_by_token(const uint8_t [STORE_HASH_LEN],
 		    struct store_member *);
@@ -594,6 +606,15 @@ void		 store_tool_clear(struct store_tool *);
 /* Up to max secret ids a tool uses, ascending; *n how many. */
 int		 store_tool_secret_ids(int64_t, int64_t *, size_t, size_t *);
 int		 store_run_insert(const struct store_run *, int64_t *);
+/*
+ * The hosts serving on the database (vault_hosts.c): instance, name and
+ * time(3) it was last seen alive (0: stopped); the other instances of a
+ * name (a host started again) and those unseen since a time are gone;
+ * the instances seen since a time, at most max.
+ */
+int		 store_host_beat(int64_t, const char *, int64_t);
+int		 store_hosts_retire(int64_t, const char *, int64_t);
+int		 store_hosts_live(int64_t, int64_t *, size_t, size_t *);
 int		 store_run_end_insert(const struct store_run_end *);
 int		 store_call_insert(const struct store_call *, int64_t *);
 /*

@@ -47,6 +47,7 @@ static const char	*pg_error(void);
 static int		 pg_begin(void);
 static int		 pg_commit(void);
 static void		 pg_rollback(void);
+static int		 pg_unavailable(void);
 static void		 pg_notice(void *, const char *);
 static void		 pg_lost_exit(int, short, void *);
 static void		 pg_seterr(const char *);
@@ -62,6 +63,7 @@ const struct store_ops store_pg_ops = {
 	.begin = pg_begin,
 	.commit = pg_commit,
 	.rollback = pg_rollback,
+	.unavailable = pg_unavailable,
 	.member_by_token = pg_member_by_token,
 	.secret_get = pg_secret_get,
 	.secret_set_sealed = pg_secret_set_sealed,
@@ -69,6 +71,9 @@ const struct store_ops store_pg_ops = {
 	.tool_by_name = pg_tool_by_name,
 	.tool_secret_ids = pg_tool_secret_ids,
 	.run_insert = pg_run_insert,
+	.host_beat = pg_host_beat,
+	.hosts_retire = pg_hosts_retire,
+	.hosts_live = pg_hosts_live,
 	.run_end_insert = pg_run_end_insert,
 	.call_insert = pg_call_insert,
 	.runs_page = pg_runs_page,
@@ -277,6 +282,26 @@ pg_commit(void)
 	return (0);
 }
 
+/*
+ * The server's state, not a fault: no connection (class 08), out of disk
+ * or memory (53), shutting down (57), a lock not granted (55P03), a
+ * transaction to try again (40).
+ */
+static int
+pg_unavailable(void)
+{
+	static const char *const classes[] = { "08", "53", "57", "40",
+	    "55P03", NULL };
+	size_t	 i;
+
+	if (pg_conn == NULL || PQstatus(pg_conn) == CONNECTION_BAD)
+		return (1);
+	for (i = 0; classes[i] != NULL; i++)
+		if (strncmp(pg_state, classes[i], strlen(classes[i])) == 0)
+			return (1);
+	return (0);
+}
+
 static void
 pg_rollback(void)
 {
@@ -353,6 +378,7 @@ pg_run(struct pg_stmt *st, const struct pgq *q)
 	ExecStatusType	 s;
 
 	pg_seen_ok = 0;		/* a statement since: no longer the latest */
+	pg_state[0] = '\0';
 	if (pg_conn == NULL) {
 		pg_seterr("no database connection");
 		return (NULL);
@@ -389,6 +415,7 @@ pg_exec(const char *sql)
 		pg_seterr("no database connection");
 		return (-1);
 	}
+	pg_state[0] = '\0';
 	res = PQexec(pg_conn, sql);
 	s = PQresultStatus(res);
 	if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK)

@@ -26,7 +26,8 @@
 	"WHEN r.exit_code IS NULL THEN NULL "				\
 	"WHEN r.timed_out <> 0 THEN 'timed_out' "			\
 	"WHEN r.exit_code = 0 THEN 'ok' ELSE 'failed' END AS outcome, "	\
-	"r.created_at, o.slug FROM runs r JOIN orgs o ON o.id = r.org_id " \
+	"r.created_at, o.slug, r.host FROM runs r "			\
+	"JOIN orgs o ON o.id = r.org_id "				\
 	"LEFT JOIN run_ends e ON e.run_id = r.id WHERE "		\
 	"(e.outcome IS NULL OR e.outcome <> 'not_run') AND "
 #define RUNS_S_KEY							\
@@ -38,7 +39,8 @@
 	"(SELECT CASE WHEN p.exit_code = 0 THEN 'ok' ELSE 'failed' "	\
 	"END "								\
 	"FROM calls p WHERE p.grant_id = c.id AND p.action = 'REPORT' "	\
-	"ORDER BY p.id LIMIT 1), c.created_at, o.slug FROM calls c "	\
+	"ORDER BY p.id LIMIT 1), c.created_at, o.slug, NULL::bigint "	\
+	"FROM calls c "							\
 	"JOIN orgs o ON o.id = c.org_id WHERE "				\
 	"c.kind = 'local_run' AND "					\
 	"c.action = 'GRANT' AND "
@@ -65,7 +67,7 @@ static struct pg_stmt	 runs_tool = { RUNS_S "r.org_id = $1 AND "
 	"c.kind, c.action, coalesce(e.refused_by, c.refused_by), "	\
 	"c.argv, c.exit_code, c.verdict, c.grant_id, "			\
 	"coalesce(e.duration_ms, c.duration_ms), "			\
-	"c.created_at, o.slug, e.bytes FROM calls c "			\
+	"c.created_at, o.slug, e.bytes, c.host FROM calls c "		\
 	"JOIN orgs o ON o.id = c.org_id "				\
 	"LEFT JOIN call_ends e ON e.call_id = c.id "			\
 	"WHERE ($2 = 0 OR c.id < $2) AND "
@@ -100,8 +102,8 @@ int
 pg_run_insert(const struct store_run *r, int64_t *id)
 {
 	static struct pg_stmt	 st = { "INSERT INTO runs (org_id, user_id, "
-	    "user_email, tool, argv, created_at) VALUES ($1, $2, $3, $4, $5, "
-	    "$6) RETURNING id", 0 };
+	    "user_email, tool, argv, created_at, host) VALUES ($1, $2, $3, "
+	    "$4, $5, $6, $7) RETURNING id", 0 };
 	struct pgq		 q;
 
 	pgq_init(&q);
@@ -111,6 +113,7 @@ pg_run_insert(const struct store_run *r, int64_t *id)
 	pgq_text(&q, r->tool);
 	pgq_text(&q, r->argv);
 	pgq_text(&q, r->created_at);
+	pgq_intif(&q, r->host != 0, r->host);
 	return (pg_returning_id(&st, &q, id));
 }
 
@@ -141,8 +144,8 @@ pg_call_insert(const struct store_call *c, int64_t *id)
 	static struct pg_stmt	 st = { "INSERT INTO calls (org_id, user_id, "
 	    "user_email, tool_name, method, path, status_code, kind, action, "
 	    "refused_by, argv, exit_code, verdict, grant_id, duration_ms, "
-	    "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
-	    "$12, $13, $14, $15, $16) RETURNING id", 0 };
+	    "created_at, host) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+	    "$10, $11, $12, $13, $14, $15, $16, $17) RETURNING id", 0 };
 	struct pgq		 q;
 
 	pgq_init(&q);
@@ -162,6 +165,7 @@ pg_call_insert(const struct store_call *c, int64_t *id)
 	pgq_intif(&q, c->grant_id != 0, c->grant_id);
 	pgq_intif(&q, c->has_duration, c->duration_ms);
 	pgq_text(&q, c->created_at);
+	pgq_intif(&q, c->host != 0, c->host);
 	return (pg_returning_id(&st, &q, id));
 }
 
@@ -294,6 +298,7 @@ runs_row(const PGresult *res, int i, store_runs_fn fn, void *arg)
 	r.outcome = pg_text(res, i, 7);
 	r.created_at = pg_text(res, i, 8);
 	r.org_slug = pg_text(res, i, 9);
+	r.host = pg_null(res, i, 10) ? 0 : pg_int(res, i, 10);
 	return (fn(&r, arg));
 }
 
@@ -353,6 +358,7 @@ calls_row(const PGresult *res, int i, store_calls_fn fn, void *arg)
 	r.org_slug = pg_text(res, i, 17);
 	r.has_bytes = !pg_null(res, i, 18);
 	r.bytes = pg_int(res, i, 18);
+	r.c.host = pg_null(res, i, 19) ? 0 : pg_int(res, i, 19);
 	return (fn(&r, arg));
 }
 
@@ -382,4 +388,65 @@ pg_run_ends_insert(const struct store_run_end *e, size_t n)
 	if (PQtransactionStatus(pg_conn) != PQTRANS_IDLE)
 		(void)pg_exec("ROLLBACK");
 	return (-1);
+}
+
+/* ------------------------------------------------------------------ */
+/* The hosts serving (vault_hosts.c).                                  */
+
+int
+pg_host_beat(int64_t instance, const char *name, int64_t seen)
+{
+	static struct pg_stmt	 st = { "INSERT INTO hosts (instance, name, "
+	    "seen_at) VALUES ($1, $2, $3) ON CONFLICT (instance) DO UPDATE "
+	    "SET seen_at = excluded.seen_at", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+
+	pgq_init(&q);
+	pgq_int(&q, instance);
+	pgq_text(&q, name);
+	pgq_int(&q, seen);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	PQclear(res);
+	return (0);
+}
+
+int
+pg_hosts_retire(int64_t instance, const char *name, int64_t before)
+{
+	static struct pg_stmt	 st = { "DELETE FROM hosts WHERE instance <> "
+	    "$1 AND (name = $2 OR seen_at < $3)", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+
+	pgq_init(&q);
+	pgq_int(&q, instance);
+	pgq_text(&q, name);
+	pgq_int(&q, before);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	PQclear(res);
+	return (0);
+}
+
+int
+pg_hosts_live(int64_t since, int64_t *ids, size_t max, size_t *n)
+{
+	static struct pg_stmt	 st = { "SELECT instance FROM hosts WHERE "
+	    "seen_at >= $1 LIMIT $2", 0 };
+	struct pgq		 q;
+	PGresult		*res;
+	int			 i;
+
+	*n = 0;
+	pgq_init(&q);
+	pgq_int(&q, since);
+	pgq_int(&q, (int64_t)max);
+	if ((res = pg_run(&st, &q)) == NULL)
+		return (-1);
+	for (i = 0; i < PQntuples(res) && *n < max; i++)
+		ids[(*n)++] = pg_int(res, i, 0);
+	PQclear(res);
+	return (0);
 }

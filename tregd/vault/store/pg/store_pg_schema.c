@@ -255,6 +255,19 @@ static const char *const migrations[] = {
 	PG_REG_BUMP("invites") PG_REG_BUMP("bundles") PG_REG_BUMP_SECRETS
 	PG_REG_BUMP("tools") PG_REG_BUMP("tool_secrets")
 	PG_REG_BUMP("deny_rules"),
+
+	/*
+	 * 7 (ends helper): the host instance that started a server run or
+	 * a relayed call, and the instances serving, each with the time it was last seen
+	 * alive: a run without its end is interrupted only when its host is
+	 * gone (vault_hosts.c).
+	 */
+	"ALTER TABLE runs ADD COLUMN host BIGINT;"
+	"ALTER TABLE calls ADD COLUMN host BIGINT;"
+	"CREATE TABLE hosts ("
+	"  instance BIGINT PRIMARY KEY,"
+	"  name TEXT NOT NULL,"
+	"  seen_at BIGINT NOT NULL);",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 

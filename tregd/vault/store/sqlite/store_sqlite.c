@@ -18,6 +18,7 @@
 
 #include "log.h"
 #include "store_sqlite.h"
+#include "util.h"
 
 sqlite3			*vault_db;
 
@@ -27,6 +28,20 @@ struct stmt_cache {
 };
 #define STMT_CACHE_MAX	256
 #define SQ_SCHEMA_PERSIST_WAL	3	/* the first to keep its WAL */
+/*
+ * Waiting for the write lock blocks the whole vault worker, reads queued
+ * behind it included.  Another worker holds it for milliseconds: a write
+ * waits up to SQ_BUSY_WAIT_MS.  A lock held longer is another process's
+ * (an operator's sqlite3, a backup tool): once a wait gave up, the next
+ * ones wait SQ_BUSY_LOCKED_MS only, until a write gets the lock again,
+ * so that reads keep their pace and writes answer 503 at once.
+ */
+#define SQ_BUSY_WAIT_MS		1000
+#define SQ_BUSY_LOCKED_MS	20
+#define SQ_LOCKED_MEMO_MS	2000	/* how long a give-up is remembered */
+static int64_t			 busy_since;	/* ms, of this wait */
+static int64_t			 db_locked;	/* ms of the last give-up, 0 */
+static int			 db_unavailable; /* the last failure: busy, full */
 static struct stmt_cache	 stmt_cache[STMT_CACHE_MAX];
 static int			 nstmt_cache;
 static int64_t			 seen_dataver = -1, seen_changes = -1;
@@ -43,6 +58,8 @@ static int	sq_begin(void);
 static int	sq_commit(void);
 static void	sq_rollback(void);
 static int	db_run(const char *);
+static int	sq_busy(void *, int);
+static int	sq_unavailable(void);
 static int	sq_member_by_token(const uint8_t [STORE_HASH_LEN],
 		    struct store_member *);
 static int	sq_secret_get(int64_t, int64_t, struct store_secret *);
@@ -67,6 +84,7 @@ const struct store_ops store_sqlite_ops = {
 	.begin = sq_begin,
 	.commit = sq_commit,
 	.rollback = sq_rollback,
+	.unavailable = sq_unavailable,
 	.member_by_token = sq_member_by_token,
 	.secret_get = sq_secret_get,
 	.secret_set_sealed = sq_secret_set_sealed,
@@ -74,6 +92,9 @@ const struct store_ops store_sqlite_ops = {
 	.tool_by_name = sq_tool_by_name,
 	.tool_secret_ids = sq_tool_secret_ids,
 	.run_insert = sq_run_insert,
+	.host_beat = sq_host_beat,
+	.hosts_retire = sq_hosts_retire,
+	.hosts_live = sq_hosts_live,
 	.run_end_insert = sq_run_end_insert,
 	.call_insert = sq_call_insert,
 	.runs_page = sq_runs_page,
@@ -226,7 +247,7 @@ sq_open(const struct store_params *p, char *err, size_t len)
 		    sqlite3_errmsg(vault_db) : "out of memory");
 		return (-1);
 	}
-	sqlite3_busy_timeout(vault_db, 5000);
+	sqlite3_busy_handler(vault_db, sq_busy, NULL);
 	sqlite3_file_control(vault_db, "main", SQLITE_FCNTL_PERSIST_WAL, &one);
 	if (sq_check(err, len) == -1)
 		return (-1);
@@ -284,7 +305,7 @@ sq_check(char *buf, size_t len)
 		    sqlite3_errmsg(vault_db));
 		return (-1);
 	}
-	rc = sqlite3_step(st);
+	rc = sq_step(st);
 	r = (const char *)sqlite3_column_text(st, 0);
 	if (rc != SQLITE_ROW || r == NULL || strcmp(r, "ok") != 0) {
 		snprintf(buf, len, "the database is damaged (quick_check: "
@@ -343,7 +364,7 @@ sq_version(void)
 
 	if ((st = db_prepare("PRAGMA data_version")) == NULL)
 		return (-1);
-	if (sqlite3_step(st) == SQLITE_ROW)
+	if (sq_step(st) == SQLITE_ROW)
 		dv = sqlite3_column_int64(st, 0);
 	sqlite3_reset(st);
 	if (dv == -1)
@@ -366,7 +387,64 @@ sq_error(void)
 static int
 sq_begin(void)
 {
-	return (db_run("BEGIN IMMEDIATE"));
+	if (db_run("BEGIN IMMEDIATE") == -1)
+		return (-1);
+	db_locked = 0;		/* the lock is ours: waits are short no more */
+	return (0);
+}
+
+/* The write lock is taken: wait for it, or give up (SQLITE_BUSY). */
+static int
+sq_busy(void *arg, int count)
+{
+	int64_t	 now = mono_ns() / 1000000;
+
+	if (count == 0)
+		busy_since = now;
+	if (now - busy_since >= (db_locked != 0 &&
+	    now - db_locked < SQ_LOCKED_MEMO_MS ? SQ_BUSY_LOCKED_MS :
+	    SQ_BUSY_WAIT_MS)) {
+		db_locked = now;
+		return (0);
+	}
+	sqlite3_sleep(count < 8 ? 1 : 5);
+	return (1);
+}
+
+/*
+ * Whether the last statement failed for the state of the database (its
+ * lock held, the disk full) rather than for tregd's own fault: a 503,
+ * not a 500.
+ */
+static int
+sq_unavailable(void)
+{
+	return (db_unavailable);
+}
+
+int
+sq_step(sqlite3_stmt *st)
+{
+	int	 rc = sqlite3_step(st);
+
+	switch (rc & 0xff) {
+	case SQLITE_ROW:
+	case SQLITE_DONE:
+		db_unavailable = 0;
+		break;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+	case SQLITE_FULL:
+	case SQLITE_IOERR:
+	case SQLITE_READONLY:
+	case SQLITE_CANTOPEN:
+		db_unavailable = 1;
+		break;
+	default:
+		db_unavailable = 0;
+		break;
+	}
+	return (rc);
 }
 
 static int
@@ -383,11 +461,13 @@ static void
 sq_rollback(void)
 {
 	sqlite3_stmt	*st;
+	int		 unavailable = db_unavailable;
 
 	if (sqlite3_get_autocommit(vault_db))
 		return;
 	if ((st = db_prepare("ROLLBACK")) == NULL || sq_done(st) == -1)
 		sqlite3_exec(vault_db, "ROLLBACK", NULL, NULL, NULL);
+	db_unavailable = unavailable;	/* why it was rolled back */
 }
 
 /* BEGIN and COMMIT of every transaction: prepared once, not parsed. */
@@ -399,7 +479,9 @@ db_run(const char *sql)
 	if ((st = db_prepare(sql)) == NULL)
 		return (-1);
 	if (sq_done(st) == -1) {
-		log_warnx("sqlite: %s", sqlite3_errmsg(vault_db));
+		/* A lock held elsewhere: the caller says what waits. */
+		if (!db_unavailable)
+			log_warnx("sqlite: %s", sqlite3_errmsg(vault_db));
 		return (-1);
 	}
 	return (0);
@@ -467,7 +549,7 @@ db_rows(sqlite3_stmt *st, db_row_view view, const void *arg)
 
 	if ((list = json_array()) == NULL)
 		fatal("%s: json_array", __func__);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+	while ((rc = sq_step(st)) == SQLITE_ROW)
 		json_array_append_new(list, view(st, arg));
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE) {
@@ -576,7 +658,7 @@ sq_ccopy(sqlite3_stmt *st, const char *name, char *buf, size_t len)
 int
 sq_done(sqlite3_stmt *st)
 {
-	int	 rc = sqlite3_step(st);
+	int	 rc = sq_step(st);
 
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -612,7 +694,7 @@ sq_member_by_token(const uint8_t hash[STORE_HASH_LEN], struct store_member *m)
 	    NULL)
 		return (-1);
 	sq_blob(st, ":hash", hash, STORE_HASH_LEN);
-	if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
+	if ((rc = sq_step(st)) != SQLITE_ROW) {
 		sqlite3_reset(st);
 		return (rc == SQLITE_DONE ? 1 : -1);
 	}
@@ -649,7 +731,7 @@ sq_secret_get(int64_t org, int64_t id, struct store_secret *s)
 		return (-1);
 	sq_int(st, ":id", id);
 	sq_int(st, ":org", org);
-	if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
+	if ((rc = sq_step(st)) != SQLITE_ROW) {
 		sqlite3_reset(st);
 		return (rc == SQLITE_DONE ? 1 : -1);
 	}
@@ -757,7 +839,7 @@ sq_tool_by_name(int64_t org, const char *name, struct store_tool *t)
 		return (-1);
 	sq_int(st, ":org", org);
 	sq_text(st, ":name", name);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	if ((rc = sq_step(st)) == SQLITE_ROW) {
 		t->id = sq_cint(st, "id");
 		t->org_id = sq_cint(st, "org_id");
 		sq_ccopy(st, "name", t->name, sizeof(t->name));
@@ -794,7 +876,7 @@ sq_org_by_slug(const char *slug, int64_t *id)
 	    NULL)
 		return (-1);
 	sq_text(st, ":slug", slug);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+	if ((rc = sq_step(st)) == SQLITE_ROW)
 		*id = sq_cint(st, "id");
 	return (sq_row_end(st, rc));
 }

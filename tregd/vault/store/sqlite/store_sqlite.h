@@ -38,6 +38,7 @@ void		 sq_ccopy(sqlite3_stmt *, const char *, char *, size_t);
 typedef json_t	*(*db_row_view)(sqlite3_stmt *, const void *);
 json_t		*db_rows(sqlite3_stmt *, db_row_view, const void *);
 /* Step a write: 0 done, -1 failed; st reset and unbound either way. */
+int		 sq_step(sqlite3_stmt *);	/* sqlite3_step, failures classed */
 int		 sq_done(sqlite3_stmt *);
 /* After one step rc (its row read): reset, unbind; 0 a row, 1 none, -1. */
 int		 sq_row_end(sqlite3_stmt *, int);
@@ -71,6 +72,9 @@ int		 sq_ids(sqlite3_stmt *, int64_t *, size_t, size_t *);
 
 /* store_sqlite_audit.c */
 int		 sq_run_insert(const struct store_run *, int64_t *);
+int		 sq_host_beat(int64_t, const char *, int64_t);
+int		 sq_hosts_retire(int64_t, const char *, int64_t);
+int		 sq_hosts_live(int64_t, int64_t *, size_t, size_t *);
 int		 sq_run_end_insert(const struct store_run_end *);
 int		 sq_call_insert(const struct store_call *, int64_t *);
 int		 sq_runs_page(int64_t, char, int64_t, store_runs_fn, void *);

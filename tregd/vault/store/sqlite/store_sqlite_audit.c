@@ -26,9 +26,11 @@ sq_run_insert(const struct store_run *r, int64_t *id)
 	sqlite3_stmt	*st;
 
 	if ((st = db_prepare("INSERT INTO runs (org_id, user_id, user_email, "
-	    "tool, argv, created_at) VALUES (:org, :user, :email, :tool, "
-	    ":argv, :at)")) == NULL)
+	    "tool, argv, created_at, host) VALUES (:org, :user, :email, :tool, "
+	    ":argv, :at, :host)")) == NULL)
 		return (-1);
+	if (r->host != 0)
+		sq_int(st, ":host", r->host);
 	sq_int(st, ":org", r->org_id);
 	sq_int(st, ":user", r->user_id);
 	sq_text(st, ":email", r->user_email);
@@ -69,11 +71,13 @@ sq_call_insert(const struct store_call *c, int64_t *id)
 
 	if ((st = db_prepare("INSERT INTO calls (org_id, user_id, user_email, "
 	    "tool_name, method, path, status_code, kind, action, refused_by, "
-	    "argv, exit_code, verdict, grant_id, duration_ms, created_at) "
-	    "VALUES (:org, :user, :email, :tool, :method, :path, :status, "
-	    ":kind, :action, :refused_by, :argv, :exit, :verdict, :grant, "
-	    ":ms, :at)")) == NULL)
+	    "argv, exit_code, verdict, grant_id, duration_ms, created_at, "
+	    "host) VALUES (:org, :user, :email, :tool, :method, :path, "
+	    ":status, :kind, :action, :refused_by, :argv, :exit, :verdict, "
+	    ":grant, :ms, :at, :host)")) == NULL)
 		return (-1);
+	if (c->host != 0)
+		sq_int(st, ":host", c->host);
 	sq_int(st, ":org", c->org_id);
 	sq_int(st, ":user", c->user_id);
 	sq_text(st, ":email", c->user_email);
@@ -107,7 +111,7 @@ sq_row_time(const char *sql, int64_t id, char *buf, size_t len)
 	if ((st = db_prepare(sql)) == NULL)
 		return (-1);
 	sq_int(st, ":id", id);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+	if ((rc = sq_step(st)) == SQLITE_ROW)
 		sq_ccopy(st, "created_at", buf, len);
 	return (sq_row_end(st, rc));
 }
@@ -139,6 +143,7 @@ sq_runs_row(sqlite3_stmt *st, void *arg)
 	r.outcome = sq_ctext(st, "outcome");
 	r.created_at = sq_ctext(st, "created_at");
 	r.org_slug = sq_ctext(st, "slug");
+	r.host = sq_cint(st, "host");
 	return (e->fn.runs(&r, e->arg));
 }
 
@@ -154,7 +159,7 @@ sq_runs_row(sqlite3_stmt *st, void *arg)
 	"r.tool AS tool, r.argv AS argv, "				\
 	"coalesce(e.exit_code, r.exit_code) AS exit_code, "		\
 	"coalesce(e.duration_ms, r.duration_ms) AS duration_ms, "	\
-	"r.created_at AS created_at, o.slug AS slug, "			\
+	"r.created_at AS created_at, o.slug AS slug, r.host AS host, "	\
 	"CASE WHEN e.outcome IS NOT NULL THEN e.outcome "		\
 	"WHEN r.exit_code IS NULL THEN NULL "				\
 	"WHEN r.timed_out THEN 'timed_out' "				\
@@ -165,7 +170,8 @@ sq_runs_row(sqlite3_stmt *st, void *arg)
 	"AND (r.created_at, r.id) < (:rt, :rid) "
 #define RUNS_ARM_LOCAL							\
 	"SELECT 'l', c.id, c.user_email, c.tool_name, c.argv, NULL, "	\
-	"NULL, c.created_at, o.slug, (SELECT CASE WHEN p.exit_code = 0 "	\
+	"NULL, c.created_at, o.slug, NULL, "				\
+	"(SELECT CASE WHEN p.exit_code = 0 "				\
 	"THEN 'ok' ELSE 'failed' END FROM calls p WHERE "		\
 	"p.grant_id = c.id AND p.action = 'REPORT' ORDER BY p.id "	\
 	"LIMIT 1) FROM calls c JOIN orgs o ON o.id = c.org_id "		\
@@ -270,7 +276,7 @@ sq_runs_tools(int64_t org, const char *const *tools, size_t ntools,
 	"c.argv AS argv, c.exit_code AS exit_code, "			\
 	"c.verdict AS verdict, c.grant_id AS grant_id, "		\
 	"coalesce(e.duration_ms, c.duration_ms) AS duration_ms, "	\
-	"c.created_at AS created_at, e.bytes AS bytes, "		\
+	"c.created_at AS created_at, e.bytes AS bytes, c.host AS host, " \
 	"o.slug AS slug FROM calls c JOIN orgs o ON o.id = c.org_id "	\
 	"LEFT JOIN call_ends e ON e.call_id = c.id "
 
@@ -325,6 +331,7 @@ sq_calls_row(sqlite3_stmt *st, void *arg)
 	r.has_bytes = !sq_cnull(st, "bytes");
 	r.bytes = sq_cint(st, "bytes");
 	r.org_slug = sq_ctext(st, "slug");
+	r.c.host = sq_cint(st, "host");
 	return (e->fn.calls(&r, e->arg));
 }
 
@@ -353,4 +360,55 @@ sq_run_ends_insert(const struct store_run_end *e, size_t n)
 	if (!sqlite3_get_autocommit(vault_db))
 		sqlite3_exec(vault_db, "ROLLBACK", NULL, NULL, NULL);
 	return (-1);
+}
+
+/* ------------------------------------------------------------------ */
+/* The hosts serving (vault_hosts.c).                                  */
+
+int
+sq_host_beat(int64_t instance, const char *name, int64_t seen)
+{
+	sqlite3_stmt	*st;
+
+	if ((st = db_prepare("INSERT INTO hosts (instance, name, seen_at) "
+	    "VALUES (:i, :name, :seen) ON CONFLICT (instance) DO UPDATE "
+	    "SET seen_at = excluded.seen_at")) == NULL)
+		return (-1);
+	sq_int(st, ":i", instance);
+	sq_text(st, ":name", name);
+	sq_int(st, ":seen", seen);
+	return (sq_done(st));
+}
+
+int
+sq_hosts_retire(int64_t instance, const char *name, int64_t before)
+{
+	sqlite3_stmt	*st;
+
+	if ((st = db_prepare("DELETE FROM hosts WHERE instance != :i AND "
+	    "(name = :name OR seen_at < :before)")) == NULL)
+		return (-1);
+	sq_int(st, ":i", instance);
+	sq_text(st, ":name", name);
+	sq_int(st, ":before", before);
+	return (sq_done(st));
+}
+
+int
+sq_hosts_live(int64_t since, int64_t *ids, size_t max, size_t *n)
+{
+	sqlite3_stmt	*st;
+	int		 rc;
+
+	*n = 0;
+	if ((st = db_prepare("SELECT instance FROM hosts WHERE seen_at >= "
+	    ":since LIMIT :max")) == NULL)
+		return (-1);
+	sq_int(st, ":since", since);
+	sq_int(st, ":max", (int64_t)max);
+	while ((rc = sq_step(st)) == SQLITE_ROW && *n < max)
+		ids[(*n)++] = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return (rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -1);
 }

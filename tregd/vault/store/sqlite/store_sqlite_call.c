@@ -94,7 +94,7 @@ sq_call_used(int64_t org, int64_t user, const char *day, int64_t *used)
 	sq_int(st, ":org", org);
 	sq_int(st, ":user", user);
 	sq_text(st, ":day", day);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+	if ((rc = sq_step(st)) == SQLITE_ROW)
 		*used = sq_cint(st, "n");
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -112,7 +112,7 @@ sq_call_cap_get(int64_t org, int64_t user, int *has, int64_t *cap)
 		return (-1);
 	sq_int(st, ":org", org);
 	sq_int(st, ":user", user);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	if ((rc = sq_step(st)) == SQLITE_ROW) {
 		*has = !sq_cnull(st, "daily_call_cap");
 		*cap = sq_cint(st, "daily_call_cap");
 	}
@@ -151,7 +151,7 @@ sq_tools_by_host(int64_t org, const char *host, store_tool_url_fn fn,
 		return (-1);
 	sq_int(st, ":org", org);
 	sq_text(st, ":host", host);
-	while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while (!stop && (rc = sq_step(st)) == SQLITE_ROW) {
 		memset(&t, 0, sizeof(t));
 		t.id = sq_cint(st, "id");
 		t.name = sq_ctext(st, "name");
@@ -174,7 +174,7 @@ sq_registry_version(int64_t *v)
 
 	if ((st = db_prepare("SELECT v FROM registry_version")) == NULL)
 		return (-1);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+	if ((rc = sq_step(st)) == SQLITE_ROW)
 		*v = sqlite3_column_int64(st, 0);
 	sqlite3_reset(st);
 	return (rc == SQLITE_ROW ? 0 : -1);

@@ -21,7 +21,7 @@ sq_each(sqlite3_stmt *st, int (*row)(sqlite3_stmt *, void *), void *arg)
 {
 	int	 rc, stop = 0;
 
-	while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
+	while (!stop && (rc = sq_step(st)) == SQLITE_ROW)
 		stop = row(st, arg);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -202,7 +202,7 @@ sq_user_by_email(const char *email, int64_t *id, int *is_agent)
 	    "WHERE email = :email")) == NULL)
 		return (-1);
 	sq_text(st, ":email", email);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	if ((rc = sq_step(st)) == SQLITE_ROW) {
 		*id = sq_cint(st, "id");
 		*is_agent = sq_cint(st, "is_agent") != 0;
 	}
@@ -277,7 +277,7 @@ sq_one(sqlite3_stmt *st, int (*row)(sqlite3_stmt *, void *), void *arg)
 {
 	int	 rc;
 
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW && row != NULL)
+	if ((rc = sq_step(st)) == SQLITE_ROW && row != NULL)
 		row(st, arg);
 	return (sq_row_end(st, rc));
 }
@@ -287,7 +287,7 @@ sq_value(sqlite3_stmt *st, int64_t *v)
 {
 	int	 rc;
 
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+	if ((rc = sq_step(st)) == SQLITE_ROW)
 		*v = sqlite3_column_int64(st, 0);
 	return (sq_row_end(st, rc));
 }
@@ -400,7 +400,7 @@ sq_org_find(const char *what, int64_t *id, char *slug, size_t len)
 	    "NOT EXISTS (SELECT 1 FROM orgs WHERE slug = :what)")) == NULL)
 		return (-1);
 	sq_text(st, ":what", what);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+	while ((rc = sq_step(st)) == SQLITE_ROW)
 		if (n++ == 0) {
 			*id = sqlite3_column_int64(st, 0);
 			if (slug != NULL)

@@ -89,7 +89,7 @@ sq_write(sqlite3_stmt *st)
 {
 	int	 rc, ext;
 
-	rc = sqlite3_step(st);
+	rc = sq_step(st);
 	ext = sqlite3_extended_errcode(vault_db);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -174,7 +174,7 @@ sq_ref_get(enum store_object what, int64_t org, int64_t id,
 		sq_text(st, ":name", name);
 	else
 		sq_int(st, ":id", id);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	if ((rc = sq_step(st)) == SQLITE_ROW) {
 		ref->id = sq_cint(st, "id");
 		ref->owner_id = sq_cint(st, "owner_id");
 		sq_ccopy(st, "name", ref->name, sizeof(ref->name));
@@ -425,7 +425,7 @@ sq_tool_name_used(int64_t org, const char *name, int64_t except)
 	sq_int(st, ":org", org);
 	sq_text(st, ":name", name);
 	sq_int(st, ":except", except);
-	return (sq_row_end(st, sqlite3_step(st)));
+	return (sq_row_end(st, sq_step(st)));
 }
 
 /* The columns a tool's insert and update both write. */
@@ -615,7 +615,7 @@ sq_bundle_outside_user(int64_t id, char *tool, char *secret, size_t len)
 	    "(t.bundle_id IS NULL OR t.bundle_id != :id) LIMIT 1")) == NULL)
 		return (-1);
 	sq_int(st, ":id", id);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	if ((rc = sq_step(st)) == SQLITE_ROW) {
 		sq_ccopy(st, "tool", tool, len);
 		sq_ccopy(st, "secret", secret, len);
 	}

@@ -253,6 +253,19 @@ static const char *const migrations[] = {
 	SQ_REG_BUMP("invites") SQ_REG_BUMP("bundles") SQ_REG_BUMP_SECRETS
 	SQ_REG_BUMP("tools") SQ_REG_BUMP("tool_secrets")
 	SQ_REG_BUMP("deny_rules"),
+
+	/*
+	 * 7 (ends helper): the host instance that started a server run or
+	 * a relayed call, and the instances serving, each with the time it was last seen
+	 * alive: a run without its end is interrupted only when its host is
+	 * gone (vault_hosts.c).
+	 */
+	"ALTER TABLE runs ADD COLUMN host INTEGER;"
+	"ALTER TABLE calls ADD COLUMN host INTEGER;"
+	"CREATE TABLE hosts ("
+	"  instance INTEGER PRIMARY KEY,"
+	"  name TEXT NOT NULL,"
+	"  seen_at INTEGER NOT NULL);",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -266,7 +279,7 @@ sq_migrate(void)
 	if (sqlite3_prepare_v2(vault_db, "PRAGMA user_version", -1, &st,
 	    NULL) != SQLITE_OK)
 		return (-1);
-	if (sqlite3_step(st) == SQLITE_ROW)
+	if (sq_step(st) == SQLITE_ROW)
 		version = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
 	if (version < 0)
