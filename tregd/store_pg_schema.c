@@ -255,6 +255,26 @@ static const char *const migrations[] = {
 	PG_REG_BUMP("invites") PG_REG_BUMP("bundles") PG_REG_BUMP_SECRETS
 	PG_REG_BUMP("tools") PG_REG_BUMP("tool_secrets")
 	PG_REG_BUMP("deny_rules"),
+
+	/*
+	 * 7 (storage helper): the keyring in the database (see the sqlite
+	 * migration 7); commit_mark is sqlite's and stays unused here.
+	 */
+	"CREATE TABLE keys ("
+	"  id TEXT PRIMARY KEY,"
+	"  wrapped BYTEA,"
+	"  wrapped_by TEXT,"
+	"  current INTEGER NOT NULL DEFAULT 0,"
+	"  retired_at TEXT,"
+	"  created_at TEXT NOT NULL);"
+	"CREATE TABLE key_hosts ("
+	"  host TEXT PRIMARY KEY,"
+	"  key_id TEXT NOT NULL,"
+	"  seen_at TEXT NOT NULL);"
+	"CREATE TABLE commit_mark (one INTEGER PRIMARY KEY"
+	"  CHECK (one = 1), n BIGINT NOT NULL);"
+	"INSERT INTO commit_mark VALUES (1, 0);"
+	PG_BUMP("keys") PG_BUMP("key_hosts"),
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -230,6 +230,7 @@ vault_open_db(const char *path)
 	int			 rc;
 
 	memset(&sp, 0, sizeof(sp));
+	sp.worker = slots_worker();
 	err[0] = '\0';
 	if (path != NULL) {
 		sp.engine = STORE_SQLITE;

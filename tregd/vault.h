@@ -177,6 +177,7 @@ json_t		*argv_mask(int64_t, json_t *);
 #define SLOTS_FULL		1	/* every run slot is taken */
 #define SLOTS_USER		2	/* the user's share is */
 void		 slots_init(int, uint32_t);
+uint32_t	 slots_worker(void);
 int		 slots_claim(int64_t, int, int, int *, int *);
 void		 slots_started(int, int64_t);
 void		 slots_release(int);
