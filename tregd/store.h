@@ -587,6 +587,9 @@ struct store_ops {
 	int	(*sealed_keys)(store_key_host_fn, void *);
 };
 extern const struct store_ops	store_sqlite_ops;	/* store_sqlite.c */
+/* A database file at rest: quick_check, then fn per sealed key id. */
+int		 store_sqlite_inspect(const char *, store_key_host_fn, void *,
+		    char *, size_t);
 extern const struct store_ops	store_pg_ops;		/* store_pg.c */
 
 /* store.c: the engine chosen at open. */

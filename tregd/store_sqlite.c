@@ -39,6 +39,7 @@ static int	sq_header(const char *, int *, int *, char *, size_t);
 static int	sq_mark_open(const struct store_params *, int, char *, size_t);
 static int	sq_mark_check(const char *, int, char *, size_t);
 static int	sq_wal_hook(void *, sqlite3 *, const char *, int);
+static int	sq_open_immutable(const char *, char *, size_t);
 static int	sq_check_file(const char *, char *, size_t);
 static int	sq_backup(const char *);
 static int64_t	sq_version(void);
@@ -339,11 +340,10 @@ sq_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
  * files as it found them.
  */
 static int
-sq_check_file(const char *path, char *err, size_t len)
+sq_open_immutable(const char *path, char *err, size_t len)
 {
 	char	 uri[2048];
 	size_t	 i, o;
-	int	 rc;
 
 	o = strlcpy(uri, "file:", sizeof(uri));
 	for (i = 0; path[i] != '\0' && o + 4 < sizeof(uri); i++) {
@@ -355,8 +355,10 @@ sq_check_file(const char *path, char *err, size_t len)
 	}
 	uri[o] = '\0';
 	if (path[i] != '\0' || strlcat(uri, "?immutable=1", sizeof(uri)) >=
-	    sizeof(uri))
+	    sizeof(uri)) {
+		snprintf(err, len, "%s: path too long", path);
 		return (-1);
+	}
 	if (sqlite3_open_v2(uri, &vault_db, SQLITE_OPEN_READONLY |
 	    SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		snprintf(err, len, "sqlite3_open %s: %s", path, vault_db ?
@@ -364,8 +366,38 @@ sq_check_file(const char *path, char *err, size_t len)
 		sq_close();
 		return (-1);
 	}
+	return (0);
+}
+
+static int
+sq_check_file(const char *path, char *err, size_t len)
+{
+	int	 rc;
+
+	if (sq_open_immutable(path, err, len) == -1)
+		return (-1);
 	rc = sq_check(err, len) == -1 || sq_mark_check(path, 1, err,
 	    len) == -1 ? -1 : 0;
+	sq_close();
+	return (rc);
+}
+
+/*
+ * A database file not in use (tregd -R): whole (quick_check), and fn
+ * per key id its sealed values carry.  Nothing is written, no WAL made.
+ */
+int
+store_sqlite_inspect(const char *path, store_key_host_fn fn, void *arg,
+    char *err, size_t len)
+{
+	int	 rc;
+
+	*err = '\0';
+	if (sq_open_immutable(path, err, len) == -1)
+		return (-1);
+	if ((rc = sq_check(err, len)) == 0 && (rc = sq_sealed_keys(fn,
+	    arg)) == -1)
+		snprintf(err, len, "%s: %s", path, sqlite3_errmsg(vault_db));
 	sq_close();
 	return (rc);
 }

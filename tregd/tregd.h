@@ -669,4 +669,7 @@ int	 sbx_selftest(void);
 const char *sbx_memory_limit(void);
 int	 sbx_isolated(void);
 
+/* restore.c */
+__dead void	 restore_main(const struct tregd_conf *, const char *);
+
 #endif /* TREGD_H */
