@@ -40,6 +40,7 @@
 #include <sodium.h>
 
 #include "sandbox.h"
+#include "vault_keyring.h"
 #include "vault.h"
 
 struct tregd_conf	 vault_conf;
@@ -83,6 +84,7 @@ vault_main(int debug, int verbose)
 	struct passwd		*pw = NULL;
 	char			 dbpath[PATH_MAX];
 	const char		*root;
+	char			 err[768];
 	struct group		*gr;
 	gid_t			 ctl_gid = (gid_t)-1;
 	int			 initfd;
@@ -142,6 +144,8 @@ vault_main(int debug, int verbose)
 		vault_open_db(dbpath);
 	if (crypto_settle() == -1)
 		fatalx("cannot move master.key into the keyring");
+	if (keydb_start(err, sizeof(err)) == -1)
+		fatalx("database refused: %s", err);
 	close(initfd);		/* the lock goes with it */
 	vault_index_routes();
 	ctl_init(control_fd, ctl_gid);
