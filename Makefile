@@ -9,8 +9,9 @@
 #   make run             a development daemon on 127.0.0.1:8790, state in ./run
 #                        (PORT=8791 another port, RUNDIR= another directory)
 #   make install         PREFIX=/usr/local DESTDIR=
-#   make lint            mandoc -Tlint, tregd -n on the example config and
-#                        the systemd unit's exposure score
+#   make lint            the include rules of the layers (scripts/layers.sh,
+#                        also run by make check), mandoc -Tlint, tregd -n
+#                        on the example config, the systemd unit's score
 #   make bench           the benchmarks in bench/
 #   make fuzz            build and run the libFuzzer targets (clang)
 
@@ -40,33 +41,69 @@ else
 DEBUG    = -O2 -g -D_FORTIFY_SOURCE=2
 SANLD    =
 endif
-CPPFLAGS += -D_GNU_SOURCE -Icommon -Itregd $(PKG_CFLAGS)
-CFLAGS   += $(DEBUG) $(WARN) $(HARDEN) -std=gnu11
+# Include paths follow the layers (README, "Layout"): common/ sees only
+# itself; tregd/'s leaves see common/ and tregd/; a process folder sees
+# those and itself; the vault's store engines see store.h and their own.
+# make lint (scripts/layers.sh) checks the same rules on the #include
+# lines, and -MMD -MP lets make see every header an object read.
+CPPFLAGS += -D_GNU_SOURCE -Icommon $(PKG_CFLAGS)
+CFLAGS   += $(DEBUG) $(WARN) $(HARDEN) -std=gnu11 -MMD -MP
 LDFLAGS  += -pie -Wl,-z,relro,-z,now $(SANLD)
 LDLIBS   += $(PKG_LIBS)
 
+tregd/%.o:		CPPFLAGS += -Itregd
+tregd/parent/%.o:	CPPFLAGS += -Itregd/parent
+tregd/frontend/%.o:	CPPFLAGS += -Itregd/frontend
+tregd/vault/%.o:	CPPFLAGS += -Itregd/vault -Itregd/vault/store
+tregd/vault/store/%.o:	CPPFLAGS += -Itregd/vault/store
+tregd/vault/store/sqlite/%.o: CPPFLAGS += -Itregd/vault/store/sqlite
+tregd/vault/store/pg/%.o: CPPFLAGS += -Itregd/vault/store/pg
+tregd/exec/%.o:		CPPFLAGS += -Itregd/exec
+tregd/relay/%.o:	CPPFLAGS += -Itregd/relay
+tregctl/%.o:		CPPFLAGS += -Itregd -Itregctl
+# The unit tests reach into every layer (they test its pieces alone).
+TEST_INC = -Itregd -Itregd/parent -Itregd/frontend -Itregd/vault \
+	   -Itregd/vault/store -Itregd/vault/store/sqlite \
+	   -Itregd/vault/store/pg -Itregd/exec -Itregd/relay -Itregctl
+
 COMMON_SRCS = $(sort $(wildcard common/*.c))
 COMMON_OBJS = $(COMMON_SRCS:.c=.o)
-TREGD_SRCS  = $(filter-out tregd/parse.c tregd/openapi_doc.c,\
-	      $(sort $(wildcard tregd/*.c))) tregd/parse.c tregd/openapi_doc.c
-TREGD_OBJS  = $(TREGD_SRCS:.c=.o) tregd/zygote_blob.o
+# tregd/'s leaves (the ones every process may call), then the processes.
+LEAF_SRCS   = $(filter-out tregd/parse.c,$(sort $(wildcard tregd/*.c))) \
+	      tregd/parse.c
+PARENT_SRCS = $(sort $(wildcard tregd/parent/*.c))
+FRONT_SRCS  = $(filter-out tregd/frontend/openapi_doc.c,\
+	      $(sort $(wildcard tregd/frontend/*.c))) tregd/frontend/openapi_doc.c
+VAULT_SRCS  = $(sort $(wildcard tregd/vault/*.c tregd/vault/store/*.c \
+	      tregd/vault/store/sqlite/*.c tregd/vault/store/pg/*.c))
+EXEC_SRCS   = $(filter-out tregd/exec/zygote.c,\
+	      $(sort $(wildcard tregd/exec/*.c)))
+RELAY_SRCS  = $(sort $(wildcard tregd/relay/*.c))
+TREGD_SRCS  = $(LEAF_SRCS) $(PARENT_SRCS) $(FRONT_SRCS) $(VAULT_SRCS) \
+	      $(EXEC_SRCS) $(RELAY_SRCS)
+TREGD_OBJS  = $(TREGD_SRCS:.c=.o) tregd/exec/zygote_blob.o
 CTL_SRCS    = $(sort $(wildcard tregctl/*.c))
 CTL_OBJS    = $(CTL_SRCS:.c=.o)
 UNIT_SRCS   = $(sort $(wildcard regress/unit/*_test.c))
 UNIT_PROGS  = $(UNIT_SRCS:.c=)
 # Unit tests may use the daemon's modules, but not its main().
 TREGD_LIBOBJS = $(filter-out tregd/tregd.o,$(TREGD_OBJS))
+ALL_OBJS    = $(COMMON_OBJS) $(TREGD_SRCS:.c=.o) $(CTL_OBJS) $(ZYG_OBJS)
+BUILD_DIRS  = common tregd tregd/parent tregd/frontend tregd/vault \
+	      tregd/vault/store tregd/vault/store/sqlite tregd/vault/store/pg \
+	      tregd/exec tregd/exec/zygote tregd/relay tregctl
 
 # Rebuild everything when the flags change (SANITIZE=1 and back).
 FLAGS_STAMP = .build-flags
 FLAGS_NOW  := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)
 ifneq ($(FLAGS_NOW),$(shell cat $(FLAGS_STAMP) 2>/dev/null))
-$(shell rm -f common/*.o tregd/*.o tregctl/*.o regress/*/*.o $(UNIT_PROGS) \
-    tregd/zygote/*.o tregd/zygote/tregd-zygote \
+$(shell rm -f $(addsuffix /*.o,$(BUILD_DIRS)) $(UNIT_PROGS) \
+    tregd/exec/zygote/tregd-zygote \
     tregd/tregd tregctl/tregctl; echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
 endif
 
-.PHONY: all check check-build check-pg deps run install lint bench fuzz clean
+.PHONY: all check check-build check-pg deps run install lint lint-layers \
+	bench fuzz clean
 
 all: tregd/tregd tregctl/tregctl
 
@@ -79,9 +116,9 @@ tregd/parse.c: tregd/parse.y
 
 # GET /openapi.json: the frontend's chroot has no files, so the document
 # is compiled in, its bytes written out by od(1).
-tregd/openapi_doc.c: doc/openapi.json
+tregd/frontend/openapi_doc.c: doc/openapi.json
 	{ echo '/* Made from doc/openapi.json by make: do not edit. */'; \
-	    echo '#include "tregd.h"'; \
+	    echo '#include "frontend.h"'; \
 	    echo 'const char openapi_doc[] = {'; \
 	    od -An -v -tx1 doc/openapi.json | \
 	    sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
@@ -94,19 +131,22 @@ tregd/parse.o: CFLAGS += -Wno-missing-prototypes -Wno-sign-compare \
 
 # exec's zygote: a small static program of its own (every init is a clone
 # of it, not of exec's ~250 mappings), never sanitized (a static binary
-# cannot be), carried in tregd (tregd/zygote_blob.S).
-ZYG_OBJS   = tregd/zygote/zygote.o tregd/zygote/exec_child.o \
-	     tregd/zygote/sandbox_child.o
-ZYG_CFLAGS = -O2 -g -D_FORTIFY_SOURCE=2 $(WARN) $(HARDEN) -std=gnu11
-tregd/zygote/exec_child.o: tregd/exec_child.c
-tregd/zygote/sandbox_child.o: common/sandbox_child.c
-tregd/zygote/zygote.o: tregd/zygote/zygote.c
-$(ZYG_OBJS): common/sandbox.h tregd/tregd.h tregd/exec_zygote.h
-	$(CC) $(CPPFLAGS) $(ZYG_CFLAGS) -c -o $@ $(filter %.c,$^)
-tregd/zygote/tregd-zygote: $(ZYG_OBJS)
+# cannot be), carried in tregd (tregd/exec/zygote_blob.S).
+ZYG_OBJS   = tregd/exec/zygote/zygote.o tregd/exec/zygote/exec_child.o \
+	     tregd/exec/zygote/sandbox_child.o
+ZYG_CFLAGS = -O2 -g -D_FORTIFY_SOURCE=2 $(WARN) $(HARDEN) -std=gnu11 -MMD -MP
+tregd/exec/zygote/exec_child.o: tregd/exec/exec_child.c
+tregd/exec/zygote/sandbox_child.o: common/sandbox_child.c
+tregd/exec/zygote/zygote.o: tregd/exec/zygote.c
+$(ZYG_OBJS):
+	@mkdir -p tregd/exec/zygote
+	$(CC) $(CPPFLAGS) -Itregd -Itregd/exec $(ZYG_CFLAGS) -c -o $@ \
+	    $(filter %.c,$^)
+tregd/exec/zygote/tregd-zygote: $(ZYG_OBJS)
 	$(CC) -static-pie -Wl,-z,relro,-z,now -o $@ $(ZYG_OBJS)
-tregd/zygote_blob.o: tregd/zygote_blob.S tregd/zygote/tregd-zygote
-	$(CC) -c -o $@ tregd/zygote_blob.S
+tregd/exec/zygote_blob.o: tregd/exec/zygote_blob.S \
+    tregd/exec/zygote/tregd-zygote
+	$(CC) -c -o $@ tregd/exec/zygote_blob.S
 
 tregd/tregd: $(TREGD_OBJS) common/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $(TREGD_OBJS) common/libcommon.a $(LDLIBS)
@@ -114,32 +154,31 @@ tregd/tregd: $(TREGD_OBJS) common/libcommon.a
 tregctl/tregctl: $(CTL_OBJS) common/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $(CTL_OBJS) common/libcommon.a $(LDLIBS)
 
-$(COMMON_OBJS) $(TREGD_OBJS) $(CTL_OBJS): common/*.h tregd/tregd.h
-$(TREGD_OBJS): tregd/vault.h
-$(filter tregd/store_pg%.o,$(TREGD_OBJS)): tregd/store.h tregd/store_pg.h
-$(filter tregd/relay%.o,$(TREGD_OBJS)): tregd/relay.h
-$(CTL_OBJS): tregctl/*.h
+# Headers an object read, as the compiler saw them (-MMD -MP).
+-include $(ALL_OBJS:.o=.d)
+
 # The parser test compiles tregctl/parser.c in.
 regress/unit/ctlparser_test: tregctl/parser.c tregctl/parser.h
 # The redactor's test shares its naive reference with the fuzzer.
 regress/unit/redact_test: regress/unit/redact_test.c regress/lib/redact_ref.c \
     regress/lib/redact_ref.h $(TREGD_LIBOBJS) common/libcommon.a
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Iregress/lib $(LDFLAGS) -o $@ $< \
-	    regress/lib/redact_ref.c $(TREGD_LIBOBJS) common/libcommon.a \
-	    $(LDLIBS) -latf-c
+	$(CC) $(CPPFLAGS) $(TEST_INC) $(CFLAGS) -Iregress/lib $(LDFLAGS) \
+	    -o $@ $< regress/lib/redact_ref.c $(TREGD_LIBOBJS) \
+	    common/libcommon.a $(LDLIBS) -latf-c
 
 # The PostgreSQL store tests share the creation of their database.
 regress/unit/store_pg_test regress/unit/store_org_test \
     regress/unit/store_tool_test: regress/unit/%: \
     regress/unit/%.c regress/lib/pgdb.c regress/lib/pgdb.h \
     $(TREGD_LIBOBJS) common/libcommon.a
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Iregress/lib $(LDFLAGS) -o $@ $< \
-	    regress/lib/pgdb.c $(TREGD_LIBOBJS) common/libcommon.a \
+	$(CC) $(CPPFLAGS) $(TEST_INC) $(CFLAGS) -Iregress/lib $(LDFLAGS) \
+	    -o $@ $< regress/lib/pgdb.c $(TREGD_LIBOBJS) common/libcommon.a \
 	    $(LDLIBS) -latf-c
 
 regress/unit/%_test: regress/unit/%_test.c $(TREGD_LIBOBJS) common/libcommon.a
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TREGD_LIBOBJS) \
-	    common/libcommon.a $(LDLIBS) -latf-c
+	$(CC) $(CPPFLAGS) $(TEST_INC) $(CFLAGS) $(LDFLAGS) -o $@ $< \
+	    $(TREGD_LIBOBJS) common/libcommon.a $(LDLIBS) -latf-c
+-include $(UNIT_PROGS:=.d)
 
 check-build: all $(UNIT_PROGS)
 
@@ -152,6 +191,7 @@ KYUA_RUN = kyua -v parallelism=$(CHECK_JOBS)
 # Dependencies first: on a fresh machine nothing below builds without them.
 check:
 	@sh scripts/deps.sh
+	@sh scripts/layers.sh
 	$(MAKE) check-build
 	cd regress && { $(SANENV) $(KYUA_RUN) test -k Kyuafile; rc=$$?; \
 	    [ $$rc -eq 0 ] || kyua report --verbose --results-filter broken,failed; \
@@ -195,7 +235,11 @@ install: all
 	    $(DESTDIR)$(SYSTEMDDIR)/tregd.service
 	[ -n "$(DESTDIR)" ] || sh scripts/deps.sh users
 
-lint: all
+# The include rules of the layers (scripts/layers.sh; make check runs it).
+lint-layers:
+	@sh scripts/layers.sh
+
+lint: all lint-layers
 	mandoc -Tlint -Wwarning man/tregd.8 man/tregd.conf.5 man/tregctl.8
 	./tregd/tregd -n -f etc/tregd.conf
 	@sed 's,@SBINDIR@,$(SBINDIR),g' etc/tregd.service > .lint-tregd.service
@@ -214,7 +258,7 @@ fuzz:
 	$(MAKE) -C regress/fuzz http-run
 
 clean:
-	rm -f common/*.o common/libcommon.a tregd/*.o tregd/parse.c \
-	    tregd/openapi_doc.c tregd/zygote/*.o tregd/zygote/tregd-zygote \
-	    tregctl/*.o tregd/tregd tregctl/tregctl $(UNIT_PROGS) \
-	    $(FLAGS_STAMP)
+	rm -f $(addsuffix /*.o,$(BUILD_DIRS)) $(addsuffix /*.d,$(BUILD_DIRS)) \
+	    common/libcommon.a tregd/parse.c tregd/frontend/openapi_doc.c \
+	    tregd/exec/zygote/tregd-zygote tregd/tregd tregctl/tregctl \
+	    $(UNIT_PROGS) $(UNIT_PROGS:=.d) $(FLAGS_STAMP)

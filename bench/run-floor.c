@@ -1,11 +1,11 @@
 /*
  * bench/run-floor.c: the floor of a tregd run, what its isolation costs
  * with nothing of tregd around it (issue 16).  Each run does what a
- * run's sandbox does (tregd/exec_sandbox.c): an init cloned as PID 1 of
+ * run's sandbox does (tregd/exec/exec_sandbox.c): an init cloned as PID 1 of
  * new pid, mount, ipc and uts namespaces, which makes everything
  * read-only and private, hides a state directory, mounts /proc, /tmp,
  * /var/tmp, /dev/shm and a run-directory tmpfs (tregd's own code for
- * it, tregd/exec_child.c), joins a memory and pids
+ * it, tregd/exec/exec_child.c), joins a memory and pids
  * cgroup of the run's uid, installs tregd's own run child filter
  * (common/sandbox.c), drops its capabilities and clones the CLI
  * (CLONE_VM | CLONE_VFORK), which takes its pipes, limits and directory,

@@ -91,9 +91,9 @@ C
 ${CC:-cc} -O2 -o "$T/forkexec" "$T/forkexec.c"
 # The floor: a tregd run's isolation in a minimal C loop (bench/run-floor.c,
 # with tregd's own run child filter and mounts).
-${CC:-cc} -O2 -std=gnu11 -D_GNU_SOURCE -I"$top/common" -I"$top/tregd" \
+${CC:-cc} -O2 -std=gnu11 -D_GNU_SOURCE -I"$top/common" -I"$top/tregd" -I"$top/tregd/exec" \
     $(pkg-config --cflags libbsd-overlay jansson) -o "$T/run-floor" \
-    "$top/bench/run-floor.c" "$top/tregd/exec_child.c" \
+    "$top/bench/run-floor.c" "$top/tregd/exec/exec_child.c" \
     "$top/common/libcommon.a" \
     $(pkg-config --libs libbsd-overlay libseccomp jansson)
 

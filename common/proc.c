@@ -14,7 +14,6 @@
 #include "imsg.h"
 #include "log.h"
 #include "proc.h"
-#include "tregd.h"
 
 static void	imsgev_handler(int, short, void *);
 static void	imsgev_turn(int, short, void *);
@@ -31,11 +30,37 @@ imsgev_init(struct imsgev *iev, int fd, int peer, const char *name,
 	iev->closed = closed;
 	iev->arg = arg;
 	iev->peer = peer;
+	iev->kind = peer;
 	iev->name = name;
 	iev->events = EV_READ | EV_PERSIST;
 	event_set(&iev->ev, fd, iev->events, imsgev_handler, iev);
 	event_add(&iev->ev, NULL);
 	event_set(&iev->turn, -1, 0, imsgev_turn, iev);
+}
+
+void
+imsgev_dispatch(const struct imsg_handler *h, size_t n, struct imsgev *iev,
+    struct imsg *imsg)
+{
+	size_t	 i;
+	int	 typed = 0;
+
+	for (i = 0; i < n; i++) {
+		if (h[i].type != imsg->hdr.type)
+			continue;
+		typed = 1;
+		if (iev->kind < 0 || iev->kind >= 32 ||
+		    (h[i].from & IMSG_FROM(iev->kind)) == 0)
+			continue;
+		if (h[i].len != IMSG_LEN_ANY && imsg->datalen != h[i].len)
+			fatalx("bad imsg %u from %s: %zu bytes, not %zu",
+			    imsg->hdr.type, iev->name, imsg->datalen,
+			    h[i].len);
+		h[i].fn(iev, imsg);
+		return;
+	}
+	fatalx("bad imsg %u from %s: %s", imsg->hdr.type, iev->name,
+	    typed ? "not this peer's to send" : "unknown type");
 }
 
 void
@@ -161,9 +186,9 @@ imsgev_composev(struct imsgev *iev, uint32_t type, uint32_t id, int fd,
 }
 
 /*
- * The head (blob_hdr + head struct), then the payload in IMSG_DATA chunks,
- * queued whole (corked) and written at once: the peer wakes for the blob,
- * not for its head alone.
+ * The head (blob_hdr + head struct), then the payload in IMSG_BLOB_DATA
+ * chunks, queued whole (corked) and written at once: the peer wakes for
+ * the blob, not for its head alone.
  */
 int
 imsgev_send_blob(struct imsgev *iev, uint32_t type, uint32_t id,
@@ -192,7 +217,7 @@ imsgev_send_blob(struct imsgev *iev, uint32_t type, uint32_t id,
 		goto fail;
 	while (datalen > 0) {
 		n = datalen > IMSG_DATA_MAX ? IMSG_DATA_MAX : datalen;
-		if (imsgev_compose(iev, IMSG_DATA, id, -1, p, n) == -1)
+		if (imsgev_compose(iev, IMSG_BLOB_DATA, id, -1, p, n) == -1)
 			goto fail;
 		p += n;
 		datalen -= n;

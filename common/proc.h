@@ -19,6 +19,17 @@
 
 #include "imsg.h"
 
+/*
+ * The type of a blob's payload chunks: every program on these channels
+ * numbers its own types after it (tregd.h's enum imsg_type starts so).
+ */
+#define IMSG_BLOB_DATA	1
+
+/* Blob heads start with this: how many payload bytes follow. */
+struct blob_hdr {
+	uint32_t	 datalen;
+};
+
 struct imsgev;
 typedef void (*imsgev_fn)(struct imsgev *, struct imsg *);
 typedef void (*imsgev_closed_fn)(struct imsgev *);
@@ -31,6 +42,7 @@ struct imsgev {
 	imsgev_closed_fn	 closed;	/* peer went away */
 	void			*arg;
 	int			 peer;		/* enum tregd_proc of the peer */
+	int			 kind;		/* what a handler row names */
 	const char		*name;		/* peer name, for messages */
 	int			 dead;
 	int			 untrusted;	/* a client: corrupt closes */
@@ -53,6 +65,27 @@ void	 imsgev_update(struct imsgev *);
 void	 imsgev_cork(struct imsgev *);
 void	 imsgev_uncork(struct imsgev *);
 void	 imsgev_coalesce(struct imsgev *);
+
+/*
+ * A process's messages as a table, after gotd's verify_imsg_src(): a row
+ * says which type, from which kind of peer, of what length, and who
+ * handles it, so one place answers "may this process send this type
+ * here".  imsgev_dispatch() finds the row or ends the process: a peer
+ * that sends what it may not is not reasoned with.  A peer's kind is its
+ * peer number unless set apart (the vault workers are one kind, each its
+ * own peer for the blobs it sends).
+ */
+#define IMSG_FROM(kind)	(1U << (kind))
+#define IMSG_LEN_ANY	SIZE_MAX	/* a blob, or the handler checks */
+struct imsg_handler {
+	uint32_t	 type;
+	uint32_t	 from;		/* IMSG_FROM() bits */
+	size_t		 len;		/* exact, or IMSG_LEN_ANY */
+	imsgev_fn	 fn;
+};
+#define IMSG_HANDLERS(t)	(t), (sizeof(t) / sizeof((t)[0]))
+void	 imsgev_dispatch(const struct imsg_handler *, size_t,
+	    struct imsgev *, struct imsg *);
 
 /* A payload being gathered. */
 struct blob {

@@ -68,12 +68,13 @@ child_log_sink(int pri, const char *line)
 /*
  * Set up a re-executed child: name it, route its log lines to the parent
  * and read its configuration synchronously (it needs it to know where to
- * chroot), leaving later messages buffered for the event loop.
+ * chroot) with the start-up rows of its table, leaving later messages
+ * buffered for the event loop.
  */
 void
 proc_child_init(enum tregd_proc self, struct imsgev *parent,
     int debug, int verbose, imsgev_fn dispatch, imsgev_closed_fn closed,
-    void (*config)(struct imsg *))
+    const struct imsg_handler *start, size_t nstart)
 {
 	struct imsg	 imsg;
 	struct pollfd	 pfd;
@@ -111,7 +112,7 @@ proc_child_init(enum tregd_proc self, struct imsgev *parent,
 				fatalx("bad IMSG_CONF_END");
 			done = 1;
 		} else
-			config(&imsg);
+			imsgev_dispatch(start, nstart, parent, &imsg);
 		imsg_free(&imsg);
 	}
 }
@@ -203,6 +204,7 @@ proc_vault_recv(struct imsg *imsg, struct imsgev *ievs, int *nhave,
 		fatalx("bad IMSG_CONF_VAULT %u", n);
 	imsgev_init(&ievs[n], imsg->fd, PROC_WORKER(n), proc_worker_name(n),
 	    dispatch, closed, NULL);
+	ievs[n].kind = PROC_VAULT;
 	(*nhave)++;
 	imsg->fd = -1;
 }
@@ -221,7 +223,7 @@ proc_peers_complete(const struct proc_peer *peers, size_t npeers)
 
 /* IMSG_LOG_VERBOSE from the parent (tregctl log verbose | brief). */
 void
-proc_log_verbose(struct imsg *imsg)
+proc_log_verbose(struct imsgev *iev, struct imsg *imsg)
 {
 	int	 v;
 
@@ -229,52 +231,6 @@ proc_log_verbose(struct imsg *imsg)
 		fatalx("bad IMSG_LOG_VERBOSE");
 	memcpy(&v, imsg->data, sizeof(v));
 	log_setverbose(v);
-}
-
-/*
- * The start-up messages of a child whose only channels are its peers and
- * the vault workers (exec, relay): the settings, and the channels.
- */
-void
-proc_chans_recv(struct imsg *imsg, const struct proc_chans *c)
-{
-	switch (imsg->hdr.type) {
-	case IMSG_CONF:
-		proc_conf_recv(imsg, c->conf);
-		break;
-	case IMSG_CONF_PEER:
-		proc_peer_recv(imsg, c->peers, c->npeers, c->closed);
-		break;
-	case IMSG_CONF_VAULT:
-		proc_vault_recv(imsg, c->vaults, c->nvaults,
-		    c->vault_dispatch, c->closed);
-		break;
-	default:
-		fatalx("%s: bad imsg %u from parent", __func__,
-		    imsg->hdr.type);
-	}
-}
-
-/*
- * The parent's later messages to such a child: a reload's settings, which
- * apply to what it starts next, and the log level.
- */
-void
-proc_parent_recv(struct imsg *imsg, struct tregd_conf *conf)
-{
-	switch (imsg->hdr.type) {
-	case IMSG_CONF:
-		proc_conf_recv(imsg, conf);
-		break;
-	case IMSG_CONF_END:
-		break;
-	case IMSG_LOG_VERBOSE:
-		proc_log_verbose(imsg);
-		break;
-	default:
-		fatalx("%s: bad imsg %u from parent", __func__,
-		    imsg->hdr.type);
-	}
 }
 
 static struct event	 ev_lost;

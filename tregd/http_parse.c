@@ -2,6 +2,11 @@
  * HTTP/1.1 request heads (RFC 9112) as a client sent them, and the JSON
  * string escaping of run output.  Pure functions on buffers: no I/O and
  * no allocation, so that regress/fuzz drives exactly what clients reach.
+ *
+ * Two readers of one grammar: the frontend's API takes origin-form
+ * targets and Content-Length bodies only; the egress proxy (a run's
+ * requests) also takes CONNECT's authority-form, the absolute-form of a
+ * plain proxy request and chunked bodies, and keeps every header line.
  */
 
 #include <sys/types.h>
@@ -10,12 +15,15 @@
 #include <string.h>
 #include <strings.h>
 
-#include "http.h"
+#include "http_parse.h"
 
 static int	name_is(const char *, size_t, const char *);
-static int	parse_line(const char *, size_t, struct http_head *);
+static int	parse_line(const char *, size_t, struct http_head *, int);
+static int	parse_target(const char *, size_t, struct http_head *, int);
+static int	parse_authority(const char *, size_t);
 static int	parse_header(const char *, size_t, struct http_head *,
 		    int *, int *);
+static int	parse_head(const char *, size_t, struct http_head *, int);
 static int	parse_clen(const char *, size_t, uint64_t *);
 static int	seg_id(const char *, size_t, int64_t *);
 
@@ -80,7 +88,7 @@ name_is(const char *p, size_t len, const char *name)
 
 /* Method SP request-target SP HTTP-version. */
 static int
-parse_line(const char *p, size_t len, struct http_head *h)
+parse_line(const char *p, size_t len, struct http_head *h, int proxy)
 {
 	const char	*sp1, *sp2, *t, *q;
 	size_t		 mlen, tlen, i;
@@ -106,7 +114,7 @@ parse_line(const char *p, size_t len, struct http_head *h)
 	}
 	t = sp1 + 1;
 	tlen = sp2 - t;
-	if (tlen == 0 || *t != '/') {
+	if (!proxy && (tlen == 0 || *t != '/')) {
 		h->detail = "the request target must be a path";
 		return (400);
 	}
@@ -135,10 +143,82 @@ parse_line(const char *p, size_t len, struct http_head *h)
 		    memcmp(methods[i].name, p, mlen) == 0)
 			h->method = methods[i].bit;
 	if (h->method == 0 || h->method == HTTP_M_TRACE ||
-	    h->method == HTTP_M_CONNECT) {
+	    (h->method == HTTP_M_CONNECT && !proxy)) {
 		h->method = 0;
 		h->detail = "method not implemented";
 		return (501);
+	}
+	return (parse_target(t, tlen, h, proxy));
+}
+
+/* host ":" port, the host a name, an IPv4 or a bracketed IPv6 address. */
+static int
+parse_authority(const char *p, size_t len)
+{
+	const char	*colon;
+	size_t		 i, hlen;
+
+	if ((colon = memrchr(p, ':', len)) == NULL || colon == p)
+		return (-1);
+	hlen = colon - p;
+	if (len - hlen - 1 == 0 || len - hlen - 1 > 5)
+		return (-1);
+	for (i = hlen + 1; i < len; i++)
+		if (p[i] < '0' || p[i] > '9')
+			return (-1);
+	if (p[0] == '[')
+		return (p[hlen - 1] == ']' && hlen > 2 &&
+		    strspn(p + 1, "0123456789abcdefABCDEF:.") == hlen - 2 ?
+		    0 : -1);
+	return (strspn(p, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") == hlen ? 0 : -1);
+}
+
+/*
+ * The request target: origin-form ("/path?query"); for a proxy also
+ * CONNECT's authority-form and a plain request's absolute-form.
+ */
+static int
+parse_target(const char *t, size_t tlen, struct http_head *h, int proxy)
+{
+	const char	*q, *slash;
+
+	if (h->method == HTTP_M_CONNECT) {
+		if (parse_authority(t, tlen) == -1) {
+			h->detail = "CONNECT needs host:port";
+			return (400);
+		}
+		h->authority.p = t;
+		h->authority.len = tlen;
+		h->path.p = h->query.p = t + tlen;
+		return (0);
+	}
+	if (proxy && tlen > 7 && strncasecmp(t, "http://", 7) == 0) {
+		h->absolute = 1;
+		t += 7;
+		tlen -= 7;
+		if ((slash = memchr(t, '/', tlen)) == NULL)
+			slash = t + tlen;
+		if ((q = memchr(t, '?', slash - t)) != NULL)
+			slash = q;
+		h->authority.p = t;
+		h->authority.len = slash - t;
+		tlen -= slash - t;
+		t = slash;
+		if (h->authority.len == 0) {
+			h->detail = "malformed request target";
+			return (400);
+		}
+		if (tlen == 0) {
+			h->path.p = "/";
+			h->path.len = 1;
+			h->query.p = t;
+			return (0);
+		}
+	}
+	if (tlen == 0 || *t != '/') {
+		h->detail = "the request target must be a path";
+		return (400);
 	}
 	h->path.p = t;
 	h->path.len = tlen;
@@ -227,6 +307,16 @@ parse_header(const char *p, size_t len, struct http_head *h, int *host,
 			h->detail = "malformed header value";
 			return (400);
 		}
+	if (h->hdrs != NULL) {
+		if (h->nhdrs == h->maxhdrs) {
+			h->detail = "too many header lines";
+			return (431);
+		}
+		h->hdrs[h->nhdrs].name.p = p;
+		h->hdrs[h->nhdrs].name.len = nlen;
+		h->hdrs[h->nhdrs].value.p = v;
+		h->hdrs[h->nhdrs++].value.len = vlen;
+	}
 
 	if (name_is(p, nlen, "Content-Length")) {
 		if (h->has_clen) {
@@ -238,8 +328,13 @@ parse_header(const char *p, size_t len, struct http_head *h, int *host,
 			return (400);
 		}
 		h->has_clen = 1;
-	} else if (name_is(p, nlen, "Transfer-Encoding"))
-		*te = 1;
+	} else if (name_is(p, nlen, "Transfer-Encoding")) {
+		/* chunked alone: any other coding is a body not read here */
+		if ((*te)++ == 0 && name_is(v, vlen, "chunked"))
+			h->chunked = 1;
+		else
+			h->chunked = 0;
+	}
 	else if (name_is(p, nlen, "Host")) {
 		if ((*host)++) {
 			h->detail = "more than one Host";
@@ -279,11 +374,31 @@ parse_header(const char *p, size_t len, struct http_head *h, int *host,
 int
 http_parse_head(const char *buf, size_t len, struct http_head *h)
 {
+	memset(h, 0, sizeof(*h));
+	return (parse_head(buf, len, h, 0));
+}
+
+/*
+ * A request to the egress proxy: as http_parse_head, and CONNECT, the
+ * absolute-form and chunked bodies; every header line into hdrs.
+ */
+int
+http_parse_proxy_head(const char *buf, size_t len, struct http_head *h,
+    struct http_hdr *hdrs, size_t maxhdrs)
+{
+	memset(h, 0, sizeof(*h));
+	h->hdrs = hdrs;
+	h->maxhdrs = maxhdrs;
+	return (parse_head(buf, len, h, 1));
+}
+
+static int
+parse_head(const char *buf, size_t len, struct http_head *h, int proxy)
+{
 	const char	*p = buf, *e = buf + len, *nl;
 	size_t		 n;
 	int		 r, lines = 0, host = 0, te = 0;
 
-	memset(h, 0, sizeof(*h));
 	while (p < e) {
 		if ((nl = memchr(p, '\n', e - p)) == NULL) {
 			h->detail = "malformed request head";
@@ -297,7 +412,7 @@ http_parse_head(const char *buf, size_t len, struct http_head *h)
 			return (400);
 		}
 		if (lines == 0) {
-			if ((r = parse_line(p, n, h)) != 0)
+			if ((r = parse_line(p, n, h, proxy)) != 0)
 				return (r);
 		} else if (n == 0)
 			break;
@@ -317,8 +432,9 @@ http_parse_head(const char *buf, size_t len, struct http_head *h)
 		h->detail = "Transfer-Encoding with Content-Length";
 		return (400);
 	}
-	if (te) {
-		h->detail = "Transfer-Encoding is not supported: send a "
+	if (te && (!proxy || !h->chunked)) {
+		h->detail = proxy ? "only Transfer-Encoding: chunked is "
+		    "supported" : "Transfer-Encoding is not supported: send a "
 		    "Content-Length";
 		return (501);
 	}

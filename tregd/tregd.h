@@ -20,6 +20,7 @@
 
 #include "imsg.h"
 #include "log.h"
+#include "proc.h"
 
 #define TREGD_VERSION		"0.1.0"
 /* The level of treg's API that tregd speaks (README "treg compatibility"). */
@@ -59,6 +60,13 @@
 #define RUN_TIMEOUT_MAX		600
 #define RUN_USERS_MAX		65536	/* uids in "run users" */
 #define TOKEN_HASH_LEN		32
+
+/* What the vault sends exec and the relay: both check it on receipt. */
+#define REDSET_MAX		512	/* values of one redaction set */
+#define SECRET_LEN_MAX		(64 * 1024)
+#define HOST_LEN_MAX		264	/* [IPv6] or a DNS name, ":port" */
+#define BINDINGS_MAX		32
+
 #define VAULT_WORKERS_MAX	16	/* vault workers */
 #define PROCINFO_MAX		(4 + VAULT_WORKERS_MAX)
 #define RUN_SLOTS_TABLE_SIZE	(32 * 1024)	/* vault_slots.c's memfd */
@@ -149,6 +157,8 @@ struct tregd_conf {
 
 enum imsg_type {
 	IMSG_NONE,
+	/* any blob sender: a chunk of the payload a head message announced */
+	IMSG_DATA = IMSG_BLOB_DATA,	/* common/proc.h */
 
 	/* parent -> every child */
 	IMSG_CONF,		/* struct tregd_conf */
@@ -175,9 +185,6 @@ enum imsg_type {
 	IMSG_CTL_RELOAD,
 	IMSG_CTL_LOG_VERBOSE,	/* int */
 	IMSG_KEYRING,		/* no data: the keyring changed (tregctl key) */
-
-	/* any blob sender: a chunk of the payload a head message announced */
-	IMSG_DATA,
 
 	/* frontend -> vault */
 	IMSG_API_REQUEST,	/* blob: struct api_request + payload */
@@ -230,11 +237,6 @@ enum imsg_type {
 	/* tregctl <-> vault (control socket) */
 	IMSG_CTL_REQUEST,	/* struct ctl_request */
 	IMSG_CTL_REPLY,		/* blob: struct ctl_reply + JSON document */
-};
-
-/* Blob heads start with this: how many payload bytes follow in IMSG_DATA. */
-struct blob_hdr {
-	uint32_t	 datalen;
 };
 
 /* IMSG_PROCINFO: struct procinfo[PROCINFO_MAX], name "" after the last. */
@@ -502,7 +504,7 @@ struct ctl_reply {
 /* ------------------------------------------------------------------ */
 /* Prototypes.                                                         */
 
-/* parse.y */
+/* parse.y and conf.c */
 void	 conf_defaults(struct tregd_conf *);
 int	 parse_config(const char *, struct tregd_conf *);
 int	 cmdline_symset(char *);
@@ -513,7 +515,7 @@ extern char parse_error[512];	/* the first error of the last parse */
 extern const char *const run_builtin_allow[];
 int	 parse_keywords_sorted(void);
 
-/* tregd.c */
+/* child.c: what every re-executed child does first */
 extern const char *const proc_names[PROC_MAX];
 struct event_base;
 extern struct event_base *proc_base;
@@ -521,7 +523,7 @@ struct imsgev;
 struct passwd;
 void	 proc_child_init(enum tregd_proc, struct imsgev *, int, int,
 	    void (*)(struct imsgev *, struct imsg *),
-	    void (*)(struct imsgev *), void (*)(struct imsg *));
+	    void (*)(struct imsgev *), const struct imsg_handler *, size_t);
 void	 proc_conf_recv(struct imsg *, struct tregd_conf *);
 struct passwd *proc_getpw(const char *);
 void	 conf_terminate(struct tregd_conf *);
@@ -539,137 +541,37 @@ const char *proc_worker_name(int);	/* "vault 0" ... */
 void	 proc_vault_recv(struct imsg *, struct imsgev *, int *,
 	    void (*)(struct imsgev *, struct imsg *),
 	    void (*)(struct imsgev *));
-void	 proc_log_verbose(struct imsg *);
-/* The channels a child (exec, relay) gets from the parent at start-up. */
-struct proc_chans {
-	struct tregd_conf	*conf;
-	struct proc_peer	*peers;
-	size_t			 npeers;
-	struct imsgev		*vaults;	/* [VAULT_WORKERS_MAX] */
-	int			*nvaults;
-	void			(*vault_dispatch)(struct imsgev *,
-				    struct imsg *);
-	void			(*closed)(struct imsgev *);
-};
-void	 proc_chans_recv(struct imsg *, const struct proc_chans *);
-void	 proc_parent_recv(struct imsg *, struct tregd_conf *);
+void	 proc_log_verbose(struct imsgev *, struct imsg *);
 void	 proc_peer_lost(struct imsgev *);
 __dead void proc_child_run(void (*)(int, short, void *));
 
-/* parent.c */
+/*
+ * The processes' entry points: tregd.c starts the one its -P names.
+ * Everything else a process defines is in the header of its folder.
+ */
 __dead void parent_main(struct tregd_conf *, const char *, int, int);
-void	 parent_send_procinfo(void);
-
-/* notify.c */
-void	 notify_init(void);
-void	 notify_send(const char *);
-
-/* frontend.c */
+/* parent/restore.c: tregd -R (tregd.c) */
+__dead void restore_main(const struct tregd_conf *, const char *);
 __dead void frontend_main(int, int);
 void	 front_print_routes(FILE *);
-
-/* frontend.c: a call's vault worker, counted as a request's load. */
-struct imsgev	*front_vault_take(int *);
-void		 front_vault_give(int);
-
-/* frontend_call.c */
-struct http_conn;
-struct http_head;
-struct blob;
-void	 front_call_init(const struct tregd_conf *, struct imsgev *);
-int	 front_call_path(const char *);
-void	 front_call(struct http_conn *, const struct http_head *,
-	    const char *, size_t, uint32_t);
-int	 front_call_gone(void *, int);
-void	 front_call_refused(struct blob *, int);
-void	 front_call_dispatch_relay(struct imsgev *, struct imsg *);
-void	 front_call_print_routes(FILE *);
-
-/* openapi_doc.c, made from doc/openapi.json by make */
-extern const char openapi_doc[];
-extern const size_t openapi_doc_len;
-
-/* vault.c */
 __dead void vault_main(int, int);
-
-/* metrics.c (frontend; the rest in http.h) */
-extern const double metrics_run_le[METRICS_RUN_BUCKETS];
-
-/* vault_metrics.c */
-void	 vault_metrics_start(void);
-void	 vault_metrics_run(uint32_t, uint32_t, uint32_t);
-void	 vault_metrics_db_error(void);
-void	 vault_metrics_request(void);
-
-/* exec_metrics.c */
-void	 exec_metrics_start(struct imsgev *);
-void	 exec_metrics_running(int);
-
-/* vault_run.c */
-const char *run_outcome_name(uint32_t);	/* enum run_outcome: "ok" ... */
-enum run_outcome run_outcome_of(const struct run_exit *);
-
-/* store_pg.c */
-int	 pg_conninfo_check(const char *, char *, size_t);
-char	*pg_password_read(const char *, char *, size_t);
-#define PG_PASSWORD_MAX	1024	/* freezero(pw, PG_PASSWORD_MAX + 1) */
-
-/* exec.c */
 __dead void exec_main(int, int);
-
-/* relay.c */
+int	 sbx_selftest(void);
 __dead void relay_main(int, int);
 int	 relay_selftest(void);
 
-/* exec_sandbox.c */
-struct sbx_stamps {		/* clock_gettime stamps of one run, ns */
-	int64_t		 execve;	/* the CLI, just before execve */
-	int64_t		 end;		/* its init, once it was reaped */
-};
-struct sbx_run {		/* one run's place in the sandbox */
-	pid_t		 pid;		/* the init or the CLI; -1 once reaped */
-	pid_t		 pgid;		/* no init: the CLI's group; else -1 */
-	int		 slot;		/* in "run users"; -1 none */
-	uid_t		 uid;
-	gid_t		 gid;
-	int		 change_uid;	/* 0: the run keeps the daemon's uid */
-	int		 ready;		/* an init made in advance */
-	int		 go;		/* ready: its order pipe, exec's end */
-	int		 rd[2];		/* ready: its stdout, stderr */
-	struct sbx_stamps st;		/* once it ended (namespaces only) */
-};
-struct sbx_spec {		/* what the CLI gets */
-	const char	*path;
-	char		**argv;
-	char		**env;
-	const char	*dir;		/* HOME */
-	int		 network;	/* 0: loopback only */
-	/* tregd -T child: called instead of execve, returns the exit code */
-	int		(*test)(const struct tregd_conf *,
-			    const struct sbx_run *);
-};
-void	 sbx_init(const struct tregd_conf *);
-void	 sbx_zygote(void);
-int	 sbx_zygote_fd(void);
-int	 sbx_zygote_reply(void);
-int	 sbx_mounts(void);
-int	 sbx_tmpfs(void);
-int	 sbx_alloc(struct sbx_run *, int);
-void	 sbx_release(struct sbx_run *);
-int	 sbx_spawn(const struct tregd_conf *, const struct sbx_spec *,
-	    struct sbx_run *, int *);
-int	 sbx_refill(const struct tregd_conf *, int);
-void	 sbx_orphan(pid_t);
-int	 sbx_ended(struct sbx_run *, int *);
-int	 sbx_reaped(struct sbx_run *, int);
-void	 sbx_kill(const struct sbx_run *);
-void	 sbx_stop(void);
-void	 sbx_cleanup(void);
-int	 sbx_selftest(void);
-const char *sbx_memory_limit(void);
-int	 sbx_isolated(void);
+/* proto.c: what two processes read the same way */
+extern const double metrics_run_le[METRICS_RUN_BUCKETS];
+const char *run_outcome_name(uint32_t);	/* enum run_outcome: "ok" ... */
+enum run_outcome run_outcome_of(const struct run_exit *);
 
-/* restore.c */
-__dead void	 restore_main(const struct tregd_conf *, const char *);
+/* netaddr.c: public unicast addresses (the SSRF rule) */
+int	 ip4_is_public(uint32_t);
+int	 ip6_is_public(const unsigned char [16]);
+
+/* conf_db.c: "database postgresql" and its password file */
+int	 pg_conninfo_check(const char *, char *, size_t);
+char	*pg_password_read(const char *, char *, size_t);
+#define PG_PASSWORD_MAX	1024	/* freezero(pw, PG_PASSWORD_MAX + 1) */
 
 #endif /* TREGD_H */

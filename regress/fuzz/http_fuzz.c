@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "http.h"
+#include "http_parse.h"
 
 /* The shapes of frontend.c's routes[] (ids, names, depths). */
 static const struct route_pat fuzz_routes[] = {
@@ -119,6 +119,48 @@ check_head(const char *buf, size_t len)
 	check_body(buf + end, len - end);
 }
 
+/*
+ * The same head as the egress proxy reads a run's request: CONNECT's
+ * authority, the absolute-form, chunked; every header kept in place.
+ */
+static void
+check_proxy_head(const char *buf, size_t len)
+{
+	struct http_head	 h;
+	struct http_hdr		 hd[HTTP_NHEADERS_MAX];
+	size_t			 end, skip, i;
+	int			 r;
+
+	end = http_head_end(buf, len, &skip);
+	if (end == 0)
+		end = len;
+	r = http_parse_proxy_head(buf + skip, end - skip, &h, hd,
+	    HTTP_NHEADERS_MAX);
+	if (r != 0) {
+		if (h.detail == NULL || r < 400 || r > 505)
+			abort();
+		return;
+	}
+	if (h.method == 0 || h.nhdrs > HTTP_NHEADERS_MAX ||
+	    (h.method == HTTP_M_CONNECT && h.authority.len == 0) ||
+	    (h.absolute && h.authority.len == 0) ||
+	    (h.method != HTTP_M_CONNECT && (h.path.len == 0 ||
+	    h.path.p[0] != '/')) || (h.chunked && h.has_clen))
+		abort();
+	check_str(&h.authority, buf + skip, end - skip);
+	/* An absolute-form target without a path reads "/", not in buf. */
+	if (!(h.absolute && h.path.len == 1 &&
+	    (h.path.p < buf + skip || h.path.p >= buf + end)))
+		check_str(&h.path, buf + skip, end - skip);
+	check_str(&h.query, buf + skip, end - skip);
+	for (i = 0; i < h.nhdrs; i++) {
+		check_str(&hd[i].name, buf + skip, end - skip);
+		check_str(&hd[i].value, buf + skip, end - skip);
+		if (hd[i].name.len == 0)
+			abort();
+	}
+}
+
 /* Escaped text: no raw control byte, no half character, within budget. */
 static void
 check_escape(const uint8_t *data, size_t size)
@@ -145,6 +187,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char	 allow[128];
 
 	check_head((const char *)data, size);
+	check_proxy_head((const char *)data, size);
 	check_escape(data, size);
 	if (size >= 2)
 		(void)http_methods_print(data[0] | data[1] << 8, allow,

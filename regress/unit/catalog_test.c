@@ -1,6 +1,6 @@
 /*
- * catalog_test: treg's CLI catalog as data (tregd/catalog.c) and the
- * request forms of treg's clients (tregd/compat.c): every built-in
+ * catalog_test: treg's CLI catalog as data (tregd/vault/catalog.c) and the
+ * request forms of treg's clients (tregd/vault/compat.c): every built-in
  * run allow-list CLI has a row, deny defaults compile and catch what they
  * are for, a profile takes its catalog row's inject, errors and
  * mechanism, deny_defaults false drops the defaults, and the tool

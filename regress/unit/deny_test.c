@@ -1,5 +1,5 @@
 /*
- * deny_test: cli.deny patterns (tregd/vault_deny.c): treg's catalog
+ * deny_test: cli.deny patterns (tregd/vault/vault_deny.c): treg's catalog
  * syntax compiles and matches as PCRE2, patterns that would cost the
  * vault unbounded memory are refused at registration, a match that hits
  * a limit counts as a match, and a tool's changed list is never matched

@@ -20,6 +20,9 @@ parse(const char *s, struct http_head *h)
 	return (http_parse_head(s, strlen(s), h));
 }
 
+static int	parse_proxy(const char *, struct http_head *,
+		    struct http_hdr *, size_t);
+
 static int
 str_is(const struct http_str *s, const char *want)
 {
@@ -155,8 +158,92 @@ ATF_TC_BODY(allow_lists_head_with_get, tc)
 	ATF_CHECK_STREQ(buf, "POST");
 }
 
+/* Parse a literal head as the egress proxy does. */
+static int
+parse_proxy(const char *s, struct http_head *h, struct http_hdr *hdrs,
+    size_t max)
+{
+	return (http_parse_proxy_head(s, strlen(s), h, hdrs, max));
+}
+
+ATF_TC_WITHOUT_HEAD(a_proxy_takes_connect_and_the_absolute_form);
+ATF_TC_BODY(a_proxy_takes_connect_and_the_absolute_form, tc)
+{
+	struct http_head	 h;
+	struct http_hdr		 hd[8];
+
+	ATF_REQUIRE_EQ(parse_proxy("CONNECT api.github.com:443 HTTP/1.1\r\n"
+	    "Host: api.github.com:443\r\n\r\n", &h, hd, 8), 0);
+	ATF_CHECK_EQ(h.method, HTTP_M_CONNECT);
+	ATF_CHECK(str_is(&h.authority, "api.github.com:443"));
+	ATF_REQUIRE_EQ(parse_proxy("CONNECT [::1]:8443 HTTP/1.1\r\n"
+	    "Host: x\r\n\r\n", &h, hd, 8), 0);
+	ATF_CHECK(str_is(&h.authority, "[::1]:8443"));
+	ATF_REQUIRE_EQ(parse_proxy("GET http://Host.example:8080/a/b?c=d "
+	    "HTTP/1.1\r\nHost: host.example:8080\r\nX-A: 1\r\n\r\n", &h, hd,
+	    8), 0);
+	ATF_CHECK(h.absolute);
+	ATF_CHECK(str_is(&h.authority, "Host.example:8080"));
+	ATF_CHECK(str_is(&h.path, "/a/b"));
+	ATF_CHECK(str_is(&h.query, "c=d"));
+	ATF_REQUIRE_EQ(h.nhdrs, 2);
+	ATF_CHECK(str_is(&hd[1].name, "X-A") && str_is(&hd[1].value, "1"));
+	ATF_REQUIRE_EQ(parse_proxy("GET http://h.example HTTP/1.1\r\n"
+	    "Host: h.example\r\n\r\n", &h, hd, 8), 0);
+	ATF_CHECK(str_is(&h.path, "/") && str_is(&h.authority, "h.example"));
+	/* The transparent path: origin-form, the host from Host. */
+	ATF_REQUIRE_EQ(parse_proxy("GET /user HTTP/1.1\r\nHost: a\r\n\r\n",
+	    &h, hd, 8), 0);
+	ATF_CHECK(!h.absolute && h.authority.p == NULL);
+}
+
+ATF_TC_WITHOUT_HEAD(a_proxy_refuses_what_it_cannot_read);
+ATF_TC_BODY(a_proxy_refuses_what_it_cannot_read, tc)
+{
+	struct http_head	 h;
+	struct http_hdr		 hd[4];
+
+	ATF_CHECK_EQ(parse_proxy("CONNECT api.github.com HTTP/1.1\r\n"
+	    "Host: x\r\n\r\n", &h, hd, 2), 400);
+	ATF_CHECK_EQ(parse_proxy("CONNECT a b:443 HTTP/1.1\r\nHost: x\r\n"
+	    "\r\n", &h, hd, 2), 400);
+	ATF_CHECK_EQ(parse_proxy("CONNECT h:123456 HTTP/1.1\r\nHost: x\r\n"
+	    "\r\n", &h, hd, 2), 400);
+	ATF_CHECK_EQ(parse_proxy("GET http:///x HTTP/1.1\r\nHost: x\r\n\r\n",
+	    &h, hd, 2), 400);
+	ATF_CHECK_EQ(parse_proxy("TRACE / HTTP/1.1\r\nHost: x\r\n\r\n", &h,
+	    hd, 2), 501);
+	ATF_CHECK_EQ(parse_proxy("POST / HTTP/1.1\r\nHost: x\r\n"
+	    "Transfer-Encoding: gzip, chunked\r\n\r\n", &h, hd, 2), 501);
+	ATF_CHECK_EQ(parse_proxy("POST / HTTP/1.1\r\nHost: x\r\n"
+	    "Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", &h,
+	    hd, 4), 400);
+	ATF_CHECK_EQ(parse_proxy("GET / HTTP/1.1\r\nHost: x\r\nA: 1\r\n"
+	    "B: 2\r\n\r\n", &h, hd, 2), 431);
+	ATF_REQUIRE_EQ(parse_proxy("POST / HTTP/1.1\r\nHost: x\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n", &h, hd, 2), 0);
+	ATF_CHECK(h.chunked);
+}
+
+ATF_TC_WITHOUT_HEAD(the_api_still_refuses_proxy_forms);
+ATF_TC_BODY(the_api_still_refuses_proxy_forms, tc)
+{
+	struct http_head	 h;
+
+	ATF_CHECK_EQ(parse("CONNECT h:443 HTTP/1.1\r\nHost: x\r\n\r\n", &h),
+	    400);
+	ATF_CHECK_EQ(parse("GET http://h/x HTTP/1.1\r\nHost: x\r\n\r\n", &h),
+	    400);
+	ATF_CHECK_EQ(parse("POST / HTTP/1.1\r\nHost: x\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n", &h), 501);
+	ATF_CHECK(h.hdrs == NULL && h.nhdrs == 0);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
+	ATF_TP_ADD_TC(tp, a_proxy_takes_connect_and_the_absolute_form);
+	ATF_TP_ADD_TC(tp, a_proxy_refuses_what_it_cannot_read);
+	ATF_TP_ADD_TC(tp, the_api_still_refuses_proxy_forms);
 	ATF_TP_ADD_TC(tp, head_ends_at_the_first_empty_line);
 	ATF_TP_ADD_TC(tp, a_request_gives_its_parts);
 	ATF_TP_ADD_TC(tp, bad_heads_get_their_status);

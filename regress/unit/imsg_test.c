@@ -37,6 +37,8 @@ static void	 wait_readable(int);
 static void	 write_raw(int, const void *, size_t);
 static int	 writers_gone(int);
 static int	 count_fds(void);
+static void	 dispatch_handled(struct imsgev *, struct imsg *);
+static int	 dispatch_status(int, uint32_t, size_t);
 
 static void
 socket_pair(int sv[2])
@@ -920,8 +922,95 @@ ATF_TC_BODY(a_full_coalesced_queue_is_written_at_once, tc)
 	ATF_REQUIRE_MSG(t.early, "held back past IMSGEV_CORK_MAX messages");
 }
 
+/*
+ * imsgev_dispatch: the handler of a row runs only for the type, a sender
+ * of the kinds the row names and the exact length; anything else ends
+ * the process (a fatalx, in a child here).
+ */
+#define DISPATCH_HANDLED	42
+enum { KIND_PARENT, KIND_VAULT, KIND_EXEC };
+
+static void
+dispatch_handled(struct imsgev *iev, struct imsg *imsg)
+{
+	_exit(DISPATCH_HANDLED);
+}
+
+static const struct imsg_handler dispatch_rows[] = {
+	{ 10,	IMSG_FROM(KIND_PARENT),	sizeof(int),	dispatch_handled },
+	{ 11,	IMSG_FROM(KIND_VAULT) | IMSG_FROM(KIND_EXEC), IMSG_LEN_ANY,
+	    dispatch_handled },
+};
+
+/* The exit status of a child handing (type, datalen) from kind over. */
+static int
+dispatch_status(int kind, uint32_t type, size_t datalen)
+{
+	struct imsgev	 iev;
+	struct imsg	 imsg;
+	char		 data[16] = { 0 };
+	pid_t		 pid;
+	int		 status;
+
+	if ((pid = fork()) == 0) {
+		memset(&iev, 0, sizeof(iev));
+		iev.kind = kind;
+		iev.name = "peer";
+		memset(&imsg, 0, sizeof(imsg));
+		imsg.hdr.type = type;
+		imsg.data = data;
+		imsg.datalen = datalen;
+		imsg.fd = -1;
+		imsgev_dispatch(IMSG_HANDLERS(dispatch_rows), &iev, &imsg);
+		_exit(0);
+	}
+	ATF_REQUIRE(pid != -1);
+	ATF_REQUIRE(waitpid(pid, &status, 0) == pid);
+	ATF_REQUIRE(WIFEXITED(status));
+	return (WEXITSTATUS(status));
+}
+
+ATF_TC_WITHOUT_HEAD(a_row_handles_its_type_from_its_senders);
+ATF_TC_BODY(a_row_handles_its_type_from_its_senders, tc)
+{
+	ATF_CHECK_EQ(dispatch_status(KIND_PARENT, 10, sizeof(int)),
+	    DISPATCH_HANDLED);
+	ATF_CHECK_EQ(dispatch_status(KIND_VAULT, 11, 0), DISPATCH_HANDLED);
+	ATF_CHECK_EQ(dispatch_status(KIND_EXEC, 11, 16), DISPATCH_HANDLED);
+}
+
+ATF_TC_WITHOUT_HEAD(a_type_from_another_sender_ends_the_process);
+ATF_TC_BODY(a_type_from_another_sender_ends_the_process, tc)
+{
+	int	 st;
+
+	st = dispatch_status(KIND_VAULT, 10, sizeof(int));
+	ATF_CHECK_MSG(st != DISPATCH_HANDLED && st != 0, "status %d", st);
+	st = dispatch_status(KIND_PARENT, 11, 0);
+	ATF_CHECK_MSG(st != DISPATCH_HANDLED && st != 0, "status %d", st);
+	/* An unknown type, and a kind past the bits of a row. */
+	st = dispatch_status(KIND_PARENT, 12, 0);
+	ATF_CHECK_MSG(st != DISPATCH_HANDLED && st != 0, "status %d", st);
+	st = dispatch_status(40, 11, 0);
+	ATF_CHECK_MSG(st != DISPATCH_HANDLED && st != 0, "status %d", st);
+}
+
+ATF_TC_WITHOUT_HEAD(a_wrong_length_ends_the_process);
+ATF_TC_BODY(a_wrong_length_ends_the_process, tc)
+{
+	int	 st;
+
+	st = dispatch_status(KIND_PARENT, 10, sizeof(int) + 1);
+	ATF_CHECK_MSG(st != DISPATCH_HANDLED && st != 0, "status %d", st);
+	st = dispatch_status(KIND_PARENT, 10, 0);
+	ATF_CHECK_MSG(st != DISPATCH_HANDLED && st != 0, "status %d", st);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
+	ATF_TP_ADD_TC(tp, a_row_handles_its_type_from_its_senders);
+	ATF_TP_ADD_TC(tp, a_type_from_another_sender_ends_the_process);
+	ATF_TP_ADD_TC(tp, a_wrong_length_ends_the_process);
 	ATF_TP_ADD_TC(tp, round_trip_preserves_sizes_contents_type_and_id);
 	ATF_TP_ADD_TC(tp, many_messages_queued_arrive_in_one_read);
 	ATF_TP_ADD_TC(tp, compose_refuses_data_larger_than_the_maximum);

@@ -1,5 +1,5 @@
 /*
- * slots_test: the run slots the vault workers share (tregd/vault_slots.c):
+ * slots_test: the run slots the vault workers share (tregd/vault/vault_slots.c):
  * the server's limit and the user's share, a slot freed for the next
  * run, a run in flight seen by its audit row, the list of the runs in
  * flight, and several processes claiming at once on one table never

@@ -1,5 +1,5 @@
 /*
- * validate_test: the registry's pure checks (tregd/validate.c): the
+ * validate_test: the registry's pure checks (tregd/vault/validate.c): the
  * base_url SSRF guard in every numeric spelling, env names that would
  * hijack a CLI, bin names, templates, companion file paths, and the
  * canonical form of bindings and CLI profiles.

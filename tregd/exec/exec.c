@@ -1,0 +1,1162 @@
+/*
+ * The exec process (root with reduced capabilities, no network).
+ *
+ * It takes run orders from the vault, starts each CLI child in a sandbox
+ * of its own (exec_sandbox.c: a uid per run, namespaces, limits), reads
+ * its output, redacts it and streams the redacted bytes to the frontend.
+ * Raw output never leaves this process.  It may create and remove run
+ * directories under the run directory (when runs get no tmpfs), start
+ * programs found on the run path and signal its own run children; it
+ * never opens a socket.  Its one cache is the compiled redaction sets,
+ * one per tool and version of its secrets (exec_rset.c).  It keeps a
+ * pool of sandboxes ready ("run pool"), refilled one per turn of its loop
+ * after answers.
+ */
+
+#include <sys/types.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+
+#include <linux/capability.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <event.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exec_rset.h"
+#include "pack.h"
+#include "proc.h"
+#include "redact.h"
+#include "sandbox.h"
+#include "tregd.h"
+#include "exec.h"
+#include "util.h"
+
+/* argv is bin + args + what argv inject entries add (32 x 32). */
+#define RUN_ARGC_MAX	(1 + ARGV_MAX + 32 * 32)
+#define RUN_ENVC_MAX	64
+#define RUN_SECRETS_MAX	512
+#define RUN_BLOB_MAX	(16 * 1024 * 1024)
+#define RUN_READ_LEN	65536
+#define RUN_RM_DEPTH	64
+/* After the leader died and its group was killed: how long to wait for EOF. */
+#define RUN_DRAIN_MS	500
+#define RUN_EARLY_CANCEL 64
+
+struct run;
+
+struct run_out {
+	struct run	*run;
+	uint8_t		 stream;	/* 1 stdout, 2 stderr */
+	int		 fd;		/* -1 once closed */
+	struct event	 ev;
+	struct redact	*rd;
+};
+
+struct run {
+	TAILQ_ENTRY(run)	 entry;
+	uint32_t		 reqid;		/* the frontend's request */
+	uint32_t		 runid;		/* the vault's */
+	int			 worker;	/* the vault worker that sent it */
+	struct sbx_run		 sb;		/* pid, uid, slot */
+	int			 made_dir;	/* exec made dir (no tmpfs) */
+	int			 exited;
+	int			 status;
+	int			 timed_out;
+	int			 cancelled;	/* the client went away */
+	int			 paused;	/* the client is not reading */
+	uint32_t		 timeout_s;
+	struct timespec		 start;
+	int64_t			 t_order;	/* stamps (ns): run order in, */
+	int64_t			 t_spawned;	/* handed to its sandbox */
+	uint32_t		 duration_ms;
+	struct event		 ev_timeout;
+	struct event		 ev_drain;
+	struct run_out		 out[2];
+	struct rset		*rset;		/* its compiled redaction set */
+	char			 dir[PATH_MAX];
+};
+TAILQ_HEAD(run_list, run);
+
+static struct tregd_conf	 exec_conf;
+static struct imsgev		 iev_parent, iev_frontend;
+/* Each vault worker's: a run's end goes to the one that holds its record. */
+static struct imsgev		 iev_vaults[VAULT_WORKERS_MAX];
+static int			 nvaults;
+static struct event		 ev_sigchld;
+static struct event		 ev_refill;
+static struct event		 ev_zygote;
+static int			 nruns;
+static struct blob_list		 exec_blobs = TAILQ_HEAD_INITIALIZER(exec_blobs);
+static struct run_list		 runs = TAILQ_HEAD_INITIALIZER(runs);
+static int			 as_root;
+static unsigned char		 readbuf[RUN_READ_LEN];
+/* Cancels that came before their run order (another channel). */
+static uint32_t			 early_cancel[RUN_EARLY_CANCEL];
+static size_t			 nearly_cancel;
+
+static void	exec_dispatch(struct imsgev *, struct imsg *);
+static void	exec_imsg_conf(struct imsgev *, struct imsg *);
+static void	exec_imsg_peer(struct imsgev *, struct imsg *);
+static void	exec_imsg_vault(struct imsgev *, struct imsg *);
+static void	exec_imsg_reload_end(struct imsgev *, struct imsg *);
+static void	exec_imsg_run_start(struct imsgev *, struct imsg *);
+static void	exec_imsg_run_data(struct imsgev *, struct imsg *);
+static void	exec_imsg_run_cancel(struct imsgev *, struct imsg *);
+static void	exec_imsg_run_pause(struct imsgev *, struct imsg *);
+static void	exec_closed(struct imsgev *);
+static void	exec_sig(int, short, void *);
+
+#define FROM_PARENT	IMSG_FROM(PROC_PARENT)
+#define FROM_FRONTEND	IMSG_FROM(PROC_FRONTEND)
+#define FROM_VAULT	IMSG_FROM(PROC_VAULT)
+
+/* What the parent sends before IMSG_CONF_END: settings and channels. */
+static const struct imsg_handler exec_start_imsgs[] = {
+	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	exec_imsg_conf },
+	{ IMSG_CONF_PEER, FROM_PARENT, sizeof(uint32_t),	exec_imsg_peer },
+	{ IMSG_CONF_VAULT, FROM_PARENT, sizeof(uint32_t),	exec_imsg_vault },
+};
+
+/* Every message exec takes once it serves, and from whom. */
+static const struct imsg_handler exec_imsgs[] = {
+	/* A reload: limits and paths apply to the next runs. */
+	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	exec_imsg_conf },
+	{ IMSG_CONF_END, FROM_PARENT, 0,		exec_imsg_reload_end },
+	{ IMSG_LOG_VERBOSE, FROM_PARENT, sizeof(int),	proc_log_verbose },
+	/* A run order: a blob from the vault worker that decided it. */
+	{ IMSG_RUN_START, FROM_VAULT, IMSG_LEN_ANY,	exec_imsg_run_start },
+	{ IMSG_DATA,	FROM_VAULT, IMSG_LEN_ANY,	exec_imsg_run_data },
+	/* The frontend speaks for a run's client. */
+	{ IMSG_RUN_CANCEL, FROM_FRONTEND, 0,		exec_imsg_run_cancel },
+	{ IMSG_RUN_PAUSE, FROM_FRONTEND, 0,		exec_imsg_run_pause },
+	{ IMSG_RUN_RESUME, FROM_FRONTEND, 0,		exec_imsg_run_pause },
+};
+
+static struct proc_peer	 exec_peers[] = {
+	{ PROC_FRONTEND,	&iev_frontend,	exec_dispatch, 0 },
+};
+#define NPEERS	(sizeof(exec_peers) / sizeof(exec_peers[0]))
+static void	exec_kill_runs(void);
+static void	exec_atexit(void);
+static void	exec_sigchld(int, short, void *);
+static void	exec_prepare(void);
+static void	exec_drop_caps(void);
+static void	exec_start(struct blob *);
+static int	exec_resolve(const char *, char *, size_t);
+static int	run_mkdir(struct run *);
+static void	run_spawn(struct run *, const char *, char **, char **, int);
+static int	run_read_some(struct run_out *, int);
+static void	run_read(int, short, void *);
+static void	run_out_close(struct run_out *);
+static void	run_emit(void *, const void *, size_t);
+static void	run_timeout(int, short, void *);
+static void	run_drain(int, short, void *);
+static struct run *run_find(uint32_t);
+static void	run_cancel(uint32_t);
+static void	run_cancel_pending(uint32_t);
+static void	run_pause(uint32_t, int);
+static void	run_maybe_done(struct run *);
+static void	run_exited(struct run *, int);
+static void	run_done(struct run *);
+static void	run_report(const struct run *, struct run_exit *);
+static void	exec_flush(struct imsgev *);
+static void	run_free(struct run *);
+static void	rm_tree_at(int, const char *, int, int);
+static void	rm_dir(const char *);
+static void	exec_refill(int, short, void *);
+static void	exec_refill_soon(void);
+static void	exec_zygote(int, short, void *);
+static void	run_stages(const struct run *, int64_t);
+
+__dead void
+exec_main(int debug, int verbose)
+{
+	struct sandbox_paths	 paths;
+
+	proc_child_init(PROC_EXEC, &iev_parent, debug, verbose,
+	    exec_dispatch, exec_closed, IMSG_HANDLERS(exec_start_imsgs));
+	if (!proc_peers_complete(exec_peers, NPEERS) ||
+	    nvaults != exec_conf.vault_workers)
+		fatalx("exec: incomplete configuration");
+
+	exec_prepare();
+	if (atexit(exec_atexit) != 0)
+		fatalx("atexit");
+	sandbox_nodump();
+	if (as_root)
+		exec_drop_caps();
+	memset(&paths, 0, sizeof(paths));
+	paths.run_dir = exec_conf.run_dir;
+	paths.run_path = exec_conf.run_path;
+	paths.mounts = sbx_mounts();
+	/*
+	 * Before any message that may hold a secret, and before exec's
+	 * filter: the zygote installs its own, which lets its inits mount.
+	 */
+	sbx_zygote();
+	sandbox_confine(SANDBOX_EXEC, &paths);
+	if (sbx_zygote_fd() != -1) {
+		event_set(&ev_zygote, sbx_zygote_fd(), EV_READ | EV_PERSIST,
+		    exec_zygote, NULL);
+		event_add(&ev_zygote, NULL);
+	}
+
+	signal_set(&ev_sigchld, SIGCHLD, exec_sigchld, NULL);
+	signal_add(&ev_sigchld, NULL);
+	evtimer_set(&ev_refill, exec_refill, NULL);
+	exec_refill_soon();
+	exec_metrics_start(&iev_frontend);
+	rset_init();
+	proc_child_run(exec_sig);
+}
+
+/*
+ * Everything that needs the filesystem or full privileges: the sandbox
+ * (mode, run users, cgroups, the child's filter), the run directory base
+ * (root-owned 0711, so run users can reach their own directory but not
+ * list the others), leftovers of an earlier exec, and the subreaper bit
+ * so a daemonised grandchild is reparented here and reaped.
+ */
+static void
+exec_prepare(void)
+{
+	struct stat	 st;
+	DIR		*d;
+	struct dirent	*de;
+	int		 dfd;
+
+	as_root = geteuid() == 0;
+	sbx_init(&exec_conf);
+	if (mkdir(exec_conf.run_dir, 0711) == -1 && errno != EEXIST)
+		fatal("mkdir %s", exec_conf.run_dir);
+	if (lstat(exec_conf.run_dir, &st) == -1)
+		fatal("lstat %s", exec_conf.run_dir);
+	if (!S_ISDIR(st.st_mode))
+		fatalx("run directory %s is not a directory",
+		    exec_conf.run_dir);
+	if (as_root && (st.st_uid != 0 || chmod(exec_conf.run_dir, 0711) ==
+	    -1))
+		fatalx("run directory %s must be owned by root",
+		    exec_conf.run_dir);
+
+	/* Run directories of an exec that died before removing them. */
+	if ((dfd = open(exec_conf.run_dir, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) == -1)
+		fatal("open %s", exec_conf.run_dir);
+	if ((d = fdopendir(dup(dfd))) == NULL)
+		fatal("fdopendir %s", exec_conf.run_dir);
+	while ((de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, "run.", 4) == 0)
+			rm_tree_at(dfd, de->d_name, 1, 0);
+	closedir(d);
+	close(dfd);
+
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == -1)
+		fatal("PR_SET_CHILD_SUBREAPER");
+}
+
+/*
+ * Keep only what runs need: change uid and gid (setgroups too), signal a
+ * run's processes, give and take back a run directory, make a run's
+ * namespaces and mounts (CAP_SYS_ADMIN) and up its loopback
+ * (CAP_NET_ADMIN).  The bounding set goes first when CAP_SETPCAP allows
+ * (a service manager may have taken it already: the bounding set is
+ * then its, and what is not permitted now is not asked for).
+ */
+static void
+exec_drop_caps(void)
+{
+	struct __user_cap_header_struct	 hdr;
+	struct __user_cap_data_struct	 data[2];
+	const int	 keep[] = { CAP_SETUID, CAP_SETGID, CAP_KILL,
+			    CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER,
+			    CAP_SYS_ADMIN, CAP_NET_ADMIN };
+	uint64_t	 mask = 0, have;
+	size_t		 i;
+	int		 c;
+
+	for (i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		mask |= 1ULL << keep[i];
+	memset(&hdr, 0, sizeof(hdr));
+	memset(data, 0, sizeof(data));
+	hdr.version = _LINUX_CAPABILITY_VERSION_3;
+	if (syscall(SYS_capget, &hdr, data) == -1)
+		fatal("capget");
+	have = data[0].permitted | (uint64_t)data[1].permitted << 32;
+	for (c = 0; c < 64 && (have & (1ULL << CAP_SETPCAP)); c++) {
+		if (mask & (1ULL << c))
+			continue;
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == -1) {
+			if (errno == EINVAL)
+				break;		/* past the last capability */
+			fatal("PR_CAPBSET_DROP %d", c);
+		}
+	}
+	if (!(have & (1ULL << CAP_SETPCAP)))
+		log_debug("exec: no CAP_SETPCAP, the bounding set stays");
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == -1 &&
+	    errno != EINVAL)
+		fatal("PR_CAP_AMBIENT_CLEAR_ALL");
+	mask &= have;
+	memset(data, 0, sizeof(data));
+	data[0].effective = data[0].permitted = (uint32_t)mask;
+	data[1].effective = data[1].permitted = (uint32_t)(mask >> 32);
+	if (syscall(SYS_capset, &hdr, data) == -1)
+		fatal("capset");
+}
+
+/* No run outlives exec, nor its directory. */
+static void
+exec_kill_runs(void)
+{
+	struct run	*r;
+
+	TAILQ_FOREACH(r, &runs, entry) {
+		sbx_kill(&r->sb);
+		if (r->made_dir)
+			rm_dir(r->dir);
+	}
+	sbx_stop();
+}
+
+static void
+exec_sig(int sig, short event, void *arg)
+{
+	exit(0);		/* exec_atexit() */
+}
+
+/* However exec ends (a fatal error too): no run, no run cgroup stays. */
+static void
+exec_atexit(void)
+{
+	struct timespec	 ts = { 0, 10 * 1000 * 1000 };
+	int		 i;
+	pid_t		 pid;
+
+	exec_kill_runs();
+	/* Reaped, the runs leave their cgroups empty for removal. */
+	for (i = 0; i < 100; i++) {
+		while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+			;
+		if (pid == -1 && errno == ECHILD)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	sbx_cleanup();
+	rset_clear();
+}
+
+static void
+exec_dispatch(struct imsgev *iev, struct imsg *imsg)
+{
+	imsgev_dispatch(IMSG_HANDLERS(exec_imsgs), iev, imsg);
+}
+
+static void
+exec_imsg_conf(struct imsgev *iev, struct imsg *imsg)
+{
+	proc_conf_recv(imsg, &exec_conf);
+}
+
+static void
+exec_imsg_peer(struct imsgev *iev, struct imsg *imsg)
+{
+	proc_peer_recv(imsg, exec_peers, NPEERS, exec_closed);
+}
+
+static void
+exec_imsg_vault(struct imsgev *iev, struct imsg *imsg)
+{
+	proc_vault_recv(imsg, iev_vaults, &nvaults, exec_dispatch,
+	    exec_closed);
+}
+
+static void
+exec_imsg_reload_end(struct imsgev *iev, struct imsg *imsg)
+{
+}
+
+static void
+exec_imsg_run_start(struct imsgev *iev, struct imsg *imsg)
+{
+	struct blob	*b;
+
+	b = blob_start(&exec_blobs, imsg, iev->peer, sizeof(struct run_start),
+	    RUN_BLOB_MAX);
+	if (b == NULL)
+		fatalx("%s: bad IMSG_RUN_START from %s", __func__, iev->name);
+	if (b->datalen == 0)
+		fatalx("%s: empty IMSG_RUN_START from %s", __func__,
+		    iev->name);
+}
+
+static void
+exec_imsg_run_data(struct imsgev *iev, struct imsg *imsg)
+{
+	struct blob	*b;
+	int		 bad;
+
+	b = blob_add(&exec_blobs, imsg, iev->peer, &bad);
+	if (bad)
+		fatalx("%s: bad IMSG_DATA from %s", __func__, iev->name);
+	if (b != NULL) {
+		exec_start(b);
+		run_cancel_pending(imsg->hdr.id);
+	}
+}
+
+static void
+exec_imsg_run_cancel(struct imsgev *iev, struct imsg *imsg)
+{
+	run_cancel(imsg->hdr.id);
+}
+
+/* A client slow to read holds its run's output; reading again, frees it. */
+static void
+exec_imsg_run_pause(struct imsgev *iev, struct imsg *imsg)
+{
+	run_pause(imsg->hdr.id, imsg->hdr.type == IMSG_RUN_PAUSE);
+}
+
+static struct run *
+run_find(uint32_t reqid)
+{
+	struct run	*r;
+
+	TAILQ_FOREACH(r, &runs, entry)
+		if (r->reqid == reqid)
+			return (r);
+	return (NULL);
+}
+
+/* Kill the run: its end is reported as cancelled. */
+static void
+run_cancel(uint32_t reqid)
+{
+	struct run	*r;
+
+	if ((r = run_find(reqid)) == NULL) {
+		early_cancel[nearly_cancel++ % RUN_EARLY_CANCEL] = reqid;
+		return;
+	}
+	if (r->exited || r->sb.pid <= 0)
+		return;
+	r->cancelled = 1;
+	log_debug("run %u: cancelled, its client went away", r->runid);
+	sbx_kill(&r->sb);
+}
+
+/* A run order just started: was its client gone already? */
+static void
+run_cancel_pending(uint32_t reqid)
+{
+	size_t	 i;
+
+	for (i = 0; i < RUN_EARLY_CANCEL; i++)
+		if (early_cancel[i] == reqid && reqid != 0) {
+			early_cancel[i] = 0;
+			if (run_find(reqid) != NULL)
+				run_cancel(reqid);
+		}
+}
+
+/* Stop or start reading the run's pipes: the CLI blocks on a full one. */
+static void
+run_pause(uint32_t reqid, int pause)
+{
+	struct run	*r;
+	int		 i;
+
+	if ((r = run_find(reqid)) == NULL || r->paused == pause)
+		return;
+	r->paused = pause;
+	for (i = 0; i < 2; i++) {
+		if (r->out[i].fd == -1)
+			continue;
+		if (pause)
+			event_del(&r->out[i].ev);
+		else
+			event_add(&r->out[i].ev, NULL);
+	}
+}
+
+static void
+exec_closed(struct imsgev *iev)
+{
+	/* At shutdown a peer may go first: the runs die all the same. */
+	exec_kill_runs();
+	proc_peer_lost(iev);
+}
+
+/* ------------------------------------------------------------------ */
+/* Starting a run.                                                     */
+
+/* An entry is "NAME=value" with a non-empty name of safe characters. */
+static int
+env_entry_ok(const char *s)
+{
+	const char	*eq = strchr(s, '=');
+	const char	*p;
+
+	if (eq == NULL || eq == s)
+		return (0);
+	for (p = s; p < eq; p++)
+		if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= 'a' && *p <= 'z') || (p > s && *p >= '0' &&
+		    *p <= '9')))
+			return (0);
+	return (1);
+}
+
+/*
+ * A run order: check every field (a malformed order means the vault is
+ * not itself, and is fatal), then resolve, prepare and fork.
+ */
+static void
+exec_start(struct blob *b)
+{
+	struct run_start	 rs;
+	struct run_exit		 rx;
+	struct unpack		 up, sup;
+	struct run		*r;
+	struct redact_set	*set;
+	struct rset_digest	 dg;
+	const char		*bin, *s;
+	char			 path[PATH_MAX], **argv = NULL, **env = NULL;
+	size_t			 len;
+	uint32_t		 argc, envc, nsec, i, n;
+
+	int64_t			 t_order = mono_ns();
+
+	memcpy(&rs, b->head, sizeof(rs));
+	unpack_init(&up, b->data, b->datalen);
+	bin = unpack_str(&up);
+	argc = unpack_u32(&up);
+	if (up.bad || argc < 1 || argc > RUN_ARGC_MAX)
+		fatalx("%s: bad run order (argv)", __func__);
+	if ((argv = calloc(argc + 1, sizeof(*argv))) == NULL)
+		fatal("%s: calloc", __func__);
+	for (i = 0; i < argc; i++)
+		if ((argv[i] = (char *)unpack_str(&up)) == NULL)
+			fatalx("%s: bad run order (argv[%u])", __func__, i);
+	envc = unpack_u32(&up);
+	if (up.bad || envc > RUN_ENVC_MAX)
+		fatalx("%s: bad run order (env)", __func__);
+	/* PATH, HOME, TMPDIR, XDG_CONFIG_HOME, XDG_CACHE_HOME, LANG, LC_ALL */
+	n = 7;
+	if ((env = calloc(envc + n + 1, sizeof(*env))) == NULL)
+		fatal("%s: calloc", __func__);
+	for (i = 0; i < envc; i++)
+		if ((s = unpack_str(&up)) == NULL || !env_entry_ok(s))
+			fatalx("%s: bad run order (env[%u])", __func__, i);
+		else
+			env[n + i] = (char *)s;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		fatal("%s: calloc", __func__);
+	r->reqid = b->id;
+	r->runid = rs.runid;
+	r->worker = b->peer - PROC_WORKER(0);
+	r->t_order = t_order;
+	r->sb.pid = r->sb.pgid = -1;
+	r->sb.slot = -1;
+	r->out[0].fd = r->out[1].fd = -1;
+	nsec = unpack_u32(&up);
+	if (up.bad || nsec > RUN_SECRETS_MAX)
+		fatalx("%s: bad run order (secrets)", __func__);
+	/* The secrets once for their digest, again if there is no set. */
+	sup = up;
+	rset_digest_init(&dg);
+	for (i = 0; i < nsec; i++) {
+		if ((s = unpack_bytes(&up, &len)) == NULL)
+			fatalx("%s: bad run order (secret %u)", __func__, i);
+		rset_digest_add(&dg, s, len);
+	}
+	rset_digest_final(&dg);
+	if (unpack_done(&up) == -1 || bin == NULL || *bin == '\0' ||
+	    strchr(bin, '/') != NULL || strlen(bin) >= CONF_BIN_LEN ||
+	    rs.timeout_s < 1 || rs.timeout_s > RUN_TIMEOUT_MAX)
+		fatalx("%s: bad run order", __func__);
+	if ((r->rset = rset_get(rs.tool_id, &dg)) == NULL) {
+		if ((set = redact_set_new()) == NULL)
+			fatal("%s: redact_set_new", __func__);
+		for (i = 0; i < nsec; i++) {
+			s = unpack_bytes(&sup, &len);
+			if (redact_set_add(set, s, len) == -1)
+				fatal("%s: redact_set_add", __func__);
+		}
+		if (redact_set_compile(set) == -1)
+			fatal("%s: redact_set_compile", __func__);
+		r->rset = rset_add(rs.tool_id, &dg, set);
+	}
+	explicit_bzero(&dg, sizeof(dg));
+	r->timeout_s = rs.timeout_s;
+
+	memset(&rx, 0, sizeof(rx));
+	rx.runid = r->runid;
+	if (exec_resolve(bin, path, sizeof(path)) == -1) {
+		/* Nothing started: the vault answers 422, no record. */
+		rx.notfound = 1;
+		run_report(r, &rx);
+		run_free(r);
+		goto out;
+	}
+	if (sbx_alloc(&r->sb, rs.network && exec_conf.run_network) == -1 ||
+	    run_mkdir(r) == -1) {
+		rx.failed = 1;
+		run_report(r, &rx);
+		run_free(r);
+		goto out;
+	}
+	if (asprintf(&env[0], "PATH=%s", exec_conf.run_path) == -1 ||
+	    asprintf(&env[1], "HOME=%s", r->dir) == -1 ||
+	    asprintf(&env[2], "TMPDIR=%s/tmp", r->dir) == -1 ||
+	    asprintf(&env[3], "XDG_CONFIG_HOME=%s/.config", r->dir) == -1 ||
+	    asprintf(&env[4], "XDG_CACHE_HOME=%s/.cache", r->dir) == -1 ||
+	    (env[5] = strdup("LANG=C.UTF-8")) == NULL ||
+	    (env[6] = strdup("LC_ALL=C.UTF-8")) == NULL)
+		fatal("%s: asprintf", __func__);
+	TAILQ_INSERT_TAIL(&runs, r, entry);
+	nruns++;
+	exec_metrics_running(1);
+	run_spawn(r, path, argv, env, rs.network && exec_conf.run_network);
+	for (i = 0; i < n; i++)
+		free(env[i]);
+ out:
+	/* argv and env point into the blob, which held secrets: zeroed. */
+	free(argv);
+	free(env);
+	blob_free(b);
+}
+
+/* The first executable regular file named bin on the run path. */
+static int
+exec_resolve(const char *bin, char *path, size_t len)
+{
+	const char	*p, *end;
+	struct stat	 st;
+	size_t		 dlen;
+	int		 n;
+
+	for (p = exec_conf.run_path; *p != '\0'; p = end) {
+		if ((end = strchr(p, ':')) == NULL)
+			end = p + strlen(p);
+		dlen = end - p;
+		if (*end == ':')
+			end++;
+		if (dlen == 0 || *p != '/')
+			continue;	/* only absolute directories */
+		n = snprintf(path, len, "%.*s/%s", (int)dlen, p, bin);
+		if (n < 0 || (size_t)n >= len)
+			continue;
+		if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+		    (st.st_mode & 0111) != 0 && access(path, X_OK) == 0)
+			return (0);
+	}
+	return (-1);
+}
+
+/*
+ * A fresh directory for HOME and TMPDIR, 0700 and the run user's: a
+ * tmpfs the run's init mounts (it exists only inside the run), or one
+ * made here when runs have no mount namespace.
+ */
+static int
+run_mkdir(struct run *r)
+{
+	int	 n;
+
+	if (sbx_tmpfs())
+		n = snprintf(r->dir, sizeof(r->dir), "%s/run.%u",
+		    exec_conf.run_dir, (unsigned int)r->sb.uid);
+	else
+		n = snprintf(r->dir, sizeof(r->dir), "%s/run.XXXXXX",
+		    exec_conf.run_dir);
+	if (n < 0 || (size_t)n >= sizeof(r->dir)) {
+		log_warnx("%s: run directory path too long", __func__);
+		r->dir[0] = '\0';
+		return (-1);
+	}
+	if (sbx_tmpfs())
+		return (0);
+	if (mkdtemp(r->dir) == NULL) {
+		log_warn("%s: mkdtemp %s", __func__, r->dir);
+		r->dir[0] = '\0';
+		return (-1);
+	}
+	r->made_dir = 1;
+	if (r->sb.change_uid && chown(r->dir, r->sb.uid, r->sb.gid) == -1) {
+		log_warn("%s: chown %s", __func__, r->dir);
+		return (-1);
+	}
+	return (0);
+}
+
+static void
+run_spawn(struct run *r, const char *path, char **argv, char **env,
+    int network)
+{
+	struct sbx_spec	 sp;
+	struct run_exit	 rx;
+	struct timeval	 tv;
+	int		 rd[2], i;
+
+	memset(&sp, 0, sizeof(sp));
+	sp.path = path;
+	sp.argv = argv;
+	sp.env = env;
+	sp.dir = r->dir;
+	sp.network = network;
+	clock_gettime(CLOCK_MONOTONIC, &r->start);
+	if (sbx_spawn(&exec_conf, &sp, &r->sb, rd) == -1)
+		goto fail;
+	r->t_spawned = mono_ns();
+	r->out[0].fd = rd[0];
+	r->out[1].fd = rd[1];
+	for (i = 0; i < 2; i++) {
+		r->out[i].run = r;
+		r->out[i].stream = i + 1;
+		if (fcntl(r->out[i].fd, F_SETFL, O_NONBLOCK) == -1)
+			fatal("%s: O_NONBLOCK", __func__);
+		if ((r->out[i].rd = redact_new(rset_set(r->rset),
+		    RUN_OUTPUT_MAX)) == NULL)
+			fatal("%s: redact_new", __func__);
+		event_set(&r->out[i].ev, r->out[i].fd, EV_READ | EV_PERSIST,
+		    run_read, &r->out[i]);
+		event_add(&r->out[i].ev, NULL);
+	}
+	evtimer_set(&r->ev_timeout, run_timeout, r);
+	tv.tv_sec = r->timeout_s;
+	tv.tv_usec = 0;
+	evtimer_add(&r->ev_timeout, &tv);
+	evtimer_set(&r->ev_drain, run_drain, r);
+	log_debug("run %u: pid %d uid %u %s", r->runid, r->sb.pid,
+	    (unsigned int)r->sb.uid, path);
+	return;
+ fail:
+	r->sb.pid = -1;
+	TAILQ_REMOVE(&runs, r, entry);
+	nruns--;
+	exec_refill_soon();
+	exec_metrics_running(-1);
+	memset(&rx, 0, sizeof(rx));
+	rx.runid = r->runid;
+	rx.failed = 1;
+	run_report(r, &rx);
+	run_free(r);
+}
+
+/* ------------------------------------------------------------------ */
+/* Output, timeout, exit.                                              */
+
+/* Redacted bytes: to the frontend in chunks of one imsg each. */
+static void
+run_emit(void *arg, const void *buf, size_t len)
+{
+	struct run_out	*o = arg;
+	struct iovec	 iov[2];
+	const char	*p = buf;
+	size_t		 n;
+
+	while (len > 0) {
+		n = len > IMSG_DATA_MAX - 1 ? IMSG_DATA_MAX - 1 : len;
+		iov[0].iov_base = &o->stream;
+		iov[0].iov_len = 1;
+		iov[1].iov_base = (void *)p;
+		iov[1].iov_len = n;
+		if (imsgev_composev(&iev_frontend, IMSG_RUN_OUTPUT,
+		    o->run->reqid, -1, iov, 2) == -1)
+			fatal("%s: compose", __func__);
+		p += n;
+		len -= n;
+	}
+}
+
+/* Read what the pipe has (at most max reads); 1 at EOF (then closed). */
+static int
+run_read_some(struct run_out *o, int max)
+{
+	ssize_t		 n;
+	int		 i, eof = 0;
+
+	for (i = 0; i < max; i++) {
+		n = read(o->fd, readbuf, sizeof(readbuf));
+		if (n == -1) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			log_warn("run %u: read", o->run->runid);
+			n = 0;
+		}
+		if (n == 0) {
+			run_out_close(o);
+			eof = 1;
+			break;
+		}
+		if (redact_write(o->rd, readbuf, n, run_emit, o) == -1)
+			fatal("%s: redact_write", __func__);
+	}
+	explicit_bzero(readbuf, sizeof(readbuf));
+	return (eof);
+}
+
+static void
+run_read(int fd, short event, void *arg)
+{
+	struct run_out	*o = arg;
+
+	/* A few reads per wakeup: the other stream gets its turn too. */
+	if (run_read_some(o, 4))
+		run_maybe_done(o->run);
+}
+
+static void
+run_out_close(struct run_out *o)
+{
+	if (o->fd == -1)
+		return;
+	event_del(&o->ev);
+	close(o->fd);
+	o->fd = -1;
+}
+
+static void
+run_timeout(int fd, short event, void *arg)
+{
+	struct run	*r = arg;
+
+	if (r->exited)
+		return;
+	r->timed_out = 1;
+	log_debug("run %u: timed out after %us", r->runid, r->timeout_s);
+	sbx_kill(&r->sb);
+}
+
+/* The group was killed, yet a pipe stays open: take what is there. */
+static void
+run_drain(int fd, short event, void *arg)
+{
+	struct run	*r = arg;
+	int		 i;
+
+	for (i = 0; i < 2; i++) {
+		if (r->out[i].fd == -1)
+			continue;
+		run_read_some(&r->out[i], 64);
+		run_out_close(&r->out[i]);
+	}
+	run_maybe_done(r);
+}
+
+static void
+exec_sigchld(int sig, short event, void *arg)
+{
+	struct run	*r;
+	pid_t		 pid;
+	int		 status;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		TAILQ_FOREACH(r, &runs, entry)
+			if (r->sb.pid == pid && !r->exited)
+				break;
+		if (r == NULL) {
+			/* An ended run's init, one made in advance, */
+			sbx_orphan(pid);
+			continue;	/* or an orphan we adopted */
+		}
+		/* Nothing the run started outlives it; the uid is free. */
+		run_exited(r, sbx_reaped(&r->sb, status));
+		run_maybe_done(r);
+	}
+	if (pid == -1 && errno != ECHILD)
+		log_warn("waitpid");
+	/* A uid came free, or a pooled init died. */
+	exec_refill_soon();
+}
+
+/* The run's CLI ended with status (a wait status). */
+static void
+run_exited(struct run *r, int status)
+{
+	struct timeval	 tv;
+	struct timespec	 now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	r->duration_ms = (now.tv_sec - r->start.tv_sec) * 1000 +
+	    (now.tv_nsec - r->start.tv_nsec) / 1000000;
+	r->exited = 1;
+	r->status = status;
+	evtimer_del(&r->ev_timeout);
+	if (r->out[0].fd != -1 || r->out[1].fd != -1) {
+		tv.tv_sec = 0;
+		tv.tv_usec = RUN_DRAIN_MS * 1000;
+		evtimer_add(&r->ev_drain, &tv);
+	}
+}
+
+static void
+run_maybe_done(struct run *r)
+{
+	int	 status;
+
+	if (r->out[0].fd != -1 || r->out[1].fd != -1)
+		return;
+	/* The init says the CLI ended: no need to wait for its teardown. */
+	if (!r->exited && sbx_ended(&r->sb, &status))
+		run_exited(r, status);
+	if (r->exited)
+		run_done(r);
+}
+
+static void
+run_done(struct run *r)
+{
+	struct run_exit	 rx;
+	struct run_result rr;
+	char		 note[64];
+	int		 n = 0, i, truncated = 0;
+	size_t		 redacted = 0;
+	int64_t		 t_done = mono_ns();
+
+	evtimer_del(&r->ev_drain);
+	if (r->timed_out) {
+		n = snprintf(note, sizeof(note), "\n[treg] killed: exceeded "
+		    "%us timeout\n", r->timeout_s);
+		if (redact_write(r->out[1].rd, note, n, run_emit,
+		    &r->out[1]) == -1)
+			fatal("%s: redact_write", __func__);
+	}
+	for (i = 0; i < 2; i++) {
+		if (redact_finish(r->out[i].rd, run_emit, &r->out[i]) == -1)
+			fatal("%s: redact_finish", __func__);
+		redacted += redact_count(r->out[i].rd);
+		if (redact_truncated(r->out[i].rd))
+			truncated |= i == 0 ? RUN_TRUNC_STDOUT :
+			    RUN_TRUNC_STDERR;
+	}
+	/* A capped stderr still says why the run ended. */
+	if (r->timed_out && redact_truncated(r->out[1].rd))
+		run_emit(&r->out[1], note + 1, n - 1);
+	memset(&rx, 0, sizeof(rx));
+	rx.runid = r->runid;
+	if (WIFEXITED(r->status))
+		rx.exit_code = WEXITSTATUS(r->status);
+	else if (WIFSIGNALED(r->status))
+		rx.exit_code = -WTERMSIG(r->status);
+	else
+		rx.exit_code = -1;
+	rx.timed_out = r->timed_out;
+	rx.cancelled = r->cancelled;
+	rx.duration_ms = r->duration_ms;
+	rx.redacted = redacted > UINT32_MAX ? UINT32_MAX : redacted;
+	rx.truncated = truncated;
+	/*
+	 * The vault first (the slot, the end record), then the answer
+	 * straight to the frontend: a client that has its answer finds
+	 * its run ended in the vault (run_exits_read()).
+	 */
+	run_report(r, &rx);
+	exec_flush(&iev_vaults[r->worker]);
+	memset(&rr, 0, sizeof(rr));
+	rr.exit_code = rx.exit_code;
+	rr.timed_out = rx.timed_out != 0;
+	rr.duration_ms = rx.duration_ms;
+	rr.redacted = rx.redacted;
+	rr.outcome = run_outcome_of(&rx);
+	rr.truncated = truncated;
+	if (imsgev_compose(&iev_frontend, IMSG_RUN_EOF, r->reqid, -1, &rr,
+	    sizeof(rr)) == -1)
+		fatal("%s: compose", __func__);
+	/* The answer leaves now; the sandbox goes afterwards. */
+	exec_flush(&iev_frontend);
+	/* The pool's next sandbox, made once this answer is out. */
+	exec_refill_soon();
+	run_stages(r, t_done);
+	log_debug("run %u: exit %d%s, %u ms, %zu redacted", r->runid,
+	    rx.exit_code, r->timed_out ? " (timed out)" : "", r->duration_ms,
+	    redacted);
+
+	TAILQ_REMOVE(&runs, r, entry);
+	nruns--;
+	exec_metrics_running(-1);
+	run_free(r);
+}
+
+/*
+ * Where the run's time went inside exec, in µs (bench/run.sh -v reads
+ * it): order in to handed to the sandbox, to the CLI's execve (the CLI
+ * stamps it), to its end (its init stamps it), to the answer composed,
+ * to the answer written.  Its sandbox's
+ * teardown follows after the answer (sbx_orphan logs it).
+ */
+static void
+run_stages(const struct run *r, int64_t t_done)
+{
+	int64_t	 t_out = mono_ns();
+
+	if (log_getverbose() < 1)
+		return;
+	if (r->sb.st.execve == 0 || r->sb.st.end == 0)
+		log_debug("run %u: stages us: setup %lld, output %lld, "
+		    "answer %lld", r->runid,
+		    (long long)(r->t_spawned - r->t_order) / 1000,
+		    (long long)(t_done - r->t_spawned) / 1000,
+		    (long long)(t_out - t_done) / 1000);
+	else
+		log_debug("run %u: stages us: setup %lld, spawn-to-execve "
+		    "%lld, child %lld, output %lld, answer %lld", r->runid,
+		    (long long)(r->t_spawned - r->t_order) / 1000,
+		    (long long)(r->sb.st.execve - r->t_spawned) / 1000,
+		    (long long)(r->sb.st.end - r->sb.st.execve) / 1000,
+		    (long long)(t_done - r->sb.st.end) / 1000,
+		    (long long)(t_out - t_done) / 1000);
+}
+
+/* The pool is refilled off the run's path: from the loop, one a turn. */
+static void
+exec_refill_soon(void)
+{
+	struct timeval	 tv = { 0, 0 };
+
+	if (!evtimer_pending(&ev_refill, NULL))
+		evtimer_add(&ev_refill, &tv);
+}
+
+static void
+exec_refill(int fd, short event, void *arg)
+{
+	int64_t	 t0 = mono_ns();
+	int	 more;
+
+	more = sbx_refill(&exec_conf, nruns);
+	/* bench/run.sh -v: how long exec's loop was busy making one. */
+	if (log_getverbose() >= 1)
+		log_debug("pool: refill turn took %lld us",
+		    (long long)(mono_ns() - t0) / 1000);
+	if (more)
+		exec_refill_soon();
+}
+
+/* The zygote made the pool's next init: refill on if still short. */
+static void
+exec_zygote(int fd, short event, void *arg)
+{
+	if (sbx_zygote_reply())
+		exec_refill_soon();
+}
+
+static void
+exec_flush(struct imsgev *iev)
+{
+	if (imsgbuf_write(&iev->ibuf) == -1 && errno != EAGAIN)
+		log_warn("write to %s", iev->name);
+	imsgev_update(iev);
+}
+
+static void
+run_report(const struct run *r, struct run_exit *rx)
+{
+	rx->runid = r->runid;
+	if (imsgev_compose(&iev_vaults[r->worker], IMSG_RUN_EXIT, r->reqid,
+	    -1, rx, sizeof(*rx)) == -1)
+		fatal("%s: compose", __func__);
+}
+
+static void
+run_free(struct run *r)
+{
+	int	 i;
+
+	for (i = 0; i < 2; i++) {
+		run_out_close(&r->out[i]);
+		redact_free(r->out[i].rd);
+	}
+	if (r->made_dir)
+		rm_dir(r->dir);
+	sbx_release(&r->sb);
+	rset_put(r->rset);
+	free(r);
+}
+
+/* ------------------------------------------------------------------ */
+/* Removing a run directory: never following a link the run made.     */
+
+/* Remove name (a directory when isdir) under dfd and all below it. */
+static void
+rm_tree_at(int dfd, const char *name, int isdir, int depth)
+{
+	DIR		*d;
+	struct dirent	*de;
+	int		 fd;
+
+	if (!isdir) {
+		if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+			return;
+		if (errno != EISDIR)
+			goto fail;
+	}
+	if (depth >= RUN_RM_DEPTH) {
+		errno = ELOOP;
+		goto fail;
+	}
+	if ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		/* A link or a file after all: the name itself goes. */
+		if (errno == ENOTDIR || errno == ELOOP)
+			rm_tree_at(dfd, name, 0, depth);
+		else if (errno != ENOENT)
+			goto fail;
+		return;
+	}
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		goto fail;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		rm_tree_at(dirfd(d), de->d_name, de->d_type == DT_DIR,
+		    depth + 1);
+	}
+	closedir(d);
+	if (unlinkat(dfd, name, AT_REMOVEDIR) == 0)
+		return;
+ fail:
+	log_warn("cannot remove %s from a run directory", name);
+}
+
+static void
+rm_dir(const char *path)
+{
+	const char	*slash = strrchr(path, '/');
+	char		 parent[PATH_MAX];
+	int		 dfd;
+
+	if (slash == NULL || (size_t)(slash - path) >= sizeof(parent))
+		return;
+	memcpy(parent, path, slash - path);
+	parent[slash - path] = '\0';
+	if ((dfd = open(parent[0] ? parent : "/", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1) {
+		log_warn("open %s", parent);
+		return;
+	}
+	rm_tree_at(dfd, slash + 1, 1, 0);
+	close(dfd);
+}

@@ -1,0 +1,536 @@
+/*
+ * exec_child: what exec and the zygote's program (tregd/zygote/) share:
+ * the CLI between its clone and its execve, its limits, the run order
+ * it reads, the user namespace's maps, and tregd -T child's checks in
+ * the CLI's place.  Part of both: nothing here may call into the rest
+ * of tregd (the zygote's program is linked statically from this file
+ * and its own alone).
+ */
+
+#include <sys/types.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+#include "tregd.h"
+#include "exec.h"
+#include "exec_zygote.h"
+
+int			 sbx_mode = SBX_NONE;
+int			 sbx_devnull = -1;
+int			 sbx_life[2] = { -1, -1 };
+int			 sbx_memcg;
+unsigned int		 sbx_count;
+uid_t			 sbx_self_uid;
+gid_t			 sbx_self_gid;
+struct sandbox_child	 sbx_filter;
+struct sbx_shared	*sbx_status;	/* shared with the inits */
+const char		*sbx_cg_name = "RLIMIT_AS";
+/* The order a CLI read in its init's memory, zeroed by the init. */
+char			*sbx_order_buf;
+size_t			 sbx_order_len;
+
+static void	sbx_limits(const struct tregd_conf *);
+static int	sbx_mkdir_p(const char *);
+static int	sbx_test_procs(void);
+static int	sbx_test_memory(long long);
+static void	sbx_say(const char *, ...)
+		    __attribute__((__format__ (printf, 1, 2)));
+
+/* Runs mount: exec must not be in a Landlock domain (it forbids mount). */
+int
+sbx_mounts(void)
+{
+	return (sbx_mode == SBX_NAMESPACES || sbx_mode == SBX_USERNS);
+}
+
+/* CLOCK_MONOTONIC in ns, as mono_ns() (util.c is not the zygote's). */
+int64_t
+sbx_now(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+}
+
+/* Write s to dir/file; 0 or -1 with errno.  A signal is no failure. */
+int
+sbx_write(const char *dir, const char *file, const char *s)
+{
+	char	 path[PATH_MAX];
+	ssize_t	 w;
+	int	 fd, n, save;
+
+	n = snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return (-1);
+	}
+	while ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		if (errno != EINTR)
+			return (-1);
+	while ((w = write(fd, s, strlen(s))) == -1 && errno == EINTR)
+		;
+	save = errno;
+	close(fd);
+	errno = save;
+	return (w == (ssize_t)strlen(s) ? 0 : -1);
+}
+
+/* libevent's handlers and exec's SIG_IGN must not reach the run. */
+void
+sbx_signals(void)
+{
+	const int	 sigs[] = { SIGPIPE, SIGCHLD, SIGTERM, SIGINT, SIGHUP };
+	sigset_t	 set;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], SIG_DFL);
+	sigemptyset(&set);
+	sigprocmask(SIG_SETMASK, &set, NULL);
+}
+
+/*
+ * Before the CLI exists, errors go to the stderr pipe, which is the
+ * run's stderr: the caller sees why.  Only async-signal-safe calls.
+ */
+__dead void
+sbx_fail(int err, const char *what)
+{
+	char	 msg[256];
+	ssize_t	 w = 0;
+	int	 n;
+
+	n = snprintf(msg, sizeof(msg), "[treg] cannot start the run: %s: "
+	    "%s\n", what, strerror(errno));
+	if (n > 0)
+		w = write(err, msg, (size_t)n < sizeof(msg) ? (size_t)n :
+		    sizeof(msg) - 1);
+	(void)w;
+	_exit(127);
+}
+
+/*
+ * The CLI, between clone and execve: its own session, limits, /dev/null
+ * and the pipes as its only descriptors, the run directory, the run
+ * user, no way to gain privileges, death with its parent, the filter.
+ * Raw system calls for the ids: libc's wrappers would try to change
+ * every thread of the process whose memory this child shares.
+ */
+__dead void
+sbx_cli(const struct sbx_child *c)
+{
+	const struct tregd_conf	*conf = c->conf;
+	const struct sbx_spec	*sp = c->sp;
+	const struct sbx_run	*sr = c->sr;
+	struct sbx_spec		 order;
+	pid_t			 ppid = getppid();
+	int			 err = c->err, go = -1;
+
+	sbx_signals();
+	/* A ready init's order pipe: above stdio, then SBX_GO_FD. */
+	if (c->go != -1 && (go = fcntl(c->go, F_DUPFD, SBX_GO_FD)) == -1)
+		_exit(127);
+	if (dup2(c->err, STDERR_FILENO) == -1 ||
+	    dup2(c->out, STDOUT_FILENO) == -1 ||
+	    dup2(sbx_devnull, STDIN_FILENO) == -1 ||
+	    (go > SBX_GO_FD && dup2(go, SBX_GO_FD) == -1))
+		_exit(127);
+	err = STDERR_FILENO;
+	if (close_range(go == -1 ? SBX_GO_FD : SBX_GO_FD + 1, ~0U, 0) == -1)
+		sbx_fail(err, "close_range");
+	/* With an init, its session is the run's; it has the filter. */
+	if (!sbx_mounts() && setsid() == -1)
+		sbx_fail(err, "setsid");
+	if (chdir(sp->dir) == -1)
+		sbx_fail(err, "chdir");
+	/*
+	 * Ready: the run is what exec sends.  Still root, so no process of
+	 * the run's uid exists before its run.
+	 */
+	if (go != -1) {
+		order.dir = sp->dir;
+		order.network = sp->network;
+		if (sbx_order_recv(SBX_GO_FD, &order, &sbx_order_buf,
+		    &sbx_order_len) == -1)
+			_exit(127);	/* exec is gone */
+		close(SBX_GO_FD);
+		sp = &order;
+	}
+	/* After the order's mapping: RLIMIT_AS would refuse it its room. */
+	sbx_limits(conf);
+	if (sr->change_uid) {
+		if (syscall(SYS_setgroups, 1, &sr->gid) == -1 ||
+		    syscall(SYS_setresgid, sr->gid, sr->gid, sr->gid) == -1 ||
+		    syscall(SYS_setresuid, sr->uid, sr->uid, sr->uid) == -1)
+			sbx_fail(err, "cannot become the run user");
+		if (syscall(SYS_setuid, 0) != -1)
+			_exit(127);
+	}
+	/*
+	 * TMPDIR must exist; the XDG directories are made by whoever
+	 * writes there first (as the XDG spec asks).  As the run user.
+	 */
+	if (mkdir("tmp", 0700) == -1 && errno != EEXIST)
+		sbx_fail(err, "mkdir");
+	/* After the uid change, which clears it. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
+		sbx_fail(err, "PR_SET_PDEATHSIG");
+	if (getppid() != ppid)
+		_exit(127);		/* the parent is already gone */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		sbx_fail(err, "PR_SET_NO_NEW_PRIVS");
+	if (!sbx_mounts() && sandbox_child_apply(&sbx_filter) == -1)
+		sbx_fail(err, "seccomp");
+	if (sp->test != NULL)
+		_exit(sp->test(conf, sr));
+	if (sbx_mounts())
+		__atomic_store_n(&sbx_status[sr->slot].execve, sbx_now(),
+		    __ATOMIC_RELEASE);
+	execve(sp->path, sp->argv, sp->env);
+	sbx_fail(err, sp->argv[0]);
+}
+
+/* The CLI's limits (its stderr is the run's by now). */
+static void
+sbx_limits(const struct tregd_conf *conf)
+{
+	struct rlimit	 rl;
+
+	if (conf->run_rlimits) {
+		rl.rlim_cur = rl.rlim_max = 0;
+		if (setrlimit(RLIMIT_CORE, &rl) == -1)
+			sbx_fail(STDERR_FILENO, "RLIMIT_CORE");
+		rl.rlim_cur = conf->run_cpu;
+		rl.rlim_max = conf->run_cpu + 1;
+		if (setrlimit(RLIMIT_CPU, &rl) == -1)
+			sbx_fail(STDERR_FILENO, "RLIMIT_CPU");
+		rl.rlim_cur = rl.rlim_max = conf->run_filesize;
+		if (setrlimit(RLIMIT_FSIZE, &rl) == -1)
+			sbx_fail(STDERR_FILENO, "RLIMIT_FSIZE");
+	}
+	/* Per uid: per run, unless the run shares the daemon's uid. */
+	if (sbx_mode != SBX_NONE) {
+		rl.rlim_cur = rl.rlim_max = conf->run_processes;
+		if (setrlimit(RLIMIT_NPROC, &rl) == -1)
+			sbx_fail(STDERR_FILENO, "RLIMIT_NPROC");
+	}
+	if (!sbx_memcg || !sbx_mounts()) {
+		rl.rlim_cur = rl.rlim_max = conf->run_memory;
+		if (setrlimit(RLIMIT_AS, &rl) == -1)
+			sbx_fail(STDERR_FILENO, "RLIMIT_AS");
+	}
+}
+
+/*
+ * userns: the daemon's uid and gid map to themselves, nothing else.  The
+ * files of a process that is not dumpable belong to root: dumpable for
+ * the moment it takes (no other run can see this process).
+ */
+int
+sbx_idmap(void)
+{
+	char	 map[64];
+	int	 rc = -1;
+
+	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == -1)
+		return (-1);
+	if (sbx_write("/proc/self", "setgroups", "deny") == -1)
+		goto done;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned int)sbx_self_uid,
+	    (unsigned int)sbx_self_uid);
+	if (sbx_write("/proc/self", "uid_map", map) == -1)
+		goto done;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned int)sbx_self_gid,
+	    (unsigned int)sbx_self_gid);
+	rc = sbx_write("/proc/self", "gid_map", map);
+ done:
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+		_exit(127);
+	return (rc);
+}
+
+/* For tregd -T child (exec_selftest.c): what limits a run's memory. */
+const char *
+sbx_memory_limit(void)
+{
+	return (sbx_cg_name);
+}
+
+/* Runs get a uid of their own, or a user namespace. */
+int
+sbx_isolated(void)
+{
+	return (sbx_mode != SBX_NONE);
+}
+
+/* A request's message: its type, its payload, room for its fds. */
+void
+zyg_msg(struct msghdr *msg, struct iovec *iov, uint32_t *type, void *buf,
+    size_t len, union zyg_cbuf *cb, size_t clen)
+{
+	memset(msg, 0, sizeof(*msg));
+	iov[0].iov_base = type;
+	iov[0].iov_len = sizeof(*type);
+	iov[1].iov_base = buf;
+	iov[1].iov_len = len;
+	msg->msg_iov = iov;
+	msg->msg_iovlen = 2;
+	msg->msg_control = cb->buf;
+	msg->msg_controllen = clen;
+}
+
+/*
+ * In a ready init's CLI: the order, into sp.  It is read into a mapping
+ * of its own, the argv and env arrays, then the strings: the CLI shares
+ * the init's memory until its execve (CLONE_VM | CLONE_VFORK), where the
+ * heap's allocator is not to be used.  *bufp, *lenp: the mapping, also
+ * after a failure; sbx_order_drop() zeroes and unmaps it.
+ */
+int
+sbx_order_recv(int fd, struct sbx_spec *sp, char **bufp, size_t *lenp)
+{
+	struct sbx_order	 o;
+	char			*buf, *p, *end, **v;
+	void			*map;
+	size_t			 got = 0, i, vlen;
+	ssize_t			 n;
+
+	while (got < sizeof(o)) {
+		if ((n = read(fd, (char *)&o + got, sizeof(o) - got)) <= 0)
+			return (-1);
+		got += n;
+	}
+	if (o.len == 0 || o.len > SBX_ORDER_MAX || (o.argc < 1 && !o.test) ||
+	    o.argc > o.len || o.envc > o.len)
+		return (-1);
+	vlen = ((size_t)o.argc + o.envc + 2) * sizeof(*v);
+	if ((map = mmap(NULL, vlen + o.len, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
+		return (-1);
+	*bufp = map;
+	*lenp = vlen + o.len;
+	v = map;
+	buf = (char *)map + vlen;
+	for (got = 0; got < o.len; got += n)
+		if ((n = read(fd, buf + got, o.len - got)) <= 0)
+			return (-1);
+	end = buf + o.len;
+	if (end[-1] != '\0')
+		return (-1);
+	sp->path = p = buf;
+	for (i = 0; i < o.argc + o.envc; i++) {
+		if ((p = memchr(p, '\0', end - p)) == NULL || ++p >= end)
+			return (-1);
+		v[i + (i >= o.argc)] = p;
+	}
+	sp->argv = v;
+	sp->env = v + o.argc + 1;
+	sp->test = o.test ? sbx_selftest_run : NULL;
+	return (0);
+}
+
+/* The init, once its CLI exec'd or died: the order it read goes. */
+void
+sbx_order_drop(char *buf, size_t len)
+{
+	if (buf == NULL)
+		return;
+	explicit_bzero(buf, len);
+	munmap(buf, len);
+}
+
+static void
+sbx_say(const char *fmt, ...)
+{
+	char	 buf[256];
+	va_list	 ap;
+	int	 n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n > 0 && write(STDOUT_FILENO, buf, (size_t)n < sizeof(buf) ?
+	    (size_t)n : sizeof(buf) - 1) == -1)
+		_exit(1);
+}
+
+/* Entries of /proc that are processes. */
+static int
+sbx_test_procs(void)
+{
+	DIR		*d;
+	struct dirent	*de;
+	int		 n = 0;
+
+	if ((d = opendir("/proc")) == NULL)
+		return (-1);
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
+			n++;
+	closedir(d);
+	return (n);
+}
+
+/* A child that touches twice the limit: killed, or refused memory. */
+static int
+sbx_test_memory(long long limit)
+{
+	pid_t		 pid;
+	char		*p;
+	long long	 i;
+	int		 status;
+
+	if ((pid = fork()) == -1)
+		return (-1);
+	if (pid == 0) {
+		for (i = 0; i < 2 * limit; i += 1024 * 1024) {
+			if ((p = mmap(NULL, 1024 * 1024, PROT_READ |
+			    PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			    0)) == MAP_FAILED)
+				_exit(3);
+			memset(p, 1, 1024 * 1024);
+		}
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) == -1)
+		return (-1);
+	return ((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
+	    (WIFEXITED(status) && WEXITSTATUS(status) == 3) ? 0 : -1);
+}
+
+/* In the CLI's place, fully sandboxed: what does the run see? */
+int
+sbx_selftest_run(const struct tregd_conf *conf, const struct sbx_run *sr)
+{
+	pid_t	 pid;
+	int	 bad = 0, n, forks = 0, save;
+
+	n = sbx_test_procs();
+	sbx_say("selftest child: namespaces: pid %d, %d processes in /proc, "
+	    "uid %u\n", (int)getpid(), n, (unsigned int)getuid());
+	if (sbx_mounts() && (getpid() != 2 || n != 2))
+		bad++;
+	if (sr->change_uid && getuid() != sr->uid)
+		bad++;
+	if (mount("tmpfs", "/tmp", "tmpfs", 0, NULL) == 0 || errno != EPERM) {
+		sbx_say("selftest child: filter: mount was allowed\n");
+		bad++;
+	} else
+		sbx_say("selftest child: filter: mount: %s\n",
+		    strerror(errno));
+	if (sbx_test_memory(conf->run_memory) == -1) {
+		sbx_say("selftest child: limits: memory was not bounded\n");
+		bad++;
+	} else
+		sbx_say("selftest child: limits: memory bounded at %lld "
+		    "bytes by %s\n", conf->run_memory, sbx_memory_limit());
+	/* The forks pause; they die with the run. */
+	while (forks < 4 * conf->run_processes) {
+		if ((pid = fork()) == 0) {
+			pause();
+			_exit(0);
+		}
+		if (pid == -1)
+			break;
+		forks++;
+	}
+	save = errno;
+	sbx_say("selftest child: limits: %d forks, then %s\n", forks,
+	    strerror(save));
+	if (sbx_isolated() && (forks >= conf->run_processes ||
+	    save != EAGAIN))
+		bad++;
+	return (bad ? 1 : 0);
+}
+
+/*
+ * The run's view of the filesystem: everything read-only and private
+ * (nothing of it propagates back), the state directory hidden, its own
+ * /proc, empty /tmp, /var/tmp and /dev/shm, the run-directory base
+ * replaced by a read-only tmpfs holding only this run's directory, a
+ * tmpfs of "run tmpsize" owned by the run user.  Gone with the run.
+ * In the run's init (and in bench/run-floor.c's).
+ */
+int
+sbx_mounts_make(const struct sbx_child *c)
+{
+	const struct tregd_conf	*conf = c->conf;
+	const char *const	 tmps[] = { "/tmp", "/var/tmp", "/dev/shm" };
+	const unsigned long	 fl = MS_NOSUID | MS_NODEV;
+	struct mount_attr	 ma;
+	char			 opt[128];
+	size_t			 i;
+
+	memset(&ma, 0, sizeof(ma));
+	ma.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
+	ma.propagation = MS_PRIVATE;
+	if (syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &ma,
+	    sizeof(ma)) == -1)
+		return (-1);
+	if (mount("tmpfs", conf->state, "tmpfs", fl | MS_RDONLY | MS_NOEXEC,
+	    "size=4k,mode=0") == -1 && errno != ENOENT)
+		return (-1);
+	if (mount("proc", "/proc", "proc", fl | MS_NOEXEC, NULL) == -1)
+		return (-1);
+	snprintf(opt, sizeof(opt), "size=%lld,mode=1777", conf->run_tmpsize);
+	for (i = 0; i < sizeof(tmps) / sizeof(tmps[0]); i++)
+		if (mount("tmpfs", tmps[i], "tmpfs", fl, opt) == -1 &&
+		    errno != ENOENT)
+			return (-1);
+	if (sbx_mkdir_p(conf->run_dir) == -1 ||
+	    mount("tmpfs", conf->run_dir, "tmpfs", fl, "size=64k,mode=0755") ==
+	    -1 || mkdir(c->sp->dir, 0700) == -1)
+		return (-1);
+	snprintf(opt, sizeof(opt), "size=%lld,mode=0700,uid=%u,gid=%u",
+	    conf->run_tmpsize, (unsigned int)c->sr->uid,
+	    (unsigned int)c->sr->gid);
+	if (mount("tmpfs", c->sp->dir, "tmpfs", fl, opt) == -1)
+		return (-1);
+	return (mount(NULL, conf->run_dir, NULL, MS_REMOUNT | MS_RDONLY | fl,
+	    "size=64k,mode=0755"));
+}
+
+/* mkdir -p, 0755 (only in the run's own tmpfs, or existing already). */
+static int
+sbx_mkdir_p(const char *path)
+{
+	char	 buf[PATH_MAX], *p;
+
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", path) >= sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return (-1);
+	}
+	for (p = buf + 1; ; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) == -1 && errno != EEXIST)
+			return (-1);
+		if (p[0] == '\0' && path[p - buf] == '\0')
+			return (0);
+		*p = '/';
+	}
+}

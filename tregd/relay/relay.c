@@ -1,0 +1,815 @@
+/*
+ * The relay (_tregrelay, chroot /var/empty): performs /call requests.
+ *
+ * It may make outbound TCP and UDP connections and nothing else: no
+ * listening socket, no program, no file once it started (seccomp; the CA
+ * bundle and the resolver's files are read before the chroot).  The
+ * vault sends it a call with the bindings applied and the call's
+ * redaction set (IMSG_CALL_START); it resolves the upstream's name
+ * (evdns), checks every address against the rules base_url obeys
+ * (loopback, private, link-local, CGNAT, multicast, IPv4-mapped, ...
+ * unless `relay allow-private yes') and connects to the checked
+ * addresses only (relay_http.c), so a second resolution can never lead
+ * elsewhere.  What comes back is
+ * redacted before it leaves this process: headers line by line, the
+ * body as a stream.  The frontend gets the answer; the vault how it
+ * ended, for the audit.
+ */
+
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <event.h>
+#include <event2/dns.h>
+#include <event2/util.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "pack.h"
+#include "proc.h"
+#include "redact.h"
+#include "relay.h"
+#include "sandbox.h"
+
+#define CA_FILE_MAX	(4 * 1024 * 1024)
+#define RSET_CACHE	32	/* compiled redaction sets kept */
+
+/*
+ * Compiling a set (every form of every secret) costs more than the rest
+ * of a call; the same tool with the same secrets sends the same set, so
+ * the compiled ones are kept, keyed by their exact bytes, least recently
+ * used first out (zeroed).  A set in use by a call is never dropped.
+ */
+struct rset {
+	char			*key;		/* the packed secrets */
+	size_t			 keylen;
+	struct redact_set	*set;
+	int			 refs;
+	uint64_t		 used;
+};
+static struct rset		 rsets[RSET_CACHE];
+static uint64_t			 rset_tick;
+
+struct tregd_conf		 relay_conf;
+static struct imsgev		 iev_parent, iev_frontend;
+static struct imsgev		 iev_vaults[VAULT_WORKERS_MAX];
+static int			 nvaults;
+static struct blob_list		 relay_blobs =
+				    TAILQ_HEAD_INITIALIZER(relay_blobs);
+static struct rcall_list	 rcalls = TAILQ_HEAD_INITIALIZER(rcalls);
+static int			 ncalls;
+static struct evdns_base	*dns;
+
+static void	relay_dispatch(struct imsgev *, struct imsg *);
+static void	relay_imsg_conf(struct imsgev *, struct imsg *);
+static void	relay_imsg_peer(struct imsgev *, struct imsg *);
+static void	relay_imsg_vault(struct imsgev *, struct imsg *);
+static void	relay_imsg_reload_end(struct imsgev *, struct imsg *);
+static void	relay_imsg_call_start(struct imsgev *, struct imsg *);
+static void	relay_imsg_call_data(struct imsgev *, struct imsg *);
+static void	relay_imsg_call_cancel(struct imsgev *, struct imsg *);
+static void	relay_imsg_call_pause(struct imsgev *, struct imsg *);
+static void	relay_closed(struct imsgev *);
+static void	relay_sig(int, short, void *);
+static char	*relay_ca_load(size_t *, size_t *);
+static int	relay_read(const char *, char **, size_t *);
+static void	relay_start(struct blob *);
+static int	relay_unpack(struct rcall *, struct blob *);
+static void	relay_resolved(int, struct evutil_addrinfo *, void *);
+static void	relay_resolved_go(int, short, void *);
+static int	relay_literal(struct rcall *);
+static void	relay_go(struct rcall *, int);
+static struct rcall *relay_find(uint32_t);
+static void	relay_free(struct rcall *);
+static struct redact_set *rset_get(const char *, size_t, struct rset **);
+static void	rset_put(struct rset *);
+
+#define FROM_PARENT	IMSG_FROM(PROC_PARENT)
+#define FROM_FRONTEND	IMSG_FROM(PROC_FRONTEND)
+#define FROM_VAULT	IMSG_FROM(PROC_VAULT)
+
+/* What the parent sends before IMSG_CONF_END: settings and channels. */
+static const struct imsg_handler relay_start_imsgs[] = {
+	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	relay_imsg_conf },
+	{ IMSG_CONF_PEER, FROM_PARENT, sizeof(uint32_t),	relay_imsg_peer },
+	{ IMSG_CONF_VAULT, FROM_PARENT, sizeof(uint32_t),	relay_imsg_vault },
+};
+
+/* Every message the relay takes once it serves, and from whom. */
+static const struct imsg_handler relay_imsgs[] = {
+	/* A reload: timeouts apply to new calls; the CA stays. */
+	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	relay_imsg_conf },
+	{ IMSG_CONF_END, FROM_PARENT, 0,		relay_imsg_reload_end },
+	{ IMSG_LOG_VERBOSE, FROM_PARENT, sizeof(int),	proc_log_verbose },
+	/* A call the vault decided: a blob from that worker. */
+	{ IMSG_CALL_START, FROM_VAULT, IMSG_LEN_ANY,	relay_imsg_call_start },
+	{ IMSG_DATA,	FROM_VAULT, IMSG_LEN_ANY,	relay_imsg_call_data },
+	/* The frontend speaks for a call's client. */
+	{ IMSG_CALL_CANCEL, FROM_FRONTEND, 0,		relay_imsg_call_cancel },
+	{ IMSG_CALL_PAUSE, FROM_FRONTEND, 0,		relay_imsg_call_pause },
+	{ IMSG_CALL_RESUME, FROM_FRONTEND, 0,		relay_imsg_call_pause },
+};
+
+static struct proc_peer	 relay_peers[] = {
+	{ PROC_FRONTEND,	&iev_frontend,	relay_dispatch, 0 },
+};
+#define NPEERS	(sizeof(relay_peers) / sizeof(relay_peers[0]))
+
+__dead void
+relay_main(int debug, int verbose)
+{
+	struct sandbox_paths	 paths;
+	struct passwd		*pw = NULL;
+	char			*ca;
+	size_t			 calen, casys;
+	int			 i;
+
+	proc_child_init(PROC_RELAY, &iev_parent, debug, verbose,
+	    relay_dispatch, relay_closed, IMSG_HANDLERS(relay_start_imsgs));
+	if (!proc_peers_complete(relay_peers, NPEERS) ||
+	    nvaults != relay_conf.vault_workers)
+		fatalx("relay: incomplete configuration");
+	if (geteuid() == 0)
+		pw = proc_getpw(TREGD_RELAY_USER);
+
+	/* Everything from the filesystem now: nothing is opened later. */
+	ca = relay_ca_load(&calen, &casys);
+	if ((dns = evdns_base_new(proc_base, 0)) == NULL)
+		fatalx("evdns_base_new");
+	if (evdns_base_resolv_conf_parse(dns, DNS_OPTIONS_ALL,
+	    "/etc/resolv.conf") != 0)
+		log_warnx("relay: /etc/resolv.conf: using the defaults");
+	evdns_base_load_hosts(dns, "/etc/hosts");
+	rhttp_init(ca, calen, casys);
+	free(ca);
+
+	sandbox_nodump();
+	if (pw != NULL)
+		sandbox_demote(pw, TREGD_EMPTY);
+	memset(&paths, 0, sizeof(paths));
+	sandbox_confine(SANDBOX_RELAY, &paths);
+
+	/* What the calls of one loop turn send a peer: one sendmsg. */
+	imsgev_coalesce(&iev_frontend);
+	for (i = 0; i < nvaults; i++)
+		imsgev_coalesce(&iev_vaults[i]);
+	proc_child_run(relay_sig);
+}
+
+static void
+relay_sig(int sig, short event, void *arg)
+{
+	exit(0);
+}
+
+static int
+relay_read(const char *path, char **buf, size_t *len)
+{
+	struct stat	 st;
+	ssize_t		 n;
+	char		*p;
+	int		 fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return (-1);
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_size > CA_FILE_MAX) {
+		close(fd);
+		errno = EFBIG;
+		return (-1);
+	}
+	if ((p = realloc(*buf, *len + st.st_size + 1)) == NULL)
+		fatal("%s: realloc", __func__);
+	n = read(fd, p + *len, st.st_size);
+	close(fd);
+	*buf = p;
+	if (n != st.st_size)
+		return (-1);
+	*len += n;
+	(*buf)[(*len)++] = '\n';
+	return (0);
+}
+
+/*
+ * The system's CA bundle (*sys bytes), then `relay ca': parsed once
+ * (relay_http.c).
+ */
+static char *
+relay_ca_load(size_t *len, size_t *sys)
+{
+	char	*buf = NULL;
+
+	*len = 0;
+	if (relay_read(TREGD_CA_BUNDLE, &buf, len) == -1)
+		log_warn("relay: %s", TREGD_CA_BUNDLE);
+	*sys = *len;
+	if (relay_conf.relay_ca[0] != '\0' &&
+	    relay_read(relay_conf.relay_ca, &buf, len) == -1)
+		fatal("relay ca %s", relay_conf.relay_ca);
+	return (buf);
+}
+
+/* ------------------------------------------------------------------ */
+/* Channels.                                                           */
+
+static void
+relay_dispatch(struct imsgev *iev, struct imsg *imsg)
+{
+	imsgev_dispatch(IMSG_HANDLERS(relay_imsgs), iev, imsg);
+}
+
+static void
+relay_imsg_conf(struct imsgev *iev, struct imsg *imsg)
+{
+	proc_conf_recv(imsg, &relay_conf);
+}
+
+static void
+relay_imsg_peer(struct imsgev *iev, struct imsg *imsg)
+{
+	proc_peer_recv(imsg, relay_peers, NPEERS, relay_closed);
+}
+
+static void
+relay_imsg_vault(struct imsgev *iev, struct imsg *imsg)
+{
+	proc_vault_recv(imsg, iev_vaults, &nvaults, relay_dispatch,
+	    relay_closed);
+}
+
+static void
+relay_imsg_reload_end(struct imsgev *iev, struct imsg *imsg)
+{
+}
+
+static void
+relay_imsg_call_start(struct imsgev *iev, struct imsg *imsg)
+{
+	struct blob	*b;
+
+	b = blob_start(&relay_blobs, imsg, iev->peer, sizeof(struct call_start),
+	    (size_t)relay_conf.http_body_max + 2 * HTTP_HEADERS_MAX +
+	    REDSET_MAX * (4 * SECRET_LEN_MAX));
+	if (b == NULL)
+		fatalx("bad IMSG_CALL_START from %s", iev->name);
+	if (b->datalen == 0)
+		relay_start(b);
+}
+
+static void
+relay_imsg_call_data(struct imsgev *iev, struct imsg *imsg)
+{
+	struct blob	*b;
+	int		 bad;
+
+	b = blob_add(&relay_blobs, imsg, iev->peer, &bad);
+	if (bad)
+		fatalx("bad IMSG_DATA from %s", iev->name);
+	if (b != NULL)
+		relay_start(b);
+}
+
+static void
+relay_imsg_call_cancel(struct imsgev *iev, struct imsg *imsg)
+{
+	struct rcall	*rc;
+
+	/* Not here yet (the vault has it): the frontend repeats. */
+	if ((rc = relay_find(imsg->hdr.id)) == NULL || rc->cancelled)
+		return;
+	rc->cancelled = 1;
+	if (rc->resolving) {
+		/* relay_resolved_go() sees it and ends the call. */
+		if (rc->dns != NULL)
+			evdns_getaddrinfo_cancel(rc->dns);
+		return;
+	}
+	rhttp_stop(rc);
+	relay_finish(rc, 1);
+}
+
+static void
+relay_imsg_call_pause(struct imsgev *iev, struct imsg *imsg)
+{
+	struct rcall	*rc;
+
+	if ((rc = relay_find(imsg->hdr.id)) != NULL && !rc->resolving)
+		rhttp_pause(rc, imsg->hdr.type == IMSG_CALL_PAUSE);
+}
+
+static void
+relay_closed(struct imsgev *iev)
+{
+	proc_peer_lost(iev);
+}
+
+/* ------------------------------------------------------------------ */
+/* A call.                                                             */
+
+static struct rcall *
+relay_find(uint32_t reqid)
+{
+	struct rcall	*rc;
+
+	TAILQ_FOREACH(rc, &rcalls, entry)
+		if (rc->reqid == reqid)
+			return (rc);
+	return (NULL);
+}
+
+static int
+relay_unpack(struct rcall *rc, struct blob *b)
+{
+	struct unpack	 u;
+	const char	*s, *key;
+	size_t		 len, i, n, keylen;
+
+	unpack_init(&u, b->data, b->datalen);
+	if ((s = unpack_str(&u)) == NULL || (rc->method = strdup(s)) == NULL)
+		return (-1);
+	if ((s = unpack_str(&u)) == NULL || (rc->url = strdup(s)) == NULL)
+		return (-1);
+	n = unpack_u32(&u);
+	if (n > RELAY_HEADERS_MAX ||
+	    (rc->headers = calloc(n + 1, sizeof(char *))) == NULL)
+		return (-1);
+	for (i = 0; i < n; i++) {
+		if ((s = unpack_str(&u)) == NULL ||
+		    (rc->headers[i] = strdup(s)) == NULL)
+			return (-1);
+		rc->nheaders++;
+	}
+	if ((s = unpack_bytes(&u, &len)) == NULL ||
+	    (rc->body = malloc(len + 1)) == NULL)
+		return (-1);
+	memcpy(rc->body, s, len);
+	rc->bodylen = len;
+	/* The rest is the redaction set: its bytes are the cache's key. */
+	key = u.p;
+	keylen = u.left;
+	n = unpack_u32(&u);
+	if (n > REDSET_MAX)
+		return (-1);
+	for (i = 0; i < n; i++)
+		if (unpack_bytes(&u, &len) == NULL)
+			return (-1);
+	if (unpack_done(&u) != 0)
+		return (-1);
+	if ((rc->set = rset_get(key, keylen, &rc->rset)) == NULL)
+		return (-1);
+	if ((rc->rd = redact_new(rc->set, SIZE_MAX)) == NULL)
+		fatal("%s: redact_new", __func__);
+	return (0);
+}
+
+static struct redact_set *
+rset_compile(const char *key, size_t keylen)
+{
+	struct redact_set	*set;
+	struct unpack		 u;
+	const char		*s;
+	size_t			 len, i, n;
+
+	if ((set = redact_set_new()) == NULL)
+		fatal("%s: redact_set_new", __func__);
+	unpack_init(&u, key, keylen);
+	n = unpack_u32(&u);
+	for (i = 0; i < n; i++) {
+		if ((s = unpack_bytes(&u, &len)) == NULL) {
+			redact_set_free(set);
+			return (NULL);
+		}
+		if (redact_set_add(set, s, len) == -1)
+			fatal("%s: redact_set_add", __func__);
+	}
+	if (redact_set_compile(set) == -1)
+		fatal("%s: redact_set_compile", __func__);
+	return (set);
+}
+
+static struct redact_set *
+rset_get(const char *key, size_t keylen, struct rset **out)
+{
+	struct rset	*r, *lru = NULL;
+	size_t		 i;
+
+	*out = NULL;
+	for (i = 0; i < RSET_CACHE; i++) {
+		r = &rsets[i];
+		if (r->set != NULL && r->keylen == keylen &&
+		    memcmp(r->key, key, keylen) == 0) {
+			r->refs++;
+			r->used = ++rset_tick;
+			*out = r;
+			return (r->set);
+		}
+		if (r->refs == 0 && (lru == NULL || r->set == NULL ||
+		    (lru->set != NULL && r->used < lru->used)))
+			lru = r;
+	}
+	if (lru == NULL)		/* every one in use: this call's own */
+		return (rset_compile(key, keylen));
+	if (lru->set != NULL) {
+		redact_set_free(lru->set);
+		freezero(lru->key, lru->keylen);
+	}
+	memset(lru, 0, sizeof(*lru));
+	if ((lru->set = rset_compile(key, keylen)) == NULL)
+		return (NULL);
+	if ((lru->key = malloc(keylen)) == NULL)
+		fatal("%s: malloc", __func__);
+	memcpy(lru->key, key, keylen);
+	lru->keylen = keylen;
+	lru->refs = 1;
+	lru->used = ++rset_tick;
+	*out = lru;
+	return (lru->set);
+}
+
+static void
+rset_put(struct rset *r)
+{
+	if (r->refs <= 0)
+		fatalx("%s: a redaction set released twice", __func__);
+	r->refs--;
+}
+
+/*
+ * The URL's parts (the vault built it from a checked base_url): scheme,
+ * host without brackets, port, the authority for the Host header and the
+ * target (path and query, sent as they are).  0, or -1.
+ */
+static int
+relay_host(struct rcall *rc)
+{
+	const char	*p = rc->url, *e, *h, *he, *errstr;
+	char		 port[8];
+	size_t		 n;
+
+	/* No white space or control byte: the request line stays one. */
+	for (e = p; *e != '\0'; e++)
+		if ((unsigned char)*e <= 0x20 || *e == 0x7f)
+			return (-1);
+	if (strncasecmp(p, "http://", 7) == 0)
+		p += 7;
+	else if (strncasecmp(p, "https://", 8) == 0) {
+		rc->tls = 1;
+		p += 8;
+	} else
+		return (-1);
+	e = p + strcspn(p, "/?#");
+	rc->authority = p;
+	rc->authlen = e - p;
+	rc->target = e;
+	if (memchr(p, '@', e - p) != NULL || *e == '#')
+		return (-1);
+	if (*p == '[') {
+		h = p + 1;
+		if ((he = memchr(h, ']', e - h)) == NULL)
+			return (-1);
+		p = he + 1;
+	} else {
+		h = p;
+		he = p + strcspn(p, ":/?#");
+		p = he;
+	}
+	n = he - h;
+	if (n == 0 || n >= sizeof(rc->host))
+		return (-1);
+	memcpy(rc->host, h, n);
+	rc->host[n] = '\0';
+	rc->port = rc->tls ? 443 : 80;
+	if (p < e && *p == ':') {
+		n = e - p - 1;
+		if (n == 0 || n >= sizeof(port))
+			return (-1);
+		memcpy(port, p + 1, n);
+		port[n] = '\0';
+		rc->port = strtonum(port, 1, 65535, &errstr);
+		if (errstr != NULL)
+			return (-1);
+	} else if (p != e)
+		return (-1);
+	rc->literal = relay_literal(rc);
+	return (0);
+}
+
+/* A host that is an address: the call's one address (1), or 0. */
+static int
+relay_literal(struct rcall *rc)
+{
+	union raddr	*ra = &rc->addrs[0];
+
+	if (inet_pton(AF_INET, rc->host, &ra->sin.sin_addr) == 1) {
+		ra->sin.sin_family = AF_INET;
+		ra->sin.sin_port = htons(rc->port);
+		return (1);
+	}
+	if (inet_pton(AF_INET6, rc->host, &ra->sin6.sin6_addr) == 1) {
+		ra->sin6.sin6_family = AF_INET6;
+		ra->sin6.sin6_port = htons(rc->port);
+		return (1);
+	}
+	memset(ra, 0, sizeof(*ra));
+	return (0);
+}
+
+static void
+relay_start(struct blob *b)
+{
+	struct evdns_getaddrinfo_request *req;
+	struct evutil_addrinfo	 hints;
+	struct call_start	 cs;
+	struct rcall		*rc;
+
+	memcpy(&cs, b->head, sizeof(cs));
+	if (relay_find(b->id) != NULL)
+		fatalx("IMSG_CALL_START for a call in flight from vault");
+	if ((rc = calloc(1, sizeof(*rc))) == NULL)
+		fatal("%s: calloc", __func__);
+	rc->reqid = b->id;
+	rc->worker = b->peer - PROC_WORKER(0);
+	rc->callid = cs.callid;
+	rc->allow_private = cs.allow_private != 0;
+	rc->org_id = cs.org_id;
+	rc->user_id = cs.user_id;
+	rc->cfd = -1;
+	clock_gettime(CLOCK_MONOTONIC, &rc->start);
+	TAILQ_INSERT_TAIL(&rcalls, rc, entry);
+	ncalls++;
+	if (relay_unpack(rc, b) == -1)
+		fatalx("bad IMSG_CALL_START strings from vault");
+	blob_free(b);
+	if (ncalls > RELAY_CALLS_MAX) {
+		relay_refuse(rc, 503, CALL_UPSTREAM, "the relay is busy with "
+		    "other calls — try again in a moment");
+		return;
+	}
+	if (relay_host(rc) == -1) {
+		relay_refuse(rc, 400, CALL_UPSTREAM, "the upstream URL is not "
+		    "valid");
+		return;
+	}
+	/* An address: nothing to resolve, the same check. */
+	if (rc->literal) {
+		if (relay_addr_ok(rc, &rc->addrs[0].sa))
+			rc->naddrs = 1;
+		relay_go(rc, rc->naddrs == 0);
+		return;
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_protocol = IPPROTO_TCP;
+	/* The callback may run at once (numbers, the hosts file). */
+	rc->resolving = 1;
+	req = evdns_getaddrinfo(dns, rc->host, NULL, &hints, relay_resolved,
+	    rc);
+	if (!rc->dns_done)
+		rc->dns = req;
+}
+
+/* Never acted on inside evdns: the answer is taken up just after. */
+static void
+relay_resolved(int err, struct evutil_addrinfo *res, void *arg)
+{
+	struct rcall	*rc = arg;
+	struct timeval	 tv = { 0, 0 };
+
+	rc->dns = NULL;
+	rc->dns_done = 1;
+	rc->dns_err = err;
+	rc->dns_res = res;
+	if (event_base_once(proc_base, -1, EV_TIMEOUT, relay_resolved_go, rc,
+	    &tv) == -1)
+		fatalx("%s: event_base_once", __func__);
+}
+
+/* Every address the rules allow is kept, in order; none: refused. */
+static void
+relay_resolved_go(int fd, short ev, void *arg)
+{
+	struct rcall		*rc = arg;
+	struct evutil_addrinfo	*ai, *res = rc->dns_res;
+	union raddr		*ra;
+	int			 refused = 0, err = rc->dns_err;
+
+	rc->resolving = 0;
+	rc->dns_res = NULL;
+	if (rc->cancelled) {
+		if (res != NULL)
+			evutil_freeaddrinfo(res);
+		relay_finish(rc, 1);
+		return;
+	}
+	if (err != 0) {
+		relay_refuse(rc, 502, CALL_UPSTREAM, "the upstream's name "
+		    "does not resolve");
+		return;
+	}
+	for (ai = res; ai != NULL && rc->naddrs < RELAY_ADDRS_MAX;
+	    ai = ai->ai_next) {
+		if ((ai->ai_family != AF_INET && ai->ai_family != AF_INET6) ||
+		    ai->ai_addrlen > sizeof(rc->addrs[0]))
+			continue;
+		if (!relay_addr_ok(rc, ai->ai_addr)) {
+			refused++;
+			continue;
+		}
+		ra = &rc->addrs[rc->naddrs++];
+		memcpy(ra, ai->ai_addr, ai->ai_addrlen);
+		if (ra->sa.sa_family == AF_INET)
+			ra->sin.sin_port = htons(rc->port);
+		else
+			ra->sin6.sin6_port = htons(rc->port);
+	}
+	evutil_freeaddrinfo(res);
+	relay_go(rc, refused);
+}
+
+/* The checked addresses, if any: connect; none: refused. */
+static void
+relay_go(struct rcall *rc, int refused)
+{
+	if (rc->naddrs == 0) {
+		relay_refuse(rc, refused ? 403 : 502, refused ? CALL_SSRF :
+		    CALL_UPSTREAM, refused ? "the upstream's address is not "
+		    "public: tregd does not call private networks" :
+		    "the upstream's name has no usable address");
+		return;
+	}
+	if (rhttp_start(rc) == -1)
+		relay_refuse(rc, 502, CALL_UPSTREAM, "the call could not be "
+		    "set up");
+}
+
+/*
+ * The rules base_url obeys at registration (validate.c), on the exact
+ * address: every IPv4 special range, and IPv6 ones including mapped,
+ * NAT64 and compatible forms of them.
+ */
+int
+relay_addr_ok(const struct rcall *rc, const struct sockaddr *sa)
+{
+	const struct sockaddr_in	*s4;
+	const struct sockaddr_in6	*s6;
+
+	if (sa->sa_family == AF_INET) {
+		s4 = (const struct sockaddr_in *)sa;
+		return (rc->allow_private ||
+		    ip4_is_public(ntohl(s4->sin_addr.s_addr)));
+	}
+	if (sa->sa_family == AF_INET6) {
+		s6 = (const struct sockaddr_in6 *)sa;
+		return (rc->allow_private ||
+		    ip6_is_public(s6->sin6_addr.s6_addr));
+	}
+	return (0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Answers.                                                            */
+
+/*
+ * Around each turn of the client's: what it produces (a head, a body,
+ * the end to the frontend; how it ended to the vault) leaves in one
+ * write per channel, not one per message.
+ */
+void
+relay_cork(int on)
+{
+	int	 i;
+
+	if (on)
+		imsgev_cork(&iev_frontend);
+	else
+		imsgev_uncork(&iev_frontend);
+	for (i = 0; i < nvaults; i++) {
+		if (on)
+			imsgev_cork(&iev_vaults[i]);
+		else
+			imsgev_uncork(&iev_vaults[i]);
+	}
+}
+
+void
+relay_send_head(struct rcall *rc, int status, int refused, const char *data,
+    size_t len)
+{
+	struct call_head	 ch;
+
+	memset(&ch, 0, sizeof(ch));
+	ch.status = status;
+	ch.refused = refused;
+	ch.org_id = rc->org_id;
+	ch.user_id = rc->user_id;
+	rc->status = status;
+	rc->head_sent = 1;
+	if (imsgev_send_blob(&iev_frontend, IMSG_CALL_HEAD, rc->reqid, &ch,
+	    sizeof(ch), data, len) == -1)
+		fatal("%s: send", __func__);
+}
+
+void
+relay_send_body(struct rcall *rc, const void *data, size_t len)
+{
+	const char	*p = data;
+	size_t		 n;
+
+	while (len > 0) {
+		n = len < IMSG_DATA_MAX ? len : IMSG_DATA_MAX;
+		if (imsgev_compose(&iev_frontend, IMSG_CALL_BODY, rc->reqid,
+		    -1, p, n) == -1)
+			fatal("%s: compose", __func__);
+		rc->bytes += n;
+		p += n;
+		len -= n;
+	}
+}
+
+/* tregd's own answer: JSON detail (the frontend adds X-Treg-Error). */
+void
+relay_refuse(struct rcall *rc, int status, uint32_t why, const char *detail)
+{
+	char	 buf[512];
+	int	 n;
+
+	rc->refused = why;
+	n = snprintf(buf, sizeof(buf), "{\"detail\":\"%s\"}", detail);
+	relay_send_head(rc, status, 1, buf, n);
+	relay_finish(rc, 0);
+}
+
+/* The end to the frontend, how it went to the vault; rc is freed. */
+void
+relay_finish(struct rcall *rc, int failed)
+{
+	struct call_end		 ce;
+	struct call_done	 cd;
+	struct timespec		 now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	rc->redacted += redact_count(rc->rd);
+	memset(&ce, 0, sizeof(ce));
+	ce.redacted = rc->redacted;
+	ce.failed = failed;
+	if (imsgev_compose(&iev_frontend, IMSG_CALL_END, rc->reqid, -1, &ce,
+	    sizeof(ce)) == -1)
+		fatal("%s: compose", __func__);
+	memset(&cd, 0, sizeof(cd));
+	cd.callid = rc->callid;
+	cd.status = rc->status;
+	cd.refused = rc->refused;
+	cd.duration_ms = (now.tv_sec - rc->start.tv_sec) * 1000 +
+	    (now.tv_nsec - rc->start.tv_nsec) / 1000000;
+	cd.bytes = rc->bytes;
+	cd.redacted = rc->redacted;
+	if (imsgev_compose(&iev_vaults[rc->worker], IMSG_CALL_DONE, 0, -1, &cd,
+	    sizeof(cd)) == -1)
+		fatal("%s: compose", __func__);
+	relay_free(rc);
+}
+
+static void
+relay_free(struct rcall *rc)
+{
+	size_t	 i;
+
+	TAILQ_REMOVE(&rcalls, rc, entry);
+	ncalls--;
+	free(rc->method);
+	if (rc->url != NULL)
+		freezero(rc->url, strlen(rc->url));
+	for (i = 0; i < rc->nheaders; i++)
+		freezero(rc->headers[i], strlen(rc->headers[i]));
+	free(rc->headers);
+	if (rc->body != NULL)
+		freezero(rc->body, rc->bodylen + 1);
+	if (rc->head != NULL)
+		freezero(rc->head, rc->headsize);
+	if (rc->rd != NULL)
+		redact_free(rc->rd);
+	if (rc->rset != NULL)
+		rset_put(rc->rset);
+	else if (rc->set != NULL)
+		redact_set_free(rc->set);
+	freezero(rc, sizeof(*rc));
+}
+
+/* tregd -T relay: the real filter, then what it must refuse. */
+int
+relay_selftest(void)
+{
+	return (sandbox_selftest("relay"));
+}

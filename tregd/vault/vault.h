@@ -1,0 +1,352 @@
+/*
+ * The vault's internal interface, shared by its files: vault.c (process,
+ * dispatch, authentication), vault_crypto.c (master key, sealing),
+ * vault_org.c (users, orgs, invites, members, agents), vault_tool.c
+ * (tools; with vault_secret.c, vault_skill.c and vault_registry.c the
+ * registry: secrets, skills and bundles), vault_run.c (server runs, grants,
+ * audit reads, deny rules), vault_ctl.c (the tregctl commands).  They
+ * reach the database only through store.h.
+ */
+
+#ifndef VAULT_H
+#define VAULT_H
+
+#include <jansson.h>
+
+#include "proc.h"
+#include "store.h"
+#include "tregd.h"
+#include "util.h"
+
+enum role {
+	ROLE_NONE,
+	ROLE_VIEWER,
+	ROLE_MEMBER,
+	ROLE_ADMIN,
+	ROLE_OWNER
+};
+
+/* The caller: one membership, i.e. one (user, org) pair and a role. */
+struct auth {
+	int64_t		 membership_id;
+	int64_t		 user_id;
+	int64_t		 org_id;
+	enum role	 role;
+	int		 is_agent;
+	int		 local_run_enabled;
+	json_t		*tool_access;	/* NULL: every tool; else an array */
+	char		 email[256];
+	char		 org_slug[NAME_LEN_MAX + 1];
+};
+
+struct vault_req {
+	uint32_t	 reqid;		/* the frontend's request id */
+	enum api_route	 route;
+	struct auth	*auth;		/* NULL on open routes */
+	int64_t		 id1;
+	int64_t		 id2;
+	const char	*name;		/* path parameter, "" when none */
+	const char	*query;		/* raw query string, "" when none */
+	json_t		*body;		/* parsed object, NULL when no body */
+	int		 proof_ok;
+	int		 stream;
+	int64_t		 t_in;		/* mono_ns() when it came in */
+};
+
+/*
+ * A handler fills the response: status and a JSON body.  status 0 means
+ * the answer goes another way (a server run answers through exec).
+ */
+struct vault_resp {
+	int		 status;
+	json_t		*body;
+	char		*text;		/* or the body as JSON text (resp_text) */
+	size_t		 textlen;
+};
+
+typedef void (*vault_handler)(struct vault_req *, struct vault_resp *);
+
+/*
+ * Each file of the vault exports its routes.  min_role ROLE_NONE: open
+ * (no token needed); ROLE_VIEWER: any valid token; higher: that role or
+ * above in the token's org, else 403 with the role's phrase.
+ */
+struct vault_route {
+	enum api_route	 route;
+	enum role	 min_role;
+	vault_handler	 handler;
+};
+extern const struct vault_route vault_org_routes[];	/* vault_org.c */
+extern const struct vault_route vault_tool_routes[];	/* vault_tool.c */
+extern const struct vault_route vault_run_routes[];	/* vault_run.c */
+extern const struct vault_route vault_me_routes[];	/* vault_me.c */
+
+/* vault.c */
+extern struct tregd_conf	 vault_conf;
+extern const char		*vault_root;	/* "" after the chroot */
+extern struct procinfo		 vault_procs[PROCINFO_MAX];
+extern struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
+extern struct imsgev		*vault_relay;
+void		 vault_respond(uint32_t, struct vault_resp *);
+void		 vault_keyring_changed(void);	/* tell the other workers */
+void		 db_fail(struct vault_resp *, const char *);	/* 500 + log */
+/* store_begin(), store_commit(), or db_fail(): 0, or -1 with resp set. */
+int		 db_begin(struct vault_resp *);
+int		 db_commit(struct vault_resp *);
+void		 resp_error(struct vault_resp *, int, const char *, ...)
+		    __attribute__((__format__ (printf, 3, 4)));
+void		 resp_ok(struct vault_resp *, json_t *);	/* steals */
+/* 200 with a body already written as JSON text (malloc'd; steals). */
+void		 resp_text(struct vault_resp *, char *, size_t);
+void		 now_iso(char *, size_t);		/* ISO 8601 UTC */
+void		 iso_time(int64_t, char *, size_t);
+enum role	 role_from_name(const char *);
+const char	*role_name(enum role);
+int		 require_role(struct vault_req *, struct vault_resp *,
+		    enum role);
+/* Field access: 0 ok (absent optional: *out untouched), -1 response set. */
+int		 body_str(struct vault_req *, struct vault_resp *,
+		    const char *, int, size_t, const char **);
+int		 body_bool(struct vault_req *, struct vault_resp *,
+		    const char *, int, int *);
+int		 body_int(struct vault_req *, struct vault_resp *,
+		    const char *, int, int64_t, int64_t, int64_t *);
+int		 valid_name(const char *);	/* 1..128 bytes, no controls */
+int		 json_has_nul(json_t *);	/* any string with a NUL */
+int		 query_param(const char *, const char *, char *, size_t);
+int		 auth_lookup(const uint8_t [TOKEN_HASH_LEN], struct auth *);
+void		 auth_clear(struct auth *);
+int		 access_allows(const struct auth *, const char *);
+
+/*
+ * tregctl commands served by the vault's files (vault_ctl.c dispatches).
+ * Each returns 0 with *reply the JSON answer, or -1 with *reply
+ * {"error": "..."}.
+ */
+int		 ctl_show_users(const struct ctl_request *, json_t **);
+int		 ctl_show_orgs(const struct ctl_request *, json_t **);
+int		 ctl_user_add(const struct ctl_request *, json_t **);
+int		 ctl_token_revoke(const struct ctl_request *, json_t **);
+int		 ctl_org_delete(const struct ctl_request *, json_t **);
+int		 ctl_show_tools(const struct ctl_request *, json_t **);
+int		 ctl_key_rotate(const struct ctl_request *, json_t **);
+int		 ctl_show_runs(const struct ctl_request *, json_t **);
+int		 ctl_show_audit(const struct ctl_request *, json_t **);
+json_t		*ctl_errorf(const char *, ...)
+		    __attribute__((__format__ (printf, 1, 2)));
+
+/* vault_org.c */
+/* The caller's membership in the org named by the path (/orgs/{id}). */
+struct org_ctx {
+	int64_t		 org_id;
+	int64_t		 membership_id;
+	enum role	 role;
+	char		 slug[NAME_LEN_MAX + 1];
+	char		 name[NAME_LEN_MAX + 1];
+};
+int		 email_normalize(const char *, char *, size_t);
+void		 org_slugify(const char *, char *, size_t);
+/* Membership of at least the role, else 404 or 403 set: 0 or -1. */
+int		 org_enter(struct vault_req *, struct vault_resp *, enum role,
+		    struct org_ctx *);
+/* The user of an email, made unless it exists: its id, is it an agent. */
+int		 user_ensure(const char *, int, int64_t *, int *);
+/* user, org, role, access, local_run, agent_name, token: 0, -1, conflict */
+int		 membership_new(int64_t, int64_t, enum role, const char *, int,
+		    const char *, char *);
+int		 body_email(struct vault_req *, struct vault_resp *, char *,
+		    size_t);
+int		 body_email_person(struct vault_resp *, const char *);
+
+/* vault_member.c */
+extern const struct vault_route vault_member_routes[];
+
+/* vault_ctl.c */
+void		 ctl_init(int, gid_t);
+void		 ctl_reload_done(uint32_t, const struct ctl_reload_done *);
+
+/* vault_run.c */
+void		 run_exit(struct imsg *);	/* IMSG_RUN_EXIT from exec */
+void		 run_ends_flush(void);	/* the ends queued, committed */
+void		 run_ends_sync(struct imsg *);	/* IMSG_RUNS_SYNC */
+int		 run_slots_used(void);
+/* Mask credential-looking arguments and registered secret values. */
+json_t		*argv_mask(int64_t, json_t *);
+
+/* vault_slots.c: the host's run slots, shared by the workers. */
+#define SLOTS_FULL		1	/* every run slot is taken */
+#define SLOTS_USER		2	/* the user's share is */
+void		 slots_init(int, uint32_t);
+uint32_t	 slots_worker(void);
+int		 slots_claim(int64_t, int, int, int *, int *);
+void		 slots_started(int, int64_t);
+void		 slots_release(int);
+int		 slots_in_flight(int64_t);
+int64_t		*slots_in_flight_ids(size_t *);
+int		 slots_used(int);	/* 1: this worker's only */
+
+/* vault_inject.c: a secret turned into what a CLI sees; a run's mask set. */
+struct isecret {
+	int64_t		 id;
+	int		 param;		/* kind "param": never redacted */
+	char		 kind[16];
+	char		 name[NAME_LEN_MAX + 1];
+	unsigned char	*val;		/* freezero'd by secret_free, NUL-term. */
+	size_t		 len;
+};
+struct redset {
+	char		*v[REDSET_MAX];
+	size_t		 len[REDSET_MAX];
+	size_t		 n;
+};
+/* Unseal secret id of org: 0, or -1 with resp set (gone: its status). */
+int		 isecret_open(int64_t, int64_t, struct isecret *,
+		    struct vault_resp *, int);
+/* isecret_open() with the sealed row read through get (store_secret_get). */
+typedef int	(*secret_get_fn)(int64_t, int64_t, struct store_secret *);
+int		 isecret_open_by(secret_get_fn, int64_t, int64_t,
+		    struct isecret *, struct vault_resp *, int);
+void		 isecret_close(struct isecret *);
+/*
+ * The bytes a CLI gets for one template (NULL: "{secret}") of inject
+ * entry e: the value trimmed, its secret_field (oauth: the access-token
+ * leaf only), {secret} replaced.  0 and *out (NUL-terminated, freezero
+ * it), or -1 with resp set to status.
+ */
+int		 inject_value(const struct isecret *, json_t *, const char *,
+		    struct vault_resp *, int, char **, size_t *);
+/* Whether a binding or inject entry may name field of a kind secret. */
+int		 inject_field_allowed(const char *, const char *);
+/* Shorter than 8 bytes once trimmed: "too short to be masked reliably". */
+int		 value_too_short(const void *, size_t);
+/* Add bytes (copied, once) / a secret's raw, trimmed and JSON leaves. */
+int		 redset_add(struct redset *, const void *, size_t);
+int		 redset_secret(struct redset *, const struct isecret *);
+void		 redset_clear(struct redset *);
+
+/* vault_policy.c */
+/*
+ * Deny rules (SPEC section 9) for a use of host/path by the caller; method
+ * NULL for runs and grants.  0 allowed; -1 refused, resp set to 403
+ * "blocked by a policy rule ...".
+ */
+#define DENY_METHOD_MAX		32	/* a rule's method, in bytes */
+int		 deny_check(const struct auth *, const char *, const char *,
+		    const char *, struct vault_resp *);
+/* deny_check() with the rules read through rules (store_deny_rules()). */
+typedef int	(*deny_rules_fn)(int64_t, int64_t, store_deny_fn, void *);
+int		 deny_check_by(deny_rules_fn, const struct auth *,
+		    const char *, const char *, const char *,
+		    struct vault_resp *);
+/*
+ * cli.deny of the tool against argv, for a grant or a server run (kind
+ * "local_run" or "server_run"): 0 allowed; -1 refused and audited as
+ * DENY (403), or the audit could not be written (503): resp set.
+ */
+struct tool_row;
+int		 cli_deny_refuse(const struct auth *, const struct tool_row *,
+		    json_t *, const char *, struct vault_resp *);
+extern const struct vault_route vault_policy_routes[];
+
+/* validate.c */
+#define URL_LEN_MAX		2048
+#define INJECT_MAX		32
+#define INJECT_ARGV_MAX		32
+#define DENY_MAX		64
+#define DENY_LEN_MAX		512
+#define SKILL_FILES_MAX		256
+#define SKILL_FILE_LEN_MAX	(256 * 1024)
+#define SKILL_PATH_MAX		1024
+int		 url_check_base(const char *, int, char *, size_t, char *,
+		    size_t);
+int		 host_is_internal(const char *);
+int		 ip4_parse_loose(const char *, uint32_t *);
+const char	*env_name_refusal(const char *);
+int		 bin_valid(const char *);
+int		 format_check(const char *);
+int		 file_path_allowed(const char *);
+int		 bindings_check(json_t *, int, json_t **, char *, size_t);
+int		 cli_check(json_t *, int, json_t **, char *, size_t);
+
+/* vault_tool.c */
+/* A tool as the run path needs it; tool_row_clear releases it. */
+struct tool_row {
+	int64_t		 id;
+	char		 name[NAME_LEN_MAX + 1];
+	int64_t		 owner_id;
+	char		 base_url[URL_LEN_MAX + 1];
+	char		 host[HOST_LEN_MAX];
+	json_t		*bindings;	/* array, canonical */
+	json_t		*cli;		/* object, NULL: no CLI profile */
+	int64_t		 bundle_id;	/* 0: none */
+	char		 bundle[NAME_LEN_MAX + 1];	/* "" when none */
+};
+/* tool_load: 0 found, 1 no such tool in the org, -1 database error. */
+int		 tool_load(int64_t, const char *, struct tool_row *);
+void		 tool_row_clear(struct tool_row *);
+/* The secret an inject entry uses: 0 and *id, or -1 (none, ambiguous). */
+int		 inject_resolve(const struct tool_row *, json_t *, int64_t *);
+
+/* vault_deny.c */
+int		 deny_pattern_check(const char *, size_t, char *, size_t);
+char		*argv_join(json_t *, size_t *);
+/* 1: a pattern (copied out) matched, or a limit decided (why); 0: none. */
+int		 deny_match(int64_t, json_t *, json_t *, char *, size_t,
+		    const char **);
+
+/* vault_call.c: the relay's requests, their audit and the daily caps */
+void		 call_request(struct blob *);	/* IMSG_CALL_REQUEST */
+void		 call_done(struct imsg *);	/* IMSG_CALL_DONE from relay */
+void		 call_flush(void);		/* the pending end records */
+/* daily_call_cap and used_today of a membership into a view: 0 or -1. */
+int		 call_usage(int64_t, int64_t, json_t *);
+/* Around the member routes: daily_call_cap checked, stored, shown. */
+int		 call_view_before(struct vault_req *, struct vault_resp *);
+void		 call_view_after(struct vault_req *, struct vault_resp *);
+
+/* vault_call_cache.c: a call's decision's reads per registry version */
+int		 ccache_begin(void);
+int64_t		 ccache_version(void);
+void		 ccache_end(void);
+int		 ccache_auth(const uint8_t [TOKEN_HASH_LEN], struct auth *);
+int		 ccache_cap_get(int64_t, int64_t, int *, int64_t *);
+int		 ccache_deny_rules(int64_t, int64_t, store_deny_fn, void *);
+int		 ccache_secret_get(int64_t, int64_t, struct store_secret *);
+
+/* vault_crypto.c */
+int		 crypto_init(const char *);	/* the state directory */
+int		 secret_seal(int64_t, int64_t, const void *, size_t,
+		    void **, size_t *);
+int		 secret_unseal(int64_t, int64_t, const void *, size_t,
+		    unsigned char **, size_t *);	/* secret_free() it */
+void		 secret_free(unsigned char *, size_t);
+int		 crypto_rotate(const char *);
+int		 crypto_settle(void);
+const char	*crypto_key_id(void);	/* the sealing key's, in hex */
+
+/* vault_keyring.c: the key commands; err gets why a command failed. */
+int		 crypto_key_new(char *, char *, size_t);
+int		 crypto_key_use(const char *, int64_t *, char *, size_t);
+int		 crypto_key_retire(const char *, char *, size_t);
+int		 crypto_reload(void);
+json_t		*crypto_key_list(void);
+json_t		*crypto_key_files(void);	/* relative to the state dir */
+
+/* vault_ctl_key.c */
+int		 ctl_key(const struct ctl_request *, json_t **);
+
+/* vault_metrics.c */
+void	 vault_metrics_start(void);
+void	 vault_metrics_run(uint32_t, uint32_t, uint32_t);
+void	 vault_metrics_db_error(void);
+void	 vault_metrics_request(void);
+
+
+/* vault_placeholder.c: a keyless run's stand-in for a value (SPEC 6a) */
+#define PLACEHOLDER_MIN		24
+#define PLACEHOLDER_LEN(n)	((n) < PLACEHOLDER_MIN ? PLACEHOLDER_MIN : (n))
+size_t		 placeholder_prefix(const char *, size_t);
+int		 placeholder_make(const char *, size_t, char *, size_t,
+		    size_t *);
+
+#endif /* VAULT_H */

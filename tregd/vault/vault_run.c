@@ -1,0 +1,1253 @@
+/*
+ * vault_run.c: server runs (POST /run), their slots and audit rows, the
+ * run log (GET /runs, tregctl show runs) and the argv masking every
+ * audit record of a command line goes through.
+ *
+ * A run is decided here, in the order of SPEC.md section 6.  Its audit
+ * row is committed before anything is sent to exec (no row, no run: 503).
+ * exec answers the frontend itself once the run is over (IMSG_RUN_EOF
+ * with the result) and tells the vault (IMSG_RUN_EXIT): the slot is
+ * free, and the end is appended as a second record (run_ends), batched:
+ * the ends that come in one turn of the vault's loop are committed
+ * together at the end of that turn.  An end is acknowledged when that
+ * commit returned, and not before: the client's answer does not wait for
+ * it, so a vault that dies within that turn loses the ends of the batch,
+ * and those runs show what a row without an end shows, "interrupted" (as
+ * a run in flight when tregd died does).  A stop (SIGTERM) commits the
+ * batch first; reads of the run log commit it before they read.
+ */
+
+#include <sys/types.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "pack.h"
+#include "vault.h"
+
+#define RUNS_LIMIT_DEF		50
+#define RUNS_LIMIT_MAX		500
+#define RUN_SECRETS_MAX		512	/* exec refuses more */
+#define MASK			"***"
+#define MASK_TOKEN_MIN		24	/* a bare token this long is a key */
+#define MASK_SECRET_MIN		3	/* shorter values would mask noise */
+#define RUN_ENDS_BATCH		64	/* ends committed together, at most */
+
+/* A run handed to exec: what its audit row needs. */
+struct vrun {
+	TAILQ_ENTRY(vrun)	 entry;
+	uint32_t		 runid;
+	uint32_t		 reqid;
+	int64_t			 audit_id;	/* its runs row */
+	int			 slot;		/* vault_slots.c */
+	int64_t			 org_id;
+	int64_t			 user_id;
+	char			 email[256];
+	char			 tool[NAME_LEN_MAX + 1];
+	char			 bin[CONF_BIN_LEN];
+	char			*argv;		/* masked JSON */
+};
+TAILQ_HEAD(vrun_list, vrun);
+
+/* An end waiting for its batch's commit. */
+struct vend {
+	struct store_run_end	 e;
+	char			 at[32];
+	char			 tool[NAME_LEN_MAX + 1];
+	int			 slot;	/* held until the end is on record */
+};
+
+/* Unsealed secrets of one run, each once. */
+struct secs {
+	struct isecret	 s[RUN_SECRETS_MAX];
+	size_t		 n;
+};
+
+/* Strings that may hold secrets: each freezero'd by strv_clear. */
+struct strv {
+	char		*v[INJECT_MAX * INJECT_ARGV_MAX];
+	size_t		 len[INJECT_MAX * INJECT_ARGV_MAX];
+	size_t		 n;
+};
+
+static struct vrun_list	 vruns = TAILQ_HEAD_INITIALIZER(vruns);
+static uint32_t		 next_runid = 1;
+static struct vend	 vends[RUN_ENDS_BATCH];
+static size_t		 nvends;
+static struct event	 ev_ends;
+static int		 ev_ends_set;
+
+static void	run_post(struct vault_req *, struct vault_resp *);
+static void	runs_get(struct vault_req *, struct vault_resp *);
+static int	run_args(struct vault_req *, struct vault_resp *, json_t **,
+		    int *);
+static void	base_url_path(const char *, char *, size_t);
+static struct isecret *secs_get(struct secs *, int64_t, int64_t,
+		    struct vault_resp *);
+static struct secs *secs_new(void);
+static void	secs_clear(struct secs *);
+static int	secs_tool(struct secs *, int64_t, const struct tool_row *,
+		    struct vault_resp *);
+static void	strv_add(struct strv *, char *, size_t);
+static void	strv_clear(struct strv *);
+static int64_t	run_audit_start(const struct auth *, const char *,
+		    const char *);
+static void	run_audit_end(const struct vrun *, const struct run_exit *,
+		    const char *);
+static void	run_ends_commit(int, short, void *);
+static void	run_exits_read(void);
+static int	run_in_flight(int64_t);
+struct runs_page;
+static int	runs_row_running(const struct runs_page *, int64_t);
+static int	runs_row(const struct store_runs_row *, void *);
+static int	runs_access_tool(const struct store_tool_item *, void *);
+static json_t	*runs_access_names(int64_t, json_t *);
+static json_t	*runs_query(int64_t, const struct auth *, int, char,
+		    int64_t, int *);
+static int	mask_secret_open(int64_t, int64_t, const void *, size_t,
+		    void *);
+static void	mask_append(char **, size_t *, size_t *, const char *,
+		    size_t);
+static char	*mask_secrets(const char *, struct secs *);
+static char	*mask_tokens(const char *);
+static int	flag_is_credential(const char *, size_t);
+
+const struct vault_route vault_run_routes[] = {
+	{ ROUTE_RUN,		ROLE_MEMBER,	run_post },
+	{ ROUTE_RUNS_LIST,	ROLE_VIEWER,	runs_get },
+	{ ROUTE_NONE,		ROLE_NONE,	NULL }
+};
+
+/* ------------------------------------------------------------------ */
+/* POST /run                                                           */
+
+/* args, timeout_s: the shapes (400/422 before any lookup). */
+static int
+run_args(struct vault_req *req, struct vault_resp *resp, json_t **args,
+    int *timeout)
+{
+	json_t	*a, *v;
+	size_t	 i;
+
+	*args = NULL;
+	*timeout = vault_conf.run_timeout;
+	a = json_object_get(req->body, "args");
+	if (a != NULL && !json_is_null(a)) {
+		if (!json_is_array(a) || json_array_size(a) > ARGV_MAX) {
+			resp_error(resp, 422, "field 'args' must be an array "
+			    "of at most %d strings", ARGV_MAX);
+			return (-1);
+		}
+		json_array_foreach(a, i, v) {
+			if (!json_is_string(v)) {
+				resp_error(resp, 422, "args[%zu] must be a "
+				    "string", i);
+				return (-1);
+			}
+			if (json_string_length(v) > ARG_LEN_MAX) {
+				resp_error(resp, 422, "args[%zu] is too long "
+				    "(at most %d bytes)", i, ARG_LEN_MAX);
+				return (-1);
+			}
+			if (strlen(json_string_value(v)) !=
+			    json_string_length(v)) {
+				resp_error(resp, 422, "args[%zu] contains a "
+				    "NUL byte", i);
+				return (-1);
+			}
+		}
+		*args = a;
+	}
+	v = json_object_get(req->body, "timeout_s");
+	if (v != NULL && !json_is_null(v)) {
+		if (!json_is_integer(v)) {
+			resp_error(resp, 422, "field 'timeout_s' must be an "
+			    "integer (seconds, 1 to %d)", RUN_TIMEOUT_MAX);
+			return (-1);
+		}
+		/* Clamped, as treg does, rather than refused. */
+		if (json_integer_value(v) < 1)
+			*timeout = 1;
+		else if (json_integer_value(v) > RUN_TIMEOUT_MAX)
+			*timeout = RUN_TIMEOUT_MAX;
+		else
+			*timeout = json_integer_value(v);
+	}
+	v = json_object_get(req->body, "stream");
+	if (v != NULL && !json_is_boolean(v) && !json_is_null(v)) {
+		resp_error(resp, 422, "field 'stream' must be true or false");
+		return (-1);
+	}
+	return (0);
+}
+
+static void
+run_post(struct vault_req *req, struct vault_resp *resp)
+{
+	struct auth		*a = req->auth;
+	struct tool_row		 t;
+	struct secs		*secs;
+	struct isecret		*sc;
+	struct redset		*mask;
+	struct run_start	 rs;
+	struct api_response	 who;
+	struct vrun		*vr;
+	struct pack		 pk;
+	struct strv		 env, xargs;
+	json_t			*args, *inject, *e, *v, *masked, *noargs;
+	const char		*name, *bin, *via, *env_name;
+	char			 path[URL_LEN_MAX + 1], *val, *kv, *margv;
+	size_t			 i, vlen, n;
+	int64_t			 sid, audit_id, t_in = mono_ns(), t_audit;
+	int			 timeout, used, rc, slot = -1;
+
+	memset(&t, 0, sizeof(t));
+	/* Only what is used is written, read and zeroed (they are big). */
+	env.n = xargs.n = 0;
+	pack_init(&pk);
+	secs = secs_new();
+	if ((mask = calloc(1, sizeof(*mask))) == NULL)
+		fatal("%s: calloc", __func__);
+	if (body_str(req, resp, "tool", 1, NAME_LEN_MAX, &name) == -1 ||
+	    run_args(req, resp, &args, &timeout) == -1)
+		goto out;
+
+	/* 2. The tool, in the caller's org only. */
+	switch (tool_load(a->org_id, name, &t)) {
+	case 0:
+		break;
+	case 1:
+		resp_error(resp, 404, "no tool '%s' in this org", name);
+		goto out;
+	default:
+		db_fail(resp, "tool lookup");
+		goto out;
+	}
+	/* 3. Access list, then deny rules on the tool's base_url. */
+	if (!access_allows(a, t.name) &&
+	    (t.bundle[0] == '\0' || !access_allows(a, t.bundle))) {
+		resp_error(resp, 403, "you don't have access to the tool '%s' "
+		    "in this team — ask an admin to add it to your access "
+		    "list", t.name);
+		goto out;
+	}
+	base_url_path(t.base_url, path, sizeof(path));
+	if (deny_check(a, t.host, path, NULL, resp) == -1)
+		goto out;
+	/* 4, 5. A CLI profile whose bin this server allows. */
+	if (t.cli == NULL || (bin = json_string_value(json_object_get(t.cli,
+	    "bin"))) == NULL) {
+		resp_error(resp, 422, "tool '%s' has no CLI profile — it's an "
+		    "HTTP tool; call it through /call/%s/... instead", t.name,
+		    t.name);
+		goto out;
+	}
+	if (!bin_valid(bin) || strlen(bin) >= CONF_BIN_LEN ||
+	    !conf_run_allowed(&vault_conf, bin)) {
+		resp_error(resp, 422, "'%s' is not approved for server runs "
+		    "on this treg server — ask the operator to add it to "
+		    "'run allow'", bin);
+		goto out;
+	}
+	/*
+	 * The token, tool and rules were read in one snapshot (vault.c);
+	 * a refusal's row or exec's ends are written outside it.
+	 */
+	store_read_end();
+	/* 5a. cli.deny, as for grants: audited as DENY. */
+	noargs = json_array();
+	rc = cli_deny_refuse(a, &t, args ? args : noargs, "server_run", resp);
+	json_decref(noargs);
+	if (rc == -1)
+		goto out;
+	/*
+	 * 6. Slots (the host's, every worker's): the server's, the user's.
+	 * A run that ended may not be read yet: read exec's news first.
+	 */
+	if ((rc = slots_claim(a->user_id, vault_conf.run_slots,
+	    vault_conf.run_slots_user, &slot, &used)) != 0) {
+		run_exits_read();
+		rc = slots_claim(a->user_id, vault_conf.run_slots,
+		    vault_conf.run_slots_user, &slot, &used);
+	}
+	switch (rc) {
+	case SLOTS_FULL:
+		resp_error(resp, 429, "the server is busy running other jobs "
+		    "— try again in a moment");
+		goto out;
+	case SLOTS_USER:
+		resp_error(resp, 429, "you already have %d server runs in "
+		    "flight — wait for one to finish", used);
+		goto out;
+	}
+
+	/* The secrets and the argv's mask: one more snapshot. */
+	if (store_read_begin() == -1) {
+		db_fail(resp, "secrets");
+		goto out;
+	}
+	/* The inject entries, each with its secret put in. */
+	inject = json_object_get(t.cli, "inject");
+	json_array_foreach(inject, i, e) {
+		if (inject_resolve(&t, e, &sid) == -1) {
+			resp_error(resp, 422, "cannot tell which secret the "
+			    "inject entry %zu of tool '%s' refers to — give "
+			    "it a secret_id or from_binding", i, t.name);
+			goto out;
+		}
+		if ((sc = secs_get(secs, a->org_id, sid, resp)) == NULL)
+			goto out;
+		via = json_string_value(json_object_get(e, "via"));
+		if (via != NULL && strcmp(via, "argv") == 0) {
+			json_array_foreach(json_object_get(e, "argv"), n, v) {
+				if (inject_value(sc, e, json_string_value(v),
+				    resp, 422, &val, &vlen) == -1)
+					goto out;
+				strv_add(&xargs, val, vlen);
+				if (!sc->param && redset_add(mask, val,
+				    vlen) == -1)
+					goto toomany;
+			}
+			continue;
+		}
+		env_name = json_string_value(json_object_get(e, "name"));
+		if (env_name == NULL || *env_name == '\0') {
+			resp_error(resp, 422, "inject entry %zu of tool '%s' "
+			    "has no variable name", i, t.name);
+			goto out;
+		}
+		if (inject_value(sc, e, json_string_value(json_object_get(e,
+		    "format")), resp, 422, &val, &vlen) == -1)
+			goto out;
+		if (!sc->param && redset_add(mask, val, vlen) == -1) {
+			freezero(val, vlen + 1);
+			goto toomany;
+		}
+		/* NAME=value, built around the value in place. */
+		n = strlen(env_name);
+		if ((kv = malloc(n + 1 + vlen + 1)) == NULL)
+			fatal("%s: malloc", __func__);
+		memcpy(kv, env_name, n);
+		kv[n] = '=';
+		memcpy(kv + n + 1, val, vlen + 1);
+		freezero(val, vlen + 1);
+		strv_add(&env, kv, n + 1 + vlen);
+	}
+	/* Every other secret the tool is bound to is masked as well. */
+	if (secs_tool(secs, a->org_id, &t, resp) == -1)
+		goto out;
+	for (i = 0; i < secs->n; i++)
+		if (redset_secret(mask, &secs->s[i]) == -1)
+			goto toomany;
+
+	/* The order: bin, argv, env, secrets. */
+	pack_str(&pk, bin);
+	n = 1 + json_array_size(args) + xargs.n;
+	pack_u32(&pk, n);
+	pack_str(&pk, bin);
+	json_array_foreach(args, i, v)
+		pack_bytes(&pk, json_string_value(v), json_string_length(v));
+	for (i = 0; i < xargs.n; i++)
+		pack_bytes(&pk, xargs.v[i], xargs.len[i]);
+	pack_u32(&pk, env.n);
+	for (i = 0; i < env.n; i++)
+		pack_bytes(&pk, env.v[i], env.len[i]);
+	pack_u32(&pk, mask->n);
+	for (i = 0; i < mask->n; i++)
+		pack_bytes(&pk, mask->v[i], mask->len[i]);
+
+	noargs = json_array();
+	masked = argv_mask(a->org_id, args ? args : noargs);
+	json_decref(noargs);
+	if (masked == NULL || (margv = json_dumps(masked,
+	    JSON_COMPACT)) == NULL)
+		fatalx("%s: argv", __func__);
+	json_decref(masked);
+	store_read_end();
+	/* Audit first: no committed row, nothing goes to exec. */
+	t_audit = mono_ns();
+	if ((audit_id = run_audit_start(a, t.name, margv)) == -1) {
+		free(margv);
+		resp_error(resp, 503, "the audit log cannot be written — "
+		    "nothing was run");
+		goto out;
+	}
+	if ((vr = calloc(1, sizeof(*vr))) == NULL)
+		fatal("%s: calloc", __func__);
+	vr->runid = next_runid++;
+	if (next_runid == 0)
+		next_runid = 1;
+	vr->reqid = req->reqid;
+	vr->audit_id = audit_id;
+	vr->slot = slot;
+	slots_started(slot, audit_id);
+	slot = -1;
+	vr->org_id = a->org_id;
+	vr->user_id = a->user_id;
+	strlcpy(vr->email, a->email, sizeof(vr->email));
+	strlcpy(vr->tool, t.name, sizeof(vr->tool));
+	strlcpy(vr->bin, bin, sizeof(vr->bin));
+	vr->argv = margv;
+
+	memset(&rs, 0, sizeof(rs));
+	rs.runid = vr->runid;
+	rs.timeout_s = timeout;
+	rs.rlimits = vault_conf.run_rlimits;
+	rs.stream = req->stream;
+	rs.cpu = vault_conf.run_cpu;
+	rs.filesize = vault_conf.run_filesize;
+	rs.network = !json_is_false(json_object_get(t.cli, "network"));
+	rs.tool_id = t.id;
+	if (imsgev_send_blob(vault_exec, IMSG_RUN_START, req->reqid, &rs,
+	    sizeof(rs), pk.buf, pk.len) == -1)
+		fatal("%s: send to exec", __func__);
+	memset(&who, 0, sizeof(who));
+	who.status = 200;
+	who.org_id = req->auth->org_id;
+	who.user_id = req->auth->user_id;
+	if (imsgev_compose(vault_frontend, IMSG_RUN_ACCEPTED, req->reqid, -1,
+	    &who, sizeof(who)) == -1)
+		fatal("%s: send to frontend", __func__);
+	TAILQ_INSERT_TAIL(&vruns, vr, entry);
+	resp->status = 0;	/* exec and run_exit() answer */
+	/* bench/run.sh -v: the vault's share, in µs. */
+	if (log_getverbose() >= 1)
+		log_debug("run %u: vault us: token %lld, decide %lld, "
+		    "audit %lld", vr->runid,
+		    (long long)(t_in - req->t_in) / 1000,
+		    (long long)(t_audit - t_in) / 1000,
+		    (long long)(mono_ns() - t_audit) / 1000);
+	goto out;
+ toomany:
+	resp_error(resp, 422, "the secrets of tool '%s' have too many parts "
+	    "to be masked", t.name);
+ out:
+	store_read_end();
+	if (slot != -1)
+		slots_release(slot);
+	redset_clear(mask);
+	free(mask);
+	pack_free(&pk);
+	strv_clear(&env);
+	strv_clear(&xargs);
+	secs_clear(secs);
+	free(secs);
+	tool_row_clear(&t);
+}
+
+/* The host's, every worker's. */
+int
+run_slots_used(void)
+{
+	return (slots_used(0));
+}
+
+/* The path of a base URL, for deny rules: "/" when it has none. */
+static void
+base_url_path(const char *url, char *path, size_t len)
+{
+	const char	*p;
+	size_t		 n;
+
+	if ((p = strstr(url, "://")) != NULL)
+		url = p + 3;
+	if ((p = strchr(url, '/')) == NULL) {
+		strlcpy(path, "/", len);
+		return;
+	}
+	n = strcspn(p, "?#");
+	if (n + 1 > len)
+		n = len - 1;
+	memcpy(path, p, n);
+	path[n] = '\0';
+}
+
+/*
+ * The run's row, before it starts: who, what tool, the masked argv.  Its
+ * id, or -1 when it could not be committed.
+ */
+static int64_t
+run_audit_start(const struct auth *a, const char *tool, const char *argv)
+{
+	struct store_run	 r;
+	char			 now[32];
+	int64_t			 id;
+
+	now_iso(now, sizeof(now));
+	memset(&r, 0, sizeof(r));
+	r.org_id = a->org_id;
+	r.user_id = a->user_id;
+	r.user_email = a->email;
+	r.tool = tool;
+	r.argv = argv;
+	r.created_at = now;
+	if (store_run_insert(&r, &id) == -1) {
+		log_warnx("run of '%s': audit row not written, nothing run: %s",
+		    tool, store_error());
+		return (-1);
+	}
+	return (id);
+}
+
+/*
+ * How it ended, appended (the runs row itself is never changed): queued
+ * for the commit at the end of this turn of the loop, or now when the
+ * batch is full.  outcome is a static string.
+ */
+static void
+run_audit_end(const struct vrun *vr, const struct run_exit *rx,
+    const char *outcome)
+{
+	struct vend		*v;
+	struct timeval		 tv = { 0, 0 };
+
+	if (nvends == RUN_ENDS_BATCH)
+		run_ends_flush();
+	v = &vends[nvends++];
+	memset(v, 0, sizeof(*v));
+	now_iso(v->at, sizeof(v->at));
+	strlcpy(v->tool, vr->tool, sizeof(v->tool));
+	v->e.run_id = vr->audit_id;
+	v->e.org_id = vr->org_id;
+	v->e.outcome = outcome;
+	v->e.has_exit = strcmp(outcome, "not_run") != 0;
+	v->e.exit_code = rx->exit_code;
+	v->e.duration_ms = rx->duration_ms;
+	v->e.timed_out = rx->timed_out != 0;
+	v->e.redacted = rx->redacted;
+	v->e.truncated = rx->truncated & (RUN_TRUNC_STDOUT | RUN_TRUNC_STDERR);
+	v->e.created_at = v->at;
+	v->slot = vr->slot;
+	if (!ev_ends_set) {
+		evtimer_set(&ev_ends, run_ends_commit, NULL);
+		ev_ends_set = 1;
+	}
+	if (!evtimer_pending(&ev_ends, NULL))
+		evtimer_add(&ev_ends, &tv);
+}
+
+static void
+run_ends_commit(int fd, short event, void *arg)
+{
+	run_ends_flush();
+}
+
+/* The queued ends, in one transaction. */
+void
+run_ends_flush(void)
+{
+	struct store_run_end	 e[RUN_ENDS_BATCH];
+	size_t			 i, n = nvends;
+	int64_t			 t0 = mono_ns();
+
+	if (n == 0)
+		return;
+	nvends = 0;
+	for (i = 0; i < n; i++)
+		e[i] = vends[i].e;
+	/* Those runs are on record as started: GET /runs says "interrupted". */
+	if (store_run_ends_insert(e, n) == -1)
+		for (i = 0; i < n; i++)
+			log_warnx("run %lld of '%s': its end was not "
+			    "recorded: %s", (long long)vends[i].e.run_id,
+			    vends[i].tool, store_error());
+	/*
+	 * Only now is the run no longer in flight for every worker: one
+	 * that reads the log in between shows it running, never
+	 * interrupted.
+	 */
+	for (i = 0; i < n; i++)
+		slots_release(vends[i].slot);
+	if (log_getverbose() >= 1)
+		log_debug("run ends: %zu committed together in %lld us", n,
+		    (long long)(mono_ns() - t0) / 1000);
+}
+
+/*
+ * What exec has said already, then the queued ends committed: before a
+ * read of the run log, and before a run is refused for its slots.  exec
+ * writes a run's exit to the vault before it answers the frontend, so a
+ * client that got its answer finds its run ended here.
+ */
+static void
+run_exits_read(void)
+{
+	ssize_t	 n;
+
+	if (vault_exec->dead) {
+		run_ends_flush();
+		return;
+	}
+	n = imsgbuf_read(&vault_exec->ibuf);
+	if (n == -1 && errno != EAGAIN)
+		return;		/* its handler sees the error too */
+	imsgev_drain(vault_exec);
+	run_ends_flush();
+}
+
+/*
+ * The frontend holds a GET /runs another worker answers until this one
+ * committed the ends exec told it of (exec tells before it answers).
+ */
+void
+run_ends_sync(struct imsg *imsg)
+{
+	run_exits_read();
+	/* The frontend's count of this worker's runs it answered, back. */
+	if (imsgev_compose(vault_frontend, IMSG_RUNS_SYNC, imsg->hdr.id, -1,
+	    imsg->data, imsg->datalen) == -1)
+		fatal("%s: compose", __func__);
+}
+
+/* On any worker: each started it in the table of slots. */
+static int
+run_in_flight(int64_t audit_id)
+{
+	return (slots_in_flight(audit_id));
+}
+
+/* IMSG_RUN_EXIT from exec: the end record, the slot, an error's answer. */
+void
+run_exit(struct imsg *imsg)
+{
+	struct run_exit		 rx;
+	struct vault_resp	 resp;
+	struct vrun		*vr;
+	enum run_outcome	 outcome;
+
+	if (imsg->datalen != sizeof(rx))
+		fatalx("%s: bad IMSG_RUN_EXIT from exec", __func__);
+	memcpy(&rx, imsg->data, sizeof(rx));
+	TAILQ_FOREACH(vr, &vruns, entry)
+		if (vr->runid == rx.runid)
+			break;
+	if (vr == NULL || vr->reqid != imsg->hdr.id)
+		fatalx("%s: IMSG_RUN_EXIT for no run from exec", __func__);
+	TAILQ_REMOVE(&vruns, vr, entry);
+
+	/* The slot goes with the end's commit: see run_ends_flush(). */
+	if (rx.notfound || rx.failed) {
+		/* Nothing ran: an answer, and not a run in GET /runs. */
+		run_audit_end(vr, &rx, "not_run");
+		memset(&resp, 0, sizeof(resp));
+		if (rx.notfound)
+			resp_error(&resp, 422, "CLI '%s' is not installed on "
+			    "the treg server", vr->bin);
+		else
+			resp_error(&resp, 500, "internal error: the run of "
+			    "'%s' could not be started", vr->tool);
+		vault_respond(vr->reqid, &resp);
+		json_decref(resp.body);
+		goto done;
+	}
+
+	/* exec answered the frontend itself: the end is for the record. */
+	outcome = run_outcome_of(&rx);
+	log_info("run %u ended: tool %s user %lld %s exit %d %u ms %u redacted",
+	    vr->runid, vr->tool, (long long)vr->user_id,
+	    run_outcome_name(outcome), rx.exit_code, rx.duration_ms,
+	    rx.redacted);
+	run_audit_end(vr, &rx, run_outcome_name(outcome));
+	vault_metrics_run(outcome, rx.duration_ms, rx.redacted);
+ done:
+	free(vr->argv);
+	free(vr);
+}
+
+/* ------------------------------------------------------------------ */
+/* Secrets of a run.                                                   */
+
+/* Entries past n are never read: not zeroed (90 KB a run). */
+static struct secs *
+secs_new(void)
+{
+	struct secs	*ss;
+
+	if ((ss = malloc(sizeof(*ss))) == NULL)
+		fatal("%s: malloc", __func__);
+	ss->n = 0;
+	return (ss);
+}
+
+static struct isecret *
+secs_get(struct secs *ss, int64_t org, int64_t id, struct vault_resp *resp)
+{
+	size_t		 i;
+
+	for (i = 0; i < ss->n; i++)
+		if (ss->s[i].id == id)
+			return (&ss->s[i]);
+	if (ss->n >= RUN_SECRETS_MAX) {
+		resp_error(resp, 422, "the tool uses too many secrets");
+		return (NULL);
+	}
+	if (isecret_open(org, id, &ss->s[ss->n], resp, 422) == -1)
+		return (NULL);
+	return (&ss->s[ss->n++]);
+}
+
+static void
+secs_clear(struct secs *ss)
+{
+	size_t	 i;
+
+	for (i = 0; i < ss->n; i++)
+		secret_free(ss->s[i].val, ss->s[i].len);
+	explicit_bzero(ss->s, ss->n * sizeof(ss->s[0]));
+	ss->n = 0;
+}
+
+/* The secrets of the tool's bindings (and its recorded uses). */
+static int
+secs_tool(struct secs *ss, int64_t org, const struct tool_row *t,
+    struct vault_resp *resp)
+{
+	json_t		*b;
+	int64_t		 ids[RUN_SECRETS_MAX], id;
+	size_t		 i, n = 0, m;
+
+	json_array_foreach(t->bindings, i, b) {
+		id = json_integer_value(json_object_get(b, "secret_id"));
+		if (id > 0 && n < RUN_SECRETS_MAX)
+			ids[n++] = id;
+	}
+	if (store_tool_secret_ids(t->id, ids + n, RUN_SECRETS_MAX - n,
+	    &m) == -1) {
+		db_fail(resp, "tool secrets");
+		return (-1);
+	}
+	n += m;
+	for (i = 0; i < n; i++)
+		if (secs_get(ss, org, ids[i], resp) == NULL)
+			return (-1);
+	return (0);
+}
+
+/* Takes s (len bytes and a NUL). */
+static void
+strv_add(struct strv *sv, char *s, size_t len)
+{
+	if (sv->n >= sizeof(sv->v) / sizeof(sv->v[0]))
+		fatalx("%s: too many strings", __func__);
+	sv->v[sv->n] = s;
+	sv->len[sv->n++] = len;
+}
+
+static void
+strv_clear(struct strv *sv)
+{
+	size_t	 i;
+
+	for (i = 0; i < sv->n; i++)
+		freezero(sv->v[i], sv->len[i] + 1);
+	sv->n = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The run log.                                                        */
+
+/* A page of GET /runs being filled. */
+struct runs_page {
+	const struct auth	*auth;	/* NULL: tregctl, every tool */
+	json_t			*list;
+	size_t			 limit;
+	int64_t			*flight;	/* in flight before the read */
+	size_t			 nflight;
+};
+
+/*
+ * A row without its end is running if its run was in flight before the
+ * read began (its end, committed after, is not in what the read sees;
+ * its slot may be free by now) or is in flight now (its slot is marked
+ * just after its row is committed).
+ */
+static int
+runs_row_running(const struct runs_page *pg, int64_t id)
+{
+	size_t	 i;
+
+	for (i = 0; i < pg->nflight; i++)
+		if (pg->flight[i] == id)
+			return (1);
+	return (run_in_flight(id));
+}
+
+static int
+runs_row(const struct store_runs_row *r, void *arg)
+{
+	struct runs_page	*pg = arg;
+	json_t			*o, *argv, *outcome;
+	char			 id[32];
+
+	/* The walk reads only the tools runs_access_names() allows. */
+	snprintf(id, sizeof(id), "%c%lld", r->src, (long long)r->id);
+	argv = json_loads(r->argv, 0, NULL);
+	if (!json_is_array(argv)) {
+		json_decref(argv);
+		argv = json_array();
+	}
+	if (*r->outcome != '\0')
+		outcome = json_string(r->outcome);
+	else if (r->src == 's')
+		outcome = json_string(runs_row_running(pg, r->id) ?
+		    "running" : run_outcome_name(RUN_INTERRUPTED));
+	else
+		outcome = json_null();
+	o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:s,s:s}",
+	    "id", id, "user_email", r->user_email, "tool", r->tool,
+	    "argv", argv,
+	    "exit_code", r->has_exit ? json_integer(r->exit_code) :
+	    json_null(),
+	    "duration_ms", r->has_duration ? json_integer(r->duration_ms) :
+	    json_null(),
+	    "outcome", outcome,
+	    "where", r->src == 's' ? "server" : "local",
+	    "created_at", r->created_at);
+	if (o == NULL)
+		fatalx("%s: json", __func__);
+	if (pg->auth == NULL)	/* tregctl names the org of each row */
+		json_object_set_new(o, "org", json_string(r->org_slug));
+	json_array_append_new(pg->list, o);
+	return (json_array_size(pg->list) >= pg->limit);
+}
+
+/*
+ * Server runs and local grants, newest first, of one org (0: all), older
+ * than the row before ('s' or 'l' and its id; 0: none); auth non-NULL
+ * hides the runs of tools it may not use.  NULL: the database failed;
+ * *gone when the before row does not exist.
+ */
+static int
+runs_access_tool(const struct store_tool_item *t, void *arg)
+{
+	json_array_append_new(arg, json_string(t->name));
+	return (0);
+}
+
+/*
+ * The tool names an access list lets a member see runs of: each name,
+ * and the tools of each name that is a skill's.  NULL: the database
+ * failed.
+ */
+static json_t *
+runs_access_names(int64_t org, json_t *access)
+{
+	struct store_ref	 ref;
+	struct store_sel	 sel;
+	json_t			*names, *v;
+	size_t			 i;
+	int			 rc;
+
+	if ((names = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	json_array_foreach(access, i, v) {
+		if (!json_is_string(v))
+			continue;
+		json_array_append(names, v);
+		rc = store_ref_get(STORE_BUNDLE, org, 0, json_string_value(v),
+		    &ref);
+		if (rc == 1)
+			continue;
+		memset(&sel, 0, sizeof(sel));
+		sel.org = org;
+		sel.bundle = ref.id;
+		sel.brief = 1;
+		if (rc == -1 || store_tools(&sel, runs_access_tool,
+		    names) == -1) {
+			json_decref(names);
+			return (NULL);
+		}
+	}
+	return (names);
+}
+
+static json_t *
+runs_query(int64_t org, const struct auth *a, int limit, char bsrc,
+    int64_t bid, int *gone)
+{
+	struct runs_page	 pg;
+	const char		**tools = NULL;
+	size_t			 i, n = 0;
+	json_t			*v, *names;
+	int			 rc;
+
+	pg.auth = a;
+	pg.limit = limit;
+	if ((pg.list = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	*gone = 0;
+	/*
+	 * A restricted caller's page holds the tools it names and those of
+	 * the skills it names, no other.
+	 */
+	names = NULL;
+	if (a != NULL && a->role != ROLE_OWNER &&
+	    json_is_array(a->tool_access)) {
+		if ((names = runs_access_names(org, a->tool_access)) == NULL) {
+			json_decref(pg.list);
+			return (NULL);
+		}
+		if ((tools = calloc(json_array_size(names) + 1,
+		    sizeof(*tools))) == NULL)
+			fatal("%s: calloc", __func__);
+		json_array_foreach(names, i, v)
+			tools[n++] = json_string_value(v);
+	}
+	/* Before the read's snapshot: see runs_row_running(). */
+	pg.flight = slots_in_flight_ids(&pg.nflight);
+	rc = store_runs_page_tools(org, tools, n, bsrc, bid, limit, runs_row,
+	    &pg);
+	free(pg.flight);
+	free(tools);
+	json_decref(names);
+	if (rc != 0) {
+		json_decref(pg.list);
+		*gone = rc == 1;
+		return (NULL);
+	}
+	return (pg.list);
+}
+
+static void
+runs_get(struct vault_req *req, struct vault_resp *resp)
+{
+	char		 buf[32];
+	const char	*err = NULL;
+	json_t		*list;
+	long long	 limit = RUNS_LIMIT_DEF, bid = 0;
+	int		 gone;
+
+	if (query_param(req->query, "limit", buf, sizeof(buf)) == 0) {
+		limit = strtonum(buf, 1, RUNS_LIMIT_MAX, &err);
+		if (err != NULL) {
+			resp_error(resp, 422, "limit must be an integer from "
+			    "1 to %d", RUNS_LIMIT_MAX);
+			return;
+		}
+	}
+	if (query_param(req->query, "before_id", buf, sizeof(buf)) == 0) {
+		if ((buf[0] == 's' || buf[0] == 'l') && buf[1] != '\0')
+			bid = strtonum(buf + 1, 1, LLONG_MAX, &err);
+		if (bid == 0) {
+			resp_error(resp, 422, "before_id must be the id of a "
+			    "run (s12 or l7)");
+			return;
+		}
+	}
+	run_exits_read();
+	if ((list = runs_query(req->auth->org_id, req->auth, limit, buf[0],
+	    bid, &gone)) == NULL) {
+		if (gone)
+			resp_error(resp, 422, "before_id: no such run");
+		else
+			db_fail(resp, "runs");
+		return;
+	}
+	resp_ok(resp, list);
+}
+
+int
+ctl_show_runs(const struct ctl_request *cr, json_t **reply)
+{
+	int64_t		 org = 0;
+	int		 limit = cr->limit, gone;
+
+	if (limit <= 0)
+		limit = RUNS_LIMIT_DEF;
+	if (limit > RUNS_LIMIT_MAX)
+		limit = RUNS_LIMIT_MAX;
+	if (cr->org[0] != '\0') {
+		switch (store_org_by_slug(cr->org, &org)) {
+		case 0:
+			break;
+		case 1:
+			*reply = ctl_errorf("no org '%s'", cr->org);
+			return (-1);
+		default:
+			*reply = ctl_errorf("database error");
+			return (-1);
+		}
+	}
+	run_exits_read();
+	if ((*reply = runs_query(org, NULL, limit, 0, 0, &gone)) == NULL) {
+		*reply = ctl_errorf("database error: %s", store_error());
+		return (-1);
+	}
+	return (0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Masking argv for the audit.                                         */
+
+static int
+mask_secret_open(int64_t id, int64_t org, const void *sealed, size_t len,
+    void *arg)
+{
+	struct secs	*ss = arg;
+
+	if (ss->n >= RUN_SECRETS_MAX)
+		return (1);
+	if (secret_unseal(org, id, sealed, len, &ss->s[ss->n].val,
+	    &ss->s[ss->n].len) == 0)
+		ss->n++;
+	return (0);
+}
+
+static void
+mask_append(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
+{
+	char	*nb;
+	size_t	 nc;
+
+	if (*len + n + 1 > *cap) {
+		nc = (*len + n + 1) * 2;
+		/* Not realloc: the old buffer may hold a secret. */
+		if ((nb = malloc(nc)) == NULL)
+			fatal("%s: malloc", __func__);
+		if (*len > 0)
+			memcpy(nb, *buf, *len);
+		freezero(*buf, *cap);
+		*buf = nb;
+		*cap = nc;
+	}
+	memcpy(*buf + *len, p, n);
+	*len += n;
+	(*buf)[*len] = '\0';
+}
+
+/* Every occurrence of a registered secret value, longest first. */
+static char *
+mask_secrets(const char *s, struct secs *ss)
+{
+	char		*cur, *buf;
+	const char	*p, *q;
+	size_t		 len, cap, i, j, best;
+
+	if ((cur = strdup(s)) == NULL)
+		fatal("%s: strdup", __func__);
+	for (i = 0; i < ss->n; i++) {
+		/* Longest remaining first, so a prefix secret cannot split it. */
+		best = i;
+		for (j = i + 1; j < ss->n; j++)
+			if (ss->s[j].len > ss->s[best].len)
+				best = j;
+		if (best != i) {
+			struct isecret	 t = ss->s[i];
+
+			ss->s[i] = ss->s[best];
+			ss->s[best] = t;
+		}
+		if (ss->s[i].len < MASK_SECRET_MIN ||
+		    memmem(cur, strlen(cur), ss->s[i].val, ss->s[i].len) ==
+		    NULL)
+			continue;
+		buf = NULL;
+		len = cap = 0;
+		for (p = cur; (q = memmem(p, strlen(p), ss->s[i].val,
+		    ss->s[i].len)) != NULL; p = q + ss->s[i].len) {
+			mask_append(&buf, &len, &cap, p, q - p);
+			mask_append(&buf, &len, &cap, MASK, strlen(MASK));
+		}
+		mask_append(&buf, &len, &cap, p, strlen(p));
+		freezero(cur, strlen(cur) + 1);
+		cur = buf;
+	}
+	return (cur);
+}
+
+static int
+tok_char(int c)
+{
+	return (isalnum((unsigned char)c) || c == '_' || c == '-');
+}
+
+static int
+b64url_part(const char *p, size_t n)
+{
+	size_t	 i;
+
+	if (n == 0)
+		return (0);
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)p[i]) && p[i] != '_' &&
+		    p[i] != '-')
+			return (0);
+	return (1);
+}
+
+/* A run of [A-Za-z0-9_-] that looks like a credential. */
+static int
+tok_is_key(const char *p, size_t n)
+{
+	static const char *const prefixes[] = {
+		"sk_", "sk-", "rk_", "pk_live_", "ghp_", "gho_", "ghu_",
+		"ghs_", "ghr_", "github_pat_", "glpat-", "xoxb-", "xoxp-",
+		"xoxa-", "xoxr-", "xoxs-", "xapp-", "AKIA", "ASIA", "AIza",
+		"npm_", "pypi-", "dop_v1_", "SG.", NULL
+	};
+	size_t	 i, pl;
+
+	if (n >= MASK_TOKEN_MIN && *p != '-')
+		return (1);
+	for (i = 0; prefixes[i] != NULL; i++) {
+		pl = strlen(prefixes[i]);
+		if (n >= pl + 6 && strncmp(p, prefixes[i], pl) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * Bare values that look like keys: JWTs (three base64url parts, the
+ * first a JSON header "eyJ..."), vendor prefixes, long tokens.
+ */
+static char *
+mask_tokens(const char *s)
+{
+	char		*buf = NULL;
+	const char	*p = s, *e, *d1, *d2;
+	size_t		 len = 0, cap = 0, n;
+
+	mask_append(&buf, &len, &cap, "", 0);
+	while (*p != '\0') {
+		if (!tok_char(*p)) {
+			mask_append(&buf, &len, &cap, p, 1);
+			p++;
+			continue;
+		}
+		/* The longest run of token characters and dots. */
+		for (e = p; tok_char(*e) || *e == '.'; e++)
+			;
+		n = e - p;
+		if (n > 3 && strncmp(p, "eyJ", 3) == 0 &&
+		    (d1 = memchr(p, '.', n)) != NULL &&
+		    (d2 = memchr(d1 + 1, '.', e - d1 - 1)) != NULL &&
+		    memchr(d2 + 1, '.', e - d2 - 1) == NULL &&
+		    b64url_part(p, d1 - p) && b64url_part(d1 + 1, d2 - d1 - 1) &&
+		    b64url_part(d2 + 1, e - d2 - 1)) {
+			mask_append(&buf, &len, &cap, MASK, strlen(MASK));
+			p = e;
+			continue;
+		}
+		/* Otherwise each dot-separated part on its own. */
+		for (e = p; tok_char(*e); e++)
+			;
+		if (tok_is_key(p, e - p))
+			mask_append(&buf, &len, &cap, MASK, strlen(MASK));
+		else
+			mask_append(&buf, &len, &cap, p, e - p);
+		p = e;
+	}
+	return (buf);
+}
+
+/* --token, --api-key, --password, -p... : a flag whose value is a key. */
+static int
+flag_is_credential(const char *s, size_t n)
+{
+	static const char *const words[] = {
+		"token", "secret", "password", "passwd", "apikey", "api-key",
+		"api_key", "key", "auth", "credential", "bearer", "cookie",
+		NULL
+	};
+	char	 name[64];
+	size_t	 i;
+
+	while (n > 0 && *s == '-') {
+		s++;
+		n--;
+	}
+	if (n == 0 || n >= sizeof(name))
+		return (0);
+	for (i = 0; i < n; i++)
+		name[i] = tolower((unsigned char)s[i]);
+	name[n] = '\0';
+	for (i = 0; words[i] != NULL; i++)
+		if (strstr(name, words[i]) != NULL)
+			return (1);
+	return (0);
+}
+
+/*
+ * The argv an audit row keeps: credential flags' values, registered
+ * secret values of the org and anything shaped like a key become "***".
+ * The caller owns the new array.
+ */
+json_t *
+argv_mask(int64_t org, json_t *argv)
+{
+	struct secs	*ss;
+	json_t		*out, *v;
+	const char	*s, *eq, *b;
+	char		*m1, *m2, *tmp;
+	size_t		 i, n;
+	int		 next_is_value = 0;
+
+	/* No argument, nothing to mask: no secret of the org unsealed. */
+	if ((out = json_array()) == NULL || !json_is_array(argv) ||
+	    json_array_size(argv) == 0)
+		return (out);
+	ss = secs_new();
+	/* A secret that cannot be read is masked by the token rules only. */
+	(void)store_org_secrets_sealed(org, mask_secret_open, ss);
+
+	json_array_foreach(argv, i, v) {
+		if (!json_is_string(v)) {
+			json_array_append(out, v);
+			continue;
+		}
+		s = json_string_value(v);
+		if (next_is_value) {
+			next_is_value = 0;
+			json_array_append_new(out, json_string(MASK));
+			continue;
+		}
+		if (*s == '-') {
+			eq = strchr(s, '=');
+			n = eq ? (size_t)(eq - s) : strlen(s);
+			if (flag_is_credential(s, n)) {
+				if (eq == NULL) {
+					next_is_value = 1;
+					json_array_append(out, v);
+				} else {
+					if (asprintf(&tmp, "%.*s=%s", (int)n,
+					    s, MASK) == -1)
+						fatal("%s: asprintf", __func__);
+					json_array_append_new(out,
+					    json_string(tmp));
+					free(tmp);
+				}
+				continue;
+			}
+		}
+		m1 = mask_secrets(s, ss);
+		/* "Authorization: Bearer X" and the like. */
+		if ((b = strcasestr(m1, "bearer ")) != NULL ||
+		    (b = strcasestr(m1, "basic ")) != NULL) {
+			b = strchr(b, ' ') + 1;
+			if (*b != '\0' && strcmp(b, MASK) != 0) {
+				n = b - m1;
+				tmp = m1;
+				if (asprintf(&m1, "%.*s%s", (int)n, tmp,
+				    MASK) == -1)
+					fatal("%s: asprintf", __func__);
+				freezero(tmp, strlen(tmp) + 1);
+			}
+		}
+		m2 = mask_tokens(m1);
+		if ((v = json_string(m2)) == NULL)
+			v = json_string(MASK);	/* not UTF-8 after all */
+		json_array_append_new(out, v);
+		freezero(m1, strlen(m1) + 1);
+		freezero(m2, strlen(m2) + 1);
+	}
+	secs_clear(ss);
+	free(ss);
+	return (out);
+}
