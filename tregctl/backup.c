@@ -3,8 +3,8 @@
  * database with sqlite's online backup API (tregd keeps serving) into
  * its state directory and names it; tregctl, which may read the state
  * directory (root), moves the copy into DIR and puts the keyring beside
- * it (DIR/keys/).  The copy is one file (no WAL): restoring is copying
- * DIR's files into an empty state directory.  With PostgreSQL the
+ * it (DIR/keys/).  The copy is one file (no WAL): tregd -R DIR restores
+ * it (tregd/restore.c).  With PostgreSQL the
  * daemon names no copy (pg_dump's job) and DIR gets the keyring only.
  */
 

@@ -73,6 +73,8 @@ static const struct column keys_columns[] = {
 	{ "ID",		"id",		NULL },
 	{ "CURRENT",	"current",	NULL },
 	{ "SEALED",	"sealed",	NULL },
+	{ "HELD",	"held",		NULL },
+	{ "MISSING",	"missing",	NULL },
 	{ NULL,		NULL,		NULL }
 };
 

@@ -28,8 +28,8 @@ usage(void)
 {
 	extern char	*__progname;
 
-	fprintf(stderr, "usage: %s [-dnv] [-D macro=value] [-f file]\n",
-	    __progname);
+	fprintf(stderr, "usage: %s [-dnv] [-D macro=value] [-f file] "
+	    "[-R backup]\n", __progname);
 	exit(1);
 }
 
@@ -38,12 +38,12 @@ main(int argc, char *argv[], char *envp[])
 {
 	struct tregd_conf	 conf;
 	const char		*conffile = TREGD_CONF, *title = NULL;
-	const char		*selftest = NULL;
+	const char		*selftest = NULL, *restore = NULL;
 	int			 ch, debug = 0, noaction = 0, verbose = 0;
 
 	setproctitle_init(argc, argv, envp);
 	log_init(1, 0);		/* stderr until we know better */
-	while ((ch = getopt(argc, argv, "D:df:nP:T:v")) != -1) {
+	while ((ch = getopt(argc, argv, "D:df:nP:R:T:v")) != -1) {
 		switch (ch) {
 		case 'D':
 			if (cmdline_symset(optarg) < 0)
@@ -61,6 +61,9 @@ main(int argc, char *argv[], char *envp[])
 			break;
 		case 'P':
 			title = optarg;
+			break;
+		case 'R':
+			restore = optarg;
 			break;
 		case 'T':
 			selftest = optarg;
@@ -105,6 +108,8 @@ main(int argc, char *argv[], char *envp[])
 	conf_defaults(&conf);
 	if (parse_config(conffile, &conf) == -1)
 		return (1);
+	if (restore != NULL && !noaction)
+		restore_main(&conf, restore);
 	if (noaction) {
 		if (verbose)
 			print_config(&conf, stdout);

@@ -559,6 +559,8 @@ __dead void proc_child_run(void (*)(int, short, void *));
  * Everything else a process defines is in the header of its folder.
  */
 __dead void parent_main(struct tregd_conf *, const char *, int, int);
+/* parent/restore.c: tregd -R (tregd.c) */
+__dead void restore_main(const struct tregd_conf *, const char *);
 __dead void frontend_main(int, int);
 void	 front_print_routes(FILE *);
 __dead void vault_main(int, int);

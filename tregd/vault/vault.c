@@ -39,6 +39,7 @@
 #include <sodium.h>
 
 #include "sandbox.h"
+#include "vault_keyring.h"
 #include "vault.h"
 
 struct tregd_conf	 vault_conf;
@@ -126,6 +127,7 @@ vault_main(int debug, int verbose)
 	struct passwd		*pw = NULL;
 	char			 dbpath[PATH_MAX];
 	const char		*root;
+	char			 err[768];
 	int			 initfd;
 
 	vault_parent = &iev_parent;
@@ -178,6 +180,8 @@ vault_main(int debug, int verbose)
 		vault_open_db(dbpath);
 	if (crypto_settle() == -1)
 		fatalx("cannot move master.key into the keyring");
+	if (keydb_start(err, sizeof(err)) == -1)
+		fatalx("database refused: %s", err);
 	close(initfd);		/* the lock goes with it */
 	vault_index_routes();
 	vault_metrics_start();
@@ -284,6 +288,7 @@ vault_open_db(const char *path)
 	int			 rc;
 
 	memset(&sp, 0, sizeof(sp));
+	sp.worker = slots_worker();
 	err[0] = '\0';
 	if (path != NULL) {
 		sp.engine = STORE_SQLITE;

@@ -186,6 +186,7 @@ int		 hosts_is_alive(int64_t, const int64_t *, size_t);
 #define SLOTS_USER		2	/* the user's share is */
 #define SLOTS_ORG		3	/* the org's share is */
 void		 slots_init(int, uint32_t);
+uint32_t	 slots_worker(void);
 int		 slots_claim(int64_t, int64_t, int, int, int, int *, int *);
 void		 slots_started(int, int64_t);
 void		 slots_release(int);

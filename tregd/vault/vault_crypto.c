@@ -438,15 +438,82 @@ keyring_seal(int i, int64_t org, int64_t id, const void *pt, size_t ptlen,
 	int	 k;
 
 	if (i < 0) {
-		/* Another vault of this host may have run "key use". */
-		if ((k = keyring_current_file()) != -1)
+		/* The database's sealing key, which every host can have. */
+		if ((k = keydb_sealing()) != -1)
 			cur = k;
-		if ((i = cur) < 0) {
+		if ((i = k) < 0) {
 			log_warnx("keyring: no sealing key");
 			return (-1);
 		}
 	}
 	return (seal_with(&ring[i], org, id, pt, ptlen, out, outlen));
+}
+
+/*
+ * Key i sealed under key under, for the database's keyring: under's id
+ * | nonce | the key sealed, with "tregdkw1" and i's id as associated
+ * data (a wrapped key copied into another row does not open).
+ */
+int
+keyring_wrap(int i, int under, void **out, size_t *outlen)
+{
+	unsigned char		 ad[16], *o;
+	unsigned long long	 clen;
+	size_t			 len = KEY_ID_LEN + NONCE_LEN + KEY_LEN + TAG_LEN;
+
+	if ((o = malloc(len)) == NULL)
+		return (-1);
+	memcpy(ad, "tregdkw1", 8);
+	memcpy(ad + 8, ring[i].buf, KEY_ID_LEN);
+	memcpy(o, ring[under].buf, KEY_ID_LEN);
+	randombytes_buf(o + KEY_ID_LEN, NONCE_LEN);
+	crypto_aead_xchacha20poly1305_ietf_encrypt(o + KEY_ID_LEN + NONCE_LEN,
+	    &clen, ring[i].buf + KEY_ID_LEN, KEY_LEN, ad, sizeof(ad), NULL,
+	    o + KEY_ID_LEN, ring[under].buf + KEY_ID_LEN);
+	*out = o;
+	*outlen = KEY_ID_LEN + NONCE_LEN + clen;
+	return (0);
+}
+
+/*
+ * The key hex, wrapped under key under, opened into a free slot and
+ * written to keys/: its slot, or -1.
+ */
+int
+keyring_unwrap(const char *hex, const void *w, size_t len, int under)
+{
+	const unsigned char	*s = w;
+	unsigned char		 ad[16];
+	unsigned long long	 klen;
+	int			 i;
+
+	if (len != KEY_ID_LEN + NONCE_LEN + KEY_LEN + TAG_LEN ||
+	    sodium_memcmp(s, ring[under].buf, KEY_ID_LEN) != 0 ||
+	    (i = key_slot_free()) == -1)
+		return (-1);
+	if ((ring[i].buf = sodium_malloc(KEYFILE_LEN)) == NULL)
+		fatal("%s: sodium_malloc", __func__);
+	if (sodium_hex2bin(ring[i].buf, KEY_ID_LEN, hex, KEY_HEX_LEN, NULL,
+	    NULL, NULL) != 0)
+		goto fail;
+	memcpy(ad, "tregdkw1", 8);
+	memcpy(ad + 8, ring[i].buf, KEY_ID_LEN);
+	if (crypto_aead_xchacha20poly1305_ietf_decrypt(ring[i].buf +
+	    KEY_ID_LEN, &klen, NULL, s + KEY_ID_LEN + NONCE_LEN, len -
+	    KEY_ID_LEN - NONCE_LEN, ad, sizeof(ad), s + KEY_ID_LEN,
+	    ring[under].buf + KEY_ID_LEN) != 0 || klen != KEY_LEN)
+		goto fail;
+	strlcpy(ring[i].hex, hex, sizeof(ring[i].hex));
+	ring[i].loaded = 1;
+	if (keyring_write(i) == -1) {
+		keyring_unload(i);
+		return (-1);
+	}
+	return (i);
+ fail:
+	sodium_free(ring[i].buf);
+	ring[i].buf = NULL;
+	return (-1);
 }
 
 int
@@ -480,9 +547,10 @@ secret_unseal(int64_t org, int64_t id, const void *sealed, size_t len,
 	*outlen = 0;
 	if (keyring_sealed_hex(sealed, len, hex) == -1)
 		return (-1);
-	if ((k = keyring_find_id(s)) == -1 && (k = keyring_find(hex)) == -1) {
+	if ((k = keyring_find_id(s)) == -1 && (k = keydb_find(hex)) == -1) {
 		log_warnx("secret %lld is sealed under key %s, which is not "
-		    "in this host's keyring", (long long)id, hex);
+		    "in this host's keyring nor in the database's", (long long)id,
+		    hex);
 		return (-1);
 	}
 	/*

@@ -69,13 +69,15 @@ ctl_key_use(const char *hex, json_t **reply)
 static int
 ctl_key_retire(const char *hex, json_t **reply)
 {
-	char	 err[256];
+	char	 err[768];
 
 	if (crypto_key_retire(hex, err, sizeof(err)) == -1) {
 		*reply = ctl_errorf("%s", err);
 		return (-1);
 	}
 	*reply = json_pack("{s:s}", "retired", hex);
+	if (err[0] != '\0')
+		json_object_set_new(*reply, "note", json_string(err));
 	return (0);
 }
 

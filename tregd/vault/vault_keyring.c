@@ -202,6 +202,9 @@ crypto_key_new(char *hex, char *err, size_t errlen)
 		    "(see the log)"));
 	}
 	strlcpy(hex, keyring_hex(i), KEY_HEX_LEN + 1);
+	/* Every host can pick it up from the database. */
+	if (keydb_register(i) == -1)
+		log_warnx("keyring: key %s is not in the database yet", hex);
 	log_info("keyring: new key %s", hex);
 	return (0);
 }
@@ -253,42 +256,39 @@ crypto_key_use(const char *hex, int64_t *resealed, char *err, size_t errlen)
 	rs.to = i;
 	if (store_begin() == -1)
 		return (key_err(err, errlen, "database error"));
-	if (store_secrets_each_sealed(key_reseal_one, &rs) == -1 ||
+	/* The database names it first: a seal elsewhere waits, then moves. */
+	if (keydb_use(i) == -1 ||
+	    store_secrets_each_sealed(key_reseal_one, &rs) == -1 ||
 	    rs.failed || store_commit() == -1) {
 		store_rollback();
 		return (key_err(err, errlen, "re-sealing failed, nothing "
 		    "changed (see the log)"));
 	}
-	if (keyring_current_write(i) == -1)
-		return (key_err(err, errlen, "secrets re-sealed under %s, but "
-		    "%s/%s could not be written (see the log)", hex,
-		    TREGD_KEYRING, KEY_CURRENT));
+	keydb_used(i);
 	*resealed = rs.n;
 	log_info("keyring: sealing under key %s, %lld secrets re-sealed",
 	    hex, (long long)rs.n);
 	return (0);
 }
 
-/* tregctl key retire: refused for the sealing key or one still in use. */
+/*
+ * tregctl key retire: refused for the sealing key or one still in use
+ * (vault_keydb.c); the key file, if this host holds it, is wiped.  note:
+ * what stays in the database, or "".
+ */
 int
-crypto_key_retire(const char *hex, char *err, size_t errlen)
+crypto_key_retire(const char *hex, char *note, size_t notelen)
 {
 	char	 name[KEY_HEX_LEN + 8], path[PATH_MAX];
-	int64_t	 n;
 	int	 i;
 
-	if ((i = keyring_find(hex)) == -1)
-		return (key_err(err, errlen, "no key %s in this host's "
-		    "keyring", hex));
-	if (i == keyring_current() || i == keyring_current_file())
-		return (key_err(err, errlen, "key %s seals new values: key "
-		    "use another first", hex));
-	if ((n = key_sealed(i)) == -1)
-		return (key_err(err, errlen, "database error"));
-	if (n > 0)
-		return (key_err(err, errlen, "%lld secrets are still sealed "
-		    "under key %s: key use the new key on every host first",
-		    (long long)n, hex));
+	if (!keyring_hex_ok(hex))
+		return (key_err(note, notelen, "no key %s", hex));
+	i = keyring_find(hex);
+	if (keydb_retire(hex, i != -1, note, notelen) == -1)
+		return (-1);
+	if (i == -1)
+		return (0);
 	snprintf(name, sizeof(name), "%s.key", hex);
 	if (keyring_path(path, sizeof(path), name) == 0)
 		key_wipe_file(path);
@@ -310,6 +310,8 @@ crypto_reload(void)
 		return (-1);
 	if ((i = keyring_current_file()) != -1)
 		keyring_set_current(i);
+	if (keydb_reload() == -1)
+		log_warnx("keyring: the database's sealing key not read");
 	log_info("keyring reloaded: %d keys, sealing under %s", n,
 	    crypto_key_id());
 	return (n);
@@ -331,10 +333,11 @@ crypto_key_list(void)
 			json_decref(a);
 			return (NULL);
 		}
-		json_array_append_new(a, json_pack("{s:s,s:b,s:I}", "id",
+		json_array_append_new(a, json_pack("{s:s,s:b,s:I,s:b}", "id",
 		    keyring_hex(i), "current", i == keyring_current(),
-		    "sealed", (json_int_t)n));
+		    "sealed", (json_int_t)n, "held", 1));
 	}
+	keydb_list(a);
 	return (a);
 }
 
@@ -362,7 +365,7 @@ crypto_key_files(void)
 int
 crypto_rotate(const char *why)
 {
-	char	 old[KEY_HEX_LEN + 1], hex[KEY_HEX_LEN + 1], err[256];
+	char	 old[KEY_HEX_LEN + 1], hex[KEY_HEX_LEN + 1], err[768];
 	int64_t	 n;
 
 	strlcpy(old, crypto_key_id(), sizeof(old));
@@ -379,6 +382,8 @@ crypto_rotate(const char *why)
 	}
 	if (crypto_key_retire(old, err, sizeof(err)) == -1)
 		log_warnx("key rotate: the old key stays: %s", err);
+	else if (err[0] != '\0')
+		log_info("key rotate: key %s retired; %s", old, err);
 	log_info("master key rotated (%s), new key id %s", why, hex);
 	return (0);
 }

@@ -7,6 +7,7 @@
 #ifndef VAULT_KEYRING_H
 #define VAULT_KEYRING_H
 
+#include <jansson.h>
 #include <sodium.h>
 
 #define KEY_ID_LEN	8
@@ -38,5 +39,18 @@ int		 keyring_scan(int);
 int		 keyring_seal(int, int64_t, int64_t, const void *, size_t,
 		    void **, size_t *);
 int		 keyring_sealed_hex(const void *, size_t, char *);
+int		 keyring_wrap(int, int, void **, size_t *);
+int		 keyring_unwrap(const char *, const void *, size_t, int);
+
+/* vault_keydb.c: the keyring in the database */
+int		 keydb_find(const char *);
+int		 keydb_sealing(void);
+int		 keydb_start(char *, size_t);
+int		 keydb_register(int);
+int		 keydb_use(int);
+void		 keydb_used(int);
+int		 keydb_retire(const char *, int, char *, size_t);
+int		 keydb_reload(void);
+void		 keydb_list(json_t *);
 
 #endif /* VAULT_KEYRING_H */

@@ -70,6 +70,13 @@ slots_init(int fd, uint32_t worker)
 	self = worker;
 }
 
+/* This worker's index. */
+uint32_t
+slots_worker(void)
+{
+	return (self);
+}
+
 static void
 slots_lock(struct slot_table *t)
 {

@@ -779,3 +779,53 @@ runs_merge_free(struct runs_merge *m)
 }
 
 /* treg compatibility */
+
+/* the keyring in the database (storage helper) */
+
+int
+store_keys(const char *id, store_key_fn fn, void *arg)
+{
+	return (ops->keys(id, fn, arg));
+}
+
+int
+store_key_insert(const struct store_key *k)
+{
+	return (ops->key_insert(k));
+}
+
+int
+store_key_set_current(const char *id)
+{
+	return (ops->key_set_current(id));
+}
+
+int
+store_key_retire(const char *id, const char *at)
+{
+	return (ops->key_retire(id, at));
+}
+
+int
+store_key_unlink(const char *id)
+{
+	return (ops->key_unlink(id));
+}
+
+int
+store_key_host_set(const char *host, const char *id, const char *at)
+{
+	return (ops->key_host_set(host, id, at));
+}
+
+int
+store_key_hosts(store_key_host_fn fn, void *arg)
+{
+	return (ops->key_hosts(fn, arg));
+}
+
+int
+store_sealed_keys(store_key_host_fn fn, void *arg)
+{
+	return (ops->sealed_keys(fn, arg));
+}

@@ -38,6 +38,7 @@ struct store_params {
 	const char		*path;		/* sqlite: the database file */
 	const char		*conninfo;	/* postgresql: libpq string */
 	const char		*password;	/* postgresql: or NULL */
+	unsigned int		 worker;	/* this vault worker's index */
 };
 
 /* One membership (a token): user, org and role. */
@@ -315,6 +316,24 @@ typedef int	(*store_tool_url_fn)(const struct store_tool_url *, void *);
 typedef int	(*store_sealed_fn)(int64_t id, int64_t org, const void *,
 		    size_t, void *);
 
+/*
+ * A key as the database holds it (vault_keyring.c): its id, and the key
+ * sealed under the key before it (wrapped_by), never the key in clear.
+ */
+struct store_key {
+	const char	*id;		/* hex */
+	const void	*wrapped;	/* NULL: a first key, or unlinked */
+	size_t		 wrappedlen;
+	const char	*wrapped_by;	/* hex, NULL with wrapped */
+	int		 current;	/* the key of the last key use */
+	const char	*retired_at;	/* NULL: not retired */
+	const char	*created_at;
+};
+typedef int	(*store_key_fn)(const struct store_key *, void *);
+/* A host and the key it seals under; a key id and its sealed values. */
+typedef int	(*store_key_host_fn)(const char *, const char *, int64_t,
+		    void *);
+
 /* Types of the registry (vault_tool.c). */
 /*
  * The registry: secrets, tools and skills (bundles).  A write that a
@@ -563,8 +582,21 @@ struct store_ops {
 		    int64_t, int, store_runs_fn, void *);
 
 	/* ops: treg compatibility */
+
+	/* ops: the keyring in the database (storage helper) */
+	int	(*keys)(const char *, store_key_fn, void *);
+	int	(*key_insert)(const struct store_key *);
+	int	(*key_set_current)(const char *);
+	int	(*key_retire)(const char *, const char *);
+	int	(*key_unlink)(const char *);
+	int	(*key_host_set)(const char *, const char *, const char *);
+	int	(*key_hosts)(store_key_host_fn, void *);
+	int	(*sealed_keys)(store_key_host_fn, void *);
 };
 extern const struct store_ops	store_sqlite_ops;	/* store_sqlite.c */
+/* A database file at rest: quick_check, then fn per sealed key id. */
+int		 store_sqlite_inspect(const char *, store_key_host_fn, void *,
+		    char *, size_t);
 extern const struct store_ops	store_pg_ops;		/* store_pg.c */
 
 /* store.c: the engine chosen at open. */
@@ -822,5 +854,27 @@ int		 store_runs_page_tools(int64_t, const char *const *, size_t,
 		    char, int64_t, int, store_runs_fn, void *);
 
 /* treg compatibility */
+
+/* the keyring in the database (storage helper) */
+/*
+ * The keys (id NULL: every key, oldest first; else that one: 0, 1 none).
+ * In a transaction, PostgreSQL locks the rows read until its end (FOR
+ * SHARE): a retire waits for a seal under the key to commit.
+ */
+int		 store_keys(const char *, store_key_fn, void *);
+/* 0, STORE_TAKEN: the id is there already, -1. */
+int		 store_key_insert(const struct store_key *);
+/* The key of id becomes the only current one: 0, 1 no such key. */
+int		 store_key_set_current(const char *);
+/* Marked retired at a time: 0, 1 no such key. */
+int		 store_key_retire(const char *, const char *);
+/* The wrapped copies sealed under the key of id are dropped. */
+int		 store_key_unlink(const char *);
+/* host seals under key id (an upsert). */
+int		 store_key_host_set(const char *, const char *, const char *);
+/* fn(host, key id, 0) per host. */
+int		 store_key_hosts(store_key_host_fn, void *);
+/* fn(NULL, key id in hex, sealed values) per key id sealed values carry. */
+int		 store_sealed_keys(store_key_host_fn, void *);
 
 #endif /* STORE_H */

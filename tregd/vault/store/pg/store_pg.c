@@ -158,6 +158,16 @@ const struct store_ops store_pg_ops = {
 	.runs_tools = pg_runs_tools,
 
 	/* treg compatibility */
+
+	/* the keyring in the database (storage helper) */
+	.keys = pg_keys,
+	.key_insert = pg_key_insert,
+	.key_set_current = pg_key_set_current,
+	.key_retire = pg_key_retire,
+	.key_unlink = pg_key_unlink,
+	.key_host_set = pg_key_host_set,
+	.key_hosts = pg_key_hosts,
+	.sealed_keys = pg_sealed_keys,
 };
 
 static int

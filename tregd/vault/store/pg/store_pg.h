@@ -64,6 +64,16 @@ int		 pg_null(const PGresult *, int, int);
 char		*pg_strdup(const PGresult *, int, int);	/* NULL: NULL */
 void		 pg_copy(char *, size_t, const PGresult *, int, int);
 
+/* store_pg_key.c */
+int		 pg_keys(const char *, store_key_fn, void *);
+int		 pg_key_insert(const struct store_key *);
+int		 pg_key_set_current(const char *);
+int		 pg_key_retire(const char *, const char *);
+int		 pg_key_unlink(const char *);
+int		 pg_key_host_set(const char *, const char *, const char *);
+int		 pg_key_hosts(store_key_host_fn, void *);
+int		 pg_sealed_keys(store_key_host_fn, void *);
+
 /* store_pg_schema.c */
 int		 pg_migrate(void);
 

@@ -257,10 +257,30 @@ static const char *const migrations[] = {
 	PG_REG_BUMP("deny_rules"),
 
 	/*
-	 * 7 (ends helper): the host instance that started a server run or
-	 * a relayed call, and the instances serving, each with the time it was last seen
-	 * alive: a run without its end is interrupted only when its host is
-	 * gone (vault_hosts.c).
+	 * 7: the keyring in the database (see the sqlite
+	 * migration 7); commit_mark is sqlite's and stays unused here.
+	 */
+	"CREATE TABLE keys ("
+	"  id TEXT PRIMARY KEY,"
+	"  wrapped BYTEA,"
+	"  wrapped_by TEXT,"
+	"  current INTEGER NOT NULL DEFAULT 0,"
+	"  retired_at TEXT,"
+	"  created_at TEXT NOT NULL);"
+	"CREATE TABLE key_hosts ("
+	"  host TEXT PRIMARY KEY,"
+	"  key_id TEXT NOT NULL,"
+	"  seen_at TEXT NOT NULL);"
+	"CREATE TABLE commit_mark (one INTEGER PRIMARY KEY"
+	"  CHECK (one = 1), n BIGINT NOT NULL);"
+	"INSERT INTO commit_mark VALUES (1, 0);"
+	PG_BUMP("keys") PG_BUMP("key_hosts"),
+
+	/*
+	 * 8: the host instance that started a server run or a relayed
+	 * call, and the instances serving, each with the time it was last
+	 * seen alive: a run without its end is interrupted only when its
+	 * host is gone (vault_hosts.c).
 	 */
 	"ALTER TABLE runs ADD COLUMN host BIGINT;"
 	"ALTER TABLE calls ADD COLUMN host BIGINT;"

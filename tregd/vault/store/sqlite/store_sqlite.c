@@ -50,7 +50,12 @@ static int64_t			 version;
 static int	sq_open(const struct store_params *, char *, size_t);
 static void	sq_close(void);
 static int	sq_check(char *, size_t);
-static int	sq_wal_present(const char *, char *, size_t);
+static int	sq_header(const char *, int *, int *, char *, size_t);
+static int	sq_mark_open(const struct store_params *, int, char *, size_t);
+static int	sq_mark_check(const char *, int, char *, size_t);
+static int	sq_wal_hook(void *, sqlite3 *, const char *, int);
+static int	sq_open_immutable(const char *, char *, size_t);
+static int	sq_check_file(const char *, char *, size_t);
 static int	sq_backup(const char *);
 static int64_t	sq_version(void);
 static const char *sq_error(void);
@@ -179,21 +184,49 @@ const struct store_ops store_sqlite_ops = {
 	.runs_tools = sq_runs_tools,
 
 	/* treg compatibility */
+
+	/* the keyring in the database (storage helper) */
+	.keys = sq_keys,
+	.key_insert = sq_key_insert,
+	.key_set_current = sq_key_set_current,
+	.key_retire = sq_key_retire,
+	.key_unlink = sq_key_unlink,
+	.key_host_set = sq_key_host_set,
+	.key_hosts = sq_key_hosts,
+	.sealed_keys = sq_sealed_keys,
 };
 
 /* ------------------------------------------------------------------ */
 /* Opening and checking.                                               */
 
 /*
- * From schema 3 on the WAL is kept (SQLITE_FCNTL_PERSIST_WAL), so such a
- * database in WAL mode without its -wal file lost committed rows: copied
- * alone, or the file was removed.  So did one still at version 0 (its
- * schema was only ever in the WAL).  Refuse both rather than serve an
- * older state.  Older tregds removed the WAL at a clean stop, as does
- * any other program that opens the database.
+ * The commit mark.  Every row written moves a counter in the database
+ * (commit_mark, by triggers, inside the writing transaction), and after
+ * each commit the vault writes the counter it committed into
+ * tregd.db-mark beside the database (one slot per worker).  A database
+ * file whose WAL is gone holds every committed row exactly when its
+ * counter is not behind the file's: a checkpoint by another program
+ * (the sqlite3 shell removes the WAL at its exit) lost nothing, a WAL
+ * removed or left behind with rows is told apart, and by how many.
+ */
+#define SQ_MARK_SLOTS		16	/* VAULT_WORKERS_MAX */
+#define SQ_AUTOCHECKPOINT	1000	/* sqlite's default, in frames */
+
+static int		 mark_fd = -1;
+static unsigned int	 mark_slot;
+static int		 mark_known;	/* tregd.db-mark was there */
+static int64_t		 mark_want;	/* the highest mark it holds */
+static char		 mark_path[1024];
+
+/*
+ * The database file's header: *walmode 1 in WAL mode; *walgone 1 when
+ * a database that keeps its WAL (schema 3 on, or 0: a schema only ever
+ * in the WAL) has none.  Older tregds removed the WAL at a clean stop,
+ * as does any other program that opens the database.
  */
 static int
-sq_wal_present(const char *path, char *err, size_t len)
+sq_header(const char *path, int *walmode, int *walgone, char *err,
+    size_t len)
 {
 	unsigned char	 hdr[64];
 	uint32_t	 uv;
@@ -202,6 +235,7 @@ sq_wal_present(const char *path, char *err, size_t len)
 	int		 fd;
 	ssize_t		 n;
 
+	*walmode = *walgone = 0;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return (errno == ENOENT ? 0 : -1);
 	n = read(fd, hdr, sizeof(hdr));
@@ -216,31 +250,193 @@ sq_wal_present(const char *path, char *err, size_t len)
 	/* Bytes 60..63: user_version, big-endian. */
 	uv = (uint32_t)hdr[60] << 24 | (uint32_t)hdr[61] << 16 |
 	    (uint32_t)hdr[62] << 8 | hdr[63];
-	if (hdr[18] != 2 || hdr[19] != 2 ||
-	    (uv != 0 && uv < SQ_SCHEMA_PERSIST_WAL))
+	*walmode = hdr[18] == 2 && hdr[19] == 2;
+	if (!*walmode || (uv != 0 && uv < SQ_SCHEMA_PERSIST_WAL))
 		return (0);
 	if (snprintf(wal, sizeof(wal), "%s-wal", path) >= (int)sizeof(wal))
 		return (-1);
-	if (stat(wal, &sb) == -1) {
-		snprintf(err, len, "%s: its write-ahead log %s is missing, "
-		    "committed rows may be lost; restore a backup (see "
-		    "tregd(8))", path, wal);
+	*walgone = stat(wal, &sb) == -1;
+	return (0);
+}
+
+/*
+ * tregd.db-mark: opened (made if absent) and read.  A database not in
+ * WAL mode is a new one or a restored backup: its marks start again.
+ */
+static int
+sq_mark_open(const struct store_params *p, int walmode, char *err,
+    size_t len)
+{
+	int64_t		 slots[SQ_MARK_SLOTS];
+	ssize_t		 n;
+	int		 i;
+
+	if (snprintf(mark_path, sizeof(mark_path), "%s-mark", p->path) >=
+	    (int)sizeof(mark_path))
+		return (-1);
+	mark_slot = p->worker % SQ_MARK_SLOTS;
+	mark_known = access(mark_path, F_OK) == 0;
+	if ((mark_fd = open(mark_path, O_RDWR | O_CREAT | O_CLOEXEC |
+	    O_NOFOLLOW, 0600)) == -1) {
+		snprintf(err, len, "%s: %s", mark_path, strerror(errno));
+		return (-1);
+	}
+	if (!walmode) {
+		mark_known = 0;
+		return (0);
+	}
+	memset(slots, 0, sizeof(slots));
+	if ((n = pread(mark_fd, slots, sizeof(slots), 0)) == -1) {
+		snprintf(err, len, "%s: %s", mark_path, strerror(errno));
+		return (-1);
+	}
+	mark_want = 0;
+	for (i = 0; i < n / (ssize_t)sizeof(slots[0]); i++)
+		if (slots[i] > mark_want)
+			mark_want = slots[i];
+	return (0);
+}
+
+/* The database file against tregd.db-mark: 0 nothing lost, or -1. */
+static int
+sq_mark_check(const char *path, int walgone, char *err, size_t len)
+{
+	int64_t	 have;
+	int	 r;
+
+	if ((r = sq_mark_read(&have)) == -1) {
+		snprintf(err, len, "%s: cannot read its commit mark: %s",
+		    path, sqlite3_errmsg(vault_db));
+		return (-1);
+	}
+	if (walgone && (r == 1 || !mark_known)) {
+		snprintf(err, len, "%s: its write-ahead log %s-wal is "
+		    "missing and no %s says what it held: committed rows may "
+		    "be lost; restore a backup (tregd -R, see tregd(8))",
+		    path, path, mark_path);
+		return (-1);
+	}
+	if (r == 1 || !mark_known || have >= mark_want) {
+		if (walgone)
+			log_info("%s: its write-ahead log was checkpointed "
+			    "into it and removed (by another program); "
+			    "nothing was lost", path);
+		return (0);
+	}
+	snprintf(err, len, "%s: %lld row changes tregd committed are not "
+	    "in it (%s: its write-ahead log %s); they are lost: restore a "
+	    "backup (tregd -R, see tregd(8))", path,
+	    (long long)(mark_want - have), walgone ? "removed before they "
+	    "were checkpointed" : "the database file is older than",
+	    walgone ? "was removed" : "does not hold them");
+	return (-1);
+}
+
+/*
+ * After each commit of this connection: sqlite's auto-checkpoint (a
+ * WAL hook replaces it), then the mark committed into tregd.db-mark.
+ */
+static int
+sq_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	static int	 warned;
+	int64_t		 n;
+
+	if (frames >= SQ_AUTOCHECKPOINT)
+		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE,
+		    NULL, NULL);
+	if (mark_fd == -1 || sq_mark_read(&n) != 0)
+		return (SQLITE_OK);
+	if (pwrite(mark_fd, &n, sizeof(n), mark_slot * sizeof(n)) !=
+	    sizeof(n) && !warned) {
+		log_warn("%s", mark_path);
+		warned = 1;
+	}
+	return (SQLITE_OK);
+}
+
+/*
+ * A database whose WAL is gone is checked as its file stands, through a
+ * connection that makes no WAL (immutable): a refused start leaves the
+ * files as it found them.
+ */
+static int
+sq_open_immutable(const char *path, char *err, size_t len)
+{
+	char	 uri[2048];
+	size_t	 i, o;
+
+	o = strlcpy(uri, "file:", sizeof(uri));
+	for (i = 0; path[i] != '\0' && o + 4 < sizeof(uri); i++) {
+		if (path[i] == '%' || path[i] == '?' || path[i] == '#')
+			o += snprintf(uri + o, sizeof(uri) - o, "%%%02x",
+			    (unsigned char)path[i]);
+		else
+			uri[o++] = path[i];
+	}
+	uri[o] = '\0';
+	if (path[i] != '\0' || strlcat(uri, "?immutable=1", sizeof(uri)) >=
+	    sizeof(uri)) {
+		snprintf(err, len, "%s: path too long", path);
+		return (-1);
+	}
+	if (sqlite3_open_v2(uri, &vault_db, SQLITE_OPEN_READONLY |
+	    SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		snprintf(err, len, "sqlite3_open %s: %s", path, vault_db ?
+		    sqlite3_errmsg(vault_db) : "out of memory");
+		sq_close();
 		return (-1);
 	}
 	return (0);
 }
 
 static int
+sq_check_file(const char *path, char *err, size_t len)
+{
+	int	 rc;
+
+	if (sq_open_immutable(path, err, len) == -1)
+		return (-1);
+	rc = sq_check(err, len) == -1 || sq_mark_check(path, 1, err,
+	    len) == -1 ? -1 : 0;
+	sq_close();
+	return (rc);
+}
+
+/*
+ * A database file not in use (tregd -R): whole (quick_check), and fn
+ * per key id its sealed values carry.  Nothing is written, no WAL made.
+ */
+int
+store_sqlite_inspect(const char *path, store_key_host_fn fn, void *arg,
+    char *err, size_t len)
+{
+	int	 rc;
+
+	*err = '\0';
+	if (sq_open_immutable(path, err, len) == -1)
+		return (-1);
+	if ((rc = sq_check(err, len)) == 0 && (rc = sq_sealed_keys(fn,
+	    arg)) == -1)
+		snprintf(err, len, "%s: %s", path, sqlite3_errmsg(vault_db));
+	sq_close();
+	return (rc);
+}
+
+static int
 sq_open(const struct store_params *p, char *err, size_t len)
 {
-	int	 one = 1;
+	int	 one = 1, walmode, walgone;
 
-	if (sq_wal_present(p->path, err, len) == -1) {
+	if (sq_header(p->path, &walmode, &walgone, err, len) == -1 ||
+	    sq_mark_open(p, walmode, err, len) == -1) {
 		if (*err == '\0')
 			snprintf(err, len, "%s: %s", p->path, strerror(errno));
 		return (-1);
 	}
 	sqlite3_initialize();
+	if (walgone && sq_check_file(p->path, err, len) == -1)
+		return (-1);
 	if (sqlite3_open_v2(p->path, &vault_db, SQLITE_OPEN_READWRITE |
 	    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		snprintf(err, len, "sqlite3_open %s: %s", p->path, vault_db ?
@@ -249,7 +445,9 @@ sq_open(const struct store_params *p, char *err, size_t len)
 	}
 	sqlite3_busy_handler(vault_db, sq_busy, NULL);
 	sqlite3_file_control(vault_db, "main", SQLITE_FCNTL_PERSIST_WAL, &one);
-	if (sq_check(err, len) == -1)
+	/* Nothing is written before the file is known whole. */
+	if (sq_check(err, len) == -1 ||
+	    sq_mark_check(p->path, 0, err, len) == -1)
 		return (-1);
 	/*
 	 * WAL with synchronous NORMAL: a committed row survives the vault
@@ -269,6 +467,11 @@ sq_open(const struct store_params *p, char *err, size_t len)
 		snprintf(err, len, "cannot migrate the database schema");
 		return (-1);
 	}
+	if (!walmode && ftruncate(mark_fd, 0) == -1) {
+		snprintf(err, len, "%s: %s", mark_path, strerror(errno));
+		return (-1);
+	}
+	sqlite3_wal_hook(vault_db, sq_wal_hook, NULL);
 	/* Enter WAL mode and write once, so that the kept WAL exists. */
 	if (db_exec("PRAGMA journal_mode = WAL") == -1 ||
 	    sq_schema_touch() == -1) {
@@ -289,6 +492,7 @@ sq_close(void)
 	nstmt_cache = 0;
 	sqlite3_close_v2(vault_db);
 	vault_db = NULL;
+
 }
 
 /* PRAGMA quick_check: every page readable, every index consistent. */

@@ -70,6 +70,17 @@ int		 sq_each(sqlite3_stmt *, int (*)(sqlite3_stmt *, void *),
 /* Up to max ids from the first column; *n how many: 0, or -1. */
 int		 sq_ids(sqlite3_stmt *, int64_t *, size_t, size_t *);
 
+/* store_sqlite_key.c */
+int		 sq_keys(const char *, store_key_fn, void *);
+int		 sq_key_insert(const struct store_key *);
+int		 sq_key_set_current(const char *);
+int		 sq_key_retire(const char *, const char *);
+int		 sq_key_unlink(const char *);
+int		 sq_key_host_set(const char *, const char *, const char *);
+int		 sq_key_hosts(store_key_host_fn, void *);
+int		 sq_sealed_keys(store_key_host_fn, void *);
+int		 sq_mark_read(int64_t *);
+
 /* store_sqlite_audit.c */
 int		 sq_run_insert(const struct store_run *, int64_t *);
 int		 sq_host_beat(int64_t, const char *, int64_t);

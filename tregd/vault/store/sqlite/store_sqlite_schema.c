@@ -23,6 +23,16 @@
  * Secrets: not their health (status, status_detail, checked_at), which
  * every member's run report writes and no call reads.
  */
+/*
+ * Every row written moves the commit mark in the writing transaction:
+ * the database file holds the mark of the last transaction it holds
+ * (store_sqlite.c compares it with the mark each commit wrote beside it).
+ */
+#define SQ_MARK1(t, op)							\
+	"CREATE TRIGGER " t "_mark_" op " AFTER " op " ON " t " BEGIN"	\
+	"  UPDATE commit_mark SET n = n + 1; END;"
+#define SQ_MARK(t)							\
+	SQ_MARK1(t, "INSERT") SQ_MARK1(t, "UPDATE") SQ_MARK1(t, "DELETE")
 #define SQ_REG_BUMP_SECRETS						\
 	SQ_REG_BUMP1("secrets", "INSERT") SQ_REG_BUMP1("secrets", "DELETE")	\
 	SQ_REG_BUMP_AS("secrets", "UPDATE", "UPDATE OF org_id, name, kind, "	\
@@ -255,10 +265,39 @@ static const char *const migrations[] = {
 	SQ_REG_BUMP("deny_rules"),
 
 	/*
-	 * 7 (ends helper): the host instance that started a server run or
-	 * a relayed call, and the instances serving, each with the time it was last seen
-	 * alive: a run without its end is interrupted only when its host is
-	 * gone (vault_hosts.c).
+	 * 7: the keyring in the database, every key but
+	 * the first sealed under the key before it, so that a host picks
+	 * up a key another host made (vault_keyring.c); which key each
+	 * host seals under; and sqlite's commit mark (store_sqlite.c).  A
+	 * table added later needs its SQ_MARK too.
+	 */
+	"CREATE TABLE keys ("
+	"  id TEXT PRIMARY KEY,"		/* hex */
+	"  wrapped BLOB,"			/* NULL: a first key */
+	"  wrapped_by TEXT,"
+	"  current INTEGER NOT NULL DEFAULT 0,"
+	"  retired_at TEXT,"
+	"  created_at TEXT NOT NULL);"
+	"CREATE TABLE key_hosts ("
+	"  host TEXT PRIMARY KEY,"
+	"  key_id TEXT NOT NULL,"
+	"  seen_at TEXT NOT NULL);"
+	"CREATE TABLE commit_mark (one INTEGER PRIMARY KEY"
+	"  CHECK (one = 1), n INTEGER NOT NULL);"
+	"INSERT INTO commit_mark VALUES (1, 0);"
+	SQ_MARK("users") SQ_MARK("orgs") SQ_MARK("memberships")
+	SQ_MARK("invites") SQ_MARK("bundles") SQ_MARK("secrets")
+	SQ_MARK("tools") SQ_MARK("tool_secrets") SQ_MARK("deny_rules")
+	SQ_MARK("runs") SQ_MARK("calls") SQ_MARK("run_ends")
+	SQ_MARK("call_caps") SQ_MARK("call_ends") SQ_MARK("keys")
+	SQ_MARK("key_hosts"),
+
+	/*
+	 * 8: the host instance that started a server run or a relayed
+	 * call, and the instances serving, each with the time it was last
+	 * seen alive: a run without its end is interrupted only when its
+	 * host is gone (vault_hosts.c).  hosts has no SQ_MARK: it is
+	 * a heartbeat, and losing it loses nothing.
 	 */
 	"ALTER TABLE runs ADD COLUMN host INTEGER;"
 	"ALTER TABLE calls ADD COLUMN host INTEGER;"
