@@ -32,56 +32,28 @@
 
 #define SIGV4_ALGO	"AWS4-HMAC-SHA256"
 
-struct buf {
-	char	*p;
-	size_t	 len, cap;
-};
-
 struct qparam {
 	char	*k, *v;
 };
 
-static void	 buf_add(struct buf *, const char *, size_t);
-static void	 buf_str(struct buf *, const char *);
-static void	 buf_enc(struct buf *, const char *, size_t, int);
-static int	 hexval(int);
+static void	 buf_str(struct ebuf *, const char *);
+static void	 buf_enc(struct ebuf *, const char *, size_t, int);
 static char	*pct_decode(const char *, size_t);
 static int	 qparam_cmp(const void *, const void *);
-static int	 canon_query(struct buf *, const char *, int);
-static void	 canon_headers(struct buf *, const struct sigv4_req *,
+static int	 canon_query(struct ebuf *, const char *, int);
+static void	 canon_headers(struct ebuf *, const struct sigv4_req *,
 		    const char *);
 static int	 field(const char *, const char *, char *, size_t);
 
 static void
-buf_add(struct buf *b, const char *p, size_t n)
+buf_str(struct ebuf *b, const char *s)
 {
-	size_t	 cap;
-	char	*np;
-
-	if (b->len + n + 1 > b->cap) {
-		for (cap = b->cap ? b->cap : 512; cap < b->len + n + 1;
-		    cap *= 2)
-			;
-		/* A canonical request may hold a session token's value. */
-		if ((np = recallocarray(b->p, b->cap, cap, 1)) == NULL)
-			fatal("%s: recallocarray", __func__);
-		b->p = np;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void
-buf_str(struct buf *b, const char *s)
-{
-	buf_add(b, s, strlen(s));
+	ebuf_add(b, s, strlen(s));
 }
 
 /* URI-encode as SigV4 does: unreserved bytes kept, '/' kept if slash. */
 static void
-buf_enc(struct buf *b, const char *p, size_t n, int slash)
+buf_enc(struct ebuf *b, const char *p, size_t n, int slash)
 {
 	char	 hex[4];
 	size_t	 i;
@@ -91,21 +63,12 @@ buf_enc(struct buf *b, const char *p, size_t n, int slash)
 
 		if (isalnum(c) || c == '-' || c == '_' || c == '.' ||
 		    c == '~' || (slash && c == '/'))
-			buf_add(b, (const char *)&c, 1);
+			ebuf_add(b, (const char *)&c, 1);
 		else {
 			snprintf(hex, sizeof(hex), "%%%02X", c);
-			buf_add(b, hex, 3);
+			ebuf_add(b, hex, 3);
 		}
 	}
-}
-
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return (c - '0');
-	c = tolower(c);
-	return (c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1);
 }
 
 /* n bytes at p with %XX decoded (a malformed one kept as it is). */
@@ -120,8 +83,8 @@ pct_decode(const char *p, size_t n)
 		fatal("%s: malloc", __func__);
 	for (i = 0; i < n; i++) {
 		if (p[i] == '%' && i + 2 < n &&
-		    (hi = hexval((unsigned char)p[i + 1])) != -1 &&
-		    (lo = hexval((unsigned char)p[i + 2])) != -1) {
+		    (hi = hexdigit((unsigned char)p[i + 1])) != -1 &&
+		    (lo = hexdigit((unsigned char)p[i + 2])) != -1) {
 			out[o++] = (char)(hi << 4 | lo);
 			i += 2;
 		} else
@@ -144,7 +107,7 @@ qparam_cmp(const void *a, const void *b)
 
 /* The canonical query string; presigned: without X-Amz-Signature. */
 static int
-canon_query(struct buf *b, const char *q, int presigned)
+canon_query(struct ebuf *b, const char *q, int presigned)
 {
 	struct qparam	*ps = NULL;
 	const char	*p, *amp, *eq;
@@ -178,10 +141,10 @@ canon_query(struct buf *b, const char *q, int presigned)
 		qsort(ps, n, sizeof(*ps), qparam_cmp);
 	for (i = 0; i < n; i++) {
 		if (!first)
-			buf_add(b, "&", 1);
+			ebuf_add(b, "&", 1);
 		first = 0;
 		buf_enc(b, ps[i].k, strlen(ps[i].k), 0);
-		buf_add(b, "=", 1);
+		ebuf_add(b, "=", 1);
 		buf_enc(b, ps[i].v, strlen(ps[i].v), 0);
 	}
 	for (i = 0; i < n; i++) {
@@ -201,7 +164,7 @@ canon_query(struct buf *b, const char *q, int presigned)
 
 /* "name:value\n" of each signed header (names in lower case, sorted). */
 static void
-canon_headers(struct buf *b, const struct sigv4_req *r, const char *signed_)
+canon_headers(struct ebuf *b, const struct sigv4_req *r, const char *signed_)
 {
 	const char	*s, *e, *v;
 	size_t		 i, nl, j;
@@ -211,15 +174,15 @@ canon_headers(struct buf *b, const struct sigv4_req *r, const char *signed_)
 		if ((e = strchr(s, ';')) == NULL)
 			e = s + strlen(s);
 		nl = e - s;
-		buf_add(b, s, nl);
-		buf_add(b, ":", 1);
+		ebuf_add(b, s, nl);
+		ebuf_add(b, ":", 1);
 		any = 0;
 		for (i = 0; i < r->nhdrs; i++) {
 			if (strlen(r->hdrs[i].name) != nl ||
 			    strncasecmp(r->hdrs[i].name, s, nl) != 0)
 				continue;
 			if (any++)
-				buf_add(b, ",", 1);
+				ebuf_add(b, ",", 1);
 			v = r->hdrs[i].value;
 			while (*v == ' ' || *v == '\t')
 				v++;
@@ -229,12 +192,12 @@ canon_headers(struct buf *b, const struct sigv4_req *r, const char *signed_)
 					continue;
 				}
 				if (space)
-					buf_add(b, " ", 1);
+					ebuf_add(b, " ", 1);
 				space = 0;
-				buf_add(b, &v[j], 1);
+				ebuf_add(b, &v[j], 1);
 			}
 		}
-		buf_add(b, "\n", 1);
+		ebuf_add(b, "\n", 1);
 	}
 }
 
@@ -303,7 +266,7 @@ int
 sigv4_sign(const struct sigv4_req *r, const struct sigv4_auth *a,
     const char *amzdate, const char *secret, size_t secretlen, char out[65])
 {
-	struct buf	 cr = { NULL, 0, 0 }, sts = { NULL, 0, 0 };
+	struct ebuf	 cr = { NULL, 0, 0 }, sts = { NULL, 0, 0 };
 	unsigned char	 h[crypto_hash_sha256_BYTES];
 	unsigned char	 k[crypto_auth_hmacsha256_BYTES];
 	char		 hex[65], *ks;
@@ -312,32 +275,32 @@ sigv4_sign(const struct sigv4_req *r, const struct sigv4_auth *a,
 	if (strlen(amzdate) != 16 || strncmp(amzdate, a->date, 8) != 0)
 		return (-1);
 	buf_str(&cr, r->method);
-	buf_add(&cr, "\n", 1);
+	ebuf_add(&cr, "\n", 1);
 	if (strcmp(a->service, "s3") == 0)
 		buf_str(&cr, r->path);
 	else
 		buf_enc(&cr, r->path, strlen(r->path), 1);
-	buf_add(&cr, "\n", 1);
+	ebuf_add(&cr, "\n", 1);
 	if (canon_query(&cr, r->query, r->presigned) == -1) {
 		freezero(cr.p, cr.cap);
 		return (-1);
 	}
-	buf_add(&cr, "\n", 1);
+	ebuf_add(&cr, "\n", 1);
 	canon_headers(&cr, r, a->signed_headers);
-	buf_add(&cr, "\n", 1);
+	ebuf_add(&cr, "\n", 1);
 	buf_str(&cr, a->signed_headers);
-	buf_add(&cr, "\n", 1);
+	ebuf_add(&cr, "\n", 1);
 	buf_str(&cr, r->payload_hash);
 
 	crypto_hash_sha256(h, (unsigned char *)cr.p, cr.len);
 	sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
 	buf_str(&sts, SIGV4_ALGO "\n");
 	buf_str(&sts, amzdate);
-	buf_add(&sts, "\n", 1);
+	ebuf_add(&sts, "\n", 1);
 	buf_str(&sts, a->date);
-	buf_add(&sts, "/", 1);
+	ebuf_add(&sts, "/", 1);
 	buf_str(&sts, a->region);
-	buf_add(&sts, "/", 1);
+	ebuf_add(&sts, "/", 1);
 	buf_str(&sts, a->service);
 	buf_str(&sts, "/aws4_request\n");
 	buf_str(&sts, hex);

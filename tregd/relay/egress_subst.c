@@ -24,24 +24,18 @@
 #include "log.h"
 #include "relay.h"
 
-struct subst_out {
-	char	*p;
-	size_t	 len, cap;
-};
-
-static int	 hexval(int);
 static size_t	 match_at(const struct subst *, const char *, size_t, int,
 		    int *);
-static void	 put_value(struct subst_out *, const struct subst *,
+static void	 put_value(struct ebuf *, const struct subst *,
 		    const char *);
-static void	 out_put(struct subst_out *, const char *, size_t);
 static char	*swap(const struct subst *, size_t, const char *, size_t,
 		    int, size_t *, int *);
 static char	*swap_basic(const struct subst *, size_t, const char *,
 		    size_t, size_t *, int *);
 
-static int
-hexval(int c)
+/* The value of a hex digit, -1 if c is none. */
+int
+hexdigit(int c)
 {
 	if (c >= '0' && c <= '9')
 		return (c - '0');
@@ -69,8 +63,8 @@ match_at(const struct subst *s, const char *p, size_t left, int pct,
 			continue;
 		}
 		if (!pct || o + 3 > left || p[o] != '%' ||
-		    (hi = hexval((unsigned char)p[o + 1])) == -1 ||
-		    (lo = hexval((unsigned char)p[o + 2])) == -1 ||
+		    (hi = hexdigit((unsigned char)p[o + 1])) == -1 ||
+		    (lo = hexdigit((unsigned char)p[o + 2])) == -1 ||
 		    (hi << 4 | lo) != (unsigned char)s->ph[i])
 			return (0);
 		*encoded = 1;
@@ -79,17 +73,17 @@ match_at(const struct subst *s, const char *p, size_t left, int pct,
 	return (o);
 }
 
-static void
-out_put(struct subst_out *o, const char *p, size_t n)
+/* Append n bytes; what grows may hold values already: never a copy left. */
+void
+ebuf_add(struct ebuf *o, const char *p, size_t n)
 {
 	size_t	 cap;
 	char	*np;
 
 	if (o->len + n + 1 > o->cap) {
-		cap = o->cap == 0 ? 256 : o->cap;
-		while (cap < o->len + n + 1)
-			cap *= 2;
-		/* What grows may hold values already: never leave a copy. */
+		for (cap = o->cap ? o->cap : 256; cap < o->len + n + 1;
+		    cap *= 2)
+			;
 		if ((np = recallocarray(o->p, o->cap, cap, 1)) == NULL)
 			fatal("%s: recallocarray", __func__);
 		o->p = np;
@@ -107,20 +101,20 @@ out_put(struct subst_out *o, const char *p, size_t n)
  * a path stays a '/', and one it encoded stays encoded.
  */
 static void
-put_value(struct subst_out *o, const struct subst *s, const char *p)
+put_value(struct ebuf *o, const struct subst *s, const char *p)
 {
 	size_t	 i;
 	char	 hex[4];
 
 	for (i = 0; i < s->vallen; i++) {
 		if (*p == s->ph[i]) {
-			out_put(o, &s->val[i], 1);
+			ebuf_add(o, &s->val[i], 1);
 			p++;
 			continue;
 		}
 		snprintf(hex, sizeof(hex), "%%%02X",
 		    (unsigned char)s->val[i]);
-		out_put(o, hex, 3);
+		ebuf_add(o, hex, 3);
 		p += 3;
 	}
 }
@@ -133,7 +127,7 @@ static char *
 swap(const struct subst *s, size_t n, const char *in, size_t len, int pct,
     size_t *outlen, int *count)
 {
-	struct subst_out	 o = { NULL, 0, 0 };
+	struct ebuf	 o = { NULL, 0, 0 };
 	size_t			 i, j, m;
 	int			 enc;
 
@@ -144,7 +138,7 @@ swap(const struct subst *s, size_t n, const char *in, size_t len, int pct,
 			    &enc)) != 0)
 				break;
 		if (m == 0) {
-			out_put(&o, in + i++, 1);
+			ebuf_add(&o, in + i++, 1);
 			continue;
 		}
 		put_value(&o, &s[j], in + i);
@@ -152,7 +146,7 @@ swap(const struct subst *s, size_t n, const char *in, size_t len, int pct,
 		i += m;
 	}
 	if (o.p == NULL)
-		out_put(&o, "", 0);
+		ebuf_add(&o, "", 0);
 	*outlen = o.len;
 	return (o.p);
 }

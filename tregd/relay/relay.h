@@ -158,6 +158,12 @@ int	 rdec_pending(const struct rdec *);
 int	 rdec_finish(struct rdec *, size_t *, rdec_out_fn, void *);
 
 /* egress_subst.c: a keyless run's placeholders, swapped on the way out */
+struct ebuf {			/* grows zeroed: it may hold values */
+	char		*p;
+	size_t		 len, cap;
+};
+void	 ebuf_add(struct ebuf *, const char *, size_t);
+int	 hexdigit(int);
 struct subst {
 	const char	*ph;		/* the placeholder the run holds */
 	size_t		 phlen;
