@@ -74,6 +74,15 @@ static void	vault_imsg_run_exit(struct imsgev *, struct imsg *);
 static void	vault_imsg_call_done(struct imsgev *, struct imsg *);
 static void	vault_closed(struct imsgev *);
 static void	vault_request(struct blob *);
+static const struct vault_route *request_unpack(struct blob *,
+		    struct api_request *, struct vault_req *);
+static int	request_body(const struct api_request *, struct blob *,
+		    struct vault_req *, struct vault_resp *);
+static int	request_auth(const struct api_request *,
+		    const struct vault_route *, struct vault_req *,
+		    struct vault_resp *, struct auth *);
+static void	request_answer(const struct vault_route *, struct vault_req *,
+		    struct vault_resp *);
 static void	vault_open_db(const char *);
 static void	vault_index_routes(void);
 static void	vault_sig(int, short, void *);
@@ -638,104 +647,17 @@ vault_request(struct blob *b)
 	struct vault_req		 req;
 	struct vault_resp		 resp;
 	struct auth			 auth;
-	json_error_t			 jerr;
-	struct rcache			*c;
-	char				*name, *query, *body, *text;
-	int64_t				 dataver = -1;
-	int				 cacheable, rc;
-
-	memcpy(&ar, b->head, sizeof(ar));
-	if ((uint64_t)ar.namelen + ar.querylen + ar.bodylen != b->datalen ||
-	    ar.route <= ROUTE_NONE || ar.route >= ROUTE_MAX)
-		fatalx("bad api request from frontend");
-	r = route_index[ar.route];
-	name = b->data;
-	query = name + ar.namelen;
-	body = query + ar.querylen;
-	if (memchr(name, '\0', ar.namelen) ||
-	    memchr(query, '\0', ar.querylen))
-		fatalx("bad api request strings from frontend");
 
 	memset(&req, 0, sizeof(req));
 	memset(&resp, 0, sizeof(resp));
 	memset(&auth, 0, sizeof(auth));
-	req.reqid = b->id;
-	req.t_in = mono_ns();
 	asker_org = asker_user = 0;
-	if (r == NULL) {
+	r = request_unpack(b, &ar, &req);
+	if (r == NULL)
 		resp_error(&resp, 501, "not implemented by this tregd");
-		goto done;
-	}
-	req.route = ar.route;
-	req.id1 = ar.id1;
-	req.id2 = ar.id2;
-	req.proof_ok = ar.proof_ok != 0;
-	req.stream = ar.stream != 0;
-
-	if (ar.bodylen > 0) {
-		req.body = json_loadb(body, ar.bodylen, JSON_ALLOW_NUL, &jerr);
-		if (req.body == NULL || !json_is_object(req.body)) {
-			resp_error(&resp, 400, "malformed JSON body");
-			goto done;
-		}
-	}
-	/* Split the strings apart in place: each is followed by the next. */
-	req.name = strndup(name, ar.namelen);
-	req.query = strndup(query, ar.querylen);
-	if (req.name == NULL || req.query == NULL)
-		fatal("%s: strndup", __func__);
-
-	if (r->min_role != ROLE_NONE) {
-		if (!ar.has_token) {
-			resp_error(&resp, 401, "not authenticated");
-			goto done;
-		}
-		/* A run's token and decision: one snapshot (vault_run.c). */
-		if (req.route == ROUTE_RUN && store_read_begin() == -1) {
-			resp_error(&resp, 503, "the database cannot be read — "
-			    "try again in a moment");
-			goto done;
-		}
-		if ((rc = auth_lookup(ar.token_hash, &auth)) != 0) {
-			if (rc == -1)
-				resp_error(&resp, 503, "the database cannot be "
-				    "read — try again in a moment");
-			else
-				resp_error(&resp, 401, "invalid token");
-			goto done;
-		}
-		req.auth = &auth;
-		asker_org = auth.org_id;
-		asker_user = auth.user_id;
-		if (require_role(&req, &resp, r->min_role) == -1)
-			goto done;
-	}
-	cacheable = req.auth != NULL && rcache_route(req.route);
-	if (cacheable) {
-		dataver = store_version();
-		if ((c = rcache_find(&req, dataver)) != NULL) {
-			vault_send(req.reqid, 200, c->body, c->len);
-			goto done;
-		}
-	}
-	if (call_view_before(&req, &resp) == -1)
-		goto done;
-	r->handler(&req, &resp);
-	call_view_after(&req, &resp);
-	if (cacheable && resp.status == 200 && resp.text != NULL) {
-		rcache_store(&req, dataver, resp.text, resp.textlen);
-		vault_send(req.reqid, 200, resp.text, resp.textlen);
-		resp.status = 0;
-	}
-	if (cacheable && resp.status == 200 && resp.body != NULL) {
-		if ((text = json_dumps(resp.body, JSON_COMPACT)) == NULL)
-			fatalx("%s: json_dumps", __func__);
-		rcache_store(&req, dataver, text, strlen(text));
-		vault_send(req.reqid, 200, text, strlen(text));
-		free(text);
-		resp.status = 0;
-	}
- done:
+	else if (request_body(&ar, b, &req, &resp) == 0 &&
+	    request_auth(&ar, r, &req, &resp, &auth) == 0)
+		request_answer(r, &req, &resp);
 	if (req.route == ROUTE_RUN)
 		store_read_end();
 	vault_metrics_request();
@@ -749,6 +671,133 @@ vault_request(struct blob *b)
 	free((char *)req.query);
 	auth_clear(&auth);
 	blob_free(b);
+}
+
+/*
+ * The frontend's request checked (a bad one is fatal: the frontend is
+ * ours) and its fixed fields into req: its route, or NULL for one this
+ * vault does not answer.
+ */
+static const struct vault_route *
+request_unpack(struct blob *b, struct api_request *ar, struct vault_req *req)
+{
+	const char	*name, *query;
+
+	memcpy(ar, b->head, sizeof(*ar));
+	if ((uint64_t)ar->namelen + ar->querylen + ar->bodylen !=
+	    b->datalen || ar->route <= ROUTE_NONE || ar->route >= ROUTE_MAX)
+		fatalx("bad api request from frontend");
+	name = b->data;
+	query = name + ar->namelen;
+	if (memchr(name, '\0', ar->namelen) ||
+	    memchr(query, '\0', ar->querylen))
+		fatalx("bad api request strings from frontend");
+	req->reqid = b->id;
+	req->t_in = mono_ns();
+	if (route_index[ar->route] == NULL)
+		return (NULL);
+	req->route = ar->route;
+	req->id1 = ar->id1;
+	req->id2 = ar->id2;
+	req->proof_ok = ar->proof_ok != 0;
+	req->stream = ar->stream != 0;
+	return (route_index[ar->route]);
+}
+
+/* The body as a JSON object, the name and query as strings. */
+static int
+request_body(const struct api_request *ar, struct blob *b,
+    struct vault_req *req, struct vault_resp *resp)
+{
+	json_error_t	 jerr;
+	const char	*name = b->data, *query, *body;
+
+	query = name + ar->namelen;
+	body = query + ar->querylen;
+	if (ar->bodylen > 0) {
+		req->body = json_loadb(body, ar->bodylen, JSON_ALLOW_NUL,
+		    &jerr);
+		if (req->body == NULL || !json_is_object(req->body)) {
+			resp_error(resp, 400, "malformed JSON body");
+			return (-1);
+		}
+	}
+	/* Split the strings apart in place: each is followed by the next. */
+	req->name = strndup(name, ar->namelen);
+	req->query = strndup(query, ar->querylen);
+	if (req->name == NULL || req->query == NULL)
+		fatal("%s: strndup", __func__);
+	return (0);
+}
+
+/* The caller's token and role, for a route that needs one. */
+static int
+request_auth(const struct api_request *ar, const struct vault_route *r,
+    struct vault_req *req, struct vault_resp *resp, struct auth *auth)
+{
+	int	 rc;
+
+	if (r->min_role == ROLE_NONE)
+		return (0);
+	if (!ar->has_token) {
+		resp_error(resp, 401, "not authenticated");
+		return (-1);
+	}
+	/* A run's token and decision: one snapshot (vault_run.c). */
+	if (req->route == ROUTE_RUN && store_read_begin() == -1) {
+		resp_error(resp, 503, "the database cannot be read — "
+		    "try again in a moment");
+		return (-1);
+	}
+	if ((rc = auth_lookup(ar->token_hash, auth)) != 0) {
+		if (rc == -1)
+			resp_error(resp, 503, "the database cannot be "
+			    "read — try again in a moment");
+		else
+			resp_error(resp, 401, "invalid token");
+		return (-1);
+	}
+	req->auth = auth;
+	asker_org = auth->org_id;
+	asker_user = auth->user_id;
+	return (require_role(req, resp, r->min_role));
+}
+
+/* The handler's answer, or the cached one; a cacheable answer kept. */
+static void
+request_answer(const struct vault_route *r, struct vault_req *req,
+    struct vault_resp *resp)
+{
+	struct rcache	*c;
+	char		*text;
+	int64_t		 dataver = -1;
+	int		 cacheable;
+
+	cacheable = req->auth != NULL && rcache_route(req->route);
+	if (cacheable) {
+		dataver = store_version();
+		if ((c = rcache_find(req, dataver)) != NULL) {
+			vault_send(req->reqid, 200, c->body, c->len);
+			return;
+		}
+	}
+	if (call_view_before(req, resp) == -1)
+		return;
+	r->handler(req, resp);
+	call_view_after(req, resp);
+	if (cacheable && resp->status == 200 && resp->text != NULL) {
+		rcache_store(req, dataver, resp->text, resp->textlen);
+		vault_send(req->reqid, 200, resp->text, resp->textlen);
+		resp->status = 0;
+	}
+	if (cacheable && resp->status == 200 && resp->body != NULL) {
+		if ((text = json_dumps(resp->body, JSON_COMPACT)) == NULL)
+			fatalx("%s: json_dumps", __func__);
+		rcache_store(req, dataver, text, strlen(text));
+		vault_send(req->reqid, 200, text, strlen(text));
+		free(text);
+		resp->status = 0;
+	}
 }
 
 void
