@@ -132,7 +132,6 @@ static struct vrun *run_record(struct vault_req *, struct runp *,
 		    struct vault_resp *);
 static void	run_order_pack(struct runp *);
 static void	run_send(struct vault_req *, struct runp *, struct vrun *);
-static void	base_url_path(const char *, char *, size_t);
 static struct isecret *secs_get(struct secs *, int64_t, int64_t,
 		    const char *, struct vault_resp *);
 static struct secs *secs_new(void);
@@ -331,14 +330,9 @@ run_tool_access(const struct auth *a, struct runp *rp,
 {
 	char	 path[URL_LEN_MAX + 1];
 
-	if (!access_allows(a, rp->t.name) && (rp->t.bundle[0] == '\0' ||
-	    !access_allows(a, rp->t.bundle))) {
-		resp_error(resp, 403, "you don't have access to the tool '%s' "
-		    "in this team — ask an admin to add it to your access "
-		    "list", rp->t.name);
+	if (tool_access_check(a, &rp->t, resp) == -1)
 		return (-1);
-	}
-	base_url_path(rp->t.base_url, path, sizeof(path));
+	url_path(rp->t.base_url, path, sizeof(path));
 	return (deny_check(a, rp->t.host, path, NULL, resp));
 }
 
@@ -669,26 +663,6 @@ int
 run_slots_used(void)
 {
 	return (slots_used(0));
-}
-
-/* The path of a base URL, for deny rules: "/" when it has none. */
-static void
-base_url_path(const char *url, char *path, size_t len)
-{
-	const char	*p;
-	size_t		 n;
-
-	if ((p = strstr(url, "://")) != NULL)
-		url = p + 3;
-	if ((p = strchr(url, '/')) == NULL) {
-		strlcpy(path, "/", len);
-		return;
-	}
-	n = strcspn(p, "?#");
-	if (n + 1 > len)
-		n = len - 1;
-	memcpy(path, p, n);
-	path[n] = '\0';
 }
 
 /*

@@ -201,7 +201,7 @@ secret_user_seen(const char *tool, const char *bundle, void *arg)
 	struct secret_seen	*s = arg;
 
 	if (tool != NULL)
-		s->ok = reg_tool_visible(s->a, tool, bundle);
+		s->ok = tool_usable(s->a, tool, bundle);
 	else
 		s->ok = access_allows(s->a, bundle);
 	return (s->ok);
