@@ -28,7 +28,6 @@
 #include "vault.h"
 
 #define ERRORS_MAX	64	/* cli.errors entries, as treg */
-#define CLI_ENV_MAX	32	/* cli.env settings */
 #define CLI_ENV_VALUE_MAX 4096	/* bytes of one */
 
 static int	 url_authority(const char *, char *, size_t, char *, size_t);

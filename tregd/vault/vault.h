@@ -1,6 +1,6 @@
 /*
  * The vault's internal interface, shared by its files: vault.c (process,
- * dispatch, authentication), vault_crypto.c (master key, sealing),
+ * dispatch, authentication), vault_keyring.c (keys, sealing),
  * vault_org.c (users, orgs, invites, members, agents), vault_tool.c
  * (tools; with vault_secret.c, vault_skill.c and vault_registry.c the
  * registry: secrets, skills and bundles), vault_run.c (server runs, grants,
@@ -300,8 +300,6 @@ extern const struct vault_route vault_policy_routes[];
 
 /* validate.c */
 #define URL_LEN_MAX		2048
-#define INJECT_MAX		32
-#define INJECT_ARGV_MAX		32
 #define DENY_MAX		64
 #define DENY_LEN_MAX		512
 #define SKILL_FILES_MAX		256
@@ -369,18 +367,21 @@ int		 ccache_cap_get(int64_t, int64_t, int *, int64_t *);
 int		 ccache_deny_rules(int64_t, int64_t, store_deny_fn, void *);
 int		 ccache_secret_get(int64_t, int64_t, struct store_secret *);
 
-/* vault_crypto.c */
-int		 crypto_init(const char *);	/* the state directory */
+/* vault_keyring.c: the keys in memory, their files, sealing. */
 int		 secret_seal(int64_t, int64_t, const void *, size_t,
 		    void **, size_t *);
 int		 secret_unseal(int64_t, int64_t, const void *, size_t,
 		    unsigned char **, size_t *);	/* secret_free() it */
 void		 secret_free(unsigned char *, size_t);
+const char	*keyring_current_hex(void);	/* the sealing key's, in hex */
+
+/*
+ * vault_crypto.c: the keyring at start, its migration, the key commands;
+ * err gets why a command failed.
+ */
+int		 crypto_init(const char *);	/* the state directory */
 int		 crypto_rotate(const char *);
 int		 crypto_settle(void);
-const char	*crypto_key_id(void);	/* the sealing key's, in hex */
-
-/* vault_keyring.c: the key commands; err gets why a command failed. */
 int		 crypto_key_new(char *, char *, size_t);
 int		 crypto_key_use(const char *, int64_t *, char *, size_t);
 int		 crypto_key_retire(const char *, char *, size_t);

@@ -130,7 +130,7 @@ static int	run_secrets(const struct auth *, struct runp *,
 static int	run_argv_mask(const struct auth *, struct runp *);
 static struct vrun *run_record(struct vault_req *, struct runp *,
 		    struct vault_resp *);
-static void	run_order_pack(struct runp *);
+static void	run_order(struct runp *);
 static void	run_send(struct vault_req *, struct runp *, struct vrun *);
 static struct isecret *secs_get(struct secs *, int64_t, int64_t,
 		    const char *, struct vault_resp *);
@@ -262,7 +262,7 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	    run_argv_mask(a, &rp) == -1 ||
 	    (vr = run_record(req, &rp, resp)) == NULL)
 		goto out;
-	run_order_pack(&rp);
+	run_order(&rp);
 	run_send(req, &rp, vr);
 	resp->status = 0;	/* exec and run_exit() answer */
  out:
@@ -487,27 +487,44 @@ run_record(struct vault_req *req, struct runp *rp, struct vault_resp *resp)
 	return (vr);
 }
 
-/* The order for exec: bin, argv, env, secrets. */
+/* The order for exec (proto.c): bin, argv (bin, args, inject's), env, mask. */
 static void
-run_order_pack(struct runp *rp)
+run_order(struct runp *rp)
 {
-	struct pack	*pk = &rp->order;
-	json_t		*v;
-	size_t		 i;
+	struct run_order	 o;
+	const char		**argv;
+	size_t			*len, i, n;
+	json_t			*v;
 
-	pack_str(pk, rp->bin);
-	pack_u32(pk, 1 + json_array_size(rp->args) + rp->xargs.n);
-	pack_str(pk, rp->bin);
-	json_array_foreach(rp->args, i, v)
-		pack_bytes(pk, json_string_value(v), json_string_length(v));
-	for (i = 0; i < rp->xargs.n; i++)
-		pack_bytes(pk, rp->xargs.v[i], rp->xargs.len[i]);
-	pack_u32(pk, rp->env.n);
-	for (i = 0; i < rp->env.n; i++)
-		pack_bytes(pk, rp->env.v[i], rp->env.len[i]);
-	pack_u32(pk, rp->mask->n);
-	for (i = 0; i < rp->mask->n; i++)
-		pack_bytes(pk, rp->mask->v[i], rp->mask->len[i]);
+	n = 1 + json_array_size(rp->args) + rp->xargs.n;
+	if ((argv = calloc(n, sizeof(*argv))) == NULL ||
+	    (len = calloc(n, sizeof(*len))) == NULL)
+		fatal("%s: calloc", __func__);
+	argv[0] = rp->bin;
+	len[0] = strlen(rp->bin);
+	n = 1;
+	json_array_foreach(rp->args, i, v) {
+		argv[n] = json_string_value(v);
+		len[n++] = json_string_length(v);
+	}
+	for (i = 0; i < rp->xargs.n; i++) {
+		argv[n] = rp->xargs.v[i];
+		len[n++] = rp->xargs.len[i];
+	}
+	memset(&o, 0, sizeof(o));
+	o.bin = rp->bin;
+	o.argv = argv;
+	o.argvlen = len;
+	o.argc = n;
+	o.env = rp->env.v;
+	o.envlen = rp->env.len;
+	o.envc = rp->env.n;
+	o.mask = rp->mask->v;
+	o.masklen = rp->mask->len;
+	o.nmask = rp->mask->n;
+	run_order_pack(&rp->order, &o);
+	free(argv);
+	free(len);
 }
 
 /* The run to exec, "accepted" to the frontend; vr is in flight. */

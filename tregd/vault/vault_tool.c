@@ -911,7 +911,7 @@ ctl_key_rotate(const struct ctl_request *cr, json_t **reply)
 		    "in use (see the log)");
 		return (-1);
 	}
-	*reply = json_pack("{s:s}", "key_id", crypto_key_id());
+	*reply = json_pack("{s:s}", "key_id", keyring_current_hex());
 	return (0);
 }
 
