@@ -17,6 +17,24 @@
 #
 # A quoted include is looked up in the folders the file may see, in the
 # order the compiler would; one found in none of them breaks the rule.
+#
+# The vault in layers, each calling its own layer or the ones below, never
+# one above (read from the functions each file defines and calls):
+#
+#   7 vault.c           the process and its dispatch: imsgs in, handlers
+#   6 vault_ctl.c       tregctl's commands, over the domain files
+#   5 domain            orgs, members, me, tools, secrets, skills, runs,
+#                       calls, grants (policy), audit, key commands
+#   4 rules             access, inject, mask, mask cost, deny, slots, the
+#                       caches, hosts, the registry's rows, validation, the
+#                       catalog
+#   3 crypto            the keyring (memory, database) and its commands
+#   2 vault_req.c       the answers, the sends to the other processes,
+#                       the request's fields, the process's state
+#   1 vault_metrics.c   the counters
+#   0 store/            through store.h
+#
+# and nothing below vault.c but vault_req.c names an imsg.
 
 top=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$top" || exit 2
@@ -92,5 +110,100 @@ for f in $files; do
 		esac
 	done
 done
-[ $bad -eq 0 ] && echo "layers: every #include keeps to its layer"
+# vault_layer FILE: the layer of a file of tregd/vault/ (above), or "".
+vault_layer() {
+	case "$1" in
+	tregd/vault/store/*)
+		echo 0 ;;
+	tregd/vault/vault.c)
+		echo 7 ;;
+	tregd/vault/vault_ctl.c)
+		echo 6 ;;
+	tregd/vault/vault_org.c|tregd/vault/vault_member.c|\
+	tregd/vault/vault_me.c|tregd/vault/vault_tool.c|\
+	tregd/vault/vault_secret.c|tregd/vault/vault_skill.c|\
+	tregd/vault/vault_run.c|tregd/vault/vault_call.c|\
+	tregd/vault/vault_policy.c|tregd/vault/vault_audit.c|\
+	tregd/vault/vault_ctl_key.c)
+		echo 5 ;;
+	tregd/vault/vault_crypto.c|tregd/vault/vault_keyring.c|\
+	tregd/vault/vault_keydb.c)
+		echo 3 ;;
+	tregd/vault/vault_req.c)
+		echo 2 ;;
+	tregd/vault/vault_metrics.c)
+		echo 1 ;;
+	tregd/vault/*.c)
+		echo 4 ;;
+	esac
+}
+
+vfiles=$(find tregd/vault -name '*.c' | sort)
+if [ -n "$vfiles" ]; then
+	out=$(for f in $vfiles; do
+		l=$(vault_layer "$f")
+		[ -n "$l" ] && echo "$f $l"
+	done | awk '
+	# The first input is "file layer" lines; then each file, twice: once
+	# for the functions it defines (KNF: the name at column 0, its type
+	# on the line before), once for the calls its code makes.
+	FILENAME == "-" { layer[$1] = $2; next }
+	FNR == 1 { pass[FILENAME]++; incomment = 0; prev = "" }
+	{
+		line = $0
+		# Comments out (they may name any function).
+		if (incomment) {
+			if ((i = index(line, "*/")) == 0) { prev = ""; next }
+			line = substr(line, i + 2); incomment = 0
+		}
+		while ((i = index(line, "/*")) > 0) {
+			rest = substr(line, i + 2)
+			if ((j = index(rest, "*/")) == 0) {
+				line = substr(line, 1, i - 1); incomment = 1
+				break
+			}
+			line = substr(line, 1, i - 1) " " substr(rest, j + 2)
+		}
+		gsub(/"([^"\\]|\\.)*"/, "\"\"", line)
+	}
+	pass[FILENAME] == 1 {
+		if (match(line, /^[a-z_][a-z0-9_]*\(/) && prev !~ /^static/ &&
+		    prev !~ /;[ \t]*$/ && prev != "")
+			def[substr(line, 1, RLENGTH - 1)] = FILENAME
+		prev = line
+		next
+	}
+	{
+		f = FILENAME
+		if (f != "tregd/vault/vault.c" && f != "tregd/vault/vault_req.c" &&
+		    (line ~ /(^|[^a-z0-9_])imsg[a-z0-9_]*[ \t]*\(/ ||
+		    line ~ /struct[ \t]+imsg([^a-z0-9_]|$)/))
+			printf "%s:%d: names an imsg: only vault.c and " \
+			    "vault_req.c talk to the other processes\n", f, FNR
+		s = line
+		while (match(s, /[a-z_][a-z0-9_]*[ \t]*\(/)) {
+			name = substr(s, RSTART, RLENGTH)
+			sub(/[ \t]*\($/, "", name)
+			before = substr(s, 1, RSTART - 1)
+			s = substr(s, RSTART + RLENGTH)
+			if (before ~ /(->|\.)[ \t]*$/)
+				continue	# a member, not a function
+
+			if (!(name in def) || def[name] == f)
+				continue
+			d = def[name]
+			if (layer[d] + 0 > layer[f] + 0)
+				printf "%s:%d: calls %s() of %s, a layer above " \
+				    "(%d over %d)\n", f, FNR, name, d,
+				    layer[d], layer[f]
+		}
+	}' - $vfiles $vfiles)
+	if [ -n "$out" ]; then
+		echo "$out"
+		bad=1
+	fi
+fi
+
+[ $bad -eq 0 ] && echo "layers: every #include keeps to its layer," \
+    "every vault file calls its own layer or below"
 exit $bad

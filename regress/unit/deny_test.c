@@ -3,13 +3,14 @@
  * syntax compiles and matches as PCRE2, patterns that would cost the
  * vault unbounded memory are refused at registration, a match that hits
  * a limit counts as a match, and a tool's changed list is never matched
- * with its old patterns.
+ * with its old patterns.  And the path of a base_url, read one way.
  */
 
 #include <sys/types.h>
 
 #include <atf-c.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -159,8 +160,45 @@ ATF_TC_BODY(a_changed_tool_is_matched_with_its_new_patterns, tc)
 	json_decref(c);
 }
 
+/*
+ * A base_url's path is read one way by runs and grants (url_path, for
+ * deny rules) and calls (url_path_prefix, where the call's path goes):
+ * a query or fragment is never a path, so "https://h?x=/a" has none.
+ */
+ATF_TC_WITHOUT_HEAD(base_url_path_reads_the_same_everywhere);
+ATF_TC_BODY(base_url_path_reads_the_same_everywhere, tc)
+{
+	static const struct {
+		const char	*url, *path;
+	} t[] = {
+		{ "https://h?x=/a",	"/" },
+		{ "https://h/a?x=/b",	"/a" },
+		{ "https://h#x",	"/" },
+		{ "https://h",		"/" },
+		{ "https://h/a/#x/b",	"/a/" },
+	};
+	const char	*p;
+	char		 buf[64], pre[64];
+	size_t		 i, n;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		url_path(t[i].url, buf, sizeof(buf));
+		ATF_CHECK_STREQ_MSG(buf, t[i].path, "%s", t[i].url);
+		n = url_path_prefix(t[i].url, &p);
+		snprintf(pre, sizeof(pre), "%.*s/", (int)n, p);
+		/* The prefix is the path less its trailing slash. */
+		ATF_CHECK_MSG(strncmp(buf, pre, strlen(buf)) == 0 &&
+		    strlen(pre) <= strlen(buf) + 1, "%s: %s and %s",
+		    t[i].url, buf, pre);
+		/* And it begins where the authority ends. */
+		ATF_CHECK_MSG(p == t[i].url + strlen("https://h"), "%s",
+		    t[i].url);
+	}
+}
+
 ATF_TP_ADD_TCS(tp)
 {
+	ATF_TP_ADD_TC(tp, base_url_path_reads_the_same_everywhere);
 	ATF_TP_ADD_TC(tp, catalog_syntax_compiles_and_matches);
 	ATF_TP_ADD_TC(tp, costly_patterns_are_refused_quickly);
 	ATF_TP_ADD_TC(tp, a_match_that_hits_a_limit_is_a_match);

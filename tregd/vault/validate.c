@@ -237,58 +237,6 @@ host_check(char *name, int v6, int allow_private, char *err,
 	return (-1);
 }
 
-/*
- * The path of a URL without its query and fragment: *path points at it
- * in url, its length is returned, 0 when it has none ("https://h",
- * "https://h?x=/a", "https://h#x").  The one reading of a base_url's path
- * for runs, grants, calls and deny rules.
- */
-size_t
-url_path_span(const char *url, const char **path)
-{
-	const char	*p;
-
-	if ((p = strstr(url, "://")) != NULL)
-		p += 3;
-	else
-		p = url;
-	p += strcspn(p, "/?#");
-	*path = p;
-	return (*p == '/' ? strcspn(p, "?#") : 0);
-}
-
-/*
- * url_path_span() as a prefix, without trailing slashes: where a call's
- * path is put after the base_url's, and what /call/URL matches on.
- */
-size_t
-url_path_prefix(const char *url, const char **path)
-{
-	size_t	 n;
-
-	n = url_path_span(url, path);
-	while (n > 0 && (*path)[n - 1] == '/')
-		n--;
-	return (n);
-}
-
-/* url_path_span() as a string for deny rules: "/" when it has none. */
-void
-url_path(const char *url, char *buf, size_t len)
-{
-	const char	*p;
-	size_t		 n;
-
-	if ((n = url_path_span(url, &p)) == 0) {
-		strlcpy(buf, "/", len);
-		return;
-	}
-	if (n >= len)
-		n = len - 1;
-	memcpy(buf, p, n);
-	buf[n] = '\0';
-}
-
 /* Names that only mean something inside a host or a private network. */
 int
 host_is_internal(const char *name)

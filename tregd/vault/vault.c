@@ -47,6 +47,18 @@ static struct imsgev	 iev_parent, iev_frontend, iev_exec, iev_relay;
 static struct blob_list	 vault_blobs = TAILQ_HEAD_INITIALIZER(vault_blobs);
 static const struct vault_route *route_index[ROUTE_MAX];
 static int		 conf_ready;
+static struct event	 ev_metrics;
+
+/* A tregctl connection, handed over by the parent (parent.c). */
+struct ctl_conn {
+	TAILQ_ENTRY(ctl_conn)	 entry;
+	uint32_t		 id;
+	struct imsgev		 iev;
+};
+static TAILQ_HEAD(, ctl_conn)	 ctl_conns = TAILQ_HEAD_INITIALIZER(ctl_conns);
+static uint32_t			 ctl_next_id = 1;
+static int			 ctl_nconns;
+#define CTL_CONNS_MAX		 32
 static int		 have_worker;
 static int		 worker_index;
 static uint64_t		 conf_generation;	/* bumped by each reload */
@@ -68,6 +80,13 @@ static void	vault_imsg_ends_sync(struct imsgev *, struct imsg *);
 static void	vault_imsg_run_exit(struct imsgev *, struct imsg *);
 static void	vault_imsg_call_done(struct imsgev *, struct imsg *);
 static void	vault_closed(struct imsgev *);
+static void	vault_metrics_tick(int, short, void *);
+static void	vault_ends_sync(struct imsg *);
+static void	ctl_conn(int);
+static void	ctl_closed(struct imsgev *);
+static void	ctl_reply(struct ctl_conn *, uint32_t, int, json_t *);
+static void	ctl_dispatch(struct imsgev *, struct imsg *);
+static void	ctl_reload_done(uint32_t, const struct ctl_reload_done *);
 static void	vault_request(struct blob *);
 static const struct vault_route *request_unpack(struct blob *,
 		    struct api_request *, struct vault_req *);
@@ -113,8 +132,9 @@ static const struct imsg_handler vault_imsgs[] = {
 	{ IMSG_DATA,	FROM_FRONTEND, IMSG_LEN_ANY,	vault_imsg_request_data },
 	{ IMSG_ENDS_SYNC, FROM_FRONTEND, sizeof(uint32_t), vault_imsg_ends_sync },
 	/* The ends of what the vault started. */
-	{ IMSG_RUN_EXIT, FROM_EXEC, IMSG_LEN_ANY,	vault_imsg_run_exit },
-	{ IMSG_CALL_DONE, FROM_RELAY, IMSG_LEN_ANY,	vault_imsg_call_done },
+	{ IMSG_RUN_EXIT, FROM_EXEC, sizeof(struct run_exit), vault_imsg_run_exit },
+	{ IMSG_CALL_DONE, FROM_RELAY, sizeof(struct call_done),
+	    vault_imsg_call_done },
 };
 
 static struct proc_peer	 vault_peers[] = {
@@ -188,7 +208,8 @@ vault_main(int debug, int verbose)
 		fatalx("database refused: %s", err);
 	close(initfd);		/* the lock goes with it */
 	vault_index_routes();
-	vault_metrics_start();
+	evtimer_set(&ev_metrics, vault_metrics_tick, NULL);
+	vault_metrics_tick(0, 0, NULL);
 	hosts_start(worker_index);
 
 	proc_child_run(vault_sig);
@@ -199,7 +220,7 @@ vault_main(int debug, int verbose)
  * this one took in the ends exec and the relay told it of (both tell
  * before they answer the client).
  */
-void
+static void
 vault_ends_sync(struct imsg *imsg)
 {
 	run_exits_read();
@@ -309,7 +330,8 @@ static void
 vault_index_routes(void)
 {
 	const struct vault_route	*tables[] = {
-		vault_org_routes, vault_tool_routes, vault_run_routes,
+		vault_org_routes, vault_tool_routes, vault_secret_routes,
+		vault_skill_routes, vault_run_routes,
 		vault_policy_routes, vault_member_routes,
 		vault_me_routes
 	};
@@ -386,6 +408,119 @@ vault_imsg_ctl_reload_done(struct imsgev *iev, struct imsg *imsg)
 	ctl_reload_done(imsg->hdr.id, &rd);
 }
 
+/* The counters to the frontend, every second (vault_metrics.c). */
+static void
+vault_metrics_tick(int fd, short event, void *arg)
+{
+	const struct metrics_vault	*vm;
+	struct timeval			 tv = { 1, 0 };
+
+	vm = vault_metrics_now(slots_used(1), vault_conf.run_slots);
+	if (imsgev_compose(vault_frontend, IMSG_METRICS_VAULT, 0, -1, vm,
+	    sizeof(*vm)) == -1)
+		fatal("%s: send to frontend", __func__);
+	evtimer_add(&ev_metrics, &tv);
+}
+
+/* ------------------------------------------------------------------ */
+/* The control socket's connections (vault_ctl.c answers).            */
+
+/* IMSG_CTL_CONN: a tregctl the parent accepted and checked. */
+static void
+ctl_conn(int s)
+{
+	struct ctl_conn	*c;
+
+	if (ctl_nconns >= CTL_CONNS_MAX) {
+		log_warnx("control: too many connections");
+		close(s);
+		return;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		fatal("%s: calloc", __func__);
+	c->id = ctl_next_id++;
+	imsgev_init(&c->iev, s, PROC_CONTROL, "tregctl", ctl_dispatch,
+	    ctl_closed, c);
+	c->iev.untrusted = 1;
+	TAILQ_INSERT_TAIL(&ctl_conns, c, entry);
+	ctl_nconns++;
+}
+
+static void
+ctl_closed(struct imsgev *iev)
+{
+	struct ctl_conn	*c = iev->arg;
+
+	TAILQ_REMOVE(&ctl_conns, c, entry);
+	imsgev_clear(&c->iev);
+	free(c);
+	ctl_nconns--;
+}
+
+/* The answer, JSON in an IMSG_CTL_REPLY blob (j is taken). */
+static void
+ctl_reply(struct ctl_conn *c, uint32_t id, int status, json_t *j)
+{
+	struct ctl_reply	 cr;
+	char			*text;
+
+	cr.status = status;
+	if (j == NULL)
+		j = json_object();
+	if ((text = json_dumps(j, JSON_COMPACT)) == NULL)
+		fatalx("%s: json_dumps", __func__);
+	json_decref(j);
+	if (imsgev_send_blob(&c->iev, IMSG_CTL_REPLY, id, &cr, sizeof(cr),
+	    text, strlen(text)) == -1)
+		log_warn("control reply");
+	freezero(text, strlen(text));
+}
+
+/*
+ * One IMSG_CTL_REQUEST.  A bad message from a tregctl is refused, not
+ * fatal: the handler closes the connection once this returns (dead).
+ */
+static void
+ctl_dispatch(struct imsgev *iev, struct imsg *imsg)
+{
+	struct ctl_conn		*c = iev->arg;
+	struct ctl_request	 cr;
+	json_t			*reply;
+	int			 rc;
+
+	if (imsg->hdr.type != IMSG_CTL_REQUEST ||
+	    imsg->datalen != sizeof(cr)) {
+		log_warnx("control: bad message %u from connection %u, closed",
+		    imsg->hdr.type, c->id);
+		iev->dead = 1;
+		return;
+	}
+	memcpy(&cr, imsg->data, sizeof(cr));
+	cr.email[sizeof(cr.email) - 1] = '\0';
+	cr.org[sizeof(cr.org) - 1] = '\0';
+	cr.role[sizeof(cr.role) - 1] = '\0';
+	cr.key[sizeof(cr.key) - 1] = '\0';
+	if ((rc = ctl_command(c->id, &cr, &reply)) != CTL_LATER)
+		ctl_reply(c, imsg->hdr.id, rc == 0 ? 0 : 1, reply);
+}
+
+/* The parent reloaded, or could not: the tregctl that asked is told. */
+static void
+ctl_reload_done(uint32_t id, const struct ctl_reload_done *rd)
+{
+	struct ctl_conn	*c;
+	json_t		*reply;
+	int		 status;
+
+	TAILQ_FOREACH(c, &ctl_conns, entry)
+		if (c->id == id)
+			break;
+	if (c == NULL)
+		return;		/* tregctl went away */
+	reply = ctl_reload_reply(rd, &status);
+	ctl_reply(c, 1, status, reply);
+}
+
 static void
 vault_imsg_ctl_conn(struct imsgev *iev, struct imsg *imsg)
 {
@@ -447,13 +582,19 @@ vault_imsg_ends_sync(struct imsgev *iev, struct imsg *imsg)
 static void
 vault_imsg_run_exit(struct imsgev *iev, struct imsg *imsg)
 {
-	run_exit(imsg);
+	struct run_exit	 rx;
+
+	memcpy(&rx, imsg->data, sizeof(rx));
+	run_exit(imsg->hdr.id, &rx);
 }
 
 static void
 vault_imsg_call_done(struct imsgev *iev, struct imsg *imsg)
 {
-	call_done(imsg);
+	struct call_done	 cd;
+
+	memcpy(&cd, imsg->data, sizeof(cd));
+	call_done(&cd);
 }
 
 static void

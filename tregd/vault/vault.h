@@ -78,11 +78,10 @@ struct vault_route {
 };
 extern const struct vault_route vault_org_routes[];	/* vault_org.c */
 extern const struct vault_route vault_tool_routes[];	/* vault_tool.c */
+extern const struct vault_route vault_secret_routes[];	/* vault_secret.c */
+extern const struct vault_route vault_skill_routes[];	/* vault_skill.c */
 extern const struct vault_route vault_run_routes[];	/* vault_run.c */
 extern const struct vault_route vault_me_routes[];	/* vault_me.c */
-
-/* vault.c: the process and its dispatch; nothing below calls it. */
-void		 vault_ends_sync(struct imsg *);	/* IMSG_ENDS_SYNC */
 
 /*
  * vault_req.c: the process's state (set by vault.c), the answers and the
@@ -98,6 +97,19 @@ void		 vault_asker(int64_t, int64_t);	/* org, user answered */
 void		 vault_send(uint32_t, int, const char *, size_t);
 void		 vault_respond(uint32_t, struct vault_resp *);
 void		 vault_keyring_changed(void);	/* tell the other workers */
+void		 vault_ctl_reload(uint32_t);	/* the parent reloads */
+void		 vault_log_verbose(int);	/* the parent tells everyone */
+/* A run order to exec, "accepted" (org, user) to the frontend. */
+void		 vault_run_start(uint32_t, const struct run_start *,
+		    const void *, size_t, int64_t, int64_t);
+void		 vault_call_start(uint32_t, const struct call_start *,
+		    const void *, size_t);		/* to the relay */
+/* A refused call's status and JSON detail (org, user: 0 unknown). */
+void		 vault_call_refused(uint32_t, int, int64_t, int64_t,
+		    const char *, size_t);
+/* What a peer sent, taken in now: 0, or -1 when it cannot be read. */
+int		 vault_read_peer(struct imsgev *);
+void		 vault_cork(int);	/* 1: hold the sends, 0: send */
 void		 db_fail(struct vault_resp *, const char *);	/* 500, 503 + log */
 /* store_begin(), store_commit(), or db_fail(): 0, or -1 with resp set. */
 int		 db_begin(struct vault_resp *);
@@ -119,6 +131,9 @@ int		 body_int(struct vault_req *, struct vault_resp *,
 int		 valid_name(const char *);	/* 1..128 bytes, no controls */
 int		 json_has_nul(json_t *);	/* any string with a NUL */
 int		 query_param(const char *, const char *, char *, size_t);
+/* A tregctl answer's {"error": "..."}. */
+json_t		*ctl_errorf(const char *, ...)
+		    __attribute__((__format__ (printf, 1, 2)));
 
 /* vault_access.c: who a token is, the roles, who may use a tool. */
 int		 auth_lookup(const uint8_t [TOKEN_HASH_LEN], struct auth *);
@@ -139,6 +154,17 @@ int		 tool_usable(const struct auth *, const char *, const char *);
 struct tool_row;
 int		 tool_access_check(const struct auth *, const struct tool_row *,
 		    struct vault_resp *);
+/* The caller's membership in the org named by the path (/orgs/{id}). */
+struct org_ctx {
+	int64_t		 org_id;
+	int64_t		 membership_id;
+	enum role	 role;
+	char		 slug[NAME_LEN_MAX + 1];
+	char		 name[NAME_LEN_MAX + 1];
+};
+/* Membership of at least the role, else 404 or 403 set: 0 or -1. */
+int		 org_enter(struct vault_req *, struct vault_resp *, enum role,
+		    struct org_ctx *);
 
 /*
  * tregctl commands served by the vault's files (vault_ctl.c dispatches).
@@ -154,23 +180,10 @@ int		 ctl_show_tools(const struct ctl_request *, json_t **);
 int		 ctl_key_rotate(const struct ctl_request *, json_t **);
 int		 ctl_show_runs(const struct ctl_request *, json_t **);
 int		 ctl_show_audit(const struct ctl_request *, json_t **);
-json_t		*ctl_errorf(const char *, ...)
-		    __attribute__((__format__ (printf, 1, 2)));
 
 /* vault_org.c */
-/* The caller's membership in the org named by the path (/orgs/{id}). */
-struct org_ctx {
-	int64_t		 org_id;
-	int64_t		 membership_id;
-	enum role	 role;
-	char		 slug[NAME_LEN_MAX + 1];
-	char		 name[NAME_LEN_MAX + 1];
-};
 int		 email_normalize(const char *, char *, size_t);
 void		 org_slugify(const char *, char *, size_t);
-/* Membership of at least the role, else 404 or 403 set: 0 or -1. */
-int		 org_enter(struct vault_req *, struct vault_resp *, enum role,
-		    struct org_ctx *);
 /* The user of an email, made unless it exists: its id, is it an agent. */
 int		 user_ensure(const char *, int, int64_t *, int *);
 /* user, org, role, access, local_run, agent_name, token: 0, -1, conflict */
@@ -183,17 +196,17 @@ int		 body_email_person(struct vault_resp *, const char *);
 /* vault_member.c */
 extern const struct vault_route vault_member_routes[];
 
-/* vault_ctl.c */
-void		 ctl_conn(int);
-void		 ctl_reload_done(uint32_t, const struct ctl_reload_done *);
+/* vault_ctl.c: a tregctl command (vault.c holds the connections). */
+#define CTL_LATER		1	/* the parent answers: a reload */
+int		 ctl_command(uint32_t, const struct ctl_request *, json_t **);
+json_t		*ctl_reload_reply(const struct ctl_reload_done *, int *);
 
 /* vault_run.c */
-void		 run_exit(struct imsg *);	/* IMSG_RUN_EXIT from exec */
+/* IMSG_RUN_EXIT from exec, for the run of request reqid. */
+void		 run_exit(uint32_t, const struct run_exit *);
 void		 run_ends_flush(void);	/* the ends queued, committed */
 void		 run_exits_read(void);	/* exec's word taken in, committed */
 int		 run_slots_used(void);
-/* Mask credential-looking arguments and registered secret values. */
-json_t		*argv_mask(int64_t, json_t *);
 
 /* vault_hosts.c: the hosts alive on the database */
 void		 hosts_prepare(const char *);
@@ -244,6 +257,17 @@ typedef int	(*secret_get_fn)(int64_t, int64_t, struct store_secret *);
 int		 isecret_open_by(secret_get_fn, int64_t, int64_t, const char *,
 		    struct isecret *, struct vault_resp *);
 void		 isecret_close(struct isecret *);
+/* Unsealed secrets of one run, each once (secs_clear zeroes them). */
+#define RUN_SECRETS_MAX		512
+struct secs {
+	struct isecret	 s[RUN_SECRETS_MAX];
+	size_t		 n;
+};
+struct secs	*secs_new(void);
+/* Secret id of org for tool, unsealed once: NULL with resp set (502). */
+struct isecret	*secs_get(struct secs *, int64_t, int64_t, const char *,
+		    struct vault_resp *);
+void		 secs_clear(struct secs *);
 /*
  * The bytes a CLI or upstream gets for one template (NULL: "{secret}")
  * of binding or inject entry e of tool: the value trimmed, the field of
@@ -266,25 +290,35 @@ int		 redset_add(struct redset *, const void *, size_t);
 int		 redset_secret(struct redset *, const struct isecret *);
 void		 redset_clear(struct redset *);
 
+/* vault_mask.c: credential-looking arguments and secret values masked. */
+json_t		*argv_mask(int64_t, json_t *);
+
 /* vault_maskcost.c: a tool's set within REDSET_BYTES_MAX, or 422. */
 int		 mask_cost_check(int64_t, const char *, json_t *, json_t *,
 		    struct vault_resp *);
 int		 mask_cost_users(int64_t, int64_t, struct vault_resp *);
 
-/* vault_policy.c */
-/*
- * Deny rules (SPEC section 9) for a use of host/path by the caller; method
- * NULL for runs and grants.  0 allowed; -1 refused, resp set to 403
- * "blocked by a policy rule ...".
- */
-#define DENY_METHOD_MAX		32	/* a rule's method, in bytes */
-int		 deny_check(const struct auth *, const char *, const char *,
-		    const char *, struct vault_resp *);
-/* deny_check() with the rules read through rules (store_deny_rules()). */
-typedef int	(*deny_rules_fn)(int64_t, int64_t, store_deny_fn, void *);
-int		 deny_check_by(deny_rules_fn, const struct auth *,
-		    const char *, const char *, const char *,
-		    struct vault_resp *);
+/* vault_policy.c: deny rules' routes, grants, reports, the call log */
+extern const struct vault_route vault_policy_routes[];
+
+/* vault_audit.c: the local-run audit rows and the refusals on record */
+/* One row of the local-run audit (calls, kind 'local_run'). */
+struct local_audit {
+	const char	*kind;		/* NULL: local_run */
+	const char	*tool;
+	const char	*action;	/* GRANT, DENY, REPORT */
+	const char	*refused_by;	/* DENY only */
+	int		 status;
+	json_t		*argv;		/* masked here before it is stored */
+	int		 has_exit;
+	int64_t		 exit_code;
+	const char	*verdict;
+	int64_t		 grant_id;
+};
+/* Write one local-run audit row (its argv masked): its id, or -1. */
+int64_t		 audit_local(const struct auth *, const struct local_audit *);
+/* The row could not be written: rolled back, 503 "... — what". */
+void		 audit_unwritable(struct vault_resp *, const char *);
 /*
  * cli.deny of the tool against argv, for a grant or a server run (kind
  * "local_run" or "server_run"): 0 allowed; -1 refused and audited as
@@ -296,7 +330,6 @@ int		 cli_deny_refuse(const struct auth *, const struct tool_row *,
 /* A run or grant whose injection does not resolve: its 502, on record. */
 void		 resolution_refuse(const struct auth *, const char *, json_t *,
 		    const char *, struct vault_resp *);
-extern const struct vault_route vault_policy_routes[];
 
 /* validate.c */
 #define URL_LEN_MAX		2048
@@ -307,9 +340,6 @@ extern const struct vault_route vault_policy_routes[];
 #define SKILL_PATH_MAX		1024
 int		 url_check_base(const char *, int, char *, size_t, char *,
 		    size_t);
-size_t		 url_path_span(const char *, const char **);
-size_t		 url_path_prefix(const char *, const char **);
-void		 url_path(const char *, char *, size_t);
 int		 host_is_internal(const char *);
 int		 ip4_parse_loose(const char *, uint32_t *);
 const char	*env_name_refusal(const char *);
@@ -321,8 +351,7 @@ int		 cli_check(json_t *, int, json_t **, char *, size_t);
 int		 cli_check_host(json_t *, const char *, int, json_t **, char *,
 		    size_t);
 
-/* vault_tool.c */
-/* A tool as the run path needs it; tool_row_clear releases it. */
+/* vault_registry.c (with vault_registry.h): a tool as the run path needs it. */
 struct tool_row {
 	int64_t		 id;
 	char		 name[NAME_LEN_MAX + 1];
@@ -337,11 +366,36 @@ struct tool_row {
 /* tool_load: 0 found, 1 no such tool in the org, -1 database error. */
 int		 tool_load(int64_t, const char *, struct tool_row *);
 void		 tool_row_clear(struct tool_row *);
+/* base_url, host, bindings, cli as stored into a row. */
+void		 tool_row_fill(struct tool_row *, const char *, const char *,
+		    const char *, const char *);
 /* The secret an inject entry uses: 0 and *id, or -1 (none, ambiguous). */
 int		 inject_resolve(const struct tool_row *, json_t *, int64_t *);
 
-/* vault_deny.c */
+/*
+ * vault_deny.c: cli.deny patterns, and the deny rules (SPEC section 9) for
+ * a use of host/path by the caller; method NULL for runs and grants.  0
+ * allowed; -1 refused, resp set to 403 "blocked by a policy rule ...".
+ */
+#define DENY_METHOD_MAX		32	/* a rule's method, in bytes */
+#define DENY_NOTE_MAX		256
+#define DENY_PATH_MAX		1024
+int		 deny_check(const struct auth *, const char *, const char *,
+		    const char *, struct vault_resp *);
+/* deny_check() with the rules read through rules (store_deny_rules()). */
+typedef int	(*deny_rules_fn)(int64_t, int64_t, store_deny_fn, void *);
+int		 deny_check_by(deny_rules_fn, const struct auth *,
+		    const char *, const char *, const char *,
+		    struct vault_resp *);
 int		 deny_pattern_check(const char *, size_t, char *, size_t);
+/*
+ * The path of a base_url, read one way by runs, grants and calls: its
+ * span (0: none), as a prefix without trailing slashes, as a string for
+ * the deny rules ("/": none).
+ */
+size_t		 url_path_span(const char *, const char **);
+size_t		 url_path_prefix(const char *, const char **);
+void		 url_path(const char *, char *, size_t);
 char		*argv_join(json_t *, size_t *);
 /* 1: a pattern (copied out) matched, or a limit decided (why); 0: none. */
 int		 deny_match(int64_t, json_t *, json_t *, char *, size_t,
@@ -349,7 +403,7 @@ int		 deny_match(int64_t, json_t *, json_t *, char *, size_t,
 
 /* vault_call.c: the relay's requests, their audit and the daily caps */
 void		 call_request(struct blob *);	/* IMSG_CALL_REQUEST */
-void		 call_done(struct imsg *);	/* IMSG_CALL_DONE from relay */
+void		 call_done(const struct call_done *);	/* from the relay */
 void		 call_flush(void);		/* the pending end records */
 void		 call_exits_read(void);	/* the relay's word, committed */
 /* daily_call_cap and used_today of a membership into a view: 0 or -1. */
@@ -393,7 +447,7 @@ json_t		*crypto_key_files(void);	/* relative to the state dir */
 int		 ctl_key(const struct ctl_request *, json_t **);
 
 /* vault_metrics.c */
-void	 vault_metrics_start(void);
+const struct metrics_vault *vault_metrics_now(int, int);
 void	 vault_metrics_run(uint32_t, uint32_t, uint32_t);
 void	 vault_metrics_db_error(void);
 void	 vault_metrics_request(void);

@@ -253,15 +253,13 @@ call_turn(void)
 	day_utc(t, turn.day, sizeof(turn.day));
 	call_decide_all();
 	fail = call_turn_write();
-	imsgev_cork(vault_relay);
-	imsgev_cork(vault_frontend);
+	vault_cork(1);
 	while ((p = TAILQ_FIRST(&vpends)) != NULL) {
 		TAILQ_REMOVE(&vpends, p, entry);
 		call_answer(p, fail);
 		call_pend_free(p);
 	}
-	imsgev_uncork(vault_frontend);
-	imsgev_uncork(vault_relay);
+	vault_cork(0);
 	npends = 0;
 }
 
@@ -492,31 +490,21 @@ call_start(struct vpend *p)
 	cs.allow_private = vault_conf.relay_allow_private;
 	cs.org_id = p->auth.org_id;
 	cs.user_id = p->auth.user_id;
-	if (imsgev_send_blob(vault_relay, IMSG_CALL_START, p->reqid, &cs,
-	    sizeof(cs), p->pk.buf, p->pk.len) == -1)
-		fatal("%s: send to relay", __func__);
+	vault_call_start(p->reqid, &cs, p->pk.buf, p->pk.len);
 }
 
 /* Answer a refusal (X-Treg-Error); its row, if any, was written. */
 static void
 call_refuse(uint32_t reqid, const struct auth *a, struct vault_resp *resp)
 {
-	struct api_response	 ar;
-	char			*text;
+	char	*text;
 
 	if (resp->body == NULL)
 		resp->body = json_object();
 	if ((text = json_dumps(resp->body, JSON_COMPACT)) == NULL)
 		fatalx("%s: json_dumps", __func__);
-	memset(&ar, 0, sizeof(ar));
-	ar.status = resp->status;
-	if (a != NULL) {
-		ar.org_id = a->org_id;
-		ar.user_id = a->user_id;
-	}
-	if (imsgev_send_blob(vault_frontend, IMSG_CALL_REFUSED, reqid, &ar,
-	    sizeof(ar), text, strlen(text)) == -1)
-		fatal("%s: send", __func__);
+	vault_call_refused(reqid, resp->status, a != NULL ? a->org_id : 0,
+	    a != NULL ? a->user_id : 0, text, strlen(text));
 	free(text);
 }
 
@@ -1343,27 +1331,18 @@ call_flush(void)
 void
 call_exits_read(void)
 {
-	ssize_t	 n;
-
-	if (!vault_relay->dead) {
-		n = imsgbuf_read(&vault_relay->ibuf);
-		if (n != -1 || errno == EAGAIN)
-			imsgev_drain(vault_relay);
-	}
+	(void)vault_read_peer(vault_relay);
 	call_flush();
 }
 
 void
-call_done(struct imsg *imsg)
+call_done(const struct call_done *cdp)
 {
 	static const char *const why[] = { NULL, "ssrf", "upstream" };
-	struct call_done	 cd;
+	struct call_done	 cd = *cdp;
 	struct store_call_end	*e;
 	struct vcall		*vc;
 
-	if (imsg->datalen != sizeof(cd))
-		fatalx("bad IMSG_CALL_DONE from relay");
-	memcpy(&cd, imsg->data, sizeof(cd));
 	TAILQ_FOREACH(vc, &vcalls, entry)
 		if (vc->callid == cd.callid)
 			break;

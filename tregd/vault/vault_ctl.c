@@ -4,10 +4,9 @@
  * The parent binds the socket (mode 0600, or 0660 with "socket group"),
  * accepts each connection and checks its peer (parent.c: credentials as
  * configured, no run's uid, the daemon's own pid namespace), then hands
- * it to a worker: what arrives here was checked.  A malformed message
- * closes that connection only.
- * A request is one IMSG_CTL_REQUEST; the answer one IMSG_CTL_REPLY blob
- * holding JSON.
+ * it to a worker: what arrives here was checked.  vault.c holds the
+ * connections (a malformed message closes that connection only) and
+ * hands each request to ctl_command(), which answers JSON.
  * reload and log go through the parent, which owns those.
  */
 
@@ -25,20 +24,7 @@
 
 #include "vault.h"
 
-struct ctl_conn {
-	TAILQ_ENTRY(ctl_conn)	 entry;
-	uint32_t		 id;
-	struct imsgev		 iev;
-};
-TAILQ_HEAD(, ctl_conn)		 ctl_conns = TAILQ_HEAD_INITIALIZER(ctl_conns);
-
-static uint32_t			 ctl_next_id = 1;
-static int			 ctl_nconns;
-#define CTL_CONNS_MAX		 32
-
-static void	ctl_dispatch(struct imsgev *, struct imsg *);
-static void	ctl_closed(struct imsgev *);
-static void	ctl_reply(struct ctl_conn *, uint32_t, int, json_t *);
+static int	ctl_log(const struct ctl_request *, json_t **);
 static int	ctl_status(const struct ctl_request *, json_t **);
 static int	ctl_metrics(const struct ctl_request *, json_t **);
 static int	ctl_org_id(const char *, int64_t *, json_t **);
@@ -61,196 +47,90 @@ static void	ctl_slugs(const json_t *, char *, size_t);
 static int	ctl_user_remove(int64_t, const json_t *);
 static json_t	*ctl_listeners(void);
 
-json_t *
-ctl_errorf(const char *fmt, ...)
+/* The commands, a table as the imsgs are. */
+static const struct ctl_command {
+	uint32_t	 cmd;
+	int		(*fn)(const struct ctl_request *, json_t **);
+	int		 keyring;	/* done: the other workers reload it */
+} ctl_cmds[] = {
+	{ CTL_SHOW_STATUS,	ctl_status,		0 },
+	{ CTL_SHOW_USERS,	ctl_show_users,		0 },
+	{ CTL_SHOW_ORGS,	ctl_show_orgs,		0 },
+	{ CTL_SHOW_TOOLS,	ctl_show_tools,		0 },
+	{ CTL_SHOW_RUNS,	ctl_show_runs,		0 },
+	{ CTL_SHOW_AUDIT,	ctl_show_audit,		0 },
+	{ CTL_USER_ADD,		ctl_user_add,		0 },
+	{ CTL_TOKEN_REVOKE,	ctl_token_revoke,	0 },
+	{ CTL_ORG_DELETE,	ctl_org_delete,		0 },
+	{ CTL_KEY_ROTATE,	ctl_key_rotate,		1 },
+	{ CTL_KEY_NEW,		ctl_key,		1 },
+	{ CTL_KEY_USE,		ctl_key,		1 },
+	{ CTL_KEY_RETIRE,	ctl_key,		1 },
+	{ CTL_KEY_LIST,		ctl_key,		0 },
+	{ CTL_KEY_RELOAD,	ctl_key,		1 },
+	{ CTL_METRICS,		ctl_metrics,		0 },
+	{ CTL_SHOW_MEMBERS,	ctl_show_members,	0 },
+	{ CTL_SHOW_AGENTS,	ctl_show_agents,	0 },
+	{ CTL_SHOW_SECRETS,	ctl_show_secrets,	0 },
+	{ CTL_SHOW_CONFIG,	ctl_show_config,	0 },
+	{ CTL_USER_DELETE,	ctl_user_delete,	0 },
+	{ CTL_BACKUP,		ctl_backup,		0 },
+	{ CTL_RELOAD,		NULL,			0 },	/* the parent's */
+	{ CTL_LOG_VERBOSE,	ctl_log,		0 },
+	{ CTL_LOG_BRIEF,	ctl_log,		0 },
+};
+
+/*
+ * A tregctl's command (conn: its connection, cr checked by vault.c): 0
+ * with *reply, -1 with an error *reply, CTL_LATER when the answer comes
+ * later (ctl_reload_reply()).
+ */
+int
+ctl_command(uint32_t conn, const struct ctl_request *cr, json_t **reply)
 {
-	char	 msg[512];
-	va_list	 ap;
+	size_t	 i;
+	int	 rc;
 
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return (json_pack("{s:s}", "error", msg));
-}
-
-/* IMSG_CTL_CONN: a tregctl the parent accepted and checked. */
-void
-ctl_conn(int s)
-{
-	struct ctl_conn	*c;
-
-	if (ctl_nconns >= CTL_CONNS_MAX) {
-		log_warnx("control: too many connections");
-		close(s);
-		return;
-	}
-	if ((c = calloc(1, sizeof(*c))) == NULL)
-		fatal("%s: calloc", __func__);
-	c->id = ctl_next_id++;
-	imsgev_init(&c->iev, s, PROC_CONTROL, "tregctl", ctl_dispatch,
-	    ctl_closed, c);
-	c->iev.untrusted = 1;
-	TAILQ_INSERT_TAIL(&ctl_conns, c, entry);
-	ctl_nconns++;
-}
-
-static void
-ctl_close(struct ctl_conn *c)
-{
-	TAILQ_REMOVE(&ctl_conns, c, entry);
-	imsgev_clear(&c->iev);
-	free(c);
-	ctl_nconns--;
-}
-
-static void
-ctl_closed(struct imsgev *iev)
-{
-	ctl_close(iev->arg);
-}
-
-static void
-ctl_reply(struct ctl_conn *c, uint32_t id, int status, json_t *j)
-{
-	struct ctl_reply	 cr;
-	char			*text;
-
-	cr.status = status;
-	if (j == NULL)
-		j = json_object();
-	if ((text = json_dumps(j, JSON_COMPACT)) == NULL)
-		fatalx("%s: json_dumps", __func__);
-	json_decref(j);
-	if (imsgev_send_blob(&c->iev, IMSG_CTL_REPLY, id, &cr, sizeof(cr),
-	    text, strlen(text)) == -1)
-		log_warn("control reply");
-	freezero(text, strlen(text));
-}
-
-static void
-ctl_dispatch(struct imsgev *iev, struct imsg *imsg)
-{
-	struct ctl_conn		*c = iev->arg;
-	struct ctl_request	 cr;
-	json_t			*reply = NULL;
-	int			 rc = 0, v;
-
-	/*
-	 * A bad message from a tregctl is refused, not fatal: the handler
-	 * closes the connection once this returns (dead == 1).
-	 */
-	if (imsg->hdr.type != IMSG_CTL_REQUEST ||
-	    imsg->datalen != sizeof(cr)) {
-		log_warnx("control: bad message %u from connection %u, closed",
-		    imsg->hdr.type, c->id);
-		iev->dead = 1;
-		return;
-	}
-	memcpy(&cr, imsg->data, sizeof(cr));
-	cr.email[sizeof(cr.email) - 1] = '\0';
-	cr.org[sizeof(cr.org) - 1] = '\0';
-	cr.role[sizeof(cr.role) - 1] = '\0';
-	cr.key[sizeof(cr.key) - 1] = '\0';
-
-	switch (cr.cmd) {
-	case CTL_SHOW_STATUS:
-		rc = ctl_status(&cr, &reply);
-		break;
-	case CTL_SHOW_USERS:
-		rc = ctl_show_users(&cr, &reply);
-		break;
-	case CTL_SHOW_ORGS:
-		rc = ctl_show_orgs(&cr, &reply);
-		break;
-	case CTL_SHOW_TOOLS:
-		rc = ctl_show_tools(&cr, &reply);
-		break;
-	case CTL_SHOW_RUNS:
-		rc = ctl_show_runs(&cr, &reply);
-		break;
-	case CTL_SHOW_AUDIT:
-		rc = ctl_show_audit(&cr, &reply);
-		break;
-	case CTL_USER_ADD:
-		rc = ctl_user_add(&cr, &reply);
-		break;
-	case CTL_TOKEN_REVOKE:
-		rc = ctl_token_revoke(&cr, &reply);
-		break;
-	case CTL_ORG_DELETE:
-		rc = ctl_org_delete(&cr, &reply);
-		break;
-	case CTL_KEY_ROTATE:
-		rc = ctl_key_rotate(&cr, &reply);
-		if (rc == 0)
-			vault_keyring_changed();
-		break;
-	case CTL_KEY_NEW:
-	case CTL_KEY_USE:
-	case CTL_KEY_RETIRE:
-	case CTL_KEY_LIST:
-	case CTL_KEY_RELOAD:
-		rc = ctl_key(&cr, &reply);
-		if (rc == 0 && cr.cmd != CTL_KEY_LIST)
-			vault_keyring_changed();
-		break;
-	case CTL_METRICS:
-		rc = ctl_metrics(&cr, &reply);
-		break;
-	case CTL_SHOW_MEMBERS:
-		rc = ctl_show_members(&cr, &reply);
-		break;
-	case CTL_SHOW_AGENTS:
-		rc = ctl_show_agents(&cr, &reply);
-		break;
-	case CTL_SHOW_SECRETS:
-		rc = ctl_show_secrets(&cr, &reply);
-		break;
-	case CTL_SHOW_CONFIG:
-		rc = ctl_show_config(&cr, &reply);
-		break;
-	case CTL_USER_DELETE:
-		rc = ctl_user_delete(&cr, &reply);
-		break;
-	case CTL_BACKUP:
-		rc = ctl_backup(&cr, &reply);
-		break;
-	case CTL_RELOAD:
-		/* The parent answers; the reply goes out in ctl_reload_done. */
-		imsgev_compose(vault_parent, IMSG_CTL_RELOAD, c->id, -1,
-		    NULL, 0);
-		return;
-	case CTL_LOG_VERBOSE:
-	case CTL_LOG_BRIEF:
-		v = cr.cmd == CTL_LOG_VERBOSE;
-		imsgev_compose(vault_parent, IMSG_CTL_LOG_VERBOSE, 0, -1, &v,
-		    sizeof(v));
-		reply = json_pack("{s:s}", "log", v ? "verbose" : "brief");
-		break;
-	default:
-		rc = -1;
-		reply = ctl_errorf("unknown command %u", cr.cmd);
-		break;
-	}
-	ctl_reply(c, imsg->hdr.id, rc == 0 ? 0 : 1, reply);
-}
-
-void
-ctl_reload_done(uint32_t id, const struct ctl_reload_done *rd)
-{
-	struct ctl_conn	*c;
-
-	TAILQ_FOREACH(c, &ctl_conns, entry)
-		if (c->id == id)
+	*reply = NULL;
+	for (i = 0; i < sizeof(ctl_cmds) / sizeof(ctl_cmds[0]); i++)
+		if (ctl_cmds[i].cmd == cr->cmd)
 			break;
-	if (c == NULL)
-		return;		/* tregctl went away */
+	if (i == sizeof(ctl_cmds) / sizeof(ctl_cmds[0])) {
+		*reply = ctl_errorf("unknown command %u", cr->cmd);
+		return (-1);
+	}
+	if (ctl_cmds[i].fn == NULL) {
+		/* The parent answers: ctl_reload_reply(). */
+		vault_ctl_reload(conn);
+		return (CTL_LATER);
+	}
+	rc = ctl_cmds[i].fn(cr, reply);
+	if (rc == 0 && ctl_cmds[i].keyring)
+		vault_keyring_changed();
+	return (rc);
+}
+
+/* log verbose, log brief: the parent's, for every process. */
+static int
+ctl_log(const struct ctl_request *cr, json_t **reply)
+{
+	int	 v = cr->cmd == CTL_LOG_VERBOSE;
+
+	vault_log_verbose(v);
+	*reply = json_pack("{s:s}", "log", v ? "verbose" : "brief");
+	return (0);
+}
+
+/* The parent's answer to a reload: the reply to its tregctl. */
+json_t *
+ctl_reload_reply(const struct ctl_reload_done *rd, int *status)
+{
+	*status = rd->result == 0 ? 0 : 1;
 	if (rd->result == 0)
-		ctl_reply(c, 1, 0, json_pack("{s:b}", "reloaded", 1));
-	else
-		ctl_reply(c, 1, 1, ctl_errorf("%s; the running configuration "
-		    "stays in force", rd->error[0] != '\0' ? rd->error :
-		    "the configuration has errors"));
+		return (json_pack("{s:b}", "reloaded", 1));
+	return (ctl_errorf("%s; the running configuration stays in force",
+	    rd->error[0] != '\0' ? rd->error :
+	    "the configuration has errors"));
 }
 
 static int

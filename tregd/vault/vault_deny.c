@@ -1,5 +1,7 @@
 /*
- * vault_deny.c: cli.deny patterns (SPEC.md section 4), with PCRE2.
+ * vault_deny.c: the deny rules of an org (SPEC.md section 9) and
+ * cli.deny patterns (section 4), with PCRE2.  A rule file: runs, grants
+ * and calls ask here; the rules' routes are vault_policy.c's.
  *
  * A pattern comes from a member and is matched against what a caller
  * sends, so neither step may cost the vault more than a bounded amount:
@@ -15,6 +17,7 @@
 
 #define PCRE2_CODE_UNIT_WIDTH	8
 
+#include <ctype.h>
 #include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +71,13 @@ static struct deny_set *deny_set_get(int64_t, json_t *);
 static int	 deny_match_one(pcre2_code *, const char *, size_t,
 		    const char **);
 static int64_t	 deny_now_ms(void);
+static int	 host_match(const char *, const char *);
+static int	 path_match(const char *, const char *);
+static const char *host_port(const char *);
+static void	 host_undot(const char *, char *, size_t);
+static void	 path_plain(const char *, char *, size_t);
+static void	 path_dots(char *);
+static int	 deny_matches(const struct store_deny *, void *);
 
 /*
  * The allocator of a compilation: a size header in front of each block
@@ -378,4 +388,289 @@ deny_match(int64_t tool_id, json_t *cli, json_t *argv, char *pat,
 	}
 	freezero(joined, len);
 	return (hit);
+}
+
+/*
+ * A rule's host is equal to the used host, ignoring case; a rule without
+ * a port also matches the host on any port, and one on port 80 or 443
+ * the host written without a port (its scheme's default).
+ */
+static int
+host_match(const char *rule_in, const char *host_in)
+{
+	char		 rule[HOST_LEN_MAX], host[HOST_LEN_MAX];
+	const char	*rp, *hp;
+	size_t		 n;
+
+	host_undot(rule_in, rule, sizeof(rule));
+	host_undot(host_in, host, sizeof(host));
+	if (strcasecmp(rule, host) == 0)
+		return (1);
+	rp = host_port(rule);
+	hp = host_port(host);
+	if (rp != NULL && hp == NULL &&
+	    (strcmp(rp, ":443") == 0 || strcmp(rp, ":80") == 0)) {
+		n = rp - rule;
+		return (strlen(host) == n && strncasecmp(rule, host, n) == 0);
+	}
+	if (rp != NULL || hp == NULL)
+		return (0);
+	n = hp - host;
+	return (strlen(rule) == n && strncasecmp(rule, host, n) == 0);
+}
+
+/* The ":port" of a host ("[v6]:port" too), or NULL. */
+static const char *
+host_port(const char *h)
+{
+	const char	*p;
+
+	if (*h == '[')
+		return ((p = strstr(h, "]:")) != NULL ? p + 1 : NULL);
+	if ((p = strchr(h, ':')) == NULL || strchr(p + 1, ':') != NULL)
+		return (NULL);	/* none, or a bare IPv6 address */
+	return (p);
+}
+
+/*
+ * A host without the root's trailing dots: "example.com." and
+ * "example.com.:443" name the hosts "example.com" and "example.com:443"
+ * do, so a rule written one way holds for the other.
+ */
+static void
+host_undot(const char *in, char *out, size_t len)
+{
+	const char	*port;
+	size_t		 n;
+
+	port = host_port(in);
+	n = port != NULL ? (size_t)(port - in) : strlen(in);
+	while (n > 0 && in[n - 1] == '.')
+		n--;
+	if (n >= len)
+		n = len - 1;
+	memcpy(out, in, n);
+	out[n] = '\0';
+	if (port != NULL)
+		strlcat(out, port, len);
+}
+
+/*
+ * A path as an upstream may read it: percent-escapes decoded ("%61dmin"
+ * is "admin", "%2F" a '/'), '\\' a '/', ";param" of a segment dropped,
+ * every run of '/' one and "." and ".." segments resolved, up to the
+ * query, which is kept as it is.  A rule matches a use when it matches
+ * either spelling, so no other spelling of a denied path gets through.
+ */
+static void
+path_plain(const char *in, char *out, size_t len)
+{
+	char	 hex[3];
+	size_t	 o = 0;
+	int	 c;
+
+	for (; *in != '\0' && *in != '?' && o + 1 < len; in++) {
+		c = (unsigned char)*in;
+		if (c == '%' && isxdigit((unsigned char)in[1]) &&
+		    isxdigit((unsigned char)in[2])) {
+			hex[0] = in[1];
+			hex[1] = in[2];
+			hex[2] = '\0';
+			if ((c = (int)strtol(hex, NULL, 16)) == 0)
+				c = '%';	/* NUL ends nothing here */
+			else
+				in += 2;
+		}
+		if (c == ';') {
+			while (in[1] != '\0' && strchr("/\\?", in[1]) == NULL)
+				in++;
+			continue;
+		}
+		if (c == '\\')
+			c = '/';
+		if (c == '/' && o > 0 && out[o - 1] == '/')
+			continue;
+		out[o++] = c;
+	}
+	out[o] = '\0';
+	path_dots(out);
+	strlcat(out, in, len);
+}
+
+/* Resolve the "." and ".." segments of a path in place. */
+static void
+path_dots(char *p)
+{
+	char	*r = p, *w = p;
+	size_t	 n;
+
+	while (*r == '/') {
+		n = strcspn(r + 1, "/");
+		if (n == 2 && r[1] == '.' && r[2] == '.') {
+			while (w > p && *--w != '/')
+				;
+		} else if (n != 1 || r[1] != '.') {
+			memmove(w, r, n + 1);
+			w += n + 1;
+		}
+		r += n + 1;
+	}
+	if (w == p && *r == '\0')
+		*w++ = '/';
+	memmove(w, r, strlen(r) + 1);
+}
+
+/*
+ * A path prefix matches on a segment boundary: "/v1" matches "/v1" and
+ * "/v1/x" but not "/v10".  A trailing "/" in the rule is ignored, so "/"
+ * matches every path.
+ */
+static int
+path_match(const char *prefix, const char *path)
+{
+	size_t	 n = strlen(prefix);
+
+	while (n > 0 && prefix[n - 1] == '/')
+		n--;
+	if (n == 0)
+		return (1);
+	if (strncmp(prefix, path, n) != 0)
+		return (0);
+	return (path[n] == '\0' || path[n] == '/' || path[n] == '?');
+}
+
+/* ------------------------------------------------------------------ */
+/* A base_url's path, as every user of it reads it.                    */
+
+/*
+ * The path of a URL without its query and fragment: *path points at it
+ * in url, its length is returned, 0 when it has none ("https://h",
+ * "https://h?x=/a", "https://h#x").  The one reading of a base_url's path
+ * for runs, grants, calls and deny rules.
+ */
+size_t
+url_path_span(const char *url, const char **path)
+{
+	const char	*p;
+
+	if ((p = strstr(url, "://")) != NULL)
+		p += 3;
+	else
+		p = url;
+	p += strcspn(p, "/?#");
+	*path = p;
+	return (*p == '/' ? strcspn(p, "?#") : 0);
+}
+
+/*
+ * url_path_span() as a prefix, without trailing slashes: where a call's
+ * path is put after the base_url's, and what /call/URL matches on.
+ */
+size_t
+url_path_prefix(const char *url, const char **path)
+{
+	size_t	 n;
+
+	n = url_path_span(url, path);
+	while (n > 0 && (*path)[n - 1] == '/')
+		n--;
+	return (n);
+}
+
+/* url_path_span() as a string for deny rules: "/" when it has none. */
+void
+url_path(const char *url, char *buf, size_t len)
+{
+	const char	*p;
+	size_t		 n;
+
+	if ((n = url_path_span(url, &p)) == 0) {
+		strlcpy(buf, "/", len);
+		return;
+	}
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+}
+
+/*
+ * The rules of the caller's org aimed at everyone or at the caller; the
+ * first one whose every non-empty field matches refuses.  method NULL
+ * (runs and grants) never matches a rule that names a method.  path may
+ * also be a whole URL (its path is used) or NULL ("/").
+ */
+/* A use checked against the rules, one at a time; the first match. */
+struct deny_use {
+	const char	*host, *path, *method;
+	char		 plain[DENY_PATH_MAX + 1];	/* path_plain() */
+	int64_t		 id;
+	char		 note[DENY_NOTE_MAX + 1];
+};
+
+static int
+deny_matches(const struct store_deny *d, void *arg)
+{
+	struct deny_use	*u = arg;
+	const char	*rh = d->host ? d->host : "";
+	const char	*rp = d->path_prefix ? d->path_prefix : "";
+	const char	*rm = d->method ? d->method : "";
+	char		 plain[DENY_PATH_MAX + 1];
+
+	if (*rh == '\0' && *rp == '\0' && *rm == '\0')
+		return (0);	/* matches nothing, by definition */
+	if (*rh != '\0' && !host_match(rh, u->host))
+		return (0);
+	if (*rm != '\0' && (u->method == NULL || strcmp(rm, u->method) != 0))
+		return (0);
+	if (*rp != '\0') {
+		path_plain(rp, plain, sizeof(plain));
+		if (!path_match(rp, u->path) && !path_match(plain, u->plain))
+			return (0);
+	}
+	u->id = d->id;
+	strlcpy(u->note, d->note ? d->note : "", sizeof(u->note));
+	return (1);
+}
+
+int
+deny_check(const struct auth *a, const char *host, const char *path,
+    const char *method, struct vault_resp *resp)
+{
+	return (deny_check_by(store_deny_rules, a, host, path, method, resp));
+}
+
+int
+deny_check_by(deny_rules_fn rules, const struct auth *a, const char *host,
+    const char *path, const char *method, struct vault_resp *resp)
+{
+	struct deny_use	 u;
+	char		 pbuf[DENY_PATH_MAX + 1];
+
+	if (host == NULL)
+		host = "";
+	if (path == NULL || *path == '\0')
+		path = "/";
+	else if (*path != '/') {
+		url_path(path, pbuf, sizeof(pbuf));
+		path = pbuf;
+	}
+	memset(&u, 0, sizeof(u));
+	u.host = host;
+	u.path = path;
+	path_plain(path, u.plain, sizeof(u.plain));
+	u.method = method;
+	if (rules(a->org_id, a->user_id, deny_matches, &u) == -1) {
+		db_fail(resp, "deny rules");
+		return (-1);
+	}
+	if (u.id == 0)
+		return (0);
+	if (u.note[0] != '\0')
+		resp_error(resp, 403, "blocked by a policy rule (rule %lld: "
+		    "%s)", (long long)u.id, u.note);
+	else
+		resp_error(resp, 403, "blocked by a policy rule (rule %lld)",
+		    (long long)u.id);
+	return (-1);
 }

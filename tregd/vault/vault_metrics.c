@@ -2,41 +2,29 @@
  * The vault's counters for GET /metrics: runs by outcome and how long
  * they took, redactions, database errors, run slots, requests answered.
  * Kept in memory (since the vault started) and sent to the frontend every
- * second as one struct metrics_vault; a scrape never waits on the vault.
+ * second as one struct metrics_vault (by vault.c); a scrape never waits on the vault.
  * Each worker reports its own (the slots it holds, not the host's): the
  * frontend adds them up.
  */
 
 #include <sys/types.h>
 
-#include <event.h>
 #include <string.h>
 
 #include "vault.h"
 
 static struct metrics_vault	 vm;
-static struct event		 ev_report;
 
-static void	vault_metrics_send(int, short, void *);
-
-void
-vault_metrics_start(void)
+/*
+ * The counters as they are now, with this worker's run slots in use of
+ * slots_max: what vault.c sends to the frontend every second.
+ */
+const struct metrics_vault *
+vault_metrics_now(int in_use, int slots_max)
 {
-	evtimer_set(&ev_report, vault_metrics_send, NULL);
-	vault_metrics_send(0, 0, NULL);
-}
-
-static void
-vault_metrics_send(int fd, short event, void *arg)
-{
-	struct timeval	 tv = { 1, 0 };
-
-	vm.slots_in_use = slots_used(1);
-	vm.slots_max = vault_conf.run_slots;
-	if (imsgev_compose(vault_frontend, IMSG_METRICS_VAULT, 0, -1, &vm,
-	    sizeof(vm)) == -1)
-		fatal("%s: send to frontend", __func__);
-	evtimer_add(&ev_report, &tv);
+	vm.slots_in_use = in_use;
+	vm.slots_max = slots_max;
+	return (&vm);
 }
 
 /* A server run ended (enum run_outcome), in ms, with its redactions. */

@@ -35,9 +35,7 @@ struct org_rows {
 };
 
 static int	org_insert(const char *, int64_t *, char *, size_t);
-static int	org_ctx_fill(const struct store_membership *, void *);
 static int64_t	tool_count(int64_t, enum role, const char *);
-static int	org_route_reads(enum api_route);
 static int	org_view(const struct store_membership *, void *);
 static int	ctl_user_view(const struct store_user *, void *);
 static int	ctl_org_view(const struct store_org_row *, void *);
@@ -226,75 +224,6 @@ tool_count(int64_t org, enum role role, const char *access)
 
 /* ------------------------------------------------------------------ */
 /* Request helpers.                                                    */
-
-/* Routes that only read (and leaving): another org's are 404 there. */
-static int
-org_route_reads(enum api_route r)
-{
-	switch (r) {
-	case ROUTE_INVITES_LIST:
-	case ROUTE_MEMBERS_LIST:
-	case ROUTE_AGENTS_LIST:
-	case ROUTE_DENY_LIST:
-	case ROUTE_ORG_LEAVE:
-		return (1);
-	default:
-		return (0);
-	}
-}
-
-static int
-org_ctx_fill(const struct store_membership *m, void *arg)
-{
-	struct org_ctx	*ctx = arg;
-
-	ctx->org_id = m->org_id;
-	ctx->membership_id = m->id;
-	ctx->role = role_from_name(m->role);
-	strlcpy(ctx->slug, m->org_slug, sizeof(ctx->slug));
-	strlcpy(ctx->name, m->org_name, sizeof(ctx->name));
-	return (0);
-}
-
-/*
- * The caller's membership in org {id1}, which must have at least role
- * need.  Sets the response and returns -1 otherwise.  A token is one
- * membership: it acts in its own org only, whatever other memberships
- * its user has (SPEC.md section 1).
- */
-int
-org_enter(struct vault_req *req, struct vault_resp *resp, enum role need,
-    struct org_ctx *ctx)
-{
-	int	 rc;
-
-	memset(ctx, 0, sizeof(*ctx));
-	if (req->id1 != req->auth->org_id) {
-		if (org_route_reads(req->route))
-			resp_error(resp, 404, "org not found");
-		else
-			resp_error(resp, 403, "admin role in this org is "
-			    "required");
-		return (-1);
-	}
-	rc = store_membership_get(req->auth->user_id, req->auth->org_id,
-	    org_ctx_fill, ctx);
-	if (rc == -1) {
-		db_fail(resp, "org lookup");
-		return (-1);
-	}
-	if (rc == 1 || ctx->role == ROLE_NONE) {
-		resp_error(resp, 404, "org not found");
-		return (-1);
-	}
-	if (ctx->role < need) {
-		resp_error(resp, 403, "%s", need == ROLE_OWNER ?
-		    "only owners can do this" :
-		    "only admins and owners can do this");
-		return (-1);
-	}
-	return (0);
-}
 
 int
 body_email(struct vault_req *req, struct vault_resp *resp, char *email,

@@ -22,8 +22,6 @@
 #include "vault.h"
 
 #define DENY_RULES_MAX		1000	/* per org */
-#define DENY_NOTE_MAX		256
-#define DENY_PATH_MAX		1024
 #define GRANT_ARGV_MAX		256
 #define GRANT_ARG_LEN_MAX	(32 * 1024)
 #define GRANT_TTL		300
@@ -32,37 +30,15 @@
 #define CALLS_LIMIT_MAX		500
 #define AUDIT_CTL_MAX		500
 
-/* One row of the local-run audit (calls, kind 'local_run'). */
-struct local_audit {
-	const char	*kind;		/* NULL: local_run */
-	const char	*tool;
-	const char	*action;	/* GRANT, DENY, REPORT */
-	const char	*refused_by;	/* DENY only */
-	int		 status;
-	json_t		*argv;		/* masked here before it is stored */
-	int		 has_exit;
-	int64_t		 exit_code;
-	const char	*verdict;
-	int64_t		 grant_id;
-};
-
-static int	host_match(const char *, const char *);
-static int	path_match(const char *, const char *);
-static const char *host_port(const char *);
-static void	host_undot(const char *, char *, size_t);
-static void	path_plain(const char *, char *, size_t);
-static void	path_dots(char *);
 static int	deny_body(struct vault_req *, struct vault_resp *, char *,
 		    size_t, const char **, char *, size_t, int64_t *,
 		    const char **);
 static json_t	*deny_view(const struct store_deny *);
 static int	deny_append(const struct store_deny *, void *);
-static int	deny_matches(const struct store_deny *, void *);
 static void	deny_create(struct vault_req *, struct vault_resp *);
 static void	deny_list(struct vault_req *, struct vault_resp *);
 static void	deny_delete(struct vault_req *, struct vault_resp *);
 static int	grant_argv(struct vault_req *, struct vault_resp *, json_t **);
-static void	audit_unwritable(struct vault_resp *, const char *);
 static int	inject_ids(const struct tool_row *, json_t *, int64_t *,
 		    struct vault_resp *);
 static int	needs_proof(const struct auth *, const int64_t *, size_t);
@@ -70,7 +46,6 @@ static json_t	*grant_value(int64_t, int64_t, json_t *, const char *,
 		    struct vault_resp *);
 static json_t	*grant_render(int64_t, const struct tool_row *, json_t *,
 		    const int64_t *, struct vault_resp *);
-static int64_t	audit_local(const struct auth *, const struct local_audit *);
 static int	grant_allowed(const struct auth *, const struct tool_row *,
 		    struct vault_resp *);
 static int	grant_proof(struct vault_req *, struct local_audit *,
@@ -106,239 +81,6 @@ const struct vault_route vault_policy_routes[] = {
 	{ ROUTE_HEALTH,			ROLE_VIEWER,	health_list },
 	{ ROUTE_NONE,			ROLE_NONE,	NULL }
 };
-
-/* ------------------------------------------------------------------ */
-/* Deny rules: the check.                                              */
-
-/*
- * A rule's host is equal to the used host, ignoring case; a rule without
- * a port also matches the host on any port, and one on port 80 or 443
- * the host written without a port (its scheme's default).
- */
-static int
-host_match(const char *rule_in, const char *host_in)
-{
-	char		 rule[HOST_LEN_MAX], host[HOST_LEN_MAX];
-	const char	*rp, *hp;
-	size_t		 n;
-
-	host_undot(rule_in, rule, sizeof(rule));
-	host_undot(host_in, host, sizeof(host));
-	if (strcasecmp(rule, host) == 0)
-		return (1);
-	rp = host_port(rule);
-	hp = host_port(host);
-	if (rp != NULL && hp == NULL &&
-	    (strcmp(rp, ":443") == 0 || strcmp(rp, ":80") == 0)) {
-		n = rp - rule;
-		return (strlen(host) == n && strncasecmp(rule, host, n) == 0);
-	}
-	if (rp != NULL || hp == NULL)
-		return (0);
-	n = hp - host;
-	return (strlen(rule) == n && strncasecmp(rule, host, n) == 0);
-}
-
-/* The ":port" of a host ("[v6]:port" too), or NULL. */
-static const char *
-host_port(const char *h)
-{
-	const char	*p;
-
-	if (*h == '[')
-		return ((p = strstr(h, "]:")) != NULL ? p + 1 : NULL);
-	if ((p = strchr(h, ':')) == NULL || strchr(p + 1, ':') != NULL)
-		return (NULL);	/* none, or a bare IPv6 address */
-	return (p);
-}
-
-/*
- * A host without the root's trailing dots: "example.com." and
- * "example.com.:443" name the hosts "example.com" and "example.com:443"
- * do, so a rule written one way holds for the other.
- */
-static void
-host_undot(const char *in, char *out, size_t len)
-{
-	const char	*port;
-	size_t		 n;
-
-	port = host_port(in);
-	n = port != NULL ? (size_t)(port - in) : strlen(in);
-	while (n > 0 && in[n - 1] == '.')
-		n--;
-	if (n >= len)
-		n = len - 1;
-	memcpy(out, in, n);
-	out[n] = '\0';
-	if (port != NULL)
-		strlcat(out, port, len);
-}
-
-/*
- * A path as an upstream may read it: percent-escapes decoded ("%61dmin"
- * is "admin", "%2F" a '/'), '\\' a '/', ";param" of a segment dropped,
- * every run of '/' one and "." and ".." segments resolved, up to the
- * query, which is kept as it is.  A rule matches a use when it matches
- * either spelling, so no other spelling of a denied path gets through.
- */
-static void
-path_plain(const char *in, char *out, size_t len)
-{
-	char	 hex[3];
-	size_t	 o = 0;
-	int	 c;
-
-	for (; *in != '\0' && *in != '?' && o + 1 < len; in++) {
-		c = (unsigned char)*in;
-		if (c == '%' && isxdigit((unsigned char)in[1]) &&
-		    isxdigit((unsigned char)in[2])) {
-			hex[0] = in[1];
-			hex[1] = in[2];
-			hex[2] = '\0';
-			if ((c = (int)strtol(hex, NULL, 16)) == 0)
-				c = '%';	/* NUL ends nothing here */
-			else
-				in += 2;
-		}
-		if (c == ';') {
-			while (in[1] != '\0' && strchr("/\\?", in[1]) == NULL)
-				in++;
-			continue;
-		}
-		if (c == '\\')
-			c = '/';
-		if (c == '/' && o > 0 && out[o - 1] == '/')
-			continue;
-		out[o++] = c;
-	}
-	out[o] = '\0';
-	path_dots(out);
-	strlcat(out, in, len);
-}
-
-/* Resolve the "." and ".." segments of a path in place. */
-static void
-path_dots(char *p)
-{
-	char	*r = p, *w = p;
-	size_t	 n;
-
-	while (*r == '/') {
-		n = strcspn(r + 1, "/");
-		if (n == 2 && r[1] == '.' && r[2] == '.') {
-			while (w > p && *--w != '/')
-				;
-		} else if (n != 1 || r[1] != '.') {
-			memmove(w, r, n + 1);
-			w += n + 1;
-		}
-		r += n + 1;
-	}
-	if (w == p && *r == '\0')
-		*w++ = '/';
-	memmove(w, r, strlen(r) + 1);
-}
-
-/*
- * A path prefix matches on a segment boundary: "/v1" matches "/v1" and
- * "/v1/x" but not "/v10".  A trailing "/" in the rule is ignored, so "/"
- * matches every path.
- */
-static int
-path_match(const char *prefix, const char *path)
-{
-	size_t	 n = strlen(prefix);
-
-	while (n > 0 && prefix[n - 1] == '/')
-		n--;
-	if (n == 0)
-		return (1);
-	if (strncmp(prefix, path, n) != 0)
-		return (0);
-	return (path[n] == '\0' || path[n] == '/' || path[n] == '?');
-}
-
-/*
- * The rules of the caller's org aimed at everyone or at the caller; the
- * first one whose every non-empty field matches refuses.  method NULL
- * (runs and grants) never matches a rule that names a method.  path may
- * also be a whole URL (its path is used) or NULL ("/").
- */
-/* A use checked against the rules, one at a time; the first match. */
-struct deny_use {
-	const char	*host, *path, *method;
-	char		 plain[DENY_PATH_MAX + 1];	/* path_plain() */
-	int64_t		 id;
-	char		 note[DENY_NOTE_MAX + 1];
-};
-
-static int
-deny_matches(const struct store_deny *d, void *arg)
-{
-	struct deny_use	*u = arg;
-	const char	*rh = d->host ? d->host : "";
-	const char	*rp = d->path_prefix ? d->path_prefix : "";
-	const char	*rm = d->method ? d->method : "";
-	char		 plain[DENY_PATH_MAX + 1];
-
-	if (*rh == '\0' && *rp == '\0' && *rm == '\0')
-		return (0);	/* matches nothing, by definition */
-	if (*rh != '\0' && !host_match(rh, u->host))
-		return (0);
-	if (*rm != '\0' && (u->method == NULL || strcmp(rm, u->method) != 0))
-		return (0);
-	if (*rp != '\0') {
-		path_plain(rp, plain, sizeof(plain));
-		if (!path_match(rp, u->path) && !path_match(plain, u->plain))
-			return (0);
-	}
-	u->id = d->id;
-	strlcpy(u->note, d->note ? d->note : "", sizeof(u->note));
-	return (1);
-}
-
-int
-deny_check(const struct auth *a, const char *host, const char *path,
-    const char *method, struct vault_resp *resp)
-{
-	return (deny_check_by(store_deny_rules, a, host, path, method, resp));
-}
-
-int
-deny_check_by(deny_rules_fn rules, const struct auth *a, const char *host,
-    const char *path, const char *method, struct vault_resp *resp)
-{
-	struct deny_use	 u;
-	char		 pbuf[DENY_PATH_MAX + 1];
-
-	if (host == NULL)
-		host = "";
-	if (path == NULL || *path == '\0')
-		path = "/";
-	else if (*path != '/') {
-		url_path(path, pbuf, sizeof(pbuf));
-		path = pbuf;
-	}
-	memset(&u, 0, sizeof(u));
-	u.host = host;
-	u.path = path;
-	path_plain(path, u.plain, sizeof(u.plain));
-	u.method = method;
-	if (rules(a->org_id, a->user_id, deny_matches, &u) == -1) {
-		db_fail(resp, "deny rules");
-		return (-1);
-	}
-	if (u.id == 0)
-		return (0);
-	if (u.note[0] != '\0')
-		resp_error(resp, 403, "blocked by a policy rule (rule %lld: "
-		    "%s)", (long long)u.id, u.note);
-	else
-		resp_error(resp, 403, "blocked by a policy rule (rule %lld)",
-		    (long long)u.id);
-	return (-1);
-}
 
 /* ------------------------------------------------------------------ */
 /* Deny rules: the routes.                                             */
@@ -612,88 +354,6 @@ grant_argv(struct vault_req *req, struct vault_resp *resp, json_t **out)
 	return (0);
 }
 
-/*
- * Fail closed: an audit row that cannot be written stops what it was to
- * record.  A 503, as for server runs, so a client can tell it from a
- * refusal.
- */
-static void
-audit_unwritable(struct vault_resp *resp, const char *what)
-{
-	log_warnx("audit row not written (%s): %s", what, store_error());
-	store_rollback();
-	resp_error(resp, 503, "the audit log cannot be written — %s", what);
-}
-
-int
-cli_deny_refuse(const struct auth *a, const struct tool_row *t,
-    json_t *argv, const char *kind, struct vault_resp *resp)
-{
-	struct local_audit	 la;
-	const char		*why;
-	char			 pat[DENY_LEN_MAX + 1];
-	int			 dflt = 0;
-
-	/* The profile's own patterns, then the catalog's rules for its bin. */
-	if (!deny_match(t->id, t->cli, argv, pat, sizeof(pat), &why)) {
-		if (!catalog_deny(t->cli, argv, pat, sizeof(pat), &why))
-			return (0);
-		dflt = 1;
-	}
-	memset(&la, 0, sizeof(la));
-	la.kind = kind;
-	la.tool = t->name;
-	la.argv = argv;
-	la.action = "DENY";
-	la.status = 403;
-	la.refused_by = "cli.deny";
-	la.verdict = dflt ? NULL : why;	/* which limit decided, if one did */
-	if (audit_local(a, &la) == -1) {
-		audit_unwritable(resp, strcmp(kind, "server_run") == 0 ?
-		    "nothing was run" : "nothing was granted");
-		return (-1);
-	}
-	/* treg compatibility: a catalog default says so, as treg does. */
-	if (dflt)
-		resp_error(resp, 403, "denied by the treg catalog defaults: "
-		    "pattern '%.256s' (%s). The skill's creator can opt out "
-		    "with \"deny_defaults\": false in its cli block.", pat,
-		    why);
-	else if (why != NULL)
-		resp_error(resp, 403, "denied by the tool's cli.deny: pattern "
-		    "'%.256s' (%s). The skill's creator controls this list "
-		    "(cli.deny in treg.json).", pat, why);
-	else
-		resp_error(resp, 403, "denied by the tool's cli.deny: pattern "
-		    "'%.256s'. The skill's creator controls this list "
-		    "(cli.deny in treg.json).", pat);
-	return (-1);
-}
-
-/*
- * A run or grant refused because what its tool injects does not resolve
- * (resp holds the 502 and its detail): on record in /calls, as a denial
- * is, with refused_by "resolution".  When the record cannot be written
- * the answer is the audit's 503 instead.
- */
-void
-resolution_refuse(const struct auth *a, const char *tool, json_t *argv,
-    const char *kind, struct vault_resp *resp)
-{
-	struct local_audit	 la;
-
-	memset(&la, 0, sizeof(la));
-	la.kind = kind;
-	la.tool = tool;
-	la.argv = argv;
-	la.action = "DENY";
-	la.status = resp->status;
-	la.refused_by = "resolution";
-	if (audit_local(a, &la) == -1)
-		audit_unwritable(resp, strcmp(kind, "server_run") == 0 ?
-		    "nothing was run" : "nothing was granted");
-}
-
 /* The secret of each inject entry; an entry that resolves to none fails. */
 static int
 inject_ids(const struct tool_row *t, json_t *inject, int64_t *ids,
@@ -816,48 +476,6 @@ grant_render(int64_t org, const struct tool_row *t, json_t *inject,
 		    "via", "env", "name", name, "value", e)) == -1)
 			fatalx("%s: json_pack", __func__);
 	return (items);
-}
-
-/* Write one local-run audit row; its id, or -1. */
-static int64_t
-audit_local(const struct auth *a, const struct local_audit *la)
-{
-	struct store_call	 c;
-	json_t			*masked = NULL;
-	char			*argv = NULL;
-	char			 now[32];
-	int64_t			 id;
-	int			 rc;
-
-	if (la->argv != NULL) {
-		masked = argv_mask(a->org_id, la->argv);
-		if (masked == NULL || (argv = json_dumps(masked,
-		    JSON_COMPACT)) == NULL)
-			fatalx("%s: argv", __func__);
-		json_decref(masked);
-	}
-	now_iso(now, sizeof(now));
-	memset(&c, 0, sizeof(c));
-	c.org_id = a->org_id;
-	c.user_id = a->user_id;
-	c.user_email = a->email;
-	c.tool_name = la->tool;
-	/* treg's audit shows the action where a call shows its method. */
-	c.method = la->action;
-	c.has_status = 1;
-	c.status_code = la->status;
-	c.kind = la->kind != NULL ? la->kind : "local_run";
-	c.action = la->action;
-	c.refused_by = la->refused_by;
-	c.argv = argv;
-	c.has_exit = la->has_exit;
-	c.exit_code = la->exit_code;
-	c.verdict = la->verdict;
-	c.grant_id = la->grant_id;
-	c.created_at = now;
-	rc = store_call_insert(&c, &id);
-	free(argv);
-	return (rc == 0 ? id : -1);
 }
 
 /*

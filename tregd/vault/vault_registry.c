@@ -301,3 +301,91 @@ reg_view(enum store_object what, int64_t org, int64_t id)
 	}
 	return (v);
 }
+
+/* The stored texts of a tool into t; JSON that does not parse: none. */
+void
+tool_row_fill(struct tool_row *t, const char *base_url, const char *host,
+    const char *bindings, const char *cli)
+{
+	strlcpy(t->base_url, base_url ? base_url : "", sizeof(t->base_url));
+	strlcpy(t->host, host ? host : "", sizeof(t->host));
+	t->bindings = bindings ? json_loads(bindings, 0, NULL) : NULL;
+	if (!json_is_array(t->bindings)) {
+		json_decref(t->bindings);
+		t->bindings = json_array();
+	}
+	if (cli != NULL) {
+		t->cli = json_loads(cli, 0, NULL);
+		if (!json_is_object(t->cli)) {
+			json_decref(t->cli);
+			t->cli = NULL;
+		}
+	}
+}
+
+int
+tool_load(int64_t org, const char *name, struct tool_row *t)
+{
+	struct store_tool	 st;
+	int			 rc;
+
+	memset(t, 0, sizeof(*t));
+	if ((rc = store_tool_by_name(org, name, &st)) != 0)
+		return (rc);
+	t->id = st.id;
+	strlcpy(t->name, st.name, sizeof(t->name));
+	t->owner_id = st.owner_id;
+	tool_row_fill(t, st.base_url, st.host, st.bindings, st.cli);
+	t->bundle_id = st.bundle_id;
+	strlcpy(t->bundle, st.bundle, sizeof(t->bundle));
+	store_tool_clear(&st);
+	return (0);
+}
+
+void
+tool_row_clear(struct tool_row *t)
+{
+	json_decref(t->bindings);
+	json_decref(t->cli);
+	memset(t, 0, sizeof(*t));
+}
+
+/*
+ * SPEC.md 4, "Which secret an inject entry uses": an explicit secret_id;
+ * else from_binding, a binding name (case-insensitive); else the one
+ * secret the tool's bindings use.  Anything ambiguous resolves to
+ * nothing, so a run fails loudly rather than inject the wrong key.
+ */
+int
+inject_resolve(const struct tool_row *t, json_t *entry, int64_t *secret_id)
+{
+	json_t		*v, *b;
+	const char	*from, *name;
+	int64_t		 found = 0, id;
+	size_t		 i;
+
+	*secret_id = 0;
+	if (json_is_integer(v = json_object_get(entry, "secret_id"))) {
+		if (json_integer_value(v) <= 0)
+			return (-1);
+		*secret_id = json_integer_value(v);
+		return (0);
+	}
+	from = json_string_value(json_object_get(entry, "from_binding"));
+	json_array_foreach(t->bindings, i, b) {
+		id = json_integer_value(json_object_get(b, "secret_id"));
+		name = json_string_value(json_object_get(b, "name"));
+		if (id <= 0)
+			continue;
+		if (from != NULL && (name == NULL || strcasecmp(name,
+		    from) != 0))
+			continue;
+		if (found != 0 && found != id)
+			return (-1);
+		found = id;
+	}
+	if (found == 0)
+		return (-1);
+	*secret_id = found;
+	return (0);
+}

@@ -318,3 +318,106 @@ vault_keyring_changed(void)
 	if (vault_conf.vault_workers > 1)
 		imsgev_compose(vault_parent, IMSG_KEYRING, 0, -1, NULL, 0);
 }
+
+/* tregctl reload, from connection conn: the parent does it and answers. */
+void
+vault_ctl_reload(uint32_t conn)
+{
+	imsgev_compose(vault_parent, IMSG_CTL_RELOAD, conn, -1, NULL, 0);
+}
+
+/* tregctl log verbose or brief: the parent tells every process. */
+void
+vault_log_verbose(int v)
+{
+	imsgev_compose(vault_parent, IMSG_CTL_LOG_VERBOSE, 0, -1, &v,
+	    sizeof(v));
+}
+
+void
+vault_run_start(uint32_t reqid, const struct run_start *rs,
+    const void *order, size_t len, int64_t org, int64_t user)
+{
+	struct api_response	 who;
+
+	if (imsgev_send_blob(vault_exec, IMSG_RUN_START, reqid, rs,
+	    sizeof(*rs), order, len) == -1)
+		fatal("%s: send to exec", __func__);
+	memset(&who, 0, sizeof(who));
+	who.status = 200;
+	who.org_id = org;
+	who.user_id = user;
+	if (imsgev_compose(vault_frontend, IMSG_RUN_ACCEPTED, reqid, -1,
+	    &who, sizeof(who)) == -1)
+		fatal("%s: send to frontend", __func__);
+}
+
+void
+vault_call_start(uint32_t reqid, const struct call_start *cs,
+    const void *pk, size_t len)
+{
+	if (imsgev_send_blob(vault_relay, IMSG_CALL_START, reqid, cs,
+	    sizeof(*cs), pk, len) == -1)
+		fatal("%s: send to relay", __func__);
+}
+
+void
+vault_call_refused(uint32_t reqid, int status, int64_t org, int64_t user,
+    const char *text, size_t len)
+{
+	struct api_response	 ar;
+
+	memset(&ar, 0, sizeof(ar));
+	ar.status = status;
+	ar.org_id = org;
+	ar.user_id = user;
+	if (imsgev_send_blob(vault_frontend, IMSG_CALL_REFUSED, reqid, &ar,
+	    sizeof(ar), text, len) == -1)
+		fatal("%s: send", __func__);
+}
+
+/*
+ * A peer that has gone says nothing more (0); a read that fails is -1,
+ * and its handler sees the error too.
+ */
+int
+vault_read_peer(struct imsgev *iev)
+{
+	ssize_t	 n;
+
+	if (iev->dead)
+		return (0);
+	n = imsgbuf_read(&iev->ibuf);
+	if (n == -1 && errno != EAGAIN)
+		return (-1);
+	imsgev_drain(iev);
+	return (0);
+}
+
+json_t *
+ctl_errorf(const char *fmt, ...)
+{
+	char	 msg[512];
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return (json_pack("{s:s}", "error", msg));
+}
+
+/*
+ * on: what is sent to the relay and the frontend waits, to go out in one
+ * write each when it is turned off (a turn's calls).
+ */
+void
+vault_cork(int on)
+{
+	if (on) {
+		imsgev_cork(vault_relay);
+		imsgev_cork(vault_frontend);
+	} else {
+		imsgev_uncork(vault_frontend);
+		imsgev_uncork(vault_relay);
+	}
+}

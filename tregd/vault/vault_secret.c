@@ -492,3 +492,11 @@ secret_delete(struct vault_req *req, struct vault_resp *resp)
 	log_info("secret %lld deleted by %s", (long long)id, req->auth->email);
 	resp_ok(resp, json_pack("{s:I}", "deleted", (json_int_t)id));
 }
+
+const struct vault_route vault_secret_routes[] = {
+	{ ROUTE_SECRETS_CREATE,	ROLE_MEMBER,	secrets_create },
+	{ ROUTE_SECRETS_LIST,	ROLE_VIEWER,	secrets_list },
+	{ ROUTE_SECRET_PATCH,	ROLE_MEMBER,	secret_patch },
+	{ ROUTE_SECRET_DELETE,	ROLE_MEMBER,	secret_delete },
+	{ ROUTE_NONE,		ROLE_NONE,	NULL }
+};

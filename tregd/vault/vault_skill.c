@@ -553,3 +553,13 @@ bundle_delete(struct vault_req *req, struct vault_resp *resp)
 	    req->auth->email);
 	resp_ok(resp, json_pack("{s:I}", "deleted", (json_int_t)ref.id));
 }
+
+const struct vault_route vault_skill_routes[] = {
+	{ ROUTE_SKILLS_CREATE,	ROLE_MEMBER,	skills_create },
+	{ ROUTE_BUNDLES_LIST,	ROLE_VIEWER,	bundles_list },
+	{ ROUTE_BUNDLE_GET,	ROLE_VIEWER,	bundle_get },
+	{ ROUTE_BUNDLE_BY_NAME,	ROLE_VIEWER,	bundle_by_name },
+	{ ROUTE_BUNDLE_PATCH,	ROLE_MEMBER,	bundle_patch },
+	{ ROUTE_BUNDLE_DELETE,	ROLE_MEMBER,	bundle_delete },
+	{ ROUTE_NONE,		ROLE_NONE,	NULL }
+};

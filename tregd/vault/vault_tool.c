@@ -1,8 +1,8 @@
 /*
- * vault_tool.c: the registry's tools (SPEC.md section 4), the route
- * table of the registry (secrets in vault_secret.c, skills in
- * vault_skill.c), the tool as the run path loads it, and tregctl show
- * tools.
+ * vault_tool.c: the registry's tools (SPEC.md section 4) and tregctl
+ * show tools (secrets in vault_secret.c, skills in vault_skill.c, each
+ * with its routes; the tool as the run path loads it in
+ * vault_registry.c).
  *
  * tool_secrets lists, per tool, every secret its bindings and inject
  * entries use; it is rewritten whenever a tool is, so deleting a secret
@@ -78,8 +78,6 @@ static void	 tool_item_free(struct store_tool_item *);
 static int	 tool_insert(struct vault_req *, struct vault_resp *,
 		    struct tool_in *, int64_t, int64_t *);
 static int	 tool_secrets_sync(int64_t, json_t *);
-static void	 tool_row_fill(struct tool_row *, const char *, const char *,
-		    const char *, const char *);
 static int	 tool_old_row(const struct store_tool_item *, void *);
 static int	 tool_old_load(struct vault_resp *, int64_t, int64_t,
 		    struct tool_old *);
@@ -98,21 +96,11 @@ static void	 tool_patch(struct vault_req *, struct vault_resp *);
 static void	 tool_delete(struct vault_req *, struct vault_resp *);
 
 const struct vault_route vault_tool_routes[] = {
-	{ ROUTE_SECRETS_CREATE,	ROLE_MEMBER,	secrets_create },
-	{ ROUTE_SECRETS_LIST,	ROLE_VIEWER,	secrets_list },
-	{ ROUTE_SECRET_PATCH,	ROLE_MEMBER,	secret_patch },
-	{ ROUTE_SECRET_DELETE,	ROLE_MEMBER,	secret_delete },
 	{ ROUTE_TOOLS_CREATE,	ROLE_MEMBER,	tools_create },
 	{ ROUTE_TOOLS_LIST,	ROLE_VIEWER,	tools_list },
 	{ ROUTE_TOOL_BY_NAME,	ROLE_VIEWER,	tool_by_name },
 	{ ROUTE_TOOL_PATCH,	ROLE_MEMBER,	tool_patch },
 	{ ROUTE_TOOL_DELETE,	ROLE_MEMBER,	tool_delete },
-	{ ROUTE_SKILLS_CREATE,	ROLE_MEMBER,	skills_create },
-	{ ROUTE_BUNDLES_LIST,	ROLE_VIEWER,	bundles_list },
-	{ ROUTE_BUNDLE_GET,	ROLE_VIEWER,	bundle_get },
-	{ ROUTE_BUNDLE_BY_NAME,	ROLE_VIEWER,	bundle_by_name },
-	{ ROUTE_BUNDLE_PATCH,	ROLE_MEMBER,	bundle_patch },
-	{ ROUTE_BUNDLE_DELETE,	ROLE_MEMBER,	bundle_delete },
 	{ ROUTE_NONE,		ROLE_NONE,	NULL }
 };
 
@@ -768,97 +756,6 @@ tool_delete(struct vault_req *req, struct vault_resp *resp)
 	log_info("tool %lld '%s' deleted by %s", (long long)id, ref.name,
 	    req->auth->email);
 	resp_ok(resp, json_pack("{s:I}", "deleted", (json_int_t)id));
-}
-
-/* ------------------------------------------------------------------ */
-/* For the run path (vault_run.c).                                     */
-
-/* The stored texts of a tool into t; JSON that does not parse: none. */
-static void
-tool_row_fill(struct tool_row *t, const char *base_url, const char *host,
-    const char *bindings, const char *cli)
-{
-	strlcpy(t->base_url, base_url ? base_url : "", sizeof(t->base_url));
-	strlcpy(t->host, host ? host : "", sizeof(t->host));
-	t->bindings = bindings ? json_loads(bindings, 0, NULL) : NULL;
-	if (!json_is_array(t->bindings)) {
-		json_decref(t->bindings);
-		t->bindings = json_array();
-	}
-	if (cli != NULL) {
-		t->cli = json_loads(cli, 0, NULL);
-		if (!json_is_object(t->cli)) {
-			json_decref(t->cli);
-			t->cli = NULL;
-		}
-	}
-}
-
-int
-tool_load(int64_t org, const char *name, struct tool_row *t)
-{
-	struct store_tool	 st;
-	int			 rc;
-
-	memset(t, 0, sizeof(*t));
-	if ((rc = store_tool_by_name(org, name, &st)) != 0)
-		return (rc);
-	t->id = st.id;
-	strlcpy(t->name, st.name, sizeof(t->name));
-	t->owner_id = st.owner_id;
-	tool_row_fill(t, st.base_url, st.host, st.bindings, st.cli);
-	t->bundle_id = st.bundle_id;
-	strlcpy(t->bundle, st.bundle, sizeof(t->bundle));
-	store_tool_clear(&st);
-	return (0);
-}
-
-void
-tool_row_clear(struct tool_row *t)
-{
-	json_decref(t->bindings);
-	json_decref(t->cli);
-	memset(t, 0, sizeof(*t));
-}
-
-/*
- * SPEC.md 4, "Which secret an inject entry uses": an explicit secret_id;
- * else from_binding, a binding name (case-insensitive); else the one
- * secret the tool's bindings use.  Anything ambiguous resolves to
- * nothing, so a run fails loudly rather than inject the wrong key.
- */
-int
-inject_resolve(const struct tool_row *t, json_t *entry, int64_t *secret_id)
-{
-	json_t		*v, *b;
-	const char	*from, *name;
-	int64_t		 found = 0, id;
-	size_t		 i;
-
-	*secret_id = 0;
-	if (json_is_integer(v = json_object_get(entry, "secret_id"))) {
-		if (json_integer_value(v) <= 0)
-			return (-1);
-		*secret_id = json_integer_value(v);
-		return (0);
-	}
-	from = json_string_value(json_object_get(entry, "from_binding"));
-	json_array_foreach(t->bindings, i, b) {
-		id = json_integer_value(json_object_get(b, "secret_id"));
-		name = json_string_value(json_object_get(b, "name"));
-		if (id <= 0)
-			continue;
-		if (from != NULL && (name == NULL || strcasecmp(name,
-		    from) != 0))
-			continue;
-		if (found != 0 && found != id)
-			return (-1);
-		found = id;
-	}
-	if (found == 0)
-		return (-1);
-	*secret_id = found;
-	return (0);
 }
 
 /* ------------------------------------------------------------------ */
