@@ -240,6 +240,18 @@ enum imsg_type {
 	IMSG_CALL_PAUSE,	/* no data: the client is not reading */
 	IMSG_CALL_RESUME,	/* no data: read the upstream again */
 
+	/*
+	 * Keyless runs' egress (SPEC 6a).  relay/egress.h is the relay's
+	 * side; exec <-> relay is a channel of its own, made by the parent.
+	 */
+	/* relay -> exec, once at start */
+	IMSG_EGRESS_CA,		/* blob: PEM of the run CA's certificate */
+	/* exec -> relay */
+	IMSG_EGRESS_LISTEN,	/* fd + struct egress_listen */
+	IMSG_EGRESS_END,	/* struct egress_end: the run ended */
+	/* vault -> relay, before the vault sends IMSG_RUN_START */
+	IMSG_EGRESS_GRANT,	/* blob: struct egress_grant + packed */
+
 	/* tregctl <-> vault (control socket) */
 	IMSG_CTL_REQUEST,	/* struct ctl_request */
 	IMSG_CTL_REPLY,		/* blob: struct ctl_reply + JSON document */
@@ -400,6 +412,24 @@ struct run_start {
 	uint32_t	 network;	/* 0: "network": false in the CLI */
 	int64_t		 tool_id;	/* its redaction set's cache key */
 	/* packed: bin path, argc, argv[], envc, env[], nsecrets, secrets[] */
+};
+
+/*
+ * exec -> relay, with a listening socket made inside the run's network
+ * namespace (bound to 127.0.0.1 there): a run's way out.
+ */
+struct egress_listen {
+	uint32_t	 runid;		/* the vault's run id (run_start) */
+	uint16_t	 port;		/* 127.0.0.1:port as the run sees it */
+	uint16_t	 kind;		/* EGRESS_PROXY or EGRESS_TRANSPARENT */
+};
+#define EGRESS_PROXY		1	/* HTTP proxy: CONNECT, absolute-form */
+#define EGRESS_TRANSPARENT	2	/* the host from SNI or Host */
+#define EGRESS_PROXY_PORT	3128	/* HTTPS_PROXY=http://127.0.0.1:3128 */
+
+/* exec -> relay: the run ended; close its listeners and connections. */
+struct egress_end {
+	uint32_t	 runid;
 };
 
 /* exec -> vault: the run ended. */

@@ -22,11 +22,13 @@
 
 #include <sys/types.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <event.h>
+#include <sched.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -98,6 +100,7 @@ static int	request_auth(const struct api_request *,
 static void	request_answer(const struct vault_route *, struct vault_req *,
 		    struct vault_resp *);
 static void	vault_open_db(const char *);
+static void	vault_db_reach(struct sandbox_paths *, int);
 static void	vault_index_routes(void);
 static void	vault_sig(int, short, void *);
 static int	vault_init_lock(void);
@@ -185,14 +188,16 @@ vault_main(int debug, int verbose)
 
 	/* One worker at a time makes the key, the schema, a rotation's end. */
 	initfd = vault_init_lock();
+	memset(&paths, 0, sizeof(paths));
 	/* PostgreSQL: now, while the network is there (see store_pg.c). */
-	if (vault_conf.db_engine == DB_POSTGRESQL)
+	if (vault_conf.db_engine == DB_POSTGRESQL) {
 		vault_open_db(NULL);
+		vault_db_reach(&paths, pw != NULL);
+	}
 
 	sandbox_nodump();
 	if (pw != NULL)
 		sandbox_demote(pw, vault_conf.state);
-	memset(&paths, 0, sizeof(paths));
 	paths.state = pw != NULL ? "/" : vault_conf.state;
 	hosts_prepare(vault_conf.state);
 	sandbox_confine(SANDBOX_VAULT, &paths);
@@ -324,6 +329,42 @@ vault_open_db(const char *path)
 		freezero(pass, PG_PASSWORD_MAX + 1);
 	if (rc == -1)
 		fatalx("database refused: %s", err);
+}
+
+/*
+ * What the confined vault keeps of the way to its database server, to
+ * connect again after a restart: the server's TCP port (Landlock lets
+ * no other), or its Unix socket's directory bind-mounted into the
+ * chroot in a mount namespace of the vault's own (the host sees an
+ * empty directory; a server restart makes its socket there anew).
+ */
+static void
+vault_db_reach(struct sandbox_paths *paths, int chrooted)
+{
+	struct store_reach	 r;
+	char			 dir[PATH_MAX];
+
+	if (!store_reach(&r))
+		return;
+	paths->db_connect = 1;
+	paths->db_port = r.tcp_port;
+	if (r.socket_dir[0] == '\0' || !chrooted)
+		return;
+	if (snprintf(dir, sizeof(dir), "%s/%s", vault_conf.state,
+	    VAULT_DB_SOCKET_DIR) >= (int)sizeof(dir))
+		fatalx("state directory path too long");
+	if (unshare(CLONE_NEWNS) == -1)
+		fatal("%s: unshare", __func__);
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
+		fatal("%s: mount private /", __func__);
+	if (mkdir(dir, 0555) == -1 && errno != EEXIST)
+		fatal("%s: mkdir %s", __func__, dir);
+	if (mount(r.socket_dir, dir, NULL, MS_BIND, NULL) == -1)
+		fatal("%s: bind %s", __func__, r.socket_dir);
+	if (mount(NULL, dir, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID |
+	    MS_NODEV | MS_NOEXEC, NULL) == -1)
+		fatal("%s: remount %s", __func__, dir);
+	store_reach_dir("/" VAULT_DB_SOCKET_DIR);
 }
 
 static void

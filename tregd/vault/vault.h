@@ -9,6 +9,7 @@
  */
 
 #ifndef VAULT_H
+#define VAULT_DB_SOCKET_DIR	".pgsocket"	/* a Unix socket's, bound in */
 #define VAULT_H
 
 #include <jansson.h>
