@@ -171,6 +171,9 @@ static size_t	 rs_json(const uint8_t *, size_t, int, int, const char *,
 static size_t	 rs_hex(const uint8_t *, size_t, const char *, int,
 		    uint8_t *);
 static void	 rs_free_automaton(struct redact_set *);
+static void	 rs_number(struct redact_set *, uint32_t *, uint32_t *);
+static int	 rs_classes(struct redact_set *);
+static void	 rs_links(struct redact_set *, const uint32_t *);
 static inline uint32_t rs_step(const struct redact_set *, uint32_t, uint8_t);
 static int	 rs_probe_ws(const struct redact_set *, const uint8_t *, size_t,
 		    size_t);
@@ -586,32 +589,17 @@ rs_add_lines(struct redact_set *rs, const uint8_t *s, size_t n)
 	return 0;
 }
 
-int
-redact_set_compile(struct redact_set *rs)
+/*
+ * Breadth-first numbering (order: the nodes by number, id: the number of
+ * each node), so that failure links point to lower numbers; the edges of
+ * each state in estart, ebyte and eto.
+ */
+static void
+rs_number(struct redact_set *rs, uint32_t *order, uint32_t *id)
 {
 	struct rnode	*nodes = rs->nodes;
-	uint32_t	*order = NULL, *id = NULL, *row;
-	uint32_t	 n, head, tail, c, q, f, e, k;
-	uint8_t		 path[REDACT_FILTER_MAXSTRIDE + 4];
-	size_t		 ncls, ndense;
-	int		 rv = -1;
+	uint32_t	 n = rs->nstates, head, tail, c, q, e;
 
-	if (rs->compiled) {
-		errno = EINVAL;
-		return -1;
-	}
-	n = rs->nstates = rs->nnodes;
-	if ((order = reallocarray(NULL, n, sizeof(*order))) == NULL ||
-	    (id = reallocarray(NULL, n, sizeof(*id))) == NULL ||
-	    (rs->estart = reallocarray(NULL, n + 1, sizeof(uint32_t))) ==
-	    NULL ||
-	    (rs->ebyte = malloc(n)) == NULL ||
-	    (rs->eto = reallocarray(NULL, n, sizeof(uint32_t))) == NULL ||
-	    (rs->fail = calloc(n, sizeof(uint32_t))) == NULL ||
-	    (rs->st = calloc(n, sizeof(*rs->st))) == NULL)
-		goto out;
-
-	/* Breadth-first numbering: failure links point to lower numbers. */
 	order[0] = 0;
 	for (head = 0, tail = 1; head < tail; head++)
 		for (c = nodes[order[head]].child; c != 0;
@@ -627,14 +615,19 @@ redact_set_compile(struct redact_set *rs)
 		}
 	}
 	rs->estart[n] = e;
+}
 
-	/*
-	 * The byte classes and the dense rows first: each state's failure
-	 * link is then one transition of its parent's failure state, and a
-	 * state near the root (where chains of links are long and rows are
-	 * wide) answers it from its row, built from its own failure state's
-	 * row as the breadth-first walk reaches it.
-	 */
+/*
+ * The byte classes (the bytes some edge reads, each its own class) and
+ * room for the dense rows of the states nearest the root, within
+ * REDACT_DENSE_BUDGET.
+ */
+static int
+rs_classes(struct redact_set *rs)
+{
+	uint32_t	 n = rs->nstates, c, k, e;
+	size_t		 ncls, ndense;
+
 	memset(rs->cls, 0, sizeof(rs->cls));
 	for (e = 0; e < rs->estart[n]; e++)
 		rs->cls[rs->ebyte[e]] = 1;
@@ -649,7 +642,24 @@ redact_set_compile(struct redact_set *rs)
 		ndense = n;
 	rs->ndense = ndense;
 	if ((rs->dense = calloc(ndense * ncls, sizeof(uint32_t))) == NULL)
-		goto out;
+		return -1;
+	return 0;
+}
+
+/*
+ * The dense rows and the failure links, in one breadth-first walk: each
+ * state's failure link is one transition of its parent's failure state,
+ * and a state near the root (where chains of links are long and rows are
+ * wide) answers it from its row, built from its own failure state's row
+ * as the walk reaches it.
+ */
+static void
+rs_links(struct redact_set *rs, const uint32_t *order)
+{
+	struct rnode	*nodes = rs->nodes;
+	uint32_t	 n = rs->nstates, q, f, e, *row;
+	size_t		 ncls = rs->nclasses, ndense = rs->ndense;
+
 	for (q = 0; q < n; q++) {
 		f = rs->fail[q];
 		if (q < ndense) {
@@ -671,6 +681,38 @@ redact_set_compile(struct redact_set *rs)
 		rs->st[q].pend = rs->estart[q + 1] > rs->estart[q] ?
 		    nodes[order[q]].depth : rs->st[f].pend;
 	}
+}
+
+int
+redact_set_compile(struct redact_set *rs)
+{
+	uint32_t	*order = NULL, *id = NULL;
+	uint32_t	 n;
+	uint8_t		 path[REDACT_FILTER_MAXSTRIDE + 4];
+	size_t		 ncls, ndense;
+	int		 rv = -1;
+
+	if (rs->compiled) {
+		errno = EINVAL;
+		return -1;
+	}
+	n = rs->nstates = rs->nnodes;
+	if ((order = reallocarray(NULL, n, sizeof(*order))) == NULL ||
+	    (id = reallocarray(NULL, n, sizeof(*id))) == NULL ||
+	    (rs->estart = reallocarray(NULL, n + 1, sizeof(uint32_t))) ==
+	    NULL ||
+	    (rs->ebyte = malloc(n)) == NULL ||
+	    (rs->eto = reallocarray(NULL, n, sizeof(uint32_t))) == NULL ||
+	    (rs->fail = calloc(n, sizeof(uint32_t))) == NULL ||
+	    (rs->st = calloc(n, sizeof(*rs->st))) == NULL)
+		goto out;
+
+	rs_number(rs, order, id);
+	if (rs_classes(rs) == -1)
+		goto out;
+	rs_links(rs, order);
+	ndense = rs->ndense;
+	ncls = rs->nclasses;
 
 	rs->fwidth = rs->minlen < 2 ? 2 : rs->minlen > 4 ? 4 : rs->minlen;
 	rs->fmask = rs->fwidth == 4 ? 0xffffffffU :

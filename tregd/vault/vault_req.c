@@ -30,6 +30,8 @@ static int64_t	 asker_org, asker_user;
 static json_t	*body_field(struct vault_req *, struct vault_resp *,
 		    const char *, int);
 static int	 hexval(int);
+static void	 answer_send(uint32_t, uint32_t, int, int64_t, int64_t,
+		    const char *, size_t);
 
 /* The caller of the request being answered (0, 0: none yet). */
 void
@@ -39,18 +41,27 @@ vault_asker(int64_t org, int64_t user)
 	asker_user = user;
 }
 
-void
-vault_send(uint32_t reqid, int status, const char *text, size_t len)
+/* An answer to the frontend: its status, who asked, its JSON text. */
+static void
+answer_send(uint32_t type, uint32_t reqid, int status, int64_t org,
+    int64_t user, const char *text, size_t len)
 {
 	struct api_response	 ar;
 
 	memset(&ar, 0, sizeof(ar));
 	ar.status = status;
-	ar.org_id = asker_org;
-	ar.user_id = asker_user;
-	if (imsgev_send_blob(vault_frontend, IMSG_API_RESPONSE, reqid, &ar,
-	    sizeof(ar), text, len) == -1)
+	ar.org_id = org;
+	ar.user_id = user;
+	if (imsgev_send_blob(vault_frontend, type, reqid, &ar, sizeof(ar),
+	    text, len) == -1)
 		fatal("%s: send", __func__);
+}
+
+void
+vault_send(uint32_t reqid, int status, const char *text, size_t len)
+{
+	answer_send(IMSG_API_RESPONSE, reqid, status, asker_org, asker_user,
+	    text, len);
 }
 
 void
@@ -365,15 +376,7 @@ void
 vault_call_refused(uint32_t reqid, int status, int64_t org, int64_t user,
     const char *text, size_t len)
 {
-	struct api_response	 ar;
-
-	memset(&ar, 0, sizeof(ar));
-	ar.status = status;
-	ar.org_id = org;
-	ar.user_id = user;
-	if (imsgev_send_blob(vault_frontend, IMSG_CALL_REFUSED, reqid, &ar,
-	    sizeof(ar), text, len) == -1)
-		fatal("%s: send", __func__);
+	answer_send(IMSG_CALL_REFUSED, reqid, status, org, user, text, len);
 }
 
 /*
