@@ -334,6 +334,8 @@ void		 call_exits_read(void);	/* the relay's word, committed */
 int		 call_usage(int64_t, int64_t, json_t *);
 /* Around the member routes: daily_call_cap checked, stored, shown. */
 int		 call_view_before(struct vault_req *, struct vault_resp *);
+int		 call_cap_field(json_t *, int *, int *, int64_t *,
+		    struct vault_resp *);
 void		 call_view_after(struct vault_req *, struct vault_resp *);
 
 /* vault_call_cache.c: a call's decision's reads per registry version */

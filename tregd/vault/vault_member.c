@@ -64,6 +64,9 @@ struct agent_req {
 	int		 access_sent;
 	char		*access;
 	int		 local_run;	/* -1: keep, or enabled */
+	int		 cap_sent;	/* daily_call_cap: sent, */
+	int		 cap_has;	/* a cap or none, */
+	int64_t		 cap;		/* the cap */
 };
 
 /* A listing being filled. */
@@ -811,8 +814,9 @@ agent_body(struct vault_req *req, struct vault_resp *resp,
 		resp_error(resp, 403, "only owners can make an admin agent");
 		return (-1);
 	}
-	if (body_access(req, resp, ctx->org_id, &a->access_sent,
-	    &a->access) == -1)
+	if (call_cap_field(req->body, &a->cap_sent, &a->cap_has, &a->cap,
+	    resp) == -1 || body_access(req, resp, ctx->org_id,
+	    &a->access_sent, &a->access) == -1)
 		return (-1);
 	if ((size_t)snprintf(a->email, sizeof(a->email), "agent-%s-%s@%s",
 	    ctx->slug, a->name, AGENT_DOMAIN) >= sizeof(a->email)) {
@@ -921,7 +925,10 @@ agents_create(struct vault_req *req, struct vault_resp *resp)
 	}
 	if (agent_issue(&ctx, &a, token, &uid, &rotated, resp) == -1)
 		goto out;
-	if (member_find(uid, ctx.org_id, &ms) != 0 || store_commit() == -1) {
+	/* Its cap with it: an agent is never uncapped for a moment. */
+	if ((a.cap_sent && store_call_cap_set(ctx.org_id, uid, a.cap_has,
+	    a.cap) == -1) || member_find(uid, ctx.org_id, &ms) != 0 ||
+	    store_commit() == -1) {
 		explicit_bzero(token, sizeof(token));
 		json_decref(ms.access);
 		db_fail(resp, "agent");
