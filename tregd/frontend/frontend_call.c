@@ -3,8 +3,10 @@
  *
  * A call goes to the vault as the client sent it, minus the headers that
  * are never relayed (every X-Treg-*, hop-by-hop, X-Forwarded-*,
- * Forwarded, Via, and those the relay sets itself: Host,
- * Content-Length, Expect).  The vault refuses it (IMSG_CALL_REFUSED) or
+ * Forwarded, Via, the tunnel's ngrok-skip-browser-warning that treg's
+ * client sends, and those the relay sets itself: Host, Content-Length,
+ * Expect) and the cookies of tregd's own (treg_*, as treg strips them:
+ * a browser session must not reach a vendor).  The vault refuses it (IMSG_CALL_REFUSED) or
  * hands it, with the key, to the relay; the relay answers here directly:
  * the upstream's status and headers, the body in pieces, an end with the
  * count of what was masked (sent as the trailer X-Treg-Redacted).  The
@@ -63,6 +65,7 @@ static struct imsgev		*fc_relay;
 
 static int	 header_relayed(const char *, size_t, const char *, size_t);
 static size_t	 call_headers(struct http_conn *, char *, size_t);
+static size_t	 cookie_line(const char *, size_t, char *, size_t);
 static void	 fcall_free(struct fcall *);
 static struct fcall *fcall_find(uint32_t, const char *);
 static void	 fcall_to_relay(struct fcall *, int);
@@ -120,7 +123,7 @@ header_relayed(const char *name, size_t len, const char *conn, size_t clen)
 		"Connection", "Keep-Alive", "Proxy-Authenticate",
 		"Proxy-Authorization", "Proxy-Connection", "TE", "Trailer",
 		"Transfer-Encoding", "Upgrade", "Forwarded", "Via", "Host",
-		"Content-Length", "Expect", NULL
+		"Content-Length", "Expect", "ngrok-skip-browser-warning", NULL
 	};
 	const char	*s, *e = conn + clen, *c;
 	size_t		 i, n;
@@ -180,12 +183,56 @@ call_headers(struct http_conn *conn, char *out, size_t size)
 			if (!header_relayed(p, colon - p, cv, cvlen) ||
 			    n + ll + 2 > size)
 				continue;
+			if (name_eq(p, colon - p, "Cookie")) {
+				n += cookie_line(colon + 1, p + ll - colon - 1,
+				    out + n, size - n);
+				continue;
+			}
 			memcpy(out + n, p, ll);
 			memcpy(out + n + ll, "\r\n", 2);
 			n += ll + 2;
 		}
 	}
 	return (n);
+}
+
+/*
+ * A Cookie line without tregd's own cookies (treg_*), CRLF, into out of
+ * size bytes: its length, 0 when none is left (or it does not fit).
+ */
+static size_t
+cookie_line(const char *v, size_t vlen, char *out, size_t size)
+{
+	const char	*e = v + vlen, *c;
+	size_t		 n = 0, pl;
+
+	for (; v < e; v = c + 1) {
+		if ((c = memchr(v, ';', e - v)) == NULL)
+			c = e;
+		while (v < c && (*v == ' ' || *v == '\t'))
+			v++;
+		for (pl = c - v; pl > 0 && (v[pl - 1] == ' ' ||
+		    v[pl - 1] == '\t'); pl--)
+			;
+		if (pl == 0 || (pl >= 5 && strncasecmp(v, "treg_", 5) == 0))
+			continue;
+		/* "Cookie: " or "; ", the pair, and room for the CRLF. */
+		if (8 + n + pl + 2 > size)
+			return (0);
+		if (n == 0) {
+			memcpy(out, "Cookie: ", 8);
+			n = 8;
+		} else {
+			memcpy(out + n, "; ", 2);
+			n += 2;
+		}
+		memcpy(out + n, v, pl);
+		n += pl;
+	}
+	if (n == 0)
+		return (0);
+	memcpy(out + n, "\r\n", 2);
+	return (n + 2);
 }
 
 void
