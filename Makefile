@@ -72,8 +72,10 @@ COMMON_OBJS = $(COMMON_SRCS:.c=.o)
 LEAF_SRCS   = $(filter-out tregd/parse.c,$(sort $(wildcard tregd/*.c))) \
 	      tregd/parse.c
 PARENT_SRCS = $(sort $(wildcard tregd/parent/*.c))
-FRONT_SRCS  = $(filter-out tregd/frontend/openapi_doc.c,\
-	      $(sort $(wildcard tregd/frontend/*.c))) tregd/frontend/openapi_doc.c
+FRONT_SRCS  = $(filter-out tregd/frontend/openapi_doc.c \
+	      tregd/frontend/skill_doc.c,\
+	      $(sort $(wildcard tregd/frontend/*.c))) tregd/frontend/openapi_doc.c \
+	      tregd/frontend/skill_doc.c
 VAULT_SRCS  = $(sort $(wildcard tregd/vault/*.c tregd/vault/store/*.c \
 	      tregd/vault/store/sqlite/*.c tregd/vault/store/pg/*.c))
 EXEC_SRCS   = $(filter-out tregd/exec/zygote.c,\
@@ -124,6 +126,18 @@ tregd/frontend/openapi_doc.c: doc/openapi.json
 	    sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
 	    echo '};'; \
 	    echo 'const size_t openapi_doc_len = sizeof(openapi_doc);'; \
+	    } > $@.tmp && mv $@.tmp $@
+
+# GET /skill.md, the agent recipe treg's `skill bootstrap` fetches: the
+# same way.
+tregd/frontend/skill_doc.c: doc/skill.md
+	{ echo '/* Made from doc/skill.md by make: do not edit. */'; \
+	    echo '#include "frontend.h"'; \
+	    echo 'const char skill_doc[] = {'; \
+	    od -An -v -tx1 doc/skill.md | \
+	    sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	    echo '};'; \
+	    echo 'const size_t skill_doc_len = sizeof(skill_doc);'; \
 	    } > $@.tmp && mv $@.tmp $@
 
 tregd/parse.o: CFLAGS += -Wno-missing-prototypes -Wno-sign-compare \
@@ -263,5 +277,6 @@ fuzz:
 clean:
 	rm -f $(addsuffix /*.o,$(BUILD_DIRS)) $(addsuffix /*.d,$(BUILD_DIRS)) \
 	    common/libcommon.a tregd/parse.c tregd/frontend/openapi_doc.c \
+	    tregd/frontend/skill_doc.c \
 	    tregd/exec/zygote/tregd-zygote tregd/tregd tregctl/tregctl \
 	    $(UNIT_PROGS) $(UNIT_PROGS:=.d) $(FLAGS_STAMP)

@@ -302,6 +302,7 @@ enum api_route {
 	ROUTE_CALLS_LIST,		/* GET /calls */
 	ROUTE_HEALTH,			/* GET /health */
 	ROUTE_OPENAPI,			/* GET /openapi.json (frontend) */
+	ROUTE_SKILL_MD,			/* GET /skill.md (frontend) */
 	ROUTE_AUTH_ME,			/* GET /auth/me */
 	ROUTE_MAX
 };

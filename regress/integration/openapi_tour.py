@@ -107,6 +107,13 @@ def main():
     check("GET", "/auth/me", "/auth/me", token=tok, want=200)
     check("GET", "/auth/me", "/auth/me", want=401)
     check("GET", "/openapi.json", "/openapi.json", want=200)
+    # The agent recipe is markdown: its type, not a schema, is checked.
+    status, headers, _ = request("GET", "/skill.md")
+    seen.add(("get", "/skill.md"))
+    ctype = (headers.get("Content-Type") or "").split(";")[0]
+    if status != 200 or ctype not in doc["paths"]["/skill.md"]["get"][
+            "responses"]["200"]["content"]:
+        failures.append("GET /skill.md: %d %s" % (status, ctype))
     check("GET", "/tools", "/tools", token="x" * 43, want=401)
     check("GET", "/tools", "/tools", want=401)
     check("POST", "/tools", "/tools", b"{", token=tok, want=400)

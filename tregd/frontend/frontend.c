@@ -138,6 +138,7 @@ static const struct route_pat routes[] = {
 	{ EVHTTP_REQ_GET,	"/calls",			ROUTE_CALLS_LIST },
 	{ EVHTTP_REQ_GET,	"/health",			ROUTE_HEALTH },
 	{ EVHTTP_REQ_GET,	"/openapi.json",		ROUTE_OPENAPI },
+	{ EVHTTP_REQ_GET,	"/skill.md",			ROUTE_SKILL_MD },
 	{ EVHTTP_REQ_GET,	"/auth/me",			ROUTE_AUTH_ME },
 };
 
@@ -869,6 +870,11 @@ front_request(struct http_conn *conn, const struct http_head *h,
 		/* Embedded at build time: the chroot holds no files. */
 		http_reply(conn, 200, "application/json", openapi_doc,
 		    openapi_doc_len);
+		return;
+	}
+	if (m.route == ROUTE_SKILL_MD) {
+		http_reply(conn, 200, "text/markdown; charset=utf-8",
+		    skill_doc, skill_doc_len);
 		return;
 	}
 
