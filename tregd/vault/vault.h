@@ -150,6 +150,8 @@ void		 org_slugify(const char *, char *, size_t);
 /* Membership of at least the role, else 404 or 403 set: 0 or -1. */
 int		 org_enter(struct vault_req *, struct vault_resp *, enum role,
 		    struct org_ctx *);
+/* An agent's token acting as a user: 403 set, -1; else 0. */
+int		 org_refuse_machine(struct vault_req *, struct vault_resp *);
 /* The user of an email, made unless it exists: its id, is it an agent. */
 int		 user_ensure(const char *, int, int64_t *, int *);
 /* user, org, role, access, local_run, agent_name, token: 0, -1, conflict */

@@ -1062,8 +1062,9 @@ call_usage(int64_t org, int64_t user, json_t *view)
 	if (store_call_cap_get(org, user, &has, &cap) == -1 ||
 	    store_call_used(org, user, day, &used) == -1)
 		return (-1);
-	json_object_set_new(view, "daily_call_cap", has ?
-	    json_integer(cap) : json_null());
+	/* No cap is -1, as treg shows it. */
+	json_object_set_new(view, "daily_call_cap", json_integer(has ? cap :
+	    -1));
 	json_object_set_new(view, "used_today", json_integer(used));
 	return (0);
 }

@@ -288,9 +288,9 @@ org_enter(struct vault_req *req, struct vault_resp *resp, enum role need,
 		return (-1);
 	}
 	if (ctx->role < need) {
-		resp_error(resp, 403, "%s", need == ROLE_OWNER ?
-		    "only owners can do this" :
-		    "only admins and owners can do this");
+		/* treg's words (its client shows them as they are). */
+		resp_error(resp, 403, "%s role in this org is required",
+		    need == ROLE_OWNER ? "owner" : "admin");
 		return (-1);
 	}
 	return (0);
@@ -383,10 +383,8 @@ orgs_create(struct vault_req *req, struct vault_resp *resp)
 	size_t		 n;
 	int64_t		 oid;
 
-	if (req->auth->is_agent) {
-		resp_error(resp, 403, "agents cannot create orgs");
+	if (org_refuse_machine(req, resp) == -1)
 		return;
-	}
 	if (body_str(req, resp, "name", 1, 1024, &s) == -1)
 		return;
 	while (*s == ' ' || *s == '\t')
@@ -446,10 +444,29 @@ org_view(const struct store_membership *m, void *arg)
 	return (0);
 }
 
+/*
+ * An agent acts in its own org by its token and never as a user: it
+ * makes no org (it would own it, and owners escape every limit set on
+ * it) and lists none, as treg refuses it (its client then reads its one
+ * org from GET /auth/me).  0, or -1 answered.
+ */
+int
+org_refuse_machine(struct vault_req *req, struct vault_resp *resp)
+{
+	if (req->auth == NULL || !req->auth->is_agent)
+		return (0);
+	resp_error(resp, 403, "this token belongs to a machine identity — "
+	    "it can call this team's tools, but cannot act as a user");
+	return (-1);
+}
+
 static void
 orgs_list(struct vault_req *req, struct vault_resp *resp)
 {
 	struct org_rows	 r = { req->auth, json_array() };
+
+	if (org_refuse_machine(req, resp) == -1)
+		return;
 
 	if (store_user_memberships(req->auth->user_id, org_view, &r) == -1) {
 		json_decref(r.list);

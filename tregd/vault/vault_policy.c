@@ -44,6 +44,7 @@ struct local_audit {
 	int64_t		 exit_code;
 	const char	*verdict;
 	int64_t		 grant_id;
+	const char	*path;		/* REPORT: "exit=N verdict=V" */
 };
 
 static int	host_match(const char *, const char *);
@@ -296,7 +297,10 @@ struct deny_use {
 	const char	*host, *path, *method;
 	char		 plain[DENY_PATH_MAX + 1];	/* path_plain() */
 	int64_t		 id;
+	int		 member;			/* aimed at the caller */
 	char		 note[DENY_NOTE_MAX + 1];
+	char		 what[DENY_METHOD_MAX + HOST_LEN_MAX + DENY_PATH_MAX +
+			    4];				/* "GET host/path" */
 };
 
 static int
@@ -320,7 +324,10 @@ deny_matches(const struct store_deny *d, void *arg)
 			return (0);
 	}
 	u->id = d->id;
+	u->member = d->user_id != 0;
 	strlcpy(u->note, d->note ? d->note : "", sizeof(u->note));
+	(void)snprintf(u->what, sizeof(u->what), "%s %s%s", *rm != '\0' ?
+	    rm : "any", *rh != '\0' ? rh : "any host", rp);
 	return (1);
 }
 
@@ -357,12 +364,11 @@ deny_check_by(deny_rules_fn rules, const struct auth *a, const char *host,
 	}
 	if (u.id == 0)
 		return (0);
-	if (u.note[0] != '\0')
-		resp_error(resp, 403, "blocked by a policy rule (rule %lld: "
-		    "%s)", (long long)u.id, u.note);
-	else
-		resp_error(resp, 403, "blocked by a policy rule (rule %lld)",
-		    (long long)u.id);
+	/* treg's words: whom the rule is on, its note, what it blocks. */
+	resp_error(resp, 403, "blocked by a policy rule on %s%s%s%s — %s "
+	    "(rule %lld)", u.member ? "you" : "this team",
+	    u.note[0] != '\0' ? " (" : "", u.note,
+	    u.note[0] != '\0' ? ")" : "", u.what, (long long)u.id);
 	return (-1);
 }
 
@@ -515,8 +521,8 @@ deny_create(struct vault_req *req, struct vault_resp *resp)
 		return;
 	if (user != 0 && (rc = store_member_of(user, req->id1)) != 0) {
 		if (rc == 1)
-			resp_error(resp, 422, "user %lld is not a member of "
-			    "this org", (long long)user);
+			resp_error(resp, 404, "not a member of this org (user "
+			    "%lld)", (long long)user);
 		else
 			db_fail(resp, "deny rule");
 		return;
@@ -888,6 +894,7 @@ audit_local(const struct auth *a, const struct local_audit *la)
 	c.exit_code = la->exit_code;
 	c.verdict = la->verdict;
 	c.grant_id = la->grant_id;
+	c.path = la->path;
 	c.created_at = now;
 	rc = store_call_insert(&c, &id);
 	free(argv);
@@ -1109,6 +1116,7 @@ tool_run_report(struct vault_req *req, struct vault_resp *resp)
 	struct local_audit	 la;
 	struct tool_row		 t;
 	const char		*verdict = NULL, *detail = NULL;
+	char			 path[96];
 	int64_t			 grant, exit_code, rid;
 	json_t			*marked;
 
@@ -1157,6 +1165,10 @@ tool_run_report(struct vault_req *req, struct vault_resp *resp)
 	la.exit_code = exit_code;
 	la.verdict = verdict;
 	la.grant_id = grant;
+	/* The row's path as treg writes a report's. */
+	(void)snprintf(path, sizeof(path), "exit=%lld verdict=%s",
+	    (long long)exit_code, verdict);
+	la.path = path;
 	if ((rid = audit_local(a, &la)) == -1 || store_commit() == -1) {
 		db_fail(resp, "run report");
 		goto out;

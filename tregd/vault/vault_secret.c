@@ -479,8 +479,8 @@ secret_delete(struct vault_req *req, struct vault_resp *resp)
 	if (tool[0] != '\0') {
 		store_rollback();
 		resp_error(resp, 409, "secret '%s' is in use by the tool '%s' "
-		    "(referenced by its bindings or CLI profile) — remove it "
-		    "from there first", ref.name, tool);
+		    "(referenced by its bindings or its local-run CLI "
+		    "profile) — remove it from there first", ref.name, tool);
 		return;
 	}
 	if (store_secret_delete(org, id) == -1) {

@@ -266,6 +266,7 @@ struct store_invite {
 	const char	*created_at;
 	const char	*org_slug;	/* read only */
 	const char	*org_name;
+	const char	*invited_by;	/* read only: the inviter's email */
 };
 typedef int	(*store_invite_fn)(const struct store_invite *, void *);
 

@@ -21,8 +21,9 @@
 #define INVITE_SELECT							\
 	"SELECT i.id, i.org_id, i.email, i.role, i.tool_access, "	\
 	"i.local_run_enabled, i.expires_at, i.used, i.created_by, "	\
-	"i.created_at, o.slug, o.name FROM invites i "			\
-	"JOIN orgs o ON o.id = i.org_id "
+	"i.created_at, o.slug, o.name, b.email FROM invites i "	\
+	"JOIN orgs o ON o.id = i.org_id "				\
+	"LEFT JOIN users b ON b.id = i.created_by "
 
 static int	pg_membership_row(const PGresult *, int, void *);
 static int	pg_invite_row(const PGresult *, int, void *);
@@ -212,6 +213,7 @@ pg_invite_row(const PGresult *res, int i, void *arg)
 	iv.created_at = pg_text(res, i, 9);
 	iv.org_slug = pg_text(res, i, 10);
 	iv.org_name = pg_text(res, i, 11);
+	iv.invited_by = pg_ntext(res, i, 12);
 	return (e->fn.invite(&iv, e->arg));
 }
 
