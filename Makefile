@@ -116,29 +116,21 @@ common/libcommon.a: $(COMMON_OBJS)
 tregd/parse.c: tregd/parse.y
 	$(YACC) -o $@ $<
 
-# GET /openapi.json: the frontend's chroot has no files, so the document
-# is compiled in, its bytes written out by od(1).
+# GET /openapi.json and GET /skill.md (treg's skill bootstrap fetches
+# it): the frontend's chroot has no files, so each document is compiled
+# in, its bytes written out by od(1).  $(call embed,FILE,NAME)
+embed = { echo '/* Made from $(1) by make: do not edit. */'; \
+	    echo '\#include "frontend.h"'; \
+	    echo 'const char $(2)[] = {'; \
+	    od -An -v -tx1 $(1) | \
+	    sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	    echo '};'; \
+	    echo 'const size_t $(2)_len = sizeof($(2));'; \
+	    } > $@.tmp && mv $@.tmp $@
 tregd/frontend/openapi_doc.c: doc/openapi.json
-	{ echo '/* Made from doc/openapi.json by make: do not edit. */'; \
-	    echo '#include "frontend.h"'; \
-	    echo 'const char openapi_doc[] = {'; \
-	    od -An -v -tx1 doc/openapi.json | \
-	    sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
-	    echo '};'; \
-	    echo 'const size_t openapi_doc_len = sizeof(openapi_doc);'; \
-	    } > $@.tmp && mv $@.tmp $@
-
-# GET /skill.md, the agent recipe treg's `skill bootstrap` fetches: the
-# same way.
+	$(call embed,doc/openapi.json,openapi_doc)
 tregd/frontend/skill_doc.c: doc/skill.md
-	{ echo '/* Made from doc/skill.md by make: do not edit. */'; \
-	    echo '#include "frontend.h"'; \
-	    echo 'const char skill_doc[] = {'; \
-	    od -An -v -tx1 doc/skill.md | \
-	    sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
-	    echo '};'; \
-	    echo 'const size_t skill_doc_len = sizeof(skill_doc);'; \
-	    } > $@.tmp && mv $@.tmp $@
+	$(call embed,doc/skill.md,skill_doc)
 
 tregd/parse.o: CFLAGS += -Wno-missing-prototypes -Wno-sign-compare \
 	-Wno-unused-but-set-variable

@@ -66,6 +66,7 @@ static struct imsgev		*fc_relay;
 static int	 header_relayed(const char *, size_t, const char *, size_t);
 static size_t	 call_headers(struct http_conn *, char *, size_t);
 static size_t	 cookie_line(const char *, size_t, char *, size_t);
+static const char *list_next(const char **, const char *, int, size_t *);
 static void	 fcall_free(struct fcall *);
 static struct fcall *fcall_find(uint32_t, const char *);
 static void	 fcall_to_relay(struct fcall *, int);
@@ -136,17 +137,10 @@ header_relayed(const char *name, size_t len, const char *conn, size_t clen)
 		if (name_eq(name, len, never[i]))
 			return (0);
 	/* Headers the client's Connection names are hop-by-hop too. */
-	for (s = conn; conn != NULL && s < e; s = c + 1) {
-		if ((c = memchr(s, ',', e - s)) == NULL)
-			c = e;
-		while (s < c && (*s == ' ' || *s == '\t'))
-			s++;
-		for (n = c - s; n > 0 && (s[n - 1] == ' ' ||
-		    s[n - 1] == '\t'); n--)
-			;
+	for (c = conn; conn != NULL &&
+	    (s = list_next(&c, e, ',', &n)) != NULL; )
 		if (n == len && strncasecmp(s, name, n) == 0)
 			return (0);
-	}
 	return (1);
 }
 
@@ -197,23 +191,39 @@ call_headers(struct http_conn *conn, char *out, size_t size)
 }
 
 /*
+ * The next item of the list at *p (up to e, items split at sep), blanks
+ * around it left out: its start, its length in *len, *p past it; NULL
+ * at the end of the list.
+ */
+static const char *
+list_next(const char **p, const char *e, int sep, size_t *len)
+{
+	const char	*s = *p, *c;
+
+	if (s >= e)
+		return (NULL);
+	if ((c = memchr(s, sep, e - s)) == NULL)
+		c = e;
+	*p = c < e ? c + 1 : e;
+	while (s < c && (*s == ' ' || *s == '\t'))
+		s++;
+	for (*len = c - s; *len > 0 && (s[*len - 1] == ' ' ||
+	    s[*len - 1] == '\t'); (*len)--)
+		;
+	return (s);
+}
+
+/*
  * A Cookie line without tregd's own cookies (treg_*), CRLF, into out of
  * size bytes: its length, 0 when none is left (or it does not fit).
  */
 static size_t
 cookie_line(const char *v, size_t vlen, char *out, size_t size)
 {
-	const char	*e = v + vlen, *c;
+	const char	*e = v + vlen, *c = v;
 	size_t		 n = 0, pl;
 
-	for (; v < e; v = c + 1) {
-		if ((c = memchr(v, ';', e - v)) == NULL)
-			c = e;
-		while (v < c && (*v == ' ' || *v == '\t'))
-			v++;
-		for (pl = c - v; pl > 0 && (v[pl - 1] == ' ' ||
-		    v[pl - 1] == '\t'); pl--)
-			;
+	while ((v = list_next(&c, e, ';', &pl)) != NULL) {
 		if (pl == 0 || (pl >= 5 && strncasecmp(v, "treg_", 5) == 0))
 			continue;
 		/* "Cookie: " or "; ", the pair, and room for the CRLF. */
