@@ -247,13 +247,19 @@ inject_leaf(const struct isecret *sc, json_t *e, const char *tool,
 		    "injected, not '%s'", tool, sc->name, field);
 		return (-1);
 	}
+	leaf = field == NULL || strcmp(field, oauth_leaves[0]) == 0;
 	if ((*doc = json_loadb(*val, *vlen, 0, NULL)) == NULL ||
 	    !json_is_object(*doc)) {
+		json_decref(*doc);
+		*doc = NULL;
+		/* A secret_file of a file's text (a PEM key): it is whole. */
+		if (leaf && strcmp(sc->kind, "secret_file") == 0)
+			return (0);
 		resp_error(resp, 502, "tool '%s': the %s secret '%s' is not "
-		    "a JSON object", tool, sc->kind, sc->name);
+		    "a JSON object%s", tool, sc->kind, sc->name, leaf ? "" :
+		    ": it has no fields");
 		return (-1);
 	}
-	leaf = field == NULL || strcmp(field, oauth_leaves[0]) == 0;
 	f = leaf ? oauth_leaves[0] : field;
 	if (!leaf)
 		fv = json_object_get(*doc, field);
