@@ -6,8 +6,9 @@
  * Forwarded, Via, the tunnel's ngrok-skip-browser-warning that treg's
  * client sends, and those the relay sets itself: Host, Content-Length,
  * Expect) and the cookies of tregd's own (treg_*, as treg strips them:
- * a browser session must not reach a vendor).  The vault refuses it (IMSG_CALL_REFUSED) or
- * hands it, with the key, to the relay; the relay answers here directly:
+ * a browser session must not reach a vendor).  The vault refuses it
+ * (IMSG_CALL_REFUSED) or hands it, with the key, to the relay; the relay
+ * answers here directly:
  * the upstream's status and headers, the body in pieces, an end with the
  * count of what was masked (sent as the trailer X-Treg-Redacted).  The
  * frontend never sees a secret: the relay redacted what comes back.

@@ -271,7 +271,7 @@ struct deny_use {
 	const char	*host, *path, *method;
 	char		 plain[DENY_PATH_MAX + 1];	/* path_plain() */
 	int64_t		 id;
-	int		 member;			/* aimed at the caller */
+	int		 member;		/* aimed at the caller */
 	char		 note[DENY_NOTE_MAX + 1];
 	char		 what[DENY_METHOD_MAX + HOST_LEN_MAX + DENY_PATH_MAX +
 			    4];				/* "GET host/path" */
