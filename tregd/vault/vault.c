@@ -315,7 +315,7 @@ vault_index_routes(void)
 	const struct vault_route	*tables[] = {
 		vault_org_routes, vault_tool_routes, vault_run_routes,
 		vault_policy_routes, vault_member_routes,
-		vault_me_routes
+		vault_me_routes, vault_identity_routes, vault_mail_routes
 	};
 	const struct vault_route	*r;
 	size_t				 i;
@@ -696,7 +696,9 @@ vault_request(struct blob *b)
 			    "try again in a moment");
 			goto done;
 		}
-		if ((rc = auth_lookup(ar.token_hash, &auth)) != 0) {
+		if ((rc = auth_lookup(ar.token_hash, &auth)) == 1)
+			rc = identity_auth(ar.token_hash, ar.org, &auth);
+		if (rc == 1 || rc == -1) {
 			if (rc == -1)
 				resp_error(&resp, 503, "the database cannot be "
 				    "read — try again in a moment");
@@ -707,10 +709,14 @@ vault_request(struct blob *b)
 		req.auth = &auth;
 		asker_org = auth.org_id;
 		asker_user = auth.user_id;
-		if (require_role(&req, &resp, r->min_role) == -1)
+		if (identity_enter(&req, &resp, rc) == -1 ||
+		    (auth.membership_id != 0 &&
+		    require_role(&req, &resp, r->min_role) == -1))
 			goto done;
 	}
-	cacheable = req.auth != NULL && rcache_route(req.route);
+	/* An answer is kept per membership: none, none kept. */
+	cacheable = req.auth != NULL && req.auth->membership_id != 0 &&
+	    rcache_route(req.route);
 	if (cacheable) {
 		dataver = store_version();
 		if ((c = rcache_find(&req, dataver)) != NULL) {

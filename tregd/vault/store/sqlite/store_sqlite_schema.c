@@ -305,6 +305,28 @@ static const char *const migrations[] = {
 	"  instance INTEGER PRIMARY KEY,"
 	"  name TEXT NOT NULL,"
 	"  seen_at INTEGER NOT NULL);",
+
+	/*
+	 * 9: identity tokens, a person across their orgs (only a hash,
+	 * like a membership's), and the email sign-in codes: a salted
+	 * hash, its expiry, the wrong codes it still takes and the
+	 * sending window (vault_identity.c).
+	 */
+	"CREATE TABLE identity_tokens ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+	"  token_hash BLOB NOT NULL UNIQUE,"
+	"  created_at TEXT NOT NULL);"
+	"CREATE INDEX identity_tokens_user ON identity_tokens(user_id);"
+	"CREATE TABLE email_codes ("
+	"  email TEXT PRIMARY KEY,"
+	"  salt BLOB NOT NULL,"
+	"  code_hash BLOB NOT NULL,"
+	"  expires_at INTEGER NOT NULL,"
+	"  attempts INTEGER NOT NULL,"
+	"  window_start INTEGER NOT NULL,"
+	"  sent INTEGER NOT NULL);"
+	SQ_MARK("identity_tokens") SQ_MARK("email_codes"),
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 
