@@ -126,9 +126,14 @@ pg_identity_revoke(int64_t user)
 int
 pg_email_code_get(const char *email, struct store_email_code *c)
 {
+	/*
+	 * Locked to the end of the transaction: two guesses at once take
+	 * turns, so each counts and a code is used once (sqlite's write
+	 * transactions take turns already).
+	 */
 	static struct pg_stmt	 st = { "SELECT salt, code_hash, expires_at, "
-	    "attempts, window_start, sent FROM email_codes WHERE email = $1",
-	    0 };
+	    "attempts, window_start, sent FROM email_codes WHERE email = $1 "
+	    "FOR UPDATE", 0 };
 	struct pgq		 q;
 	PGresult		*res;
 	int			 rc;
