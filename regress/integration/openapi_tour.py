@@ -121,7 +121,7 @@ def identity_tour(tok, org):
                    {"email": "person@example.com"}, token=tok, want=200)
     _, mine = check("GET", "/invites/mine", "/invites/mine", token=ident,
                     want=200)
-    iid = mine[0]["id"] if mine else 0
+    iid = mine[0]["id"] if isinstance(mine, list) and mine else 0
     check("POST", "/invites/{invite_id}/accept", "/invites/%d/accept" %
           iid, token=tok, want=403)
     check("POST", "/invites/{invite_id}/accept", "/invites/%d/accept" %
