@@ -709,14 +709,11 @@ vault_request(struct blob *b)
 		req.auth = &auth;
 		asker_org = auth.org_id;
 		asker_user = auth.user_id;
-		if (identity_enter(&req, &resp, rc) == -1 ||
-		    (auth.membership_id != 0 &&
-		    require_role(&req, &resp, r->min_role) == -1))
+		if (auth_enter(&req, &resp, rc, r->min_role) == -1)
 			goto done;
 	}
-	/* An answer is kept per membership: none, none kept. */
 	cacheable = req.auth != NULL && req.auth->membership_id != 0 &&
-	    rcache_route(req.route);
+	    rcache_route(req.route);	/* kept per membership */
 	if (cacheable) {
 		dataver = store_version();
 		if ((c = rcache_find(&req, dataver)) != NULL) {

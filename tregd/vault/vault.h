@@ -100,8 +100,14 @@ extern const struct vault_route vault_identity_routes[];
  */
 int	identity_auth(const uint8_t [TOKEN_HASH_LEN], const char *,
 	    struct auth *);
-/* An identity caller in no org may reach the person's routes only. */
-int	identity_enter(const struct vault_req *, struct vault_resp *, int);
+int	identity_call_auth(const struct call_request *, struct auth *,
+	    struct vault_resp *);
+/*
+ * The caller may take the route (identity_auth's rc): in an org, with
+ * the role it needs; an identity token in none, the person's routes
+ * only.  0, or -1 answered.
+ */
+int	auth_enter(struct vault_req *, struct vault_resp *, int, enum role);
 /* A new identity token of the user into token (IDENTITY_TOKEN_LEN + 1). */
 int	identity_mint(int64_t, char *);
 #define IDENTITY_TOKEN_PREFIX	"eyJzY3AiOiJ0ZWFtIn0."

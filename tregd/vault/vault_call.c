@@ -345,13 +345,9 @@ call_decide(struct vpend *p)
 	}
 	/* An identity token acts in the org X-Treg-Org names, uncached. */
 	if ((rc = ccache_auth(cr.token_hash, &p->auth)) == 1 &&
-	    (rc = identity_auth(cr.token_hash, cr.org, &p->auth)) >= 0 &&
-	    rc != 1 && p->auth.membership_id == 0) {
-		auth_clear(&p->auth);
-		resp_error(&p->resp, 400, IDENTITY_CHOOSE_ORG);
+	    (rc = identity_call_auth(&cr, &p->auth, &p->resp)) == 2)
 		goto done;
-	}
-	if (rc == 1 || rc == -1) {
+	if (rc != 0) {
 		if (rc == -1)
 			resp_error(&p->resp, 503, "the database cannot be "
 			    "read — try again in a moment");

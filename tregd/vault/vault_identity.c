@@ -83,6 +83,24 @@ identity_auth(const uint8_t hash[TOKEN_HASH_LEN], const char *org,
 	return (org[0] != '\0' ? 2 : 0);
 }
 
+/*
+ * /call's caller by an identity token: 0 in the org X-Treg-Org chose,
+ * 2 refused (none chosen: resp set), 1 no such token, -1 the database.
+ */
+int
+identity_call_auth(const struct call_request *cr, struct auth *a,
+    struct vault_resp *resp)
+{
+	int	 rc;
+
+	if ((rc = identity_auth(cr->token_hash, cr->org, a)) == 1 ||
+	    rc == -1 || a->membership_id != 0)
+		return (rc);
+	auth_clear(a);
+	resp_error(resp, 400, "%s", IDENTITY_CHOOSE_ORG);
+	return (2);
+}
+
 /* The person's own routes: they need no org. */
 static int
 identity_orgless(enum api_route r)
@@ -102,11 +120,12 @@ identity_orgless(enum api_route r)
 }
 
 int
-identity_enter(const struct vault_req *req, struct vault_resp *resp,
-    int rc)
+auth_enter(struct vault_req *req, struct vault_resp *resp, int rc,
+    enum role need)
 {
-	if (req->auth->kind != AUTH_IDENTITY ||
-	    req->auth->membership_id != 0 || identity_orgless(req->route))
+	if (req->auth->membership_id != 0)
+		return (require_role(req, resp, need));
+	if (identity_orgless(req->route))
 		return (0);
 	if (rc == 2)
 		resp_error(resp, 400, "%s: X-Treg-Org names no org of yours",
