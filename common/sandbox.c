@@ -57,6 +57,7 @@
 #endif
 #define SB_LL_NET_BIND_TCP		(1ULL << 0)	/* ABI 4 */
 #define SB_LL_NET_CONNECT_TCP		(1ULL << 1)
+#define SB_LL_RULE_NET_PORT		2		/* ABI 4 */
 #define SB_LL_SCOPE_ABSTRACT_UNIX	(1ULL << 0)	/* ABI 6 */
 #define SB_LL_SCOPE_SIGNAL		(1ULL << 1)
 
@@ -76,6 +77,12 @@ struct sb_ll_attr {
 	uint64_t	 net;
 	uint64_t	 scoped;
 };
+
+/* struct landlock_net_port_attr (ABI 4), packed as the kernel's. */
+struct sb_ll_port {
+	uint64_t	 allowed_access;
+	uint64_t	 port;
+} __attribute__((packed));
 
 struct sb_ll {
 	int		 fd;
@@ -125,9 +132,11 @@ static const char *const sb_allow_base[] = {
 
 /*
  * The vault is chrooted into the state dir: sqlite3 may use it freely.
- * No socket(2) or connect(2): a PostgreSQL connection (store_pg.c) is
- * made before the filter, and libpq then needs only poll, send and recv
- * on that one descriptor (sb_allow_base); "-T vault" proves the rest.
+ * No socket(2) or connect(2) with sqlite.  With PostgreSQL the vault
+ * reconnects when the server restarts (store_pg.c): stream sockets of
+ * the three families and connect(2), which Landlock narrows to the
+ * server's TCP port (sb_ll_confine) and the chroot to its socket
+ * directory (vault.c); "-T vault" proves the rest.
  */
 static const char *const sb_allow_vault[] = {
 	"open", "openat", "stat", "lstat", "access", "faccessat",
@@ -200,7 +209,9 @@ static void	sb_ll_confine(enum sandbox_proc, const struct sandbox_paths *);
 static int	sb_ll_abi(void);
 static void	sb_ll_add(struct sb_ll *, const char *, uint64_t, int);
 static void	sb_ll_exec(struct sb_ll *, const struct sandbox_paths *);
-static void	sb_seccomp(enum sandbox_proc);
+static void	sb_ll_port(struct sb_ll *, int);
+static void	sb_seccomp(enum sandbox_proc, const struct sandbox_paths *);
+static void	sb_vault_db(scmp_filter_ctx);
 static int	sb_selftest_eperm(const char *);
 static void	sb_prefetch(void);
 static void	sb_relay(scmp_filter_ctx);
@@ -271,7 +282,7 @@ sandbox_confine(enum sandbox_proc proc, const struct sandbox_paths *paths)
 	else
 		log_debug("%s: no landlock for exec: it makes the runs' "
 		    "cgroups", __func__);
-	sb_seccomp(proc);
+	sb_seccomp(proc, paths);
 }
 
 int
@@ -457,7 +468,7 @@ sb_selftest_eperm(const char *name)
  * and mount; exec, which makes neither, is refused both.
  */
 static void
-sb_seccomp(enum sandbox_proc proc)
+sb_seccomp(enum sandbox_proc proc, const struct sandbox_paths *paths)
 {
 	scmp_filter_ctx	 ctx;
 	uint32_t	 kill = SCMP_ACT_KILL_PROCESS;
@@ -476,9 +487,27 @@ sb_seccomp(enum sandbox_proc proc)
 	sb_allow_common(ctx);
 	if (proc == SANDBOX_VAULT)
 		sb_rules(ctx, SCMP_ACT_ALLOW, sb_allow_vault);
+	if (proc == SANDBOX_VAULT && paths->db_connect)
+		sb_vault_db(ctx);
 	if (proc == SANDBOX_RELAY)
 		sb_relay(ctx);
 	sb_load(ctx);
+}
+
+/* libpq making a connection again: a stream socket, connect. */
+static void
+sb_vault_db(scmp_filter_ctx ctx)
+{
+	static const int	 families[] = { AF_UNIX, AF_INET, AF_INET6 };
+	struct scmp_arg_cmp	 cmp[2];
+	size_t			 i;
+
+	for (i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+		cmp[0] = SCMP_A0(SCMP_CMP_EQ, families[i], 0);
+		cmp[1] = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_STREAM);
+		sb_rule(ctx, SCMP_ACT_ALLOW, "socket", 2, cmp);
+	}
+	sb_rule(ctx, SCMP_ACT_ALLOW, "connect", 0, NULL);
 }
 
 static void
@@ -771,6 +800,8 @@ sb_ll_confine(enum sandbox_proc proc, const struct sandbox_paths *paths)
 	case SANDBOX_VAULT:
 		if (paths->state != NULL)
 			sb_ll_add(&ll, paths->state, ll.fs, 1);
+		if (ll.abi >= 4 && paths->db_port != 0)
+			sb_ll_port(&ll, paths->db_port);
 		break;
 	case SANDBOX_EXEC:
 		sb_ll_exec(&ll, paths);
@@ -780,6 +811,20 @@ sb_ll_confine(enum sandbox_proc proc, const struct sandbox_paths *paths)
 		fatal("%s: landlock_restrict_self", __func__);
 	close(ll.fd);
 	log_debug("%s: landlock abi %d", __func__, ll.abi);
+}
+
+/* The vault's PostgreSQL server: connect to its TCP port, nothing else. */
+static void
+sb_ll_port(struct sb_ll *ll, int port)
+{
+	struct sb_ll_port	 np;
+
+	memset(&np, 0, sizeof(np));
+	np.allowed_access = SB_LL_NET_CONNECT_TCP;
+	np.port = (uint64_t)port;
+	if (syscall(SYS_landlock_add_rule, ll->fd, SB_LL_RULE_NET_PORT, &np,
+	    0) == -1)
+		fatal("%s: landlock_add_rule port %d", __func__, port);
 }
 
 /* The system read-only, run_dir and /dev writable, run_path runnable. */

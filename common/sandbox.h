@@ -41,6 +41,10 @@ struct sandbox_paths {		/* filesystem the process keeps (Landlock) */
 	int		 mounts;	/* exec: run inits clone namespaces
 					   and mount (no Landlock then:
 					   exec makes their cgroups) */
+	int		 db_connect;	/* vault: may reach its PostgreSQL
+					   server again (socket, connect) */
+	int		 db_port;	/* vault: its TCP port, or 0 for a
+					   Unix socket only */
 };
 
 /* A compiled run child filter: classic BPF, ready for seccomp(2). */

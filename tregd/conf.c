@@ -2,8 +2,10 @@
  * conf.c: what of tregd.conf needs no parser state: the built-in run
  * allow list, the checks of single values the grammar actions call, and
  * the canonical form (tregd -nv), every setting in grammar order, the
- * ones at their default left out where the grammar allows.  Read by the
- * parent only.
+ * ones at their default left out where the grammar allows.  The parser
+ * and the printer run in the parent; the run allow list (conf_run_*) is
+ * also asked by the vault (may this bin run) and exec (where it is), on
+ * the settings the parent sent them.
  */
 
 #include <sys/types.h>

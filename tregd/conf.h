@@ -1,7 +1,7 @@
 /*
  * The defaults and limits of tregd.conf, shared by the grammar (parse.y,
  * which checks the ranges in its actions) and the canonical printer
- * (conf_print.c, which prints what differs from a default).
+ * (print_config() in conf.c, which prints what differs from a default).
  */
 
 #ifndef CONF_H

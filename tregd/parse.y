@@ -95,7 +95,7 @@ static char		 lexbuf[PARSE_WORD_MAX];
 
 static struct tregd_conf *conf;
 static int		 listen_explicit;
-static struct where	 at_slots, at_state, at_rundir, at_users;
+static struct where	 at_slots, at_state, at_rundir, at_users, at_runpath;
 static struct where	 at_dbpass;
 
 int		 yyparse(void);
@@ -357,6 +357,7 @@ runopt		: ALLOW allowlist
 		| PATH STRING {
 			if (!runpath_ok($2))
 				YYERROR;
+			where_set(&at_runpath);
 			if (strlcpy(conf->run_path, $2,
 			    sizeof(conf->run_path)) >= sizeof(conf->run_path)) {
 				yyerror("run path too long");
@@ -1369,6 +1370,42 @@ conf_defaults(struct tregd_conf *c)
 	c->log_requests = 1;
 }
 
+/*
+ * A run sees none of these (exec_child.c hides or covers them), so a
+ * command found there by exec at start would not be there for the run.
+ */
+static int
+conf_validate_runpath(const struct tregd_conf *c)
+{
+	const char *const	 hidden[] = { "/run", "/var/run", "/tmp",
+				    "/var/tmp", "/dev/shm", c->state,
+				    c->run_dir };
+	const char		*p, *colon;
+	char			 el[PATH_MAX];
+	size_t			 i, len;
+
+	for (p = c->run_path; *p != '\0'; p = colon + 1) {
+		colon = strchr(p, ':');
+		len = colon != NULL ? (size_t)(colon - p) : strlen(p);
+		if (len >= sizeof(el))
+			len = sizeof(el) - 1;
+		memcpy(el, p, len);
+		el[len] = '\0';
+		for (i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
+			if (path_within(el, hidden[i])) {
+				conf_err("%s:%d: run path element %s is hidden "
+				    "from runs (it is under %s)",
+				    at_runpath.line != 0 ? at_runpath.file :
+				    topfile->name, at_runpath.line, el,
+				    hidden[i]);
+				return (1);
+			}
+		if (colon == NULL)
+			break;
+	}
+	return (0);
+}
+
 /* Rules that span directives; reported where the last one was set. */
 static int
 conf_validate(const struct tregd_conf *c)
@@ -1407,6 +1444,7 @@ conf_validate(const struct tregd_conf *c)
 		    c->run_dir, c->state);
 		errors++;
 	}
+	errors += conf_validate_runpath(c);
 	if (c->state[0] != '/' || c->socket[0] != '/' ||
 	    c->run_dir[0] != '/') {
 		conf_err("%s: state, socket and run directory must "
@@ -1459,6 +1497,7 @@ parse_config(const char *filename, struct tregd_conf *xconf)
 	memset(&at_state, 0, sizeof(at_state));
 	memset(&at_rundir, 0, sizeof(at_rundir));
 	memset(&at_users, 0, sizeof(at_users));
+	memset(&at_runpath, 0, sizeof(at_runpath));
 	memset(&at_dbpass, 0, sizeof(at_dbpass));
 
 	if ((file = pushfile(filename, 0)) == NULL) {

@@ -4,15 +4,22 @@
  * the vault (its record) from one struct run_exit; the run-latency
  * buckets are filled by the vault and printed by the frontend.
  *
- * A leaf: it includes tregd.h and libc only, and every process may call
- * it.
+ * A run's order is packed by the vault and unpacked by exec here, its
+ * limits written once in tregd.h.
+ *
+ * A leaf: it includes tregd.h, common/ and libc only, and every process
+ * may call it.
  */
 
 #include <sys/types.h>
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "log.h"
+#include "pack.h"
 #include "tregd.h"
 
 /* GET /metrics' tregd_run_duration_seconds buckets, in seconds. */
@@ -45,4 +52,90 @@ run_outcome_name(uint32_t o)
 	if (o >= sizeof(names) / sizeof(names[0]))
 		return ("failed");
 	return (names[o]);
+}
+
+/* The vault's order for exec (run_order_unpack() reads it). */
+void
+run_order_pack(struct pack *pk, const struct run_order *o)
+{
+	size_t	 i;
+
+	pack_str(pk, o->bin);
+	pack_u32(pk, o->argc);
+	for (i = 0; i < o->argc; i++)
+		pack_bytes(pk, o->argv[i], o->argvlen[i]);
+	pack_u32(pk, o->envc);
+	for (i = 0; i < o->envc; i++)
+		pack_bytes(pk, o->env[i], o->envlen[i]);
+	pack_u32(pk, o->nmask);
+	for (i = 0; i < o->nmask; i++)
+		pack_bytes(pk, o->mask[i], o->masklen[i]);
+}
+
+/* An entry is "NAME=value" with a non-empty name of safe characters. */
+static int
+env_entry_ok(const char *s)
+{
+	const char	*eq = strchr(s, '=');
+	const char	*p;
+
+	if (eq == NULL || eq == s)
+		return (0);
+	for (p = s; p < eq; p++)
+		if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= 'a' && *p <= 'z') || (p > s && *p >= '0' &&
+		    *p <= '9')))
+			return (0);
+	return (1);
+}
+
+int
+run_order_unpack(const void *buf, size_t len, size_t envskip,
+    struct run_order *o, const char **why)
+{
+	struct unpack	 up;
+	const char	*s, **argv;
+	char		**env;
+	size_t		 i, n;
+
+	memset(o, 0, sizeof(*o));
+	unpack_init(&up, buf, len);
+	o->bin = unpack_str(&up);
+	o->argc = unpack_u32(&up);
+	*why = "argv";
+	if (up.bad || o->argc < 1 || o->argc > RUN_ARGC_MAX)
+		return (-1);
+	if ((argv = calloc(o->argc + 1, sizeof(*argv))) == NULL)
+		fatal("%s: calloc", __func__);
+	o->argv = argv;
+	for (i = 0; i < o->argc; i++)
+		if ((argv[i] = unpack_str(&up)) == NULL)
+			return (-1);
+	o->envc = unpack_u32(&up);
+	*why = "env";
+	if (up.bad || o->envc > RUN_ENVC_MAX)
+		return (-1);
+	if ((env = calloc(envskip + o->envc + 1, sizeof(*env))) == NULL)
+		fatal("%s: calloc", __func__);
+	o->env = env;
+	for (i = 0; i < o->envc; i++) {
+		if ((s = unpack_str(&up)) == NULL || !env_entry_ok(s))
+			return (-1);
+		env[envskip + i] = (char *)s;
+	}
+	/* The rest is the mask, packed: the redaction set's cache key. */
+	o->packed_mask = up.p;
+	o->packed_masklen = up.left;
+	o->nmask = unpack_u32(&up);
+	*why = "secrets";
+	if (up.bad || o->nmask > REDSET_MAX)
+		return (-1);
+	for (i = 0; i < o->nmask; i++)
+		if (unpack_bytes(&up, &n) == NULL)
+			return (-1);
+	*why = "bin";
+	if (unpack_done(&up) == -1 || o->bin == NULL || *o->bin == '\0' ||
+	    strchr(o->bin, '/') != NULL || strlen(o->bin) >= CONF_BIN_LEN)
+		return (-1);
+	return (0);
 }

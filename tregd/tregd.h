@@ -256,6 +256,18 @@ enum imsg_type {
 	IMSG_CALL_PAUSE,	/* no data: the client is not reading */
 	IMSG_CALL_RESUME,	/* no data: read the upstream again */
 
+	/*
+	 * Keyless runs' egress (SPEC 6a).  relay/egress.h is the relay's
+	 * side; exec <-> relay is a channel of its own, made by the parent.
+	 */
+	/* relay -> exec, once at start */
+	IMSG_EGRESS_CA,		/* blob: PEM of the run CA's certificate */
+	/* exec -> relay */
+	IMSG_EGRESS_LISTEN,	/* fd + struct egress_listen */
+	IMSG_EGRESS_END,	/* struct egress_end: the run ended */
+	/* vault -> relay, before the vault sends IMSG_RUN_START */
+	IMSG_EGRESS_GRANT,	/* blob: struct egress_grant + packed */
+
 	/* tregctl <-> vault (control socket) */
 	IMSG_CTL_REQUEST,	/* struct ctl_request */
 	IMSG_CTL_REPLY,		/* blob: struct ctl_reply + JSON document */
@@ -426,6 +438,24 @@ struct run_start {
 	/* packed: bin path, argc, argv[], envc, env[], nsecrets, secrets[] */
 };
 
+/*
+ * exec -> relay, with a listening socket made inside the run's network
+ * namespace (bound to 127.0.0.1 there): a run's way out.
+ */
+struct egress_listen {
+	uint32_t	 runid;		/* the vault's run id (run_start) */
+	uint16_t	 port;		/* 127.0.0.1:port as the run sees it */
+	uint16_t	 kind;		/* EGRESS_PROXY or EGRESS_TRANSPARENT */
+};
+#define EGRESS_PROXY		1	/* HTTP proxy: CONNECT, absolute-form */
+#define EGRESS_TRANSPARENT	2	/* the host from SNI or Host */
+#define EGRESS_PROXY_PORT	3128	/* HTTPS_PROXY=http://127.0.0.1:3128 */
+
+/* exec -> relay: the run ended; close its listeners and connections. */
+struct egress_end {
+	uint32_t	 runid;
+};
+
 /* exec -> vault: the run ended. */
 struct run_exit {
 	uint32_t	 runid;
@@ -593,7 +623,44 @@ int	 sbx_selftest(void);
 __dead void relay_main(int, int);
 int	 relay_selftest(void);
 
-/* proto.c: what two processes read the same way */
+/*
+ * proto.c: what two processes read the same way.  A run order (vault ->
+ * exec, after struct run_start): bin, argc, argv[] (argv[0] is bin),
+ * envc, env[] ("NAME=value"), nmask, mask[] (what exec masks in the
+ * output; the packed mask is its redaction set's cache key).  Its limits
+ * are the registry's: args, cli.inject entries and their argv words,
+ * cli.env settings, a redaction set.
+ */
+#define INJECT_MAX		32	/* cli.inject entries */
+#define INJECT_ARGV_MAX		32	/* words of one argv entry */
+#define CLI_ENV_MAX		32	/* cli.env settings */
+#define RUN_ARGC_MAX		(1 + ARGV_MAX + INJECT_MAX * INJECT_ARGV_MAX)
+#define RUN_ENVC_MAX		(INJECT_MAX + CLI_ENV_MAX)
+struct run_order {
+	const char	*bin;
+	const char	**argv;		/* argc of them (argv[0]: bin) */
+	const size_t	*argvlen;
+	size_t		 argc;
+	char		**env;		/* envc, "NAME=value" */
+	const size_t	*envlen;
+	size_t		 envc;
+	char *const	*mask;		/* nmask (packed: the vault's) */
+	const size_t	*masklen;
+	size_t		 nmask;
+	const char	*packed_mask;	/* unpacked: exec's, and its bytes */
+	size_t		 packed_masklen;
+};
+struct pack;
+void	 run_order_pack(struct pack *, const struct run_order *);
+/*
+ * Unpacked in place: argv and env are calloc'd (env with envskip free
+ * entries first, for exec's own), the strings point into buf, and so
+ * does packed_mask.  -1 and *why on a malformed order (argv and env may
+ * be set: the caller frees them).
+ */
+int	 run_order_unpack(const void *, size_t, size_t, struct run_order *,
+	    const char **);
+extern const double metrics_run_le[METRICS_RUN_BUCKETS];
 extern const double metrics_run_le[METRICS_RUN_BUCKETS];
 const char *run_outcome_name(uint32_t);	/* enum run_outcome: "ok" ... */
 enum run_outcome run_outcome_of(const struct run_exit *);

@@ -128,10 +128,15 @@ run_users_reclaim() {
 }
 
 # run_users_gone DIR: the test of DIR is over: DIR is gone, or its daemon
-# died more than ten minutes ago (a run of kyua killed before the cleanup).
+# died more than ten minutes ago (a run of kyua killed before the
+# cleanup), or it never started one and its lock is that old.
 run_users_gone() {
 	[ -d "$1" ] || return 0
-	[ -f "$1/tregd.pid" ] && ! alive "$(cat "$1/tregd.pid")" &&
+	if [ ! -f "$1/tregd.pid" ]; then
+		[ -f "$1/run-users" ] && [ -n "$(find "$1/run-users" -mmin +10)" ]
+		return
+	fi
+	! alive "$(cat "$1/tregd.pid")" &&
 	    [ -n "$(find "$1/tregd.pid" -mmin +10)" ]
 }
 

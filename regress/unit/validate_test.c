@@ -463,6 +463,42 @@ ATF_TC_BODY(cli_limits, tc)
 	json_decref(in);
 }
 
+/*
+ * A base_url's path is read one way by runs and grants (url_path, for
+ * deny rules) and calls (url_path_prefix, where the call's path goes):
+ * a query or fragment is never a path, so "https://h?x=/a" has none.
+ */
+ATF_TC_WITHOUT_HEAD(base_url_path_reads_the_same_everywhere);
+ATF_TC_BODY(base_url_path_reads_the_same_everywhere, tc)
+{
+	static const struct {
+		const char	*url, *path;
+	} t[] = {
+		{ "https://h?x=/a",	"/" },
+		{ "https://h/a?x=/b",	"/a" },
+		{ "https://h#x",	"/" },
+		{ "https://h",		"/" },
+		{ "https://h/a/#x/b",	"/a/" },
+	};
+	const char	*p;
+	char		 buf[64], pre[64];
+	size_t		 i, n;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		url_path(t[i].url, buf, sizeof(buf));
+		ATF_CHECK_STREQ_MSG(buf, t[i].path, "%s", t[i].url);
+		n = url_path_prefix(t[i].url, &p);
+		snprintf(pre, sizeof(pre), "%.*s/", (int)n, p);
+		/* The prefix is the path less its trailing slash. */
+		ATF_CHECK_MSG(strncmp(buf, pre, strlen(buf)) == 0 &&
+		    strlen(pre) <= strlen(buf) + 1, "%s: %s and %s",
+		    t[i].url, buf, pre);
+		/* And it begins where the authority ends. */
+		ATF_CHECK_MSG(p == t[i].url + strlen("https://h"), "%s",
+		    t[i].url);
+	}
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, base_url_refuses_internal_spellings);
@@ -470,6 +506,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, base_url_allow_private_relaxes_only_addresses);
 	ATF_TP_ADD_TC(tp, base_url_refuses_bad_shapes);
 	ATF_TP_ADD_TC(tp, base_url_host_is_lowercased_authority);
+	ATF_TP_ADD_TC(tp, base_url_path_reads_the_same_everywhere);
 	ATF_TP_ADD_TC(tp, ip4_loose_parsing_matches_inet_aton);
 	ATF_TP_ADD_TC(tp, env_names_that_hijack_are_refused);
 	ATF_TP_ADD_TC(tp, bin_is_a_bare_command_name);

@@ -48,10 +48,6 @@
 #include "exec.h"
 #include "util.h"
 
-/* argv is bin + args + what argv inject entries add (32 x 32). */
-#define RUN_ARGC_MAX	(1 + ARGV_MAX + 32 * 32)
-#define RUN_ENVC_MAX	64
-#define RUN_SECRETS_MAX	512
 #define RUN_ENV_OWN	7	/* the variables exec sets itself */
 #define RUN_BLOB_MAX	(16 * 1024 * 1024)
 #define RUN_READ_LEN	65536
@@ -591,23 +587,6 @@ exec_closed(struct imsgev *iev)
 /* ------------------------------------------------------------------ */
 /* Starting a run.                                                     */
 
-/* An entry is "NAME=value" with a non-empty name of safe characters. */
-static int
-env_entry_ok(const char *s)
-{
-	const char	*eq = strchr(s, '=');
-	const char	*p;
-
-	if (eq == NULL || eq == s)
-		return (0);
-	for (p = s; p < eq; p++)
-		if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= 'a' && *p <= 'z') || (p > s && *p >= '0' &&
-		    *p <= '9')))
-			return (0);
-	return (1);
-}
-
 /*
  * A run order: check every field (a malformed order means the vault is
  * not itself, and is fatal), then find its redaction set; the run goes
@@ -619,43 +598,29 @@ static void
 exec_start(struct blob *b)
 {
 	struct run_start	 rs;
-	struct unpack		 up;
+	struct run_order	 o;
 	struct run		*r;
-	const char		*s, *sec;
-	size_t			 len;
-	uint32_t		 argc, envc, nsec, i, n;
+	const char		*why;
+	size_t			 n;
 
 	int64_t			 t_order = mono_ns();
 
 	memcpy(&rs, b->head, sizeof(rs));
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		fatal("%s: calloc", __func__);
-	unpack_init(&up, b->data, b->datalen);
-	r->bin = unpack_str(&up);
-	argc = unpack_u32(&up);
-	if (up.bad || argc < 1 || argc > RUN_ARGC_MAX)
-		fatalx("%s: bad run order (argv)", __func__);
-	if ((r->argv = calloc(argc + 1, sizeof(*r->argv))) == NULL)
-		fatal("%s: calloc", __func__);
-	for (i = 0; i < argc; i++)
-		if ((r->argv[i] = (char *)unpack_str(&up)) == NULL)
-			fatalx("%s: bad run order (argv[%u])", __func__, i);
-	envc = unpack_u32(&up);
-	if (up.bad || envc > RUN_ENVC_MAX)
-		fatalx("%s: bad run order (env)", __func__);
 	/*
 	 * PATH, HOME, TMPDIR, XDG_CONFIG_HOME, XDG_CACHE_HOME, LANG, LC_ALL,
 	 * and the CA bundle's variables.
 	 */
 	n = RUN_ENV_OWN + (exec_ca ? sizeof(ca_vars) / sizeof(ca_vars[0]) : 0);
 	r->nown = n;
-	if ((r->env = calloc(envc + n + 1, sizeof(*r->env))) == NULL)
-		fatal("%s: calloc", __func__);
-	for (i = 0; i < envc; i++)
-		if ((s = unpack_str(&up)) == NULL || !env_entry_ok(s))
-			fatalx("%s: bad run order (env[%u])", __func__, i);
-		else
-			r->env[n + i] = (char *)s;
+	if (run_order_unpack(b->data, b->datalen, n, &o, &why) == -1)
+		fatalx("%s: bad run order (%s)", __func__, why);
+	if (rs.timeout_s < 1 || rs.timeout_s > RUN_TIMEOUT_MAX)
+		fatalx("%s: bad run order (timeout)", __func__);
+	r->bin = o.bin;
+	r->argv = (char **)o.argv;
+	r->env = o.env;
 
 	r->blob = b;
 	r->reqid = b->id;
@@ -671,20 +636,8 @@ exec_start(struct blob *b)
 		r->offline = "the server's runs have none (run network no)";
 	else if (!rs.network)
 		r->offline = "the tool's CLI profile says \"network\": false";
-	/* The rest is the secrets, packed: the cache's key. */
-	sec = up.p;
-	nsec = unpack_u32(&up);
-	if (up.bad || nsec > RUN_SECRETS_MAX)
-		fatalx("%s: bad run order (secrets)", __func__);
-	for (i = 0; i < nsec; i++)
-		if (unpack_bytes(&up, &len) == NULL)
-			fatalx("%s: bad run order (secret %u)", __func__, i);
-	if (unpack_done(&up) == -1 || r->bin == NULL || *r->bin == '\0' ||
-	    strchr(r->bin, '/') != NULL || strlen(r->bin) >= CONF_BIN_LEN ||
-	    rs.timeout_s < 1 || rs.timeout_s > RUN_TIMEOUT_MAX)
-		fatalx("%s: bad run order", __func__);
 	TAILQ_INSERT_TAIL(&waiting, r, entry);
-	switch (rcache_get(rs.tool_id, sec, b->data + b->datalen - sec,
+	switch (rcache_get(rs.tool_id, o.packed_mask, o.packed_masklen,
 	    exec_set_ready, r, &r->rset)) {
 	case 0:
 		exec_set_ready(r, r->rset);

@@ -28,10 +28,15 @@
 #include "vault.h"
 
 #define ERRORS_MAX	64	/* cli.errors entries, as treg */
-#define CLI_ENV_MAX	32	/* cli.env settings */
 #define CLI_ENV_VALUE_MAX 4096	/* bytes of one */
 
+static int	 url_authority(const char *, char *, size_t, char *, size_t);
+static int	 authority_host(const char *, char *, size_t, char *, size_t);
+static int	 host_check(char *, int, int, char *, size_t);
 static int	 host_name_valid(const char *);
+static int	 binding_check(json_t *, json_t *, int, const char *, char *,
+		    size_t);
+static int	 bindings_unique(json_t *, char *, size_t);
 static int	 host_numeric_looking(const char *);
 static int	 ip4_part(const char *, size_t, uint64_t *);
 static int	 ends_with_ci(const char *, const char *);
@@ -67,12 +72,29 @@ url_check_base(const char *url, int allow_private, char *host,
     size_t hostlen, char *err, size_t errlen)
 {
 	char		 auth[HOST_LEN_MAX], name[HOST_LEN_MAX];
-	const char	*p, *end, *port = NULL;
+
+	if (url_authority(url, auth, sizeof(auth), err, errlen) == -1 ||
+	    authority_host(auth, name, sizeof(name), err, errlen) == -1 ||
+	    host_check(name, auth[0] == '[', allow_private, err,
+	    errlen) == -1)
+		return (-1);
+	if (strlcpy(host, auth, hostlen) >= hostlen) {
+		snprintf(err, errlen, "base_url host is too long");
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * The authority of an http(s) URL of a sane shape, lower-cased into
+ * auth: 0, or -1 with a reason in err.
+ */
+static int
+url_authority(const char *url, char *auth, size_t authlen, char *err,
+    size_t errlen)
+{
+	const char	*p;
 	size_t		 len, i, n;
-	unsigned char	 a6[16];
-	uint32_t	 a4;
-	long long	 pn;
-	const char	*errstr;
 
 	len = strlen(url);
 	if (len == 0 || len > URL_LEN_MAX) {
@@ -95,13 +117,12 @@ url_check_base(const char *url, int allow_private, char *host,
 		snprintf(err, errlen, "base_url must be an http or https URL");
 		return (-1);
 	}
-	end = p + strcspn(p, "/?#");
-	n = end - p;
+	n = strcspn(p, "/?#");
 	if (n == 0) {
 		snprintf(err, errlen, "base_url has no host");
 		return (-1);
 	}
-	if (n >= sizeof(auth)) {
+	if (n >= authlen) {
 		snprintf(err, errlen, "base_url host is too long");
 		return (-1);
 	}
@@ -114,16 +135,24 @@ url_check_base(const char *url, int allow_private, char *host,
 	}
 	for (i = 0; i < n; i++)
 		auth[i] = tolower((unsigned char)auth[i]);
+	return (0);
+}
 
-	/* Split host and port. */
+/*
+ * The host of an authority ("[v6]" without its brackets) into name, its
+ * port checked: 0, or -1 with a reason in err.
+ */
+static int
+authority_host(const char *auth, char *name, size_t namelen, char *err,
+    size_t errlen)
+{
+	const char	*p, *port = NULL, *errstr;
+	size_t		 n;
+
 	if (auth[0] == '[') {
-		if ((p = strchr(auth, ']')) == NULL) {
-			snprintf(err, errlen, "base_url has a bad IPv6 "
-			    "literal");
-			return (-1);
-		}
-		n = p - auth - 1;
-		if (n == 0 || n >= sizeof(name)) {
+		if ((p = strchr(auth, ']')) == NULL ||
+		    (n = p - auth - 1) == 0 || n >= namelen ||
+		    (p[1] != ':' && p[1] != '\0')) {
 			snprintf(err, errlen, "base_url has a bad IPv6 "
 			    "literal");
 			return (-1);
@@ -132,11 +161,6 @@ url_check_base(const char *url, int allow_private, char *host,
 		name[n] = '\0';
 		if (p[1] == ':')
 			port = p + 2;
-		else if (p[1] != '\0') {
-			snprintf(err, errlen, "base_url has a bad IPv6 "
-			    "literal");
-			return (-1);
-		}
 	} else {
 		n = strcspn(auth, ":");
 		memcpy(name, auth, n);
@@ -150,7 +174,7 @@ url_check_base(const char *url, int allow_private, char *host,
 			snprintf(err, errlen, "base_url has a bad port");
 			return (-1);
 		}
-		pn = strtonum(port, 1, 65535, &errstr);
+		(void)strtonum(port, 1, 65535, &errstr);
 		if (errstr != NULL) {
 			snprintf(err, errlen, "base_url has a bad port");
 			return (-1);
@@ -160,8 +184,23 @@ url_check_base(const char *url, int allow_private, char *host,
 		snprintf(err, errlen, "base_url has no host");
 		return (-1);
 	}
+	return (0);
+}
 
-	if (auth[0] == '[') {
+/*
+ * A base_url's host (an IPv6 literal when v6): a valid name or address,
+ * and a public one unless allow_private.  0, or -1 with a reason in err.
+ * name may lose one trailing dot.
+ */
+static int
+host_check(char *name, int v6, int allow_private, char *err,
+    size_t errlen)
+{
+	unsigned char	 a6[16];
+	uint32_t	 a4;
+	size_t		 n;
+
+	if (v6) {
 		/* No zone ids: they name an interface, never a public host. */
 		if (strspn(name, "0123456789abcdef:.") != strlen(name) ||
 		    inet_pton(AF_INET6, name, a6) != 1) {
@@ -171,36 +210,83 @@ url_check_base(const char *url, int allow_private, char *host,
 		}
 		if (!allow_private && !ip6_is_public(a6))
 			goto internal;
-	} else {
-		/* "localhost." is localhost: one trailing dot is allowed. */
-		n = strlen(name);
-		if (n > 1 && name[n - 1] == '.')
-			name[n - 1] = '\0';
-		if (host_numeric_looking(name)) {
-			if (ip4_parse_loose(name, &a4) == -1) {
-				snprintf(err, errlen, "base_url host '%s' is "
-				    "neither a name nor an IP address", name);
-				return (-1);
-			}
-			if (!allow_private && !ip4_is_public(a4))
-				goto internal;
-		} else if (!host_name_valid(name)) {
-			snprintf(err, errlen, "base_url host '%s' is not a "
-			    "valid host name", name);
+		return (0);
+	}
+	/* "localhost." is localhost: one trailing dot is allowed. */
+	n = strlen(name);
+	if (n > 1 && name[n - 1] == '.')
+		name[n - 1] = '\0';
+	if (host_numeric_looking(name)) {
+		if (ip4_parse_loose(name, &a4) == -1) {
+			snprintf(err, errlen, "base_url host '%s' is "
+			    "neither a name nor an IP address", name);
 			return (-1);
-		} else if (!allow_private && host_is_internal(name))
+		}
+		if (!allow_private && !ip4_is_public(a4))
 			goto internal;
-	}
-	(void)pn;
-	if (strlcpy(host, auth, hostlen) >= hostlen) {
-		snprintf(err, errlen, "base_url host is too long");
+	} else if (!host_name_valid(name)) {
+		snprintf(err, errlen, "base_url host '%s' is not a "
+		    "valid host name", name);
 		return (-1);
-	}
+	} else if (!allow_private && host_is_internal(name))
+		goto internal;
 	return (0);
  internal:
 	snprintf(err, errlen, "base_url must be a public address: '%s' is "
 	    "loopback, private, link-local or reserved", name);
 	return (-1);
+}
+
+/*
+ * The path of a URL without its query and fragment: *path points at it
+ * in url, its length is returned, 0 when it has none ("https://h",
+ * "https://h?x=/a", "https://h#x").  The one reading of a base_url's path
+ * for runs, grants, calls and deny rules.
+ */
+size_t
+url_path_span(const char *url, const char **path)
+{
+	const char	*p;
+
+	if ((p = strstr(url, "://")) != NULL)
+		p += 3;
+	else
+		p = url;
+	p += strcspn(p, "/?#");
+	*path = p;
+	return (*p == '/' ? strcspn(p, "?#") : 0);
+}
+
+/*
+ * url_path_span() as a prefix, without trailing slashes: where a call's
+ * path is put after the base_url's, and what /call/URL matches on.
+ */
+size_t
+url_path_prefix(const char *url, const char **path)
+{
+	size_t	 n;
+
+	n = url_path_span(url, path);
+	while (n > 0 && (*path)[n - 1] == '/')
+		n--;
+	return (n);
+}
+
+/* url_path_span() as a string for deny rules: "/" when it has none. */
+void
+url_path(const char *url, char *buf, size_t len)
+{
+	const char	*p;
+	size_t		 n;
+
+	if ((n = url_path_span(url, &p)) == 0) {
+		strlcpy(buf, "/", len);
+		return;
+	}
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
 }
 
 /* Names that only mean something inside a host or a private network. */
@@ -631,10 +717,8 @@ bindings_check(json_t *in, int local, json_t **out, char *err,
     size_t errlen)
 {
 	json_t		*b, *o, *arr;
-	const char	*injector, *location, *name, *format, *field;
-	const char	*oname;
 	char		 ctx[48];
-	size_t		 i, j;
+	size_t		 i;
 
 	*out = NULL;
 	if ((arr = json_array()) == NULL)
@@ -657,59 +741,83 @@ bindings_check(json_t *in, int local, json_t **out, char *err,
 		if ((o = json_object()) == NULL)
 			fatal("%s: json_object", __func__);
 		json_array_append_new(arr, o);
-		if (secret_ref(b, o, local, 1, ctx, err, errlen) == -1 ||
-		    enum_field(b, "injector", injectors, "env", &injector,
-		    ctx, err, errlen) == -1 ||
-		    enum_field(b, "location", locations, "header", &location,
-		    ctx, err, errlen) == -1)
+		if (binding_check(b, o, local, ctx, err, errlen) == -1)
 			goto fail;
-		name = strcmp(location, "header") == 0 ? "Authorization" :
-		    NULL;
-		/* Left out takes the default; an explicit null is a mistake. */
-		if (json_is_null(json_object_get(b, "name"))) {
-			snprintf(err, errlen, "%s: 'name' may not be null "
-			    "(leave it out for the default)", ctx);
-			goto fail;
-		}
-		if (str_field(b, "name", name == NULL, NAME_LEN_MAX, &name,
-		    ctx, err, errlen) == -1)
-			goto fail;
-		if (strcmp(location, "header") == 0 ?
-		    !header_name_valid(name) : !plain_valid(name,
-		    NAME_LEN_MAX)) {
-			snprintf(err, errlen, "%s: '%s' is not a valid %s "
-			    "name", ctx, name, location);
-			goto fail;
-		}
-		/* The usual Authorization header carries a bearer token. */
-		format = strcasecmp(name, "Authorization") == 0 &&
-		    strcmp(location, "header") == 0 ? "Bearer {secret}" :
-		    "{secret}";
-		if (str_field(b, "format", 0, 1024, &format, ctx, err,
-		    errlen) == -1)
-			goto fail;
-		if (format_check(format) != 1 || !plain_valid(format, 1024)) {
-			snprintf(err, errlen, "%s: 'format' must contain the "
-			    "{secret} placeholder once and no other "
-			    "placeholder", ctx);
-			goto fail;
-		}
-		/* A JSON secret's access-token leaf, never the whole blob. */
-		field = strcmp(injector, "oauth") == 0 ||
-		    strcmp(injector, "secret_file") == 0 ? "access_token" :
-		    NULL;
-		if (str_field(b, "secret_field", 0, NAME_LEN_MAX, &field,
-		    ctx, err, errlen) == -1)
-			goto fail;
-		json_object_set_new(o, "injector", json_string(injector));
-		json_object_set_new(o, "location", json_string(location));
-		json_object_set_new(o, "name", json_string(name));
-		json_object_set_new(o, "format", json_string(format));
-		if (field != NULL)
-			json_object_set_new(o, "secret_field",
-			    json_string(field));
 	}
-	/* One value per header or query parameter, or the relay must guess. */
+	if (bindings_unique(arr, err, errlen) == -1)
+		goto fail;
+	*out = arr;
+	return (0);
+ fail:
+	json_decref(arr);
+	return (-1);
+}
+
+/* One binding b, canonical into o (bindings_check): 0 or -1 with err. */
+static int
+binding_check(json_t *b, json_t *o, int local, const char *ctx, char *err,
+    size_t errlen)
+{
+	const char	*injector, *location, *name, *format, *field;
+
+	if (secret_ref(b, o, local, 1, ctx, err, errlen) == -1 ||
+	    enum_field(b, "injector", injectors, "env", &injector,
+	    ctx, err, errlen) == -1 ||
+	    enum_field(b, "location", locations, "header", &location,
+	    ctx, err, errlen) == -1)
+		return (-1);
+	name = strcmp(location, "header") == 0 ? "Authorization" : NULL;
+	/* Left out takes the default; an explicit null is a mistake. */
+	if (json_is_null(json_object_get(b, "name"))) {
+		snprintf(err, errlen, "%s: 'name' may not be null "
+		    "(leave it out for the default)", ctx);
+		return (-1);
+	}
+	if (str_field(b, "name", name == NULL, NAME_LEN_MAX, &name,
+	    ctx, err, errlen) == -1)
+		return (-1);
+	if (strcmp(location, "header") == 0 ?
+	    !header_name_valid(name) : !plain_valid(name, NAME_LEN_MAX)) {
+		snprintf(err, errlen, "%s: '%s' is not a valid %s "
+		    "name", ctx, name, location);
+		return (-1);
+	}
+	/* The usual Authorization header carries a bearer token. */
+	format = strcasecmp(name, "Authorization") == 0 &&
+	    strcmp(location, "header") == 0 ? "Bearer {secret}" :
+	    "{secret}";
+	if (str_field(b, "format", 0, 1024, &format, ctx, err,
+	    errlen) == -1)
+		return (-1);
+	if (format_check(format) != 1 || !plain_valid(format, 1024)) {
+		snprintf(err, errlen, "%s: 'format' must contain the "
+		    "{secret} placeholder once and no other "
+		    "placeholder", ctx);
+		return (-1);
+	}
+	/* A JSON secret's access-token leaf, never the whole blob. */
+	field = strcmp(injector, "oauth") == 0 ||
+	    strcmp(injector, "secret_file") == 0 ? "access_token" : NULL;
+	if (str_field(b, "secret_field", 0, NAME_LEN_MAX, &field,
+	    ctx, err, errlen) == -1)
+		return (-1);
+	json_object_set_new(o, "injector", json_string(injector));
+	json_object_set_new(o, "location", json_string(location));
+	json_object_set_new(o, "name", json_string(name));
+	json_object_set_new(o, "format", json_string(format));
+	if (field != NULL)
+		json_object_set_new(o, "secret_field", json_string(field));
+	return (0);
+}
+
+/* One value per header or query parameter, or the relay must guess. */
+static int
+bindings_unique(json_t *arr, char *err, size_t errlen)
+{
+	json_t		*b, *o;
+	const char	*name, *location, *oname;
+	size_t		 i, j;
+
 	for (i = 0; i < json_array_size(arr); i++) {
 		b = json_array_get(arr, i);
 		name = json_string_value(json_object_get(b, "name"));
@@ -725,15 +833,11 @@ bindings_check(json_t *in, int local, json_t **out, char *err,
 			    strcmp(name, oname) == 0) {
 				snprintf(err, errlen, "bindings: duplicate %s "
 				    "name '%s'", location, name);
-				goto fail;
+				return (-1);
 			}
 		}
 	}
-	*out = arr;
 	return (0);
- fail:
-	json_decref(arr);
-	return (-1);
 }
 
 /* An optional boolean field of a CLI profile into *val (absent: kept). */

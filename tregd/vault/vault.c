@@ -22,11 +22,13 @@
 
 #include <sys/types.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <event.h>
+#include <sched.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -42,11 +44,6 @@
 #include "vault_keyring.h"
 #include "vault.h"
 
-struct tregd_conf	 vault_conf;
-const char		*vault_root;	/* the state directory, seen from here */
-struct procinfo		 vault_procs[PROCINFO_MAX];
-struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
-struct imsgev		*vault_relay;
 
 static struct imsgev	 iev_parent, iev_frontend, iev_exec, iev_relay;
 static struct blob_list	 vault_blobs = TAILQ_HEAD_INITIALIZER(vault_blobs);
@@ -74,7 +71,17 @@ static void	vault_imsg_run_exit(struct imsgev *, struct imsg *);
 static void	vault_imsg_call_done(struct imsgev *, struct imsg *);
 static void	vault_closed(struct imsgev *);
 static void	vault_request(struct blob *);
+static const struct vault_route *request_unpack(struct blob *,
+		    struct api_request *, struct vault_req *);
+static int	request_body(const struct api_request *, struct blob *,
+		    struct vault_req *, struct vault_resp *);
+static int	request_auth(const struct api_request *,
+		    const struct vault_route *, struct vault_req *,
+		    struct vault_resp *, struct auth *);
+static void	request_answer(const struct vault_route *, struct vault_req *,
+		    struct vault_resp *);
 static void	vault_open_db(const char *);
+static void	vault_db_reach(struct sandbox_paths *, int);
 static void	vault_index_routes(void);
 static void	vault_sig(int, short, void *);
 static int	vault_init_lock(void);
@@ -161,14 +168,16 @@ vault_main(int debug, int verbose)
 
 	/* One worker at a time makes the key, the schema, a rotation's end. */
 	initfd = vault_init_lock();
+	memset(&paths, 0, sizeof(paths));
 	/* PostgreSQL: now, while the network is there (see store_pg.c). */
-	if (vault_conf.db_engine == DB_POSTGRESQL)
+	if (vault_conf.db_engine == DB_POSTGRESQL) {
 		vault_open_db(NULL);
+		vault_db_reach(&paths, pw != NULL);
+	}
 
 	sandbox_nodump();
 	if (pw != NULL)
 		sandbox_demote(pw, vault_conf.state);
-	memset(&paths, 0, sizeof(paths));
 	paths.state = pw != NULL ? "/" : vault_conf.state;
 	hosts_prepare(vault_conf.state);
 	sandbox_confine(SANDBOX_VAULT, &paths);
@@ -254,14 +263,6 @@ vault_imsg_worker(struct imsgev *iev, struct imsg *imsg)
 	log_procinit(proc_worker_name(cw.index));
 }
 
-/* A tregctl command here changed the keyring: the others reload it. */
-void
-vault_keyring_changed(void)
-{
-	if (vault_conf.vault_workers > 1)
-		imsgev_compose(vault_parent, IMSG_KEYRING, 0, -1, NULL, 0);
-}
-
 /*
  * Another worker changed the keyring (tregctl key ...): read keys/ again,
  * so this one opens what it re-sealed and seals under the key it uses.
@@ -307,6 +308,42 @@ vault_open_db(const char *path)
 		freezero(pass, PG_PASSWORD_MAX + 1);
 	if (rc == -1)
 		fatalx("database refused: %s", err);
+}
+
+/*
+ * What the confined vault keeps of the way to its database server, to
+ * connect again after a restart: the server's TCP port (Landlock lets
+ * no other), or its Unix socket's directory bind-mounted into the
+ * chroot in a mount namespace of the vault's own (the host sees an
+ * empty directory; a server restart makes its socket there anew).
+ */
+static void
+vault_db_reach(struct sandbox_paths *paths, int chrooted)
+{
+	struct store_reach	 r;
+	char			 dir[PATH_MAX];
+
+	if (!store_reach(&r))
+		return;
+	paths->db_connect = 1;
+	paths->db_port = r.tcp_port;
+	if (r.socket_dir[0] == '\0' || !chrooted)
+		return;
+	if (snprintf(dir, sizeof(dir), "%s/%s", vault_conf.state,
+	    VAULT_DB_SOCKET_DIR) >= (int)sizeof(dir))
+		fatalx("state directory path too long");
+	if (unshare(CLONE_NEWNS) == -1)
+		fatal("%s: unshare", __func__);
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
+		fatal("%s: mount private /", __func__);
+	if (mkdir(dir, 0555) == -1 && errno != EEXIST)
+		fatal("%s: mkdir %s", __func__, dir);
+	if (mount(r.socket_dir, dir, NULL, MS_BIND, NULL) == -1)
+		fatal("%s: bind %s", __func__, r.socket_dir);
+	if (mount(NULL, dir, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID |
+	    MS_NODEV | MS_NOEXEC, NULL) == -1)
+		fatal("%s: remount %s", __func__, dir);
+	store_reach_dir("/" VAULT_DB_SOCKET_DIR);
 }
 
 static void
@@ -586,49 +623,9 @@ rcache_store(struct vault_req *req, int64_t dataver, const char *body,
 	rcache_bytes += len;
 }
 
-/* Who the request being answered came from, for the request log. */
-static int64_t	 asker_org, asker_user;
-
-static void
-vault_send(uint32_t reqid, int status, const char *text, size_t len)
-{
-	struct api_response	 ar;
-
-	memset(&ar, 0, sizeof(ar));
-	ar.status = status;
-	ar.org_id = asker_org;
-	ar.user_id = asker_user;
-	if (imsgev_send_blob(vault_frontend, IMSG_API_RESPONSE, reqid, &ar,
-	    sizeof(ar), text, len) == -1)
-		fatal("%s: send", __func__);
-}
 
 /* ------------------------------------------------------------------ */
 /* Requests.                                                           */
-
-static const char *
-role_phrase(enum role need)
-{
-	switch (need) {
-	case ROLE_MEMBER:
-		return ("viewers can call and read, but cannot register");
-	case ROLE_ADMIN:
-		return ("only admins and owners can do this");
-	case ROLE_OWNER:
-		return ("only owners can do this");
-	default:
-		return ("forbidden");
-	}
-}
-
-int
-require_role(struct vault_req *req, struct vault_resp *resp, enum role need)
-{
-	if (req->auth != NULL && req->auth->role >= need)
-		return (0);
-	resp_error(resp, 403, "%s", role_phrase(need));
-	return (-1);
-}
 
 static void
 vault_request(struct blob *b)
@@ -638,113 +635,23 @@ vault_request(struct blob *b)
 	struct vault_req		 req;
 	struct vault_resp		 resp;
 	struct auth			 auth;
-	json_error_t			 jerr;
-	struct rcache			*c;
-	char				*name, *query, *body, *text;
-	int64_t				 dataver = -1;
-	int				 cacheable, rc;
-
-	memcpy(&ar, b->head, sizeof(ar));
-	if ((uint64_t)ar.namelen + ar.querylen + ar.bodylen != b->datalen ||
-	    ar.route <= ROUTE_NONE || ar.route >= ROUTE_MAX)
-		fatalx("bad api request from frontend");
-	r = route_index[ar.route];
-	name = b->data;
-	query = name + ar.namelen;
-	body = query + ar.querylen;
-	if (memchr(name, '\0', ar.namelen) ||
-	    memchr(query, '\0', ar.querylen))
-		fatalx("bad api request strings from frontend");
 
 	memset(&req, 0, sizeof(req));
 	memset(&resp, 0, sizeof(resp));
 	memset(&auth, 0, sizeof(auth));
-	req.reqid = b->id;
-	req.t_in = mono_ns();
-	asker_org = asker_user = 0;
-	if (r == NULL) {
+	vault_asker(0, 0);
+	r = request_unpack(b, &ar, &req);
+	if (r == NULL)
 		resp_error(&resp, 501, "not implemented by this tregd");
-		goto done;
-	}
-	req.route = ar.route;
-	req.id1 = ar.id1;
-	req.id2 = ar.id2;
-	req.proof_ok = ar.proof_ok != 0;
-	req.stream = ar.stream != 0;
-
-	if (ar.bodylen > 0) {
-		req.body = json_loadb(body, ar.bodylen, JSON_ALLOW_NUL, &jerr);
-		if (req.body == NULL || !json_is_object(req.body)) {
-			resp_error(&resp, 400, "malformed JSON body");
-			goto done;
-		}
-	}
-	/* Split the strings apart in place: each is followed by the next. */
-	req.name = strndup(name, ar.namelen);
-	req.query = strndup(query, ar.querylen);
-	if (req.name == NULL || req.query == NULL)
-		fatal("%s: strndup", __func__);
-
-	if (r->min_role != ROLE_NONE) {
-		if (!ar.has_token) {
-			resp_error(&resp, 401, "not authenticated");
-			goto done;
-		}
-		/* A run's token and decision: one snapshot (vault_run.c). */
-		if (req.route == ROUTE_RUN && store_read_begin() == -1) {
-			resp_error(&resp, 503, "the database cannot be read — "
-			    "try again in a moment");
-			goto done;
-		}
-		if ((rc = auth_lookup(ar.token_hash, &auth)) == 1)
-			rc = identity_auth(ar.token_hash, ar.org, &auth);
-		if (rc == 1 || rc == -1) {
-			if (rc == -1)
-				resp_error(&resp, 503, "the database cannot be "
-				    "read — try again in a moment");
-			else
-				resp_error(&resp, 401, "invalid token");
-			goto done;
-		}
-		req.auth = &auth;
-		asker_org = auth.org_id;
-		asker_user = auth.user_id;
-		if (auth_enter(&req, &resp, rc, r->min_role) == -1)
-			goto done;
-	}
-	cacheable = req.auth != NULL && req.auth->membership_id != 0 &&
-	    rcache_route(req.route);	/* kept per membership */
-	if (cacheable) {
-		dataver = store_version();
-		if ((c = rcache_find(&req, dataver)) != NULL) {
-			vault_send(req.reqid, 200, c->body, c->len);
-			goto done;
-		}
-	}
-	if (call_view_before(&req, &resp) == -1)
-		goto done;
-	r->handler(&req, &resp);
-	call_view_after(&req, &resp);
-	if (cacheable && resp.status == 200 && resp.text != NULL) {
-		rcache_store(&req, dataver, resp.text, resp.textlen);
-		vault_send(req.reqid, 200, resp.text, resp.textlen);
-		resp.status = 0;
-	}
-	if (cacheable && resp.status == 200 && resp.body != NULL) {
-		if ((text = json_dumps(resp.body, JSON_COMPACT)) == NULL)
-			fatalx("%s: json_dumps", __func__);
-		rcache_store(&req, dataver, text, strlen(text));
-		vault_send(req.reqid, 200, text, strlen(text));
-		free(text);
-		resp.status = 0;
-	}
- done:
+	else if (request_body(&ar, b, &req, &resp) == 0 &&
+	    request_auth(&ar, r, &req, &resp, &auth) == 0)
+		request_answer(r, &req, &resp);
 	if (req.route == ROUTE_RUN)
 		store_read_end();
 	vault_metrics_request();
 	if (resp.status != 0)
 		vault_respond(req.reqid, &resp);
-	asker_org = asker_user = 0;
+	vault_asker(0, 0);
 	json_decref(resp.body);
 	free(resp.text);
 	json_decref(req.body);
@@ -754,348 +661,132 @@ vault_request(struct blob *b)
 	blob_free(b);
 }
 
-void
-vault_respond(uint32_t reqid, struct vault_resp *resp)
+/*
+ * The frontend's request checked (a bad one is fatal: the frontend is
+ * ours) and its fixed fields into req: its route, or NULL for one this
+ * vault does not answer.
+ */
+static const struct vault_route *
+request_unpack(struct blob *b, struct api_request *ar, struct vault_req *req)
 {
-	char	*text;
+	const char	*name, *query;
 
-	if (resp->text != NULL) {
-		vault_send(reqid, resp->status, resp->text, resp->textlen);
-		return;
-	}
-	if (resp->body == NULL)
-		resp->body = json_object();
-	if ((text = json_dumps(resp->body, JSON_COMPACT)) == NULL)
-		fatalx("%s: json_dumps", __func__);
-	vault_send(reqid, resp->status, text, strlen(text));
-	freezero(text, strlen(text));
+	memcpy(ar, b->head, sizeof(*ar));
+	if ((uint64_t)ar->namelen + ar->querylen + ar->bodylen !=
+	    b->datalen || ar->route <= ROUTE_NONE || ar->route >= ROUTE_MAX)
+		fatalx("bad api request from frontend");
+	name = b->data;
+	query = name + ar->namelen;
+	if (memchr(name, '\0', ar->namelen) ||
+	    memchr(query, '\0', ar->querylen))
+		fatalx("bad api request strings from frontend");
+	req->reqid = b->id;
+	req->t_in = mono_ns();
+	if (route_index[ar->route] == NULL)
+		return (NULL);
+	req->route = ar->route;
+	req->id1 = ar->id1;
+	req->id2 = ar->id2;
+	req->proof_ok = ar->proof_ok != 0;
+	req->stream = ar->stream != 0;
+	return (route_index[ar->route]);
 }
 
-void
-resp_error(struct vault_resp *resp, int status, const char *fmt, ...)
-{
-	char	 msg[1024];
-	va_list	 ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	json_decref(resp->body);
-	free(resp->text);
-	resp->text = NULL;
-	resp->status = status;
-	resp->body = json_pack("{s:s}", "detail", msg);
-}
-
-void
-resp_ok(struct vault_resp *resp, json_t *body)
-{
-	json_decref(resp->body);
-	resp->status = 200;
-	resp->body = body;
-}
-
-void
-resp_text(struct vault_resp *resp, char *text, size_t len)
-{
-	json_decref(resp->body);
-	free(resp->text);
-	resp->status = 200;
-	resp->body = NULL;
-	resp->text = text;
-	resp->textlen = len;
-}
-
-/* ------------------------------------------------------------------ */
-/* Authentication.                                                     */
-
-int
-auth_lookup(const uint8_t hash[TOKEN_HASH_LEN], struct auth *a)
-{
-	struct store_member	 m;
-	int			 rc = 1, found;
-
-	/* A database that fails is not "no such token": 503, and said. */
-	if ((found = store_member_by_token(hash, &m)) != 0) {
-		if (found == -1) {
-			log_warnx("authentication: %s", store_error());
-			rc = -1;
-		}
-		goto out;
-	}
-	if (sodium_memcmp(m.token_hash, hash, TOKEN_HASH_LEN) != 0)
-		goto out;
-	a->membership_id = m.id;
-	a->user_id = m.user_id;
-	a->org_id = m.org_id;
-	a->role = role_from_name(m.role);
-	a->tool_access = m.tool_access ? json_loads(m.tool_access, 0, NULL) :
-	    NULL;
-	a->local_run_enabled = m.local_run_enabled;
-	strlcpy(a->email, m.email, sizeof(a->email));
-	a->is_agent = m.is_agent;
-	strlcpy(a->org_slug, m.org_slug, sizeof(a->org_slug));
-	if (a->role != ROLE_NONE)
-		rc = 0;
- out:
-	store_member_clear(&m);
-	return (rc);
-}
-
-void
-auth_clear(struct auth *a)
-{
-	json_decref(a->tool_access);
-	memset(a, 0, sizeof(*a));
-}
-
-/* Owners are never restricted; null means every tool. */
-int
-access_allows(const struct auth *a, const char *tool)
-{
-	size_t	 i;
-	json_t	*v;
-
-	if (a->role == ROLE_OWNER || a->tool_access == NULL ||
-	    !json_is_array(a->tool_access))
-		return (1);
-	json_array_foreach(a->tool_access, i, v)
-		if (json_is_string(v) && strcmp(json_string_value(v), tool) == 0)
-			return (1);
-	return (0);
-}
-
-static const char *const role_names[] = {
-	"", "viewer", "member", "admin", "owner"
-};
-
-enum role
-role_from_name(const char *s)
-{
-	int	 i;
-
-	for (i = ROLE_VIEWER; i <= ROLE_OWNER; i++)
-		if (strcmp(s, role_names[i]) == 0)
-			return (i);
-	return (ROLE_NONE);
-}
-
-const char *
-role_name(enum role r)
-{
-	if (r < ROLE_VIEWER || r > ROLE_OWNER)
-		return ("");
-	return (role_names[r]);
-}
-
-/* ------------------------------------------------------------------ */
-/* Answers.                                                            */
-
-void
-db_fail(struct vault_resp *resp, const char *what)
-{
-	int	 unavailable = store_unavailable();
-
-	log_warnx("database error (%s): %s", what, store_error());
-	vault_metrics_db_error();
-	store_rollback();
-	/* Locked by another process, full, unreachable: not tregd's fault. */
-	if (unavailable)
-		resp_error(resp, 503, "the database is unavailable (locked, "
-		    "full or unreachable) — nothing was changed, try again "
-		    "in a moment");
-	else
-		resp_error(resp, 500, "internal error: the database failed "
-		    "(%s)", what);
-}
-
-int
-db_begin(struct vault_resp *resp)
-{
-	if (store_begin() == -1) {
-		db_fail(resp, "begin");
-		return (-1);
-	}
-	return (0);
-}
-
-int
-db_commit(struct vault_resp *resp)
-{
-	if (store_commit() == -1) {
-		db_fail(resp, "commit");
-		return (-1);
-	}
-	return (0);
-}
-
-void
-iso_time(int64_t t, char *buf, size_t len)
-{
-	time_t		 tt = t;
-	struct tm	 tm;
-
-	gmtime_r(&tt, &tm);
-	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-void
-now_iso(char *buf, size_t len)
-{
-	iso_time(time(NULL), buf, len);
-}
-
-/* ------------------------------------------------------------------ */
-/* Body fields.                                                        */
-
-int
-valid_name(const char *s)
-{
-	size_t	 n = strlen(s);
-	size_t	 i;
-
-	if (n < 1 || n > NAME_LEN_MAX)
-		return (0);
-	for (i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return (0);
-	return (1);
-}
-
-int
-json_has_nul(json_t *v)
-{
-	const char	*k;
-	json_t		*e;
-	size_t		 i;
-
-	if (json_is_string(v))
-		return (memchr(json_string_value(v), '\0',
-		    json_string_length(v)) != NULL);
-	if (json_is_array(v)) {
-		json_array_foreach(v, i, e)
-			if (json_has_nul(e))
-				return (1);
-	} else if (json_is_object(v)) {
-		json_object_foreach(v, k, e)
-			if (json_has_nul(e))
-				return (1);
-	}
-	return (0);
-}
-
-static json_t *
-body_field(struct vault_req *req, struct vault_resp *resp, const char *f,
-    int required)
-{
-	json_t	*v = req->body ? json_object_get(req->body, f) : NULL;
-
-	if (v == NULL && required)
-		resp_error(resp, 422, "field '%s' is required", f);
-	return (v);
-}
-
-int
-body_str(struct vault_req *req, struct vault_resp *resp, const char *f,
-    int required, size_t maxlen, const char **out)
-{
-	json_t	*v;
-
-	if ((v = body_field(req, resp, f, required)) == NULL)
-		return (required ? -1 : 0);
-	if (!json_is_string(v)) {
-		resp_error(resp, 422, "field '%s' must be a string", f);
-		return (-1);
-	}
-	if (json_string_length(v) > maxlen) {
-		resp_error(resp, 422, "field '%s' is too long (at most %zu "
-		    "bytes)", f, maxlen);
-		return (-1);
-	}
-	if (strlen(json_string_value(v)) != json_string_length(v)) {
-		resp_error(resp, 422, "field '%s' contains a NUL byte", f);
-		return (-1);
-	}
-	*out = json_string_value(v);
-	return (0);
-}
-
-int
-body_bool(struct vault_req *req, struct vault_resp *resp, const char *f,
-    int required, int *out)
-{
-	json_t	*v;
-
-	if ((v = body_field(req, resp, f, required)) == NULL)
-		return (required ? -1 : 0);
-	if (!json_is_boolean(v)) {
-		resp_error(resp, 422, "field '%s' must be true or false", f);
-		return (-1);
-	}
-	*out = json_is_true(v);
-	return (0);
-}
-
-int
-body_int(struct vault_req *req, struct vault_resp *resp, const char *f,
-    int required, int64_t min, int64_t max, int64_t *out)
-{
-	json_t	*v;
-
-	if ((v = body_field(req, resp, f, required)) == NULL)
-		return (required ? -1 : 0);
-	if (!json_is_integer(v) || json_integer_value(v) < min ||
-	    json_integer_value(v) > max) {
-		resp_error(resp, 422, "field '%s' must be an integer from "
-		    "%lld to %lld", f, (long long)min, (long long)max);
-		return (-1);
-	}
-	*out = json_integer_value(v);
-	return (0);
-}
-
+/* The body as a JSON object, the name and query as strings. */
 static int
-hexval(int c)
+request_body(const struct api_request *ar, struct blob *b,
+    struct vault_req *req, struct vault_resp *resp)
 {
-	if (c >= '0' && c <= '9')
-		return (c - '0');
-	if (c >= 'a' && c <= 'f')
-		return (c - 'a' + 10);
-	if (c >= 'A' && c <= 'F')
-		return (c - 'A' + 10);
-	return (-1);
+	json_error_t	 jerr;
+	const char	*name = b->data, *query, *body;
+
+	query = name + ar->namelen;
+	body = query + ar->querylen;
+	if (ar->bodylen > 0) {
+		req->body = json_loadb(body, ar->bodylen, JSON_ALLOW_NUL,
+		    &jerr);
+		if (req->body == NULL || !json_is_object(req->body)) {
+			resp_error(resp, 400, "malformed JSON body");
+			return (-1);
+		}
+	}
+	/* Split the strings apart in place: each is followed by the next. */
+	req->name = strndup(name, ar->namelen);
+	req->query = strndup(query, ar->querylen);
+	if (req->name == NULL || req->query == NULL)
+		fatal("%s: strndup", __func__);
+	return (0);
 }
 
-/* The percent-decoded value of key in a query string; 0 found, -1 not. */
-int
-query_param(const char *query, const char *key, char *buf, size_t len)
+/* The caller's token and role, for a route that needs one. */
+static int
+request_auth(const struct api_request *ar, const struct vault_route *r,
+    struct vault_req *req, struct vault_resp *resp, struct auth *auth)
 {
-	const char	*p = query, *end, *eq;
-	size_t		 klen = strlen(key), o;
-	int		 h, l;
+	int	 rc;
 
-	while (*p != '\0') {
-		end = strchr(p, '&');
-		if (end == NULL)
-			end = p + strlen(p);
-		eq = memchr(p, '=', end - p);
-		if (eq != NULL && (size_t)(eq - p) == klen &&
-		    strncmp(p, key, klen) == 0) {
-			for (o = 0, p = eq + 1; p < end && o + 1 < len; p++) {
-				if (*p == '%' && end - p >= 3 &&
-				    (h = hexval(p[1])) != -1 &&
-				    (l = hexval(p[2])) != -1) {
-					buf[o++] = h * 16 + l;
-					p += 2;
-				} else
-					buf[o++] = *p == '+' ? ' ' : *p;
-			}
-			buf[o] = '\0';
-			if (memchr(buf, '\0', o) != NULL)
-				return (-1);
-			return (0);
-		}
-		p = *end ? end + 1 : end;
+	if (r->min_role == ROLE_NONE)
+		return (0);
+	if (!ar->has_token) {
+		resp_error(resp, 401, "not authenticated");
+		return (-1);
 	}
-	return (-1);
+	/* A run's token and decision: one snapshot (vault_run.c). */
+	if (req->route == ROUTE_RUN && store_read_begin() == -1) {
+		resp_error(resp, 503, "the database cannot be read — "
+		    "try again in a moment");
+		return (-1);
+	}
+	/* Not a membership's: a person's identity token (vault_identity.c). */
+	if ((rc = auth_lookup(ar->token_hash, auth)) == 1)
+		rc = identity_auth(ar->token_hash, ar->org, auth);
+	if (rc == 1 || rc == -1) {
+		if (rc == -1)
+			resp_error(resp, 503, "the database cannot be "
+			    "read — try again in a moment");
+		else
+			resp_error(resp, 401, "invalid token");
+		return (-1);
+	}
+	req->auth = auth;
+	vault_asker(auth->org_id, auth->user_id);
+	return (auth_enter(req, resp, rc, r->min_role));
+}
+
+/* The handler's answer, or the cached one; a cacheable answer kept. */
+static void
+request_answer(const struct vault_route *r, struct vault_req *req,
+    struct vault_resp *resp)
+{
+	struct rcache	*c;
+	char		*text;
+	int64_t		 dataver = -1;
+	int		 cacheable;
+
+	cacheable = req->auth != NULL && req->auth->membership_id != 0 &&
+	    rcache_route(req->route);	/* kept per membership */
+	if (cacheable) {
+		dataver = store_version();
+		if ((c = rcache_find(req, dataver)) != NULL) {
+			vault_send(req->reqid, 200, c->body, c->len);
+			return;
+		}
+	}
+	if (call_view_before(req, resp) == -1)
+		return;
+	r->handler(req, resp);
+	call_view_after(req, resp);
+	if (cacheable && resp->status == 200 && resp->text != NULL) {
+		rcache_store(req, dataver, resp->text, resp->textlen);
+		vault_send(req->reqid, 200, resp->text, resp->textlen);
+		resp->status = 0;
+	}
+	if (cacheable && resp->status == 200 && resp->body != NULL) {
+		if ((text = json_dumps(resp->body, JSON_COMPACT)) == NULL)
+			fatalx("%s: json_dumps", __func__);
+		rcache_store(req, dataver, text, strlen(text));
+		vault_send(req->reqid, 200, text, strlen(text));
+		free(text);
+		resp->status = 0;
+	}
 }

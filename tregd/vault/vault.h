@@ -1,6 +1,6 @@
 /*
  * The vault's internal interface, shared by its files: vault.c (process,
- * dispatch, authentication), vault_crypto.c (master key, sealing),
+ * dispatch, authentication), vault_keyring.c (keys, sealing),
  * vault_org.c (users, orgs, invites, members, agents), vault_tool.c
  * (tools; with vault_secret.c, vault_skill.c and vault_registry.c the
  * registry: secrets, skills and bundles), vault_run.c (server runs, grants,
@@ -9,6 +9,7 @@
  */
 
 #ifndef VAULT_H
+#define VAULT_DB_SOCKET_DIR	".pgsocket"	/* a Unix socket's, bound in */
 #define VAULT_H
 
 #include <jansson.h>
@@ -116,15 +117,23 @@ int	identity_mint(int64_t, char *);
 #define IDENTITY_CHOOSE_ORG	"choose an org (send X-Treg-Org)"
 extern const struct vault_route vault_mail_routes[];	/* vault_mail.c */
 
-/* vault.c */
+/* vault.c: the process and its dispatch; nothing below calls it. */
+void		 vault_ends_sync(struct imsg *);	/* IMSG_ENDS_SYNC */
+
+/*
+ * vault_req.c: the process's state (set by vault.c), the answers and the
+ * sends to the other processes (the only imsgs below vault.c), the
+ * fields of a request.
+ */
 extern struct tregd_conf	 vault_conf;
 extern const char		*vault_root;	/* "" after the chroot */
 extern struct procinfo		 vault_procs[PROCINFO_MAX];
 extern struct imsgev		*vault_parent, *vault_frontend, *vault_exec;
 extern struct imsgev		*vault_relay;
+void		 vault_asker(int64_t, int64_t);	/* org, user answered */
+void		 vault_send(uint32_t, int, const char *, size_t);
 void		 vault_respond(uint32_t, struct vault_resp *);
 void		 vault_keyring_changed(void);	/* tell the other workers */
-void		 vault_ends_sync(struct imsg *);	/* IMSG_ENDS_SYNC */
 void		 db_fail(struct vault_resp *, const char *);	/* 500, 503 + log */
 /* store_begin(), store_commit(), or db_fail(): 0, or -1 with resp set. */
 int		 db_begin(struct vault_resp *);
@@ -136,10 +145,6 @@ void		 resp_ok(struct vault_resp *, json_t *);	/* steals */
 void		 resp_text(struct vault_resp *, char *, size_t);
 void		 now_iso(char *, size_t);		/* ISO 8601 UTC */
 void		 iso_time(int64_t, char *, size_t);
-enum role	 role_from_name(const char *);
-const char	*role_name(enum role);
-int		 require_role(struct vault_req *, struct vault_resp *,
-		    enum role);
 /* Field access: 0 ok (absent optional: *out untouched), -1 response set. */
 int		 body_str(struct vault_req *, struct vault_resp *,
 		    const char *, int, size_t, const char **);
@@ -150,9 +155,26 @@ int		 body_int(struct vault_req *, struct vault_resp *,
 int		 valid_name(const char *);	/* 1..128 bytes, no controls */
 int		 json_has_nul(json_t *);	/* any string with a NUL */
 int		 query_param(const char *, const char *, char *, size_t);
+
+/* vault_access.c: who a token is, the roles, who may use a tool. */
 int		 auth_lookup(const uint8_t [TOKEN_HASH_LEN], struct auth *);
 void		 auth_clear(struct auth *);
+enum role	 role_from_name(const char *);
+const char	*role_name(enum role);
+int		 require_role(struct vault_req *, struct vault_resp *,
+		    enum role);
+/* The access list names it; owners and a null list: every name. */
 int		 access_allows(const struct auth *, const char *);
+/*
+ * May the member use the tool: its access list names the tool or the
+ * skill it came with (bundle, "" or NULL: none).  The one rule for runs,
+ * grants, calls, listings and the logs; tool_access_check() answers 403
+ * when not, in one wording.
+ */
+int		 tool_usable(const struct auth *, const char *, const char *);
+struct tool_row;
+int		 tool_access_check(const struct auth *, const struct tool_row *,
+		    struct vault_resp *);
 
 /*
  * tregctl commands served by the vault's files (vault_ctl.c dispatches).
@@ -334,8 +356,6 @@ extern const struct vault_route vault_policy_routes[];
 
 /* validate.c */
 #define URL_LEN_MAX		2048
-#define INJECT_MAX		32
-#define INJECT_ARGV_MAX		32
 #define DENY_MAX		64
 #define DENY_LEN_MAX		512
 #define SKILL_FILES_MAX		256
@@ -343,6 +363,9 @@ extern const struct vault_route vault_policy_routes[];
 #define SKILL_PATH_MAX		1024
 int		 url_check_base(const char *, int, char *, size_t, char *,
 		    size_t);
+size_t		 url_path_span(const char *, const char **);
+size_t		 url_path_prefix(const char *, const char **);
+void		 url_path(const char *, char *, size_t);
 int		 host_is_internal(const char *);
 int		 ip4_parse_loose(const char *, uint32_t *);
 const char	*env_name_refusal(const char *);
@@ -400,18 +423,21 @@ int		 ccache_cap_get(int64_t, int64_t, int *, int64_t *);
 int		 ccache_deny_rules(int64_t, int64_t, store_deny_fn, void *);
 int		 ccache_secret_get(int64_t, int64_t, struct store_secret *);
 
-/* vault_crypto.c */
-int		 crypto_init(const char *);	/* the state directory */
+/* vault_keyring.c: the keys in memory, their files, sealing. */
 int		 secret_seal(int64_t, int64_t, const void *, size_t,
 		    void **, size_t *);
 int		 secret_unseal(int64_t, int64_t, const void *, size_t,
 		    unsigned char **, size_t *);	/* secret_free() it */
 void		 secret_free(unsigned char *, size_t);
+const char	*keyring_current_hex(void);	/* the sealing key's, in hex */
+
+/*
+ * vault_crypto.c: the keyring at start, its migration, the key commands;
+ * err gets why a command failed.
+ */
+int		 crypto_init(const char *);	/* the state directory */
 int		 crypto_rotate(const char *);
 int		 crypto_settle(void);
-const char	*crypto_key_id(void);	/* the sealing key's, in hex */
-
-/* vault_keyring.c: the key commands; err gets why a command failed. */
 int		 crypto_key_new(char *, char *, size_t);
 int		 crypto_key_use(const char *, int64_t *, char *, size_t);
 int		 crypto_key_retire(const char *, char *, size_t);

@@ -163,8 +163,6 @@ static int	 call_by_url(const struct auth *, const char *,
 		    struct call_out *, struct vault_resp *, const char **);
 static int	 call_match_fn(const struct store_tool_url *, void *);
 static int	 call_tool_load(int64_t, const char *, struct tool_row *);
-static size_t	 base_path_len(const char *, const char **);
-static int	 call_allowed(const struct auth *, const struct tool_row *);
 static int	 call_cap_check(const struct auth *, struct call_capv *,
 		    struct vault_resp *);
 static int	 call_same_caller(const struct vpend *, const struct vpend *);
@@ -698,32 +696,6 @@ call_resolve(const struct auth *a, struct call_in *in, struct call_out *out,
 	return (call_by_name(a, in->target, out, resp, why));
 }
 
-/* The scheme and authority of a base_url, and its path. */
-static size_t
-base_path_len(const char *url, const char **path)
-{
-	const char	*p;
-	size_t		 n;
-
-	if ((p = strstr(url, "://")) == NULL)
-		p = url;
-	else
-		p += 3;
-	p += strcspn(p, "/?#");
-	*path = p;
-	n = strcspn(p, "?#");
-	while (n > 0 && p[n - 1] == '/')
-		n--;
-	return (n);
-}
-
-static int
-call_allowed(const struct auth *a, const struct tool_row *t)
-{
-	return (access_allows(a, t->name) ||
-	    (t->bundle[0] != '\0' && access_allows(a, t->bundle)));
-}
-
 /* The tool's origin and the upstream path: base path + rest. */
 static void
 call_target(struct call_out *out, const char *rest)
@@ -731,7 +703,7 @@ call_target(struct call_out *out, const char *rest)
 	const char	*bp;
 	size_t		 n;
 
-	n = base_path_len(out->t.base_url, &bp);
+	n = url_path_prefix(out->t.base_url, &bp);
 	strlcpy(out->origin, out->t.base_url, sizeof(out->origin));
 	out->origin[bp - out->t.base_url] = '\0';
 	if (n + 1 > sizeof(out->path))
@@ -786,11 +758,8 @@ call_by_name(const struct auth *a, const char *target, struct call_out *out,
 		return (-1);
 	}
 	out->have_tool = 1;
-	if (!call_allowed(a, &out->t)) {
+	if (tool_access_check(a, &out->t, resp) == -1) {
 		*why = "access";
-		resp_error(resp, 403, "you don't have access to the tool '%s' "
-		    "in this team — ask an admin to add it to your access "
-		    "list", out->t.name);
 		return (-1);
 	}
 	call_target(out, rest);
@@ -837,7 +806,7 @@ call_match_fn(const struct store_tool_url *t, void *arg)
 	const char		*bp;
 	size_t			 n;
 
-	n = base_path_len(t->base_url, &bp);
+	n = url_path_prefix(t->base_url, &bp);
 	if (strncmp(m->path, bp, n) != 0 ||
 	    (m->path[n] != '\0' && m->path[n] != '/'))
 		return (0);
@@ -894,7 +863,7 @@ call_by_url(const struct auth *a, const char *target, struct call_out *out,
 	for (i = 0; i < (size_t)m->nbest; i++) {
 		if (call_tool_load(a->org_id, m->names[i], &t) != 0)
 			continue;
-		if (call_allowed(a, &t)) {
+		if (tool_usable(a, t.name, t.bundle)) {
 			if (usable++ == 0) {
 				out->t = t;
 				out->have_tool = 1;

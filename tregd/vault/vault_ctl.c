@@ -281,7 +281,7 @@ ctl_status(const struct ctl_request *cr, json_t **reply)
 	j = json_pack("{s:s,s:s,s:o,s:s,s:s,s:I,s:o,s:{s:i,s:i,s:i,s:i},"
 	    "s:{s:I,s:I,s:I,s:I,s:I}}",
 	    "version", TREGD_VERSION,
-	    "key_id", crypto_key_id(),
+	    "key_id", keyring_current_hex(),
 	    "listen", ctl_listeners(),
 	    "signup", vault_conf.signup_open ? "open" : "closed",
 	    "database", db,

@@ -1,6 +1,6 @@
 /*
  * tregctl key new | use ID | retire ID | list | reload: the control
- * socket's keyring commands (vault_keyring.c does the work).  Answers
+ * socket's keyring commands (vault_crypto.c does the work).  Answers
  * name key ids only, never a key.
  */
 
@@ -101,6 +101,6 @@ ctl_key_reload(json_t **reply)
 		    "log)");
 		return (-1);
 	}
-	*reply = json_pack("{s:i,s:s}", "keys", n, "key_id", crypto_key_id());
+	*reply = json_pack("{s:i,s:s}", "keys", n, "key_id", keyring_current_hex());
 	return (0);
 }

@@ -1,389 +1,582 @@
 /*
- * The keyring at start and its commands (tregctl key ...).
+ * The keyring and sealing of secret values.
  *
- * Start: every keys/<id>.key is loaded and keys/current names the
- * sealing key.  A state directory of the earlier layout (master.key,
- * and master.key.new left by an interrupted rotation) is moved into the
- * keyring: both files are written to keys/ first, and once the database
- * says which of them seals the secrets (crypto_settle) that one becomes
- * current and the old files are wiped.  Each step is repeated safely if
- * the vault dies in between.
+ * A sealed value is: key id (8 bytes) | nonce (24) | XChaCha20-Poly1305
+ * ciphertext and tag, with the org id and secret id as associated data,
+ * so a sealed value copied into another row does not open.
  *
- * Several hosts or vault workers share one database: a key is added
- * everywhere (key new, its file copied, key reload), then sealed under
- * (key use, which re-seals every secret), then retired, which is refused
- * while any secret is still sealed under it.  No host ever meets a value
- * it cannot open, as long as it holds every key not yet retired.
+ * The keyring is the directory keys/ of the state directory: one file
+ * per key, keys/<id>.key (mode 0600, the 8-byte id then the 32-byte
+ * key), and keys/current naming the key new values are sealed under.
+ * Every key file is loaded at start; a value sealed under a key that
+ * arrived later (another host, another worker wrote it) loads its file
+ * when it is first opened, and keys/current is read at every seal, so
+ * every vault of a host agrees on the sealing key.  The commands on the
+ * keyring (new, use, retire, reload, rotate) are in vault_crypto.c.
  */
 
 #include <sys/types.h>
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "vault.h"
 #include "vault_keyring.h"
 
-#define LEGACY_KEY	"master.key"
-#define LEGACY_NEW	"master.key.new"
-
-struct reseal {
-	int	 to;		/* slot */
-	int64_t	 n;		/* values re-sealed */
-	int	 failed;
+struct mkey {
+	unsigned char	*buf;		/* id | key, sodium_malloc'd */
+	char		 hex[KEY_HEX_LEN + 1];
+	int		 loaded;
 };
 
-static char	 legacy_key[PATH_MAX], legacy_new[PATH_MAX + 8];
-static int	 legacy_old = -1, legacy_next = -1;
-static int	 legacy;		/* master.key found: settle finishes */
+static struct mkey	 ring[KEYRING_MAX];
+static int		 cur = -1;	/* the sealing key */
+static char		 ring_dir[PATH_MAX];
 
-static int	 key_migrate_start(const char *);
-static int	 key_migrate_finish(void);
-static int64_t	 key_sealed(int);
-static int	 key_reseal_one(int64_t, int64_t, const void *, size_t,
-		    void *);
-static void	 key_wipe_file(const char *);
-static int	 key_err(char *, size_t, const char *, ...)
-		    __attribute__((__format__ (printf, 3, 4)));
+static int	key_read_file(const char *, const char *, struct mkey *);
+static int	keyring_put(const char *, const void *, size_t);
+static int	key_slot_free(void);
+static int	current_read(char *);
+static void	make_ad(int64_t, int64_t, unsigned char[24]);
+static int	seal_with(const struct mkey *, int64_t, int64_t,
+		    const void *, size_t, void **, size_t *);
 
-static int
-key_err(char *err, size_t len, const char *fmt, ...)
+/* ------------------------------------------------------------------ */
+/* Files.                                                              */
+
+int
+keyring_path(char *buf, size_t len, const char *name)
 {
-	va_list	 ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return (-1);
-}
-
-/* How many secrets are sealed under slot i: n, or -1. */
-static int64_t
-key_sealed(int i)
-{
-	int64_t	 n;
-
-	if (store_sealed_count(keyring_id(i), KEY_ID_LEN, &n) == -1)
+	if (snprintf(buf, len, "%s/%s", ring_dir, name) >= (int)len) {
+		log_warnx("keyring: path too long");
 		return (-1);
-	return (n);
+	}
+	return (0);
 }
 
-/* Overwrite a key file's bytes before it is removed. */
-static void
-key_wipe_file(const char *path)
+int
+keyring_hex_ok(const char *hex)
 {
-	unsigned char	 zero[KEYFILE_LEN];
+	size_t	 i;
+
+	for (i = 0; i < KEY_HEX_LEN; i++)
+		if (!((hex[i] >= '0' && hex[i] <= '9') ||
+		    (hex[i] >= 'a' && hex[i] <= 'f')))
+			return (0);
+	return (hex[KEY_HEX_LEN] == '\0');
+}
+
+/* keys/<hex>.key into k; its id must be the one its name says. */
+static int
+key_read_file(const char *path, const char *hex, struct mkey *k)
+{
+	struct stat	 st;
+	ssize_t		 n;
+	char		 idhex[KEY_HEX_LEN + 1];
 	int		 fd;
 
-	memset(zero, 0, sizeof(zero));
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
-		return;
-	if (write(fd, zero, sizeof(zero)) != sizeof(zero))
-		log_warn("wipe %s", path);
-	fsync(fd);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return (-1);
+	if (fstat(fd, &st) == -1 || st.st_size != KEYFILE_LEN) {
+		log_warnx("%s: not a tregd key file", path);
+		close(fd);
+		errno = EINVAL;
+		return (-1);
+	}
+	if ((st.st_mode & 077) != 0)
+		log_warnx("%s: mode %o, should be 0600", path,
+		    (unsigned)(st.st_mode & 0777));
+	if ((k->buf = sodium_malloc(KEYFILE_LEN)) == NULL)
+		fatal("%s: sodium_malloc", __func__);
+	n = read(fd, k->buf, KEYFILE_LEN);
 	close(fd);
-	if (unlink(path) == -1)
-		log_warn("unlink %s", path);
+	sodium_bin2hex(idhex, sizeof(idhex), k->buf, KEY_ID_LEN);
+	if (n != KEYFILE_LEN || (hex != NULL && strcmp(idhex, hex) != 0)) {
+		log_warnx("%s: %s", path, n != KEYFILE_LEN ? "short read" :
+		    "holds another key id than its name");
+		sodium_free(k->buf);
+		k->buf = NULL;
+		errno = EINVAL;
+		return (-1);
+	}
+	strlcpy(k->hex, idhex, sizeof(k->hex));
+	k->loaded = 1;
+	return (0);
 }
 
-/* master.key and master.key.new into keys/ (written, not yet current). */
 static int
-key_migrate_start(const char *state)
-{
-	char	 hex[KEY_HEX_LEN + 1];
-
-	if (snprintf(legacy_key, sizeof(legacy_key), "%s/%s", state,
-	    LEGACY_KEY) >= (int)sizeof(legacy_key))
-		return (-1);
-	snprintf(legacy_new, sizeof(legacy_new), "%s/%s", state, LEGACY_NEW);
-	if ((legacy_old = keyring_adopt(legacy_key, hex)) == -1) {
-		if (errno == ENOENT)
-			return (0);
-		log_warn("master key %s", legacy_key);
-		return (-1);
-	}
-	if (keyring_write(legacy_old) == -1)
-		return (-1);
-	if ((legacy_next = keyring_adopt(legacy_new, hex)) != -1 &&
-	    keyring_write(legacy_next) == -1)
-		return (-1);
-	legacy = 1;
-	log_info("keyring: %s moved into %s/", LEGACY_KEY, TREGD_KEYRING);
-	return (0);
-}
-
-/*
- * Once the database is open: the key that seals the secrets becomes
- * current (master.key.new if a rotation had moved every secret to it),
- * then the old files go.
- */
-static int
-key_migrate_finish(void)
-{
-	int	 use = legacy_old;
-
-	if (keyring_current_file() == -1) {
-		if (legacy_next != -1 && key_sealed(legacy_next) > 0 &&
-		    key_sealed(legacy_old) == 0)
-			use = legacy_next;
-		if (keyring_current_write(use) == -1)
-			return (-1);
-	}
-	key_wipe_file(legacy_key);
-	if (legacy_next != -1)
-		key_wipe_file(legacy_new);
-	legacy = 0;
-	log_info("keyring: sealing under key %s", crypto_key_id());
-	return (0);
-}
-
-/* state: the state directory ("" once chrooted into it). */
-int
-crypto_init(const char *state)
-{
-	int	 i, n;
-
-	if (keyring_open(state) == -1 || key_migrate_start(state) == -1 ||
-	    (n = keyring_scan(0)) == -1)
-		return (-1);
-	if (n == 0) {
-		if ((i = keyring_generate()) == -1 || keyring_write(i) == -1 ||
-		    keyring_current_write(i) == -1)
-			return (-1);
-		log_info("created a new key %s", keyring_hex(i));
-		return (0);
-	}
-	if ((i = keyring_current_file()) != -1) {
-		keyring_set_current(i);
-		return (0);
-	}
-	if (legacy) {
-		keyring_set_current(legacy_old);	/* settled next */
-		return (0);
-	}
-	if (n == 1) {
-		for (i = 0; keyring_hex(i) == NULL; i++)
-			;
-		return (keyring_current_write(i));
-	}
-	log_warnx("keyring: %d keys and no %s/%s naming the sealing key",
-	    n, TREGD_KEYRING, KEY_CURRENT);
-	return (-1);
-}
-
-/* Called once the database is open. */
-int
-crypto_settle(void)
-{
-	if (legacy)
-		return (key_migrate_finish());
-	return (0);
-}
-
-/* tregctl key new: a key written and loaded, not sealed under yet. */
-int
-crypto_key_new(char *hex, char *err, size_t errlen)
+key_slot_free(void)
 {
 	int	 i;
 
-	if ((i = keyring_generate()) == -1)
-		return (key_err(err, errlen, "the keyring is full (%d keys): "
-		    "retire one first", KEYRING_MAX));
-	if (keyring_write(i) == -1) {
-		keyring_unload(i);
-		return (key_err(err, errlen, "cannot write the key file "
-		    "(see the log)"));
-	}
-	strlcpy(hex, keyring_hex(i), KEY_HEX_LEN + 1);
-	/* Every host can pick it up from the database. */
-	if (keydb_register(i) == -1)
-		log_warnx("keyring: key %s is not in the database yet", hex);
-	log_info("keyring: new key %s", hex);
-	return (0);
+	for (i = 0; i < KEYRING_MAX; i++)
+		if (!ring[i].loaded)
+			return (i);
+	return (-1);
 }
 
-static int
-key_reseal_one(int64_t id, int64_t org, const void *old, size_t oldlen,
-    void *arg)
-{
-	struct reseal	*rs = arg;
-	unsigned char	*pt;
-	void		*sealed;
-	size_t		 ptlen, slen;
-	int		 r;
-
-	if (oldlen >= KEY_ID_LEN && keyring_find_id(old) == rs->to)
-		return (0);
-	if (secret_unseal(org, id, old, oldlen, &pt, &ptlen) == -1) {
-		log_warnx("key use: secret %lld does not open", (long long)id);
-		rs->failed = 1;
-		return (-1);
-	}
-	r = keyring_seal(rs->to, org, id, pt, ptlen, &sealed, &slen);
-	secret_free(pt, ptlen);
-	if (r == -1 || store_secret_set_sealed(id, sealed, slen) == -1) {
-		if (r == 0)
-			free(sealed);
-		rs->failed = 1;
-		return (-1);
-	}
-	free(sealed);
-	rs->n++;
-	return (0);
-}
-
-/*
- * tregctl key use: every secret re-sealed under the key in one
- * transaction, then keys/current names it.
- */
+/* The key of this id: its slot, loading keys/<hex>.key if need be. */
 int
-crypto_key_use(const char *hex, int64_t *resealed, char *err, size_t errlen)
-{
-	struct reseal	 rs;
-	int		 i;
-
-	if ((i = keyring_find(hex)) == -1)
-		return (key_err(err, errlen, "no key %s in this host's "
-		    "keyring (%s/%s.key)", hex, TREGD_KEYRING, hex));
-	memset(&rs, 0, sizeof(rs));
-	rs.to = i;
-	if (store_begin() == -1)
-		return (key_err(err, errlen, "database error"));
-	/* The database names it first: a seal elsewhere waits, then moves. */
-	if (keydb_use(i) == -1 ||
-	    store_secrets_each_sealed(key_reseal_one, &rs) == -1 ||
-	    rs.failed || store_commit() == -1) {
-		store_rollback();
-		return (key_err(err, errlen, "re-sealing failed, nothing "
-		    "changed (see the log)"));
-	}
-	keydb_used(i);
-	*resealed = rs.n;
-	log_info("keyring: sealing under key %s, %lld secrets re-sealed",
-	    hex, (long long)rs.n);
-	return (0);
-}
-
-/*
- * tregctl key retire: refused for the sealing key or one still in use
- * (vault_keydb.c); the key file, if this host holds it, is wiped.  note:
- * what stays in the database, or "".
- */
-int
-crypto_key_retire(const char *hex, char *note, size_t notelen)
+keyring_find(const char *hex)
 {
 	char	 name[KEY_HEX_LEN + 8], path[PATH_MAX];
 	int	 i;
 
-	if (!keyring_hex_ok(hex))
-		return (key_err(note, notelen, "no key %s", hex));
-	i = keyring_find(hex);
-	if (keydb_retire(hex, i != -1, note, notelen) == -1)
+	for (i = 0; i < KEYRING_MAX; i++)
+		if (ring[i].loaded && strcmp(ring[i].hex, hex) == 0)
+			return (i);
+	if (!keyring_hex_ok(hex) || (i = key_slot_free()) == -1)
 		return (-1);
-	if (i == -1)
-		return (0);
 	snprintf(name, sizeof(name), "%s.key", hex);
-	if (keyring_path(path, sizeof(path), name) == 0)
-		key_wipe_file(path);
-	keyring_sync_dir();
-	keyring_unload(i);
-	log_info("keyring: key %s retired", hex);
+	if (keyring_path(path, sizeof(path), name) == -1 ||
+	    key_read_file(path, hex, &ring[i]) == -1)
+		return (-1);
+	log_info("keyring: loaded key %s", hex);
+	return (i);
+}
+
+/* A key file of another layout (master.key) into the ring, not written. */
+int
+keyring_adopt(const char *path, char *hex)
+{
+	struct mkey	 k;
+	int		 i;
+
+	memset(&k, 0, sizeof(k));
+	if (key_read_file(path, NULL, &k) == -1)
+		return (-1);
+	strlcpy(hex, k.hex, KEY_HEX_LEN + 1);
+	for (i = 0; i < KEYRING_MAX; i++)
+		if (ring[i].loaded && strcmp(ring[i].hex, k.hex) == 0) {
+			sodium_free(k.buf);
+			return (i);
+		}
+	if ((i = key_slot_free()) == -1) {
+		sodium_free(k.buf);
+		return (-1);
+	}
+	ring[i] = k;
+	return (i);
+}
+
+/* keys/NAME := buf, whole or not at all: temporary file, fsync, rename. */
+static int
+keyring_put(const char *name, const void *buf, size_t len)
+{
+	char	 path[PATH_MAX], tmp[PATH_MAX];
+	int	 fd;
+
+	if (keyring_path(path, sizeof(path), name) == -1 ||
+	    keyring_path(tmp, sizeof(tmp), "new.tmp") == -1)
+		return (-1);
+	unlink(tmp);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
+	    O_NOFOLLOW, 0600)) == -1) {
+		log_warn("keyring: create %s", tmp);
+		return (-1);
+	}
+	if (write(fd, buf, len) != (ssize_t)len || fsync(fd) == -1 ||
+	    close(fd) == -1 || rename(tmp, path) == -1) {
+		log_warn("keyring: write %s", path);
+		unlink(tmp);
+		return (-1);
+	}
+	return (keyring_sync_dir());
+}
+
+/* Slot i's key as keys/<hex>.key. */
+int
+keyring_write(int i)
+{
+	char	 name[KEY_HEX_LEN + 8];
+
+	snprintf(name, sizeof(name), "%s.key", ring[i].hex);
+	return (keyring_put(name, ring[i].buf, KEYFILE_LEN));
+}
+
+int
+keyring_sync_dir(void)
+{
+	int	 fd;
+
+	if ((fd = open(ring_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    fsync(fd) == -1) {
+		log_warn("keyring: fsync %s", ring_dir);
+		if (fd != -1)
+			close(fd);
+		return (-1);
+	}
+	close(fd);
 	return (0);
 }
 
-/* tregctl key reload (and SIGHUP): the files of keys/ as they are now. */
+/* A new random key in a free slot (not written): the slot, or -1. */
 int
-crypto_reload(void)
+keyring_generate(void)
 {
-	int	 i, n;
+	int	 i;
 
-	if (keyring_current() < 0)
-		return (-1);	/* not started yet */
-	if ((n = keyring_scan(1)) == -1)
+	if ((i = key_slot_free()) == -1) {
+		log_warnx("keyring: %d keys already, retire one first",
+		    KEYRING_MAX);
 		return (-1);
-	if ((i = keyring_current_file()) != -1)
-		keyring_set_current(i);
-	if (keydb_reload() == -1)
-		log_warnx("keyring: the database's sealing key not read");
-	log_info("keyring reloaded: %d keys, sealing under %s", n,
-	    crypto_key_id());
+	}
+	if ((ring[i].buf = sodium_malloc(KEYFILE_LEN)) == NULL)
+		fatal("%s: sodium_malloc", __func__);
+	do
+		randombytes_buf(ring[i].buf, KEYFILE_LEN);
+	while (keyring_find_id(ring[i].buf) != -1);
+	sodium_bin2hex(ring[i].hex, sizeof(ring[i].hex), ring[i].buf,
+	    KEY_ID_LEN);
+	ring[i].loaded = 1;
+	return (i);
+}
+
+/* The slot holding this raw id, without loading anything. */
+int
+keyring_find_id(const unsigned char *id)
+{
+	int	 i;
+
+	for (i = 0; i < KEYRING_MAX; i++)
+		if (ring[i].loaded && ring[i].buf != NULL &&
+		    sodium_memcmp(ring[i].buf, id, KEY_ID_LEN) == 0)
+			return (i);
+	return (-1);
+}
+
+void
+keyring_unload(int i)
+{
+	if (ring[i].buf != NULL)
+		sodium_free(ring[i].buf);	/* zeroes */
+	memset(&ring[i], 0, sizeof(ring[i]));
+	if (cur == i)
+		cur = -1;
+}
+
+const char *
+keyring_hex(int i)
+{
+	return (ring[i].loaded ? ring[i].hex : NULL);
+}
+
+/* The raw id of slot i, for store_sealed_count(). */
+const unsigned char *
+keyring_id(int i)
+{
+	return (ring[i].buf);
+}
+
+int
+keyring_current(void)
+{
+	return (cur);
+}
+
+void
+keyring_set_current(int i)
+{
+	cur = i;
+}
+
+/* keys/current into hex: 0, or -1 (absent or malformed). */
+static int
+current_read(char *hex)
+{
+	char	 path[PATH_MAX], buf[KEY_HEX_LEN + 2];
+	ssize_t	 n;
+	int	 fd;
+
+	if (keyring_path(path, sizeof(path), KEY_CURRENT) == -1 ||
+	    (fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return (-1);
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n < KEY_HEX_LEN || (n > KEY_HEX_LEN && buf[KEY_HEX_LEN] != '\n'))
+		return (-1);
+	buf[KEY_HEX_LEN] = '\0';
+	if (!keyring_hex_ok(buf))
+		return (-1);
+	strlcpy(hex, buf, KEY_HEX_LEN + 1);
+	return (0);
+}
+
+/* The key keys/current names, loaded: its slot, or -1. */
+int
+keyring_current_file(void)
+{
+	char	 hex[KEY_HEX_LEN + 1];
+
+	if (current_read(hex) == -1)
+		return (-1);
+	return (keyring_find(hex));
+}
+
+/* keys/current := slot i's id. */
+int
+keyring_current_write(int i)
+{
+	char	 line[KEY_HEX_LEN + 2];
+
+	snprintf(line, sizeof(line), "%s\n", ring[i].hex);
+	if (keyring_put(KEY_CURRENT, line, KEY_HEX_LEN + 1) == -1)
+		return (-1);
+	cur = i;
+	return (0);
+}
+
+/*
+ * Load every keys/<id>.key not loaded yet; with drop, unload the keys
+ * whose file is gone (never the sealing key).  The number of keys.
+ */
+int
+keyring_scan(int drop)
+{
+	DIR		*d;
+	struct dirent	*de;
+	char		 hex[KEY_HEX_LEN + 1], path[PATH_MAX], name[32];
+	int		 i, n = 0;
+
+	if ((d = opendir(ring_dir)) == NULL) {
+		log_warn("keyring: %s", ring_dir);
+		return (-1);
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strlen(de->d_name) != KEY_HEX_LEN + 4 ||
+		    strcmp(de->d_name + KEY_HEX_LEN, ".key") != 0)
+			continue;
+		memcpy(hex, de->d_name, KEY_HEX_LEN);
+		hex[KEY_HEX_LEN] = '\0';
+		if (keyring_find(hex) == -1)
+			log_warnx("keyring: %s not loaded", de->d_name);
+	}
+	closedir(d);
+	for (i = 0; i < KEYRING_MAX; i++) {
+		if (!ring[i].loaded)
+			continue;
+		snprintf(name, sizeof(name), "%s.key", ring[i].hex);
+		if (drop && i != cur && keyring_path(path, sizeof(path),
+		    name) == 0 && access(path, F_OK) == -1 &&
+		    errno == ENOENT) {
+			log_info("keyring: key %s unloaded, its file is gone",
+			    ring[i].hex);
+			keyring_unload(i);
+			continue;
+		}
+		n++;
+	}
 	return (n);
 }
 
-/* tregctl key list: [{"id","current","sealed"}]; NULL on a database error. */
-json_t *
-crypto_key_list(void)
-{
-	json_t		*a;
-	int64_t		 n;
-	int		 i;
-
-	a = json_array();
-	for (i = 0; i < KEYRING_MAX; i++) {
-		if (keyring_hex(i) == NULL)
-			continue;
-		if ((n = key_sealed(i)) == -1) {
-			json_decref(a);
-			return (NULL);
-		}
-		json_array_append_new(a, json_pack("{s:s,s:b,s:I,s:b}", "id",
-		    keyring_hex(i), "current", i == keyring_current(),
-		    "sealed", (json_int_t)n, "held", 1));
-	}
-	keydb_list(a);
-	return (a);
-}
-
-/* The keyring's files, relative to the state directory (for backup). */
-json_t *
-crypto_key_files(void)
-{
-	json_t	*a;
-	char	 name[KEY_HEX_LEN + 16];
-	int	 i;
-
-	a = json_array();
-	json_array_append_new(a, json_string(TREGD_KEYRING "/" KEY_CURRENT));
-	for (i = 0; i < KEYRING_MAX; i++) {
-		if (keyring_hex(i) == NULL)
-			continue;
-		snprintf(name, sizeof(name), "%s/%s.key", TREGD_KEYRING,
-		    keyring_hex(i));
-		json_array_append_new(a, json_string(name));
-	}
-	return (a);
-}
-
-/* tregctl key rotate, for one host: new, use, retire the old. */
+/* Where the keyring lives: "<state>/keys", made if absent. */
 int
-crypto_rotate(const char *why)
+keyring_open(const char *state)
 {
-	char	 old[KEY_HEX_LEN + 1], hex[KEY_HEX_LEN + 1], err[768];
-	int64_t	 n;
-
-	strlcpy(old, crypto_key_id(), sizeof(old));
-	if (crypto_key_new(hex, err, sizeof(err)) == -1) {
-		log_warnx("key rotate: %s", err);
+	if (snprintf(ring_dir, sizeof(ring_dir), "%s/%s", state,
+	    TREGD_KEYRING) >= (int)sizeof(ring_dir))
+		return (-1);
+	if (mkdir(ring_dir, 0700) == -1 && errno != EEXIST) {
+		log_warn("keyring: mkdir %s", ring_dir);
 		return (-1);
 	}
-	if (crypto_key_use(hex, &n, err, sizeof(err)) == -1) {
-		log_warnx("key rotate: %s", err);
-		/* It seals nothing: no trace of the attempt stays. */
-		if (crypto_key_retire(hex, err, sizeof(err)) == -1)
-			log_warnx("key rotate: %s", err);
-		return (-1);
-	}
-	if (crypto_key_retire(old, err, sizeof(err)) == -1)
-		log_warnx("key rotate: the old key stays: %s", err);
-	else if (err[0] != '\0')
-		log_info("key rotate: key %s retired; %s", old, err);
-	log_info("master key rotated (%s), new key id %s", why, hex);
 	return (0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Sealing.                                                            */
+
+const char *
+keyring_current_hex(void)
+{
+	return (cur >= 0 ? ring[cur].hex : "");
+}
+
+static void
+make_ad(int64_t org, int64_t id, unsigned char ad[24])
+{
+	memcpy(ad, "tregdsv1", 8);
+	memcpy(ad + 8, &org, 8);
+	memcpy(ad + 16, &id, 8);
+}
+
+static int
+seal_with(const struct mkey *k, int64_t org, int64_t id, const void *pt,
+    size_t ptlen, void **out, size_t *outlen)
+{
+	unsigned char		 ad[24], *o;
+	unsigned long long	 clen;
+	size_t			 len = KEY_ID_LEN + NONCE_LEN + ptlen + TAG_LEN;
+
+	if ((o = malloc(len)) == NULL)
+		return (-1);
+	make_ad(org, id, ad);
+	memcpy(o, k->buf, KEY_ID_LEN);
+	randombytes_buf(o + KEY_ID_LEN, NONCE_LEN);
+	crypto_aead_xchacha20poly1305_ietf_encrypt(o + KEY_ID_LEN + NONCE_LEN,
+	    &clen, pt, ptlen, ad, sizeof(ad), NULL, o + KEY_ID_LEN,
+	    k->buf + KEY_ID_LEN);
+	*out = o;
+	*outlen = KEY_ID_LEN + NONCE_LEN + clen;
+	return (0);
+}
+
+/* Under slot i's key (re-sealing), or i -1: under keys/current's. */
+int
+keyring_seal(int i, int64_t org, int64_t id, const void *pt, size_t ptlen,
+    void **out, size_t *outlen)
+{
+	int	 k;
+
+	if (i < 0) {
+		/* The database's sealing key, which every host can have. */
+		if ((k = keydb_sealing()) != -1)
+			cur = k;
+		if ((i = k) < 0) {
+			log_warnx("keyring: no sealing key");
+			return (-1);
+		}
+	}
+	return (seal_with(&ring[i], org, id, pt, ptlen, out, outlen));
+}
+
+/*
+ * Key i sealed under key under, for the database's keyring: under's id
+ * | nonce | the key sealed, with "tregdkw1" and i's id as associated
+ * data (a wrapped key copied into another row does not open).
+ */
+int
+keyring_wrap(int i, int under, void **out, size_t *outlen)
+{
+	unsigned char		 ad[16], *o;
+	unsigned long long	 clen;
+	size_t			 len = KEY_ID_LEN + NONCE_LEN + KEY_LEN + TAG_LEN;
+
+	if ((o = malloc(len)) == NULL)
+		return (-1);
+	memcpy(ad, "tregdkw1", 8);
+	memcpy(ad + 8, ring[i].buf, KEY_ID_LEN);
+	memcpy(o, ring[under].buf, KEY_ID_LEN);
+	randombytes_buf(o + KEY_ID_LEN, NONCE_LEN);
+	crypto_aead_xchacha20poly1305_ietf_encrypt(o + KEY_ID_LEN + NONCE_LEN,
+	    &clen, ring[i].buf + KEY_ID_LEN, KEY_LEN, ad, sizeof(ad), NULL,
+	    o + KEY_ID_LEN, ring[under].buf + KEY_ID_LEN);
+	*out = o;
+	*outlen = KEY_ID_LEN + NONCE_LEN + clen;
+	return (0);
+}
+
+/*
+ * The key hex, wrapped under key under, opened into a free slot and
+ * written to keys/: its slot, or -1.
+ */
+int
+keyring_unwrap(const char *hex, const void *w, size_t len, int under)
+{
+	const unsigned char	*s = w;
+	unsigned char		 ad[16];
+	unsigned long long	 klen;
+	int			 i;
+
+	if (len != KEY_ID_LEN + NONCE_LEN + KEY_LEN + TAG_LEN ||
+	    sodium_memcmp(s, ring[under].buf, KEY_ID_LEN) != 0 ||
+	    (i = key_slot_free()) == -1)
+		return (-1);
+	if ((ring[i].buf = sodium_malloc(KEYFILE_LEN)) == NULL)
+		fatal("%s: sodium_malloc", __func__);
+	if (sodium_hex2bin(ring[i].buf, KEY_ID_LEN, hex, KEY_HEX_LEN, NULL,
+	    NULL, NULL) != 0)
+		goto fail;
+	memcpy(ad, "tregdkw1", 8);
+	memcpy(ad + 8, ring[i].buf, KEY_ID_LEN);
+	if (crypto_aead_xchacha20poly1305_ietf_decrypt(ring[i].buf +
+	    KEY_ID_LEN, &klen, NULL, s + KEY_ID_LEN + NONCE_LEN, len -
+	    KEY_ID_LEN - NONCE_LEN, ad, sizeof(ad), s + KEY_ID_LEN,
+	    ring[under].buf + KEY_ID_LEN) != 0 || klen != KEY_LEN)
+		goto fail;
+	strlcpy(ring[i].hex, hex, sizeof(ring[i].hex));
+	ring[i].loaded = 1;
+	if (keyring_write(i) == -1) {
+		keyring_unload(i);
+		return (-1);
+	}
+	return (i);
+ fail:
+	sodium_free(ring[i].buf);
+	ring[i].buf = NULL;
+	return (-1);
+}
+
+int
+secret_seal(int64_t org, int64_t id, const void *pt, size_t ptlen,
+    void **out, size_t *outlen)
+{
+	return (keyring_seal(-1, org, id, pt, ptlen, out, outlen));
+}
+
+/* The key id a sealed value carries, in hex: 0, or -1 (too short). */
+int
+keyring_sealed_hex(const void *sealed, size_t len, char *hex)
+{
+	if (len < KEY_ID_LEN + NONCE_LEN + TAG_LEN)
+		return (-1);
+	sodium_bin2hex(hex, KEY_HEX_LEN + 1, sealed, KEY_ID_LEN);
+	return (0);
+}
+
+int
+secret_unseal(int64_t org, int64_t id, const void *sealed, size_t len,
+    unsigned char **out, size_t *outlen)
+{
+	const unsigned char	*s = sealed;
+	unsigned char		 ad[24], *pt;
+	unsigned long long	 plen;
+	char			 hex[KEY_HEX_LEN + 1];
+	int			 k;
+
+	*out = NULL;
+	*outlen = 0;
+	if (keyring_sealed_hex(sealed, len, hex) == -1)
+		return (-1);
+	if ((k = keyring_find_id(s)) == -1 && (k = keydb_find(hex)) == -1) {
+		log_warnx("secret %lld is sealed under key %s, which is not "
+		    "in this host's keyring nor in the database's", (long long)id,
+		    hex);
+		return (-1);
+	}
+	/*
+	 * One spare byte: callers may treat the value as a C string.  A
+	 * plain buffer, zeroed when freed: a value lives for one request,
+	 * and guarded pages cost ten system calls each (mmap, mprotect,
+	 * mlock, ...), more than the rest of a relayed call.
+	 */
+	if ((pt = malloc(len - KEY_ID_LEN - NONCE_LEN - TAG_LEN + 1)) == NULL)
+		return (-1);
+	make_ad(org, id, ad);
+	if (crypto_aead_xchacha20poly1305_ietf_decrypt(pt, &plen, NULL,
+	    s + KEY_ID_LEN + NONCE_LEN, len - KEY_ID_LEN - NONCE_LEN, ad,
+	    sizeof(ad), s + KEY_ID_LEN, ring[k].buf + KEY_ID_LEN) != 0) {
+		freezero(pt, len - KEY_ID_LEN - NONCE_LEN - TAG_LEN + 1);
+		return (-1);
+	}
+	pt[plen] = '\0';
+	*out = pt;
+	*outlen = plen;
+	return (0);
+}
+
+void
+secret_free(unsigned char *pt, size_t len)
+{
+	if (pt != NULL)
+		freezero(pt, len + 1);
 }

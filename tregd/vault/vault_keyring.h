@@ -1,6 +1,6 @@
 /*
- * The keyring between vault_crypto.c (the keys in memory, their files,
- * sealing) and vault_keyring.c (start, migration, the key commands).
+ * The keyring between vault_keyring.c (the keys in memory, their files,
+ * sealing) and vault_crypto.c (start, migration, the key commands).
  * Keys are named by slot, 0..KEYRING_MAX-1.
  */
 

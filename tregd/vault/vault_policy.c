@@ -52,7 +52,6 @@ static const char *host_port(const char *);
 static void	host_undot(const char *, char *, size_t);
 static void	path_plain(const char *, char *, size_t);
 static void	path_dots(char *);
-static void	url_path(const char *, char *, size_t);
 static int	deny_body(struct vault_req *, struct vault_resp *, char *,
 		    size_t, const char **, char *, size_t, int64_t *,
 		    const char **);
@@ -63,7 +62,6 @@ static void	deny_create(struct vault_req *, struct vault_resp *);
 static void	deny_list(struct vault_req *, struct vault_resp *);
 static void	deny_delete(struct vault_req *, struct vault_resp *);
 static int	grant_argv(struct vault_req *, struct vault_resp *, json_t **);
-static int	tool_usable(const struct auth *, const struct tool_row *);
 static void	audit_unwritable(struct vault_resp *, const char *);
 static int	inject_ids(const struct tool_row *, json_t *, int64_t *,
 		    struct vault_resp *);
@@ -259,30 +257,6 @@ path_match(const char *prefix, const char *path)
 	if (strncmp(prefix, path, n) != 0)
 		return (0);
 	return (path[n] == '\0' || path[n] == '/' || path[n] == '?');
-}
-
-/* The path of an absolute URL ("/" when it has none). */
-static void
-url_path(const char *url, char *buf, size_t len)
-{
-	const char	*p, *end;
-	size_t		 n;
-
-	if ((p = strstr(url, "://")) != NULL)
-		p += 3;
-	else
-		p = url;
-	p += strcspn(p, "/?#");
-	if (*p != '/') {
-		strlcpy(buf, "/", len);
-		return;
-	}
-	end = p + strcspn(p, "?#");
-	n = end - p;
-	if (n >= len)
-		n = len - 1;
-	memcpy(buf, p, n);
-	buf[n] = '\0';
 }
 
 /*
@@ -638,14 +612,6 @@ grant_argv(struct vault_req *req, struct vault_resp *resp, json_t **out)
 	return (0);
 }
 
-/* An access list may name the tool or the skill it came with. */
-static int
-tool_usable(const struct auth *a, const struct tool_row *t)
-{
-	return (access_allows(a, t->name) ||
-	    (t->bundle[0] != '\0' && access_allows(a, t->bundle)));
-}
-
 /*
  * Fail closed: an audit row that cannot be written stops what it was to
  * record.  A 503, as for server runs, so a client can tell it from a
@@ -907,11 +873,8 @@ grant_allowed(const struct auth *a, const struct tool_row *t,
 	const char	*why;
 	json_t		*tmpl;
 
-	if (!tool_usable(a, t)) {
-		resp_error(resp, 403, "you don't have access to the tool '%s' "
-		    "in this team — ask an admin", t->name);
+	if (tool_access_check(a, t, resp) == -1)
 		return (-1);
-	}
 	/* Owners are never restricted, as with access lists. */
 	if (a->role != ROLE_OWNER && !a->local_run_enabled) {
 		resp_error(resp, 403, "local execution is disabled for you — "
@@ -1321,13 +1284,12 @@ calls_row_visible(const struct auth *a, const struct store_calls_row *r)
 	struct store_tool	 t;
 	int			 ok;
 
-	if (a == NULL || a->role == ROLE_OWNER ||
-	    !json_is_array(a->tool_access) || r->c.tool_name == NULL ||
-	    access_allows(a, r->c.tool_name))
+	if (a == NULL || r->c.tool_name == NULL ||
+	    tool_usable(a, r->c.tool_name, NULL))
 		return (1);
 	if (store_tool_by_name(a->org_id, r->c.tool_name, &t) != 0)
 		return (0);
-	ok = t.bundle[0] != '\0' && access_allows(a, t.bundle);
+	ok = tool_usable(a, r->c.tool_name, t.bundle);
 	store_tool_clear(&t);
 	return (ok);
 }

@@ -58,13 +58,6 @@ reg_ref(struct vault_req *req, struct vault_resp *resp,
 	return (0);
 }
 
-int
-reg_tool_visible(const struct auth *a, const char *tool, const char *bundle)
-{
-	return (access_allows(a, tool) ||
-	    (bundle != NULL && *bundle != '\0' && access_allows(a, bundle)));
-}
-
 json_t *
 reg_json_text(const char *s)
 {

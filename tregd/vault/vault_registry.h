@@ -22,9 +22,6 @@ int		 reg_can_edit(const struct auth *, int64_t);
 int		 reg_ref(struct vault_req *, struct vault_resp *,
 		    enum store_object, int64_t, const char *, const char *,
 		    struct store_ref *);
-/* A tool is visible when the access list names it or its skill. */
-int		 reg_tool_visible(const struct auth *, const char *,
-		    const char *);
 /* The view of secret or tool id of org; NULL if none or on failure. */
 json_t		*reg_view(enum store_object, int64_t, int64_t);
 json_t		*reg_secret_json(const struct store_secret_item *);

@@ -81,6 +81,22 @@ struct strv {
 	size_t		 n;
 };
 
+/* A run being decided: what the steps of run_post() hand on. */
+struct runp {
+	struct tool_row	 t;
+	const char	*name;		/* asked for, in the body */
+	const char	*bin;		/* in t.cli */
+	json_t		*args;		/* an array, maybe empty */
+	int		 timeout;
+	int		 slot;		/* claimed, -1: none */
+	struct secs	*secs;
+	struct redset	*mask;		/* what exec masks in the output */
+	struct strv	 env, xargs;
+	struct pack	 order;		/* for exec */
+	char		*argv;		/* masked JSON, for the record */
+	int64_t		 t_in, t_audit;
+};
+
 static struct vrun_list	 vruns = TAILQ_HEAD_INITIALIZER(vruns);
 static uint32_t		 next_runid = 1;
 /*
@@ -95,9 +111,27 @@ static int		 ev_ends_set;
 
 static void	run_post(struct vault_req *, struct vault_resp *);
 static void	runs_get(struct vault_req *, struct vault_resp *);
-static int	run_args(struct vault_req *, struct vault_resp *, json_t **,
-		    int *);
-static void	base_url_path(const char *, char *, size_t);
+struct runp;
+static int	run_args(struct vault_req *, struct vault_resp *,
+		    struct runp *);
+static void	runp_init(struct runp *);
+static void	runp_clear(struct runp *);
+static int	run_tool(const struct auth *, struct runp *,
+		    struct vault_resp *);
+static int	run_tool_access(const struct auth *, struct runp *,
+		    struct vault_resp *);
+static int	run_tool_bin(struct runp *, struct vault_resp *);
+static int	run_cli_deny(const struct auth *, struct runp *,
+		    struct vault_resp *);
+static int	run_slot(const struct auth *, struct runp *,
+		    struct vault_resp *);
+static int	run_secrets(const struct auth *, struct runp *,
+		    struct vault_resp *);
+static int	run_argv_mask(const struct auth *, struct runp *);
+static struct vrun *run_record(struct vault_req *, struct runp *,
+		    struct vault_resp *);
+static void	run_order(struct runp *);
+static void	run_send(struct vault_req *, struct runp *, struct vrun *);
 static struct isecret *secs_get(struct secs *, int64_t, int64_t,
 		    const char *, struct vault_resp *);
 static struct secs *secs_new(void);
@@ -146,14 +180,13 @@ const struct vault_route vault_run_routes[] = {
 
 /* args, timeout_s: the shapes (400/422 before any lookup). */
 static int
-run_args(struct vault_req *req, struct vault_resp *resp, json_t **args,
-    int *timeout)
+run_args(struct vault_req *req, struct vault_resp *resp, struct runp *rp)
 {
 	json_t	*a, *v;
 	size_t	 i;
 
-	*args = NULL;
-	*timeout = vault_conf.run_timeout;
+	if (body_str(req, resp, "tool", 1, NAME_LEN_MAX, &rp->name) == -1)
+		return (-1);
 	a = json_object_get(req->body, "args");
 	if (a != NULL && !json_is_null(a)) {
 		if (!json_is_array(a) || json_array_size(a) > ARGV_MAX) {
@@ -179,7 +212,8 @@ run_args(struct vault_req *req, struct vault_resp *resp, json_t **args,
 				return (-1);
 			}
 		}
-		*args = a;
+		json_decref(rp->args);
+		rp->args = json_incref(a);
 	}
 	v = json_object_get(req->body, "timeout_s");
 	if (v != NULL && !json_is_null(v)) {
@@ -190,11 +224,11 @@ run_args(struct vault_req *req, struct vault_resp *resp, json_t **args,
 		}
 		/* Clamped, as treg does, rather than refused. */
 		if (json_integer_value(v) < 1)
-			*timeout = 1;
+			rp->timeout = 1;
 		else if (json_integer_value(v) > RUN_TIMEOUT_MAX)
-			*timeout = RUN_TIMEOUT_MAX;
+			rp->timeout = RUN_TIMEOUT_MAX;
 		else
-			*timeout = json_integer_value(v);
+			rp->timeout = json_integer_value(v);
 	}
 	v = json_object_get(req->body, "stream");
 	if (v != NULL && !json_is_boolean(v) && !json_is_null(v)) {
@@ -204,165 +238,234 @@ run_args(struct vault_req *req, struct vault_resp *resp, json_t **args,
 	return (0);
 }
 
+/*
+ * POST /run, in the order of SPEC.md section 6.  The token, tool and
+ * rules are read in one snapshot (opened in vault.c, ended by
+ * run_cli_deny()); a refusal's row and exec's ends are written outside
+ * it.  Once the row is committed, exec and run_exit() answer.
+ */
 static void
 run_post(struct vault_req *req, struct vault_resp *resp)
 {
-	struct auth		*a = req->auth;
-	struct tool_row		 t;
-	struct secs		*secs;
-	struct redset		*mask;
-	struct run_start	 rs;
-	struct api_response	 who;
-	struct vrun		*vr;
-	struct pack		 pk;
-	struct strv		 env, xargs;
-	json_t			*args, *v, *masked, *noargs;
-	const char		*name, *bin;
-	char			 path[URL_LEN_MAX + 1], *margv;
-	size_t			 i, n;
-	int64_t			 audit_id, t_in = mono_ns(), t_audit;
-	int			 timeout, used, rc, slot = -1;
+	struct auth	*a = req->auth;
+	struct runp	 rp;
+	struct vrun	*vr;
 
-	memset(&t, 0, sizeof(t));
-	/* Only what is used is written, read and zeroed (they are big). */
-	env.n = xargs.n = 0;
-	pack_init(&pk);
-	secs = secs_new();
-	if ((mask = calloc(1, sizeof(*mask))) == NULL)
+	runp_init(&rp);
+	if (run_args(req, resp, &rp) == -1 ||
+	    run_tool(a, &rp, resp) == -1 ||
+	    run_tool_access(a, &rp, resp) == -1 ||
+	    run_tool_bin(&rp, resp) == -1 ||
+	    run_cli_deny(a, &rp, resp) == -1 ||
+	    run_slot(a, &rp, resp) == -1 ||
+	    run_secrets(a, &rp, resp) == -1 ||
+	    run_argv_mask(a, &rp) == -1 ||
+	    (vr = run_record(req, &rp, resp)) == NULL)
+		goto out;
+	run_order(&rp);
+	run_send(req, &rp, vr);
+	resp->status = 0;	/* exec and run_exit() answer */
+ out:
+	runp_clear(&rp);
+}
+
+/* Only what is used is written, read and zeroed (they are big). */
+static void
+runp_init(struct runp *rp)
+{
+	memset(&rp->t, 0, sizeof(rp->t));
+	rp->name = rp->bin = NULL;
+	if ((rp->args = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	rp->timeout = vault_conf.run_timeout;
+	rp->slot = -1;
+	rp->secs = secs_new();
+	if ((rp->mask = calloc(1, sizeof(*rp->mask))) == NULL)
 		fatal("%s: calloc", __func__);
-	if (body_str(req, resp, "tool", 1, NAME_LEN_MAX, &name) == -1 ||
-	    run_args(req, resp, &args, &timeout) == -1)
-		goto out;
+	rp->env.n = rp->xargs.n = 0;
+	pack_init(&rp->order);
+	rp->argv = NULL;
+	rp->t_in = mono_ns();
+	rp->t_audit = 0;
+}
 
-	/* 2. The tool, in the caller's org only. */
-	switch (tool_load(a->org_id, name, &t)) {
+static void
+runp_clear(struct runp *rp)
+{
+	store_read_end();
+	if (rp->slot != -1)
+		slots_release(rp->slot);
+	redset_clear(rp->mask);
+	free(rp->mask);
+	pack_free(&rp->order);
+	strv_clear(&rp->env);
+	strv_clear(&rp->xargs);
+	secs_clear(rp->secs);
+	free(rp->secs);
+	free(rp->argv);
+	json_decref(rp->args);
+	tool_row_clear(&rp->t);
+}
+
+/* 2. The tool, in the caller's org only. */
+static int
+run_tool(const struct auth *a, struct runp *rp, struct vault_resp *resp)
+{
+	switch (tool_load(a->org_id, rp->name, &rp->t)) {
 	case 0:
-		break;
+		return (0);
 	case 1:
-		resp_error(resp, 404, "no tool '%s' in this org", name);
-		goto out;
+		resp_error(resp, 404, "no tool '%s' in this org", rp->name);
+		return (-1);
 	default:
 		db_fail(resp, "tool lookup");
-		goto out;
+		return (-1);
 	}
-	/* 3. Access list, then deny rules on the tool's base_url. */
-	if (!access_allows(a, t.name) &&
-	    (t.bundle[0] == '\0' || !access_allows(a, t.bundle))) {
-		resp_error(resp, 403, "you don't have access to the tool '%s' "
-		    "in this team — ask an admin to add it to your access "
-		    "list", t.name);
-		goto out;
-	}
-	base_url_path(t.base_url, path, sizeof(path));
-	if (deny_check(a, t.host, path, NULL, resp) == -1)
-		goto out;
-	/* 4, 5. A CLI profile whose bin this server allows. */
-	if (t.cli == NULL || (bin = json_string_value(json_object_get(t.cli,
-	    "bin"))) == NULL) {
+}
+
+/* 3. Access list, then deny rules on the tool's base_url. */
+static int
+run_tool_access(const struct auth *a, struct runp *rp,
+    struct vault_resp *resp)
+{
+	char	 path[URL_LEN_MAX + 1];
+
+	if (tool_access_check(a, &rp->t, resp) == -1)
+		return (-1);
+	url_path(rp->t.base_url, path, sizeof(path));
+	return (deny_check(a, rp->t.host, path, NULL, resp));
+}
+
+/* 4, 5. A CLI profile whose bin this server allows. */
+static int
+run_tool_bin(struct runp *rp, struct vault_resp *resp)
+{
+	const struct tool_row	*t = &rp->t;
+
+	if (t->cli == NULL || (rp->bin = json_string_value(
+	    json_object_get(t->cli, "bin"))) == NULL) {
 		resp_error(resp, 422, "tool '%s' has no CLI profile — it's an "
-		    "HTTP tool; call it through /call/%s/... instead", t.name,
-		    t.name);
-		goto out;
+		    "HTTP tool; call it through /call/%s/... instead", t->name,
+		    t->name);
+		return (-1);
 	}
-	if (!bin_valid(bin) || strlen(bin) >= CONF_BIN_LEN ||
-	    !conf_run_allowed(&vault_conf, bin)) {
+	if (!bin_valid(rp->bin) || strlen(rp->bin) >= CONF_BIN_LEN ||
+	    !conf_run_allowed(&vault_conf, rp->bin)) {
 		resp_error(resp, 422, "'%s' is not approved for server runs "
 		    "on this treg server — ask the operator to add it to "
-		    "'run allow'", bin);
-		goto out;
+		    "'run allow'", rp->bin);
+		return (-1);
 	}
-	/*
-	 * The token, tool and rules were read in one snapshot (vault.c);
-	 * a refusal's row or exec's ends are written outside it.
-	 */
+	return (0);
+}
+
+/*
+ * 5a. cli.deny, as for grants: audited as DENY.  The decision's snapshot
+ * ends here: the refusal's row is written outside it.
+ */
+static int
+run_cli_deny(const struct auth *a, struct runp *rp, struct vault_resp *resp)
+{
 	store_read_end();
-	/* 5a. cli.deny, as for grants: audited as DENY. */
-	noargs = json_array();
-	rc = cli_deny_refuse(a, &t, args ? args : noargs, "server_run", resp);
-	json_decref(noargs);
-	if (rc == -1)
-		goto out;
-	/*
-	 * 6. Slots (the host's, every worker's): the server's, the user's,
-	 * the org's.
-	 * A run that ended may not be read yet: read exec's news first.
-	 */
+	return (cli_deny_refuse(a, &rp->t, rp->args, "server_run", resp));
+}
+
+/*
+ * 6. Slots (the host's, every worker's): the server's, the user's, the
+ * org's.  A run that ended may not be read yet: read exec's news first.
+ */
+static int
+run_slot(const struct auth *a, struct runp *rp, struct vault_resp *resp)
+{
+	int	 rc, used;
+
 	if ((rc = slots_claim(a->user_id, a->org_id, vault_conf.run_slots,
-	    vault_conf.run_slots_user, vault_conf.run_slots_org, &slot,
+	    vault_conf.run_slots_user, vault_conf.run_slots_org, &rp->slot,
 	    &used)) != 0) {
 		run_exits_read();
 		rc = slots_claim(a->user_id, a->org_id, vault_conf.run_slots,
-		    vault_conf.run_slots_user, vault_conf.run_slots_org, &slot,
-		    &used);
+		    vault_conf.run_slots_user, vault_conf.run_slots_org,
+		    &rp->slot, &used);
 	}
 	switch (rc) {
 	case SLOTS_FULL:
 		resp_error(resp, 429, "the server is busy running other jobs "
 		    "— try again in a moment");
-		goto out;
+		return (-1);
 	case SLOTS_USER:
 		resp_error(resp, 429, "you already have %d server runs in "
 		    "flight — wait for one to finish", used);
-		goto out;
+		return (-1);
 	case SLOTS_ORG:
 		resp_error(resp, 429, "your organization already has %d server "
 		    "runs in flight — wait for one to finish", used);
-		goto out;
+		return (-1);
 	}
+	return (0);
+}
 
-	/* The secrets and the argv's mask: one more snapshot. */
+/*
+ * What the CLI gets, in a snapshot of its own (ended by run_argv_mask()):
+ * a failure to resolve is the tool's, a 502 on record.
+ */
+static int
+run_secrets(const struct auth *a, struct runp *rp, struct vault_resp *resp)
+{
 	if (store_read_begin() == -1) {
 		db_fail(resp, "secrets");
-		goto out;
+		return (-1);
 	}
-	/* What the CLI gets: a failure is the tool's, a 502 on record. */
-	switch (run_inject(a->org_id, &t, secs, mask, &env, &xargs, resp)) {
+	switch (run_inject(a->org_id, &rp->t, rp->secs, rp->mask, &rp->env,
+	    &rp->xargs, resp)) {
 	case RUN_INJECT_OK:
-		break;
+		return (0);
 	case RUN_INJECT_TOOMANY:
-		goto toomany;
+		resp_error(resp, 422, "the secrets of tool '%s' are too many "
+		    "or too large to be masked (over %d parts or %d bytes) — "
+		    "use fewer or smaller secrets", rp->t.name, REDSET_MAX,
+		    REDSET_BYTES_MAX);
+		return (-1);
 	default:
 		if (resp->status == 502) {
 			store_read_end();
-			noargs = json_array();
-			resolution_refuse(a, t.name, args ? args : noargs,
+			resolution_refuse(a, rp->t.name, rp->args,
 			    "server_run", resp);
-			json_decref(noargs);
 		}
-		goto out;
+		return (-1);
 	}
+}
 
-	/* The order: bin, argv, env, secrets. */
-	pack_str(&pk, bin);
-	n = 1 + json_array_size(args) + xargs.n;
-	pack_u32(&pk, n);
-	pack_str(&pk, bin);
-	json_array_foreach(args, i, v)
-		pack_bytes(&pk, json_string_value(v), json_string_length(v));
-	for (i = 0; i < xargs.n; i++)
-		pack_bytes(&pk, xargs.v[i], xargs.len[i]);
-	pack_u32(&pk, env.n);
-	for (i = 0; i < env.n; i++)
-		pack_bytes(&pk, env.v[i], env.len[i]);
-	pack_u32(&pk, mask->n);
-	for (i = 0; i < mask->n; i++)
-		pack_bytes(&pk, mask->v[i], mask->len[i]);
+/* The argv as the record shows it, masked; the snapshot ends. */
+static int
+run_argv_mask(const struct auth *a, struct runp *rp)
+{
+	json_t	*masked;
 
-	noargs = json_array();
-	masked = argv_mask(a->org_id, args ? args : noargs);
-	json_decref(noargs);
-	if (masked == NULL || (margv = json_dumps(masked,
+	masked = argv_mask(a->org_id, rp->args);
+	if (masked == NULL || (rp->argv = json_dumps(masked,
 	    JSON_COMPACT)) == NULL)
 		fatalx("%s: argv", __func__);
 	json_decref(masked);
 	store_read_end();
-	/* Audit first: no committed row, nothing goes to exec. */
-	t_audit = mono_ns();
-	if ((audit_id = run_audit_start(a, t.name, margv)) == -1) {
-		free(margv);
+	return (0);
+}
+
+/*
+ * Audit first: no committed row, nothing goes to exec (503).  The run,
+ * which now holds the slot and the masked argv.
+ */
+static struct vrun *
+run_record(struct vault_req *req, struct runp *rp, struct vault_resp *resp)
+{
+	const struct auth	*a = req->auth;
+	struct vrun		*vr;
+	int64_t			 audit_id;
+
+	rp->t_audit = mono_ns();
+	if ((audit_id = run_audit_start(a, rp->t.name, rp->argv)) == -1) {
 		resp_error(resp, 503, "the audit log cannot be written — "
 		    "nothing was run");
-		goto out;
+		return (NULL);
 	}
 	if ((vr = calloc(1, sizeof(*vr))) == NULL)
 		fatal("%s: calloc", __func__);
@@ -371,27 +474,77 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 		next_runid = 1;
 	vr->reqid = req->reqid;
 	vr->audit_id = audit_id;
-	vr->slot = slot;
-	slots_started(slot, audit_id);
-	slot = -1;
+	vr->slot = rp->slot;
+	slots_started(rp->slot, audit_id);
+	rp->slot = -1;
 	vr->org_id = a->org_id;
 	vr->user_id = a->user_id;
 	strlcpy(vr->email, a->email, sizeof(vr->email));
-	strlcpy(vr->tool, t.name, sizeof(vr->tool));
-	strlcpy(vr->bin, bin, sizeof(vr->bin));
-	vr->argv = margv;
+	strlcpy(vr->tool, rp->t.name, sizeof(vr->tool));
+	strlcpy(vr->bin, rp->bin, sizeof(vr->bin));
+	vr->argv = rp->argv;
+	rp->argv = NULL;
+	return (vr);
+}
+
+/* The order for exec (proto.c): bin, argv (bin, args, inject's), env, mask. */
+static void
+run_order(struct runp *rp)
+{
+	struct run_order	 o;
+	const char		**argv;
+	size_t			*len, i, n;
+	json_t			*v;
+
+	n = 1 + json_array_size(rp->args) + rp->xargs.n;
+	if ((argv = calloc(n, sizeof(*argv))) == NULL ||
+	    (len = calloc(n, sizeof(*len))) == NULL)
+		fatal("%s: calloc", __func__);
+	argv[0] = rp->bin;
+	len[0] = strlen(rp->bin);
+	n = 1;
+	json_array_foreach(rp->args, i, v) {
+		argv[n] = json_string_value(v);
+		len[n++] = json_string_length(v);
+	}
+	for (i = 0; i < rp->xargs.n; i++) {
+		argv[n] = rp->xargs.v[i];
+		len[n++] = rp->xargs.len[i];
+	}
+	memset(&o, 0, sizeof(o));
+	o.bin = rp->bin;
+	o.argv = argv;
+	o.argvlen = len;
+	o.argc = n;
+	o.env = rp->env.v;
+	o.envlen = rp->env.len;
+	o.envc = rp->env.n;
+	o.mask = rp->mask->v;
+	o.masklen = rp->mask->len;
+	o.nmask = rp->mask->n;
+	run_order_pack(&rp->order, &o);
+	free(argv);
+	free(len);
+}
+
+/* The run to exec, "accepted" to the frontend; vr is in flight. */
+static void
+run_send(struct vault_req *req, struct runp *rp, struct vrun *vr)
+{
+	struct run_start	 rs;
+	struct api_response	 who;
 
 	memset(&rs, 0, sizeof(rs));
 	rs.runid = vr->runid;
-	rs.timeout_s = timeout;
+	rs.timeout_s = rp->timeout;
 	rs.rlimits = vault_conf.run_rlimits;
 	rs.stream = req->stream;
 	rs.cpu = vault_conf.run_cpu;
 	rs.filesize = vault_conf.run_filesize;
-	rs.network = !json_is_false(json_object_get(t.cli, "network"));
-	rs.tool_id = t.id;
+	rs.network = !json_is_false(json_object_get(rp->t.cli, "network"));
+	rs.tool_id = rp->t.id;
 	if (imsgev_send_blob(vault_exec, IMSG_RUN_START, req->reqid, &rs,
-	    sizeof(rs), pk.buf, pk.len) == -1)
+	    sizeof(rs), rp->order.buf, rp->order.len) == -1)
 		fatal("%s: send to exec", __func__);
 	memset(&who, 0, sizeof(who));
 	who.status = 200;
@@ -401,31 +554,13 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	    &who, sizeof(who)) == -1)
 		fatal("%s: send to frontend", __func__);
 	TAILQ_INSERT_TAIL(&vruns, vr, entry);
-	resp->status = 0;	/* exec and run_exit() answer */
 	/* bench/run.sh -v: the vault's share, in µs. */
 	if (log_getverbose() >= 1)
 		log_debug("run %u: vault us: token %lld, decide %lld, "
 		    "audit %lld", vr->runid,
-		    (long long)(t_in - req->t_in) / 1000,
-		    (long long)(t_audit - t_in) / 1000,
-		    (long long)(mono_ns() - t_audit) / 1000);
-	goto out;
- toomany:
-	resp_error(resp, 422, "the secrets of tool '%s' are too many or too "
-	    "large to be masked (over %d parts or %d bytes) — use fewer or "
-	    "smaller secrets", t.name, REDSET_MAX, REDSET_BYTES_MAX);
- out:
-	store_read_end();
-	if (slot != -1)
-		slots_release(slot);
-	redset_clear(mask);
-	free(mask);
-	pack_free(&pk);
-	strv_clear(&env);
-	strv_clear(&xargs);
-	secs_clear(secs);
-	free(secs);
-	tool_row_clear(&t);
+		    (long long)(rp->t_in - req->t_in) / 1000,
+		    (long long)(rp->t_audit - rp->t_in) / 1000,
+		    (long long)(mono_ns() - rp->t_audit) / 1000);
 }
 
 /* "NAME=value" in a fresh buffer (freezero'd with the strv). */
@@ -545,26 +680,6 @@ int
 run_slots_used(void)
 {
 	return (slots_used(0));
-}
-
-/* The path of a base URL, for deny rules: "/" when it has none. */
-static void
-base_url_path(const char *url, char *path, size_t len)
-{
-	const char	*p;
-	size_t		 n;
-
-	if ((p = strstr(url, "://")) != NULL)
-		url = p + 3;
-	if ((p = strchr(url, '/')) == NULL) {
-		strlcpy(path, "/", len);
-		return;
-	}
-	n = strcspn(p, "?#");
-	if (n + 1 > len)
-		n = len - 1;
-	memcpy(path, p, n);
-	path[n] = '\0';
 }
 
 /*

@@ -1,7 +1,7 @@
 /*
  * vault_secret.c: the registry's secrets (SPEC.md section 3).
  *
- * A secret's value is write-only: it is sealed (vault_crypto.c) before
+ * A secret's value is write-only: it is sealed (vault_keyring.c) before
  * it reaches a row, and no response, log line or error text carries it;
  * every buffer that held it is zeroed.  A gated member (an access list)
  * sees in GET /secrets the secrets it owns and those used by a tool it
@@ -201,7 +201,7 @@ secret_user_seen(const char *tool, const char *bundle, void *arg)
 	struct secret_seen	*s = arg;
 
 	if (tool != NULL)
-		s->ok = reg_tool_visible(s->a, tool, bundle);
+		s->ok = tool_usable(s->a, tool, bundle);
 	else
 		s->ok = access_allows(s->a, bundle);
 	return (s->ok);

@@ -545,7 +545,7 @@ tool_list_row(const struct store_tool_item *t, void *arg)
 	struct tool_list	*l = arg;
 
 	l->found = 1;
-	if ((l->visible = reg_tool_visible(l->a, t->name, t->bundle)))
+	if ((l->visible = tool_usable(l->a, t->name, t->bundle)))
 		json_array_append_new(l->list, reg_tool_json(t));
 	return (0);
 }
@@ -555,7 +555,7 @@ tool_text_row(const struct store_tool_item *t, void *arg)
 {
 	struct tool_list	*l = arg;
 
-	if (!reg_tool_visible(l->a, t->name, t->bundle))
+	if (!tool_usable(l->a, t->name, t->bundle))
 		return (0);
 	evbuffer_add(l->text, l->found++ ? "," : "[", 1);
 	reg_tool_text(l->text, t);
@@ -911,7 +911,7 @@ ctl_key_rotate(const struct ctl_request *cr, json_t **reply)
 		    "in use (see the log)");
 		return (-1);
 	}
-	*reply = json_pack("{s:s}", "key_id", crypto_key_id());
+	*reply = json_pack("{s:s}", "key_id", keyring_current_hex());
 	return (0);
 }
 

@@ -41,6 +41,20 @@ store_check(char *buf, size_t len)
 }
 
 int
+store_reach(struct store_reach *r)
+{
+	memset(r, 0, sizeof(*r));
+	return (ops->reach != NULL ? ops->reach(r) : 0);
+}
+
+void
+store_reach_dir(const char *dir)
+{
+	if (ops->reach_dir != NULL)
+		ops->reach_dir(dir);
+}
+
+int
 store_backup(const char *path)
 {
 	return (ops->backup(path));

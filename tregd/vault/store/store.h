@@ -19,6 +19,7 @@
 #ifndef STORE_H
 #define STORE_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +40,16 @@ struct store_params {
 	const char		*conninfo;	/* postgresql: libpq string */
 	const char		*password;	/* postgresql: or NULL */
 	unsigned int		 worker;	/* this vault worker's index */
+};
+
+/*
+ * How a vault reaches its database server again once it confined itself
+ * (chroot, seccomp, Landlock): a server restarted under tregd is
+ * reconnected to, not fatal.
+ */
+struct store_reach {
+	char		 socket_dir[PATH_MAX];	/* a Unix socket's, or "" */
+	int		 tcp_port;		/* a TCP connection's, or 0 */
 };
 
 /* One membership (a token): user, org and role. */
@@ -486,6 +497,8 @@ struct store_ops {
 	int	(*commit)(void);
 	void	(*rollback)(void);
 	int	(*unavailable)(void);
+	int	(*reach)(struct store_reach *);		/* NULL: a file */
+	void	(*reach_dir)(const char *);
 	int	(*member_by_token)(const uint8_t [STORE_HASH_LEN],
 		    struct store_member *);
 	int	(*secret_get)(int64_t, int64_t, struct store_secret *);
@@ -637,6 +650,10 @@ extern const struct store_ops	store_pg_ops;		/* store_pg.c */
 int		 store_open(const struct store_params *, char *, size_t);
 void		 store_close(void);
 int		 store_check(char *, size_t);	/* 0 ok, -1 why in buf */
+/* 1 and what to let through when the database is a server, else 0. */
+int		 store_reach(struct store_reach *);
+/* The socket directory as the confined vault sees it (a bind mount). */
+void		 store_reach_dir(const char *);
 /* A consistent copy of the database into path, while serving. */
 int		 store_backup(const char *);
 /*

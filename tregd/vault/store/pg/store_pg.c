@@ -1,10 +1,8 @@
 /*
  * The PostgreSQL engine of store.h (libpq), for several tregd hosts on
- * one database.  One connection per vault, opened before the vault
- * drops its privileges: after the chroot and under the vault's seccomp
- * filter (no socket, no connect) it can never be opened again, so a lost
- * connection fails the request that saw it (500) and ends the vault a
- * moment later, the way a dead core child stops tregd.
+ * one database.  One connection per vault worker, opened before the
+ * vault confines itself; a lost one is made again (store_pg_conn.c)
+ * while requests answer 503.
  *
  * Every statement is prepared once, on first use, and answers in libpq's
  * binary format: integers are BIGINT, booleans are 0/1 BIGINTs, times
@@ -32,7 +30,6 @@
 PGconn			*pg_conn;
 static char		 pg_errbuf[STORE_ERROR_MAX];
 static char		 pg_state[6];	/* SQLSTATE of the last failure */
-static struct event	 pg_lost_ev;
 static int		 pg_lost;
 static int		 pg_generation;	/* of the connection */
 static int64_t		 pg_seen;	/* pg_version_seen() */
@@ -49,7 +46,6 @@ static int		 pg_commit(void);
 static void		 pg_rollback(void);
 static int		 pg_unavailable(void);
 static void		 pg_notice(void *, const char *);
-static void		 pg_lost_exit(int, short, void *);
 static void		 pg_seterr(const char *);
 
 const struct store_ops store_pg_ops = {
@@ -64,6 +60,8 @@ const struct store_ops store_pg_ops = {
 	.commit = pg_commit,
 	.rollback = pg_rollback,
 	.unavailable = pg_unavailable,
+	.reach = pg_reach,
+	.reach_dir = pg_reach_dir,
 	.member_by_token = pg_member_by_token,
 	.secret_get = pg_secret_get,
 	.secret_set_sealed = pg_secret_set_sealed,
@@ -194,8 +192,6 @@ pg_open(const struct store_params *sp, char *err, size_t errlen)
 		vals[1] = "tregd";
 		keys[2] = vals[2] = NULL;
 	}
-	/* Statements prepared on an earlier connection are gone. */
-	pg_generation++;
 	/* expand_dbname: the first value is the whole connection string. */
 	pg_conn = PQconnectdbParams(keys, vals, 1);
 	if (pg_conn == NULL || PQstatus(pg_conn) != CONNECTION_OK) {
@@ -206,11 +202,15 @@ pg_open(const struct store_params *sp, char *err, size_t errlen)
 		pg_close();
 		return (-1);
 	}
-	PQsetNoticeProcessor(pg_conn, pg_notice, NULL);
-	if (pg_exec("SET client_min_messages = warning") == -1 ||
-	    pg_exec("SET TIME ZONE 'UTC'") == -1 || pg_migrate() == -1) {
+	if (pg_session() == -1 || pg_migrate() == -1) {
 		snprintf(err, errlen, "PostgreSQL database %s: %s",
 		    PQdb(pg_conn), pg_errbuf);
+		pg_close();
+		return (-1);
+	}
+	if (pg_pin(pg_conn) == -1) {
+		snprintf(err, errlen, "PostgreSQL: too many connection "
+		    "parameters to keep");
 		pg_close();
 		return (-1);
 	}
@@ -222,9 +222,33 @@ pg_open(const struct store_params *sp, char *err, size_t errlen)
 static void
 pg_close(void)
 {
+	pg_unpin();
 	if (pg_conn != NULL)
 		PQfinish(pg_conn);
 	pg_conn = NULL;
+}
+
+/*
+ * A connection's session, the first or a new one: statements prepared
+ * on an earlier connection are gone.
+ */
+int
+pg_session(void)
+{
+	pg_generation++;
+	PQsetNoticeProcessor(pg_conn, pg_notice, NULL);
+	if (pg_exec("SET client_min_messages = warning") == -1 ||
+	    pg_exec("SET TIME ZONE 'UTC'") == -1)
+		return (-1);
+	return (0);
+}
+
+/* A new connection serves (store_pg_conn.c). */
+void
+pg_found(void)
+{
+	pg_lost = 0;
+	pg_state[0] = '\0';
 }
 
 /*
@@ -445,15 +469,13 @@ pg_exec(const char *sql)
 }
 
 /*
- * Keep the server's primary message only.  A connection that is gone
- * cannot come back in the chroot: say so loudly and end the vault once
- * this request has had its answer.
+ * Keep the server's primary message only.  A connection that is gone is
+ * made again (store_pg_conn.c); meanwhile every request answers 503.
  */
 int
 pg_fail(PGresult *res, const char *what)
 {
 	const char	*m = NULL;
-	struct timeval	 tv = { 0, 200 * 1000 };
 
 	pg_state[0] = '\0';
 	if (res != NULL) {
@@ -470,14 +492,7 @@ pg_fail(PGresult *res, const char *what)
 	PQclear(res);
 	if (PQstatus(pg_conn) == CONNECTION_BAD && !pg_lost) {
 		pg_lost = 1;
-		log_warnx("database: the connection to PostgreSQL is lost "
-		    "(%s); the vault stops, tregd must be restarted",
-		    pg_errbuf);
-		if (proc_base != NULL) {
-			evtimer_set(&pg_lost_ev, pg_lost_exit, NULL);
-			event_base_set(proc_base, &pg_lost_ev);
-			evtimer_add(&pg_lost_ev, &tv);
-		}
+		pg_lost_start();
 	}
 	return (-1);
 }
@@ -486,12 +501,6 @@ int
 pg_unique_violation(void)
 {
 	return (strcmp(pg_state, "23505") == 0);
-}
-
-static void
-pg_lost_exit(int fd, short event, void *arg)
-{
-	fatalx("database: connection to PostgreSQL lost");
 }
 
 static void

@@ -64,6 +64,17 @@ int		 pg_null(const PGresult *, int, int);
 char		*pg_strdup(const PGresult *, int, int);	/* NULL: NULL */
 void		 pg_copy(char *, size_t, const PGresult *, int, int);
 
+/* store_pg.c: the connection's session */
+int		 pg_session(void);
+void		 pg_found(void);
+
+/* store_pg_conn.c: a lost connection made again */
+int		 pg_pin(PGconn *);
+void		 pg_unpin(void);
+int		 pg_reach(struct store_reach *);
+void		 pg_reach_dir(const char *);
+void		 pg_lost_start(void);
+
 /* store_pg_key.c */
 int		 pg_keys(const char *, store_key_fn, void *);
 int		 pg_key_insert(const struct store_key *);

@@ -1,0 +1,138 @@
+/*
+ * The vault's access rules: who a token is (auth_lookup), the roles, and
+ * whether a member may use a tool.  Below the domain files, above the
+ * store: every route, run, grant and call asks here, and nowhere else.
+ */
+
+#include <sys/types.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "vault.h"
+
+static const char *role_phrase(enum role);
+
+static const char *const role_names[] = {
+	"", "viewer", "member", "admin", "owner"
+};
+
+int
+require_role(struct vault_req *req, struct vault_resp *resp, enum role need)
+{
+	if (req->auth != NULL && req->auth->role >= need)
+		return (0);
+	resp_error(resp, 403, "%s", role_phrase(need));
+	return (-1);
+}
+
+static const char *
+role_phrase(enum role need)
+{
+	switch (need) {
+	case ROLE_MEMBER:
+		return ("viewers can call and read, but cannot register");
+	case ROLE_ADMIN:
+		return ("only admins and owners can do this");
+	case ROLE_OWNER:
+		return ("only owners can do this");
+	default:
+		return ("forbidden");
+	}
+}
+
+int
+auth_lookup(const uint8_t hash[TOKEN_HASH_LEN], struct auth *a)
+{
+	struct store_member	 m;
+	int			 rc = 1, found;
+
+	/* A database that fails is not "no such token": 503, and said. */
+	if ((found = store_member_by_token(hash, &m)) != 0) {
+		if (found == -1) {
+			log_warnx("authentication: %s", store_error());
+			rc = -1;
+		}
+		goto out;
+	}
+	if (sodium_memcmp(m.token_hash, hash, TOKEN_HASH_LEN) != 0)
+		goto out;
+	a->membership_id = m.id;
+	a->user_id = m.user_id;
+	a->org_id = m.org_id;
+	a->role = role_from_name(m.role);
+	a->tool_access = m.tool_access ? json_loads(m.tool_access, 0, NULL) :
+	    NULL;
+	a->local_run_enabled = m.local_run_enabled;
+	strlcpy(a->email, m.email, sizeof(a->email));
+	a->is_agent = m.is_agent;
+	strlcpy(a->org_slug, m.org_slug, sizeof(a->org_slug));
+	if (a->role != ROLE_NONE)
+		rc = 0;
+ out:
+	store_member_clear(&m);
+	return (rc);
+}
+
+void
+auth_clear(struct auth *a)
+{
+	json_decref(a->tool_access);
+	memset(a, 0, sizeof(*a));
+}
+
+/* Owners are never restricted; null means every tool. */
+int
+access_allows(const struct auth *a, const char *tool)
+{
+	size_t	 i;
+	json_t	*v;
+
+	if (a->role == ROLE_OWNER || a->tool_access == NULL ||
+	    !json_is_array(a->tool_access))
+		return (1);
+	json_array_foreach(a->tool_access, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), tool) == 0)
+			return (1);
+	return (0);
+}
+
+enum role
+role_from_name(const char *s)
+{
+	int	 i;
+
+	for (i = ROLE_VIEWER; i <= ROLE_OWNER; i++)
+		if (strcmp(s, role_names[i]) == 0)
+			return (i);
+	return (ROLE_NONE);
+}
+
+const char *
+role_name(enum role r)
+{
+	if (r < ROLE_VIEWER || r > ROLE_OWNER)
+		return ("");
+	return (role_names[r]);
+}
+
+int
+tool_usable(const struct auth *a, const char *tool, const char *bundle)
+{
+	return (access_allows(a, tool) ||
+	    (bundle != NULL && *bundle != '\0' && access_allows(a, bundle)));
+}
+
+int
+tool_access_check(const struct auth *a, const struct tool_row *t,
+    struct vault_resp *resp)
+{
+	if (tool_usable(a, t->name, t->bundle))
+		return (0);
+	resp_error(resp, 403, "you don't have access to the tool '%s' in this "
+	    "team — ask an admin to add it to your access list", t->name);
+	return (-1);
+}
