@@ -271,6 +271,12 @@ front_call(struct http_conn *conn, const struct http_head *h,
 		http_error(conn, 405, "method not allowed");
 		return;
 	}
+	if (http_org_copy(h, cr.org, sizeof(cr.org)) == -1) {
+		http_add_header(conn, "X-Treg-Error: 1\r\n", 17);
+		http_error(conn, 400, "X-Treg-Org must name an org by its "
+		    "slug or id");
+		return;
+	}
 	if (h->token.p != NULL) {
 		cr.has_token = 1;
 		token_hash(h->token.p, h->token.len, cr.token_hash);

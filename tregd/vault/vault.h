@@ -27,8 +27,19 @@ enum role {
 	ROLE_OWNER
 };
 
+/*
+ * How the caller authenticated: a membership's token (a person's or an
+ * agent's, one org), or a person's identity token (vault_identity.c),
+ * acting in the org X-Treg-Org names, or in none (membership_id 0).
+ */
+enum auth_kind {
+	AUTH_MEMBERSHIP,
+	AUTH_IDENTITY
+};
+
 /* The caller: one membership, i.e. one (user, org) pair and a role. */
 struct auth {
+	enum auth_kind	 kind;
 	int64_t		 membership_id;
 	int64_t		 user_id;
 	int64_t		 org_id;
@@ -81,6 +92,30 @@ extern const struct vault_route vault_org_routes[];	/* vault_org.c */
 extern const struct vault_route vault_tool_routes[];	/* vault_tool.c */
 extern const struct vault_route vault_run_routes[];	/* vault_run.c */
 extern const struct vault_route vault_me_routes[];	/* vault_me.c */
+extern const struct vault_route vault_identity_routes[];
+							/* vault_identity.c */
+/*
+ * vault_identity.c: hash, X-Treg-Org: an identity token's caller (0),
+ * 2 when X-Treg-Org names no org of theirs (none chosen then), 1 no
+ * such token, -1 the database failed.
+ */
+int	identity_auth(const uint8_t [TOKEN_HASH_LEN], const char *,
+	    struct auth *);
+int	identity_call_auth(const struct call_request *, struct auth *,
+	    struct vault_resp *);
+/*
+ * The caller may take the route (identity_auth's rc): in an org, with
+ * the role it needs; an identity token in none, the person's routes
+ * only.  0, or -1 answered.
+ */
+int	auth_enter(struct vault_req *, struct vault_resp *, int, enum role);
+/* A new identity token of the user into token (IDENTITY_TOKEN_LEN + 1). */
+int	identity_mint(int64_t, char *);
+#define IDENTITY_TOKEN_PREFIX	"eyJzY3AiOiJ0ZWFtIn0."
+#define IDENTITY_TOKEN_LEN	(sizeof(IDENTITY_TOKEN_PREFIX) - 1 + TOKEN_LEN)
+/* treg's words, which its client reads to say how to pick an org. */
+#define IDENTITY_CHOOSE_ORG	"choose an org (send X-Treg-Org)"
+extern const struct vault_route vault_mail_routes[];	/* vault_mail.c */
 
 /* vault.c: the process and its dispatch; nothing below calls it. */
 void		 vault_ends_sync(struct imsg *);	/* IMSG_ENDS_SYNC */
@@ -185,6 +220,26 @@ int		 body_email_person(struct vault_resp *, const char *);
 
 /* vault_member.c */
 extern const struct vault_route vault_member_routes[];
+/* An invite being accepted (vault_member.c, vault_identity.c). */
+struct invite_found {
+	int64_t		 id;
+	int64_t		 org_id;
+	int64_t		 expires;
+	enum role	 role;
+	int		 local_run;
+	int		 used;
+	char		*access;
+	char		 email[STORE_EMAIL_MAX + 1];
+	char		 slug[NAME_LEN_MAX + 1];
+	char		 name[NAME_LEN_MAX + 1];
+};
+int		 invite_copy(const struct store_invite *, void *);
+/* The invite found (rc 1: none) for this email: 0, or -1 answered. */
+int		 invite_check(int, const struct invite_found *, const char *,
+		    struct vault_resp *);
+/* Its person joins (a membership, its token into token): 0, -1. */
+int		 invite_join(const struct invite_found *, const char *, char *,
+		    int64_t *, struct vault_resp *);
 
 /* vault_ctl.c */
 void		 ctl_conn(int);

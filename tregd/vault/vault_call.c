@@ -343,7 +343,11 @@ call_decide(struct vpend *p)
 		resp_error(&p->resp, 401, "not authenticated");
 		goto done;
 	}
-	if ((rc = ccache_auth(cr.token_hash, &p->auth)) != 0) {
+	/* An identity token acts in the org X-Treg-Org names, uncached. */
+	if ((rc = ccache_auth(cr.token_hash, &p->auth)) == 1 &&
+	    (rc = identity_call_auth(&cr, &p->auth, &p->resp)) == 2)
+		goto done;
+	if (rc != 0) {
 		if (rc == -1)
 			resp_error(&p->resp, 503, "the database cannot be "
 			    "read — try again in a moment");

@@ -31,20 +31,6 @@ struct member_state {
 	json_t		*access;	/* with want_access: to be freed */
 };
 
-/* An invite being accepted. */
-struct invite_found {
-	int64_t		 id;
-	int64_t		 org_id;
-	int64_t		 expires;
-	enum role	 role;
-	int		 local_run;
-	int		 used;
-	char		*access;
-	char		 email[EMAIL_LEN_MAX + 1];
-	char		 slug[NAME_LEN_MAX + 1];
-	char		 name[NAME_LEN_MAX + 1];
-};
-
 /* POST /orgs/{id}/agents, checked. */
 /* Pending invites of one email (treg compatibility: re-invites). */
 struct invite_old {
@@ -91,11 +77,6 @@ static void	member_rows(struct vault_req *, struct vault_resp *, int,
 static int	invite_view(const struct store_invite *, void *);
 static int	invite_seen(const struct store_invite *, void *);
 static int	invite_supersede(struct vault_resp *, int64_t, const char *);
-static int	invite_copy(const struct store_invite *, void *);
-static int	invite_check(int, const struct invite_found *, const char *,
-		    struct vault_resp *);
-static int	invite_join(const struct invite_found *, const char *,
-		    char *, int64_t *, struct vault_resp *);
 static int	agent_body(struct vault_req *, struct vault_resp *,
 		    const struct org_ctx *, struct agent_req *);
 static int	agent_issue(const struct org_ctx *, const struct agent_req *,
@@ -513,7 +494,7 @@ invite_delete(struct vault_req *req, struct vault_resp *resp)
 	    (json_int_t)req->id2));
 }
 
-static int
+int
 invite_copy(const struct store_invite *iv, void *arg)
 {
 	struct invite_found	*f = arg;
@@ -534,7 +515,7 @@ invite_copy(const struct store_invite *iv, void *arg)
 }
 
 /* The invite of a code (rc 1: none) for this email: 0, or -1 answered. */
-static int
+int
 invite_check(int rc, const struct invite_found *f, const char *email,
     struct vault_resp *resp)
 {
@@ -560,7 +541,7 @@ invite_check(int rc, const struct invite_found *f, const char *email,
  * The invited person (a new user on a first invite) joins: the invite
  * is used and the membership made, or the answer says why not.
  */
-static int
+int
 invite_join(const struct invite_found *f, const char *email, char *token,
     int64_t *uid, struct vault_resp *resp)
 {

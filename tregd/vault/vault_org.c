@@ -378,10 +378,11 @@ static void
 orgs_create(struct vault_req *req, struct vault_resp *resp)
 {
 	char		 name[NAME_LEN_MAX + 1], slug[NAME_LEN_MAX + 1];
-	char		 token[TOKEN_LEN + 1];
+	char		 token[TOKEN_LEN + 1], itoken[IDENTITY_TOKEN_LEN + 1];
 	const char	*s;
 	size_t		 n;
 	int64_t		 oid;
+	int		 person = req->auth->kind == AUTH_IDENTITY;
 
 	if (org_refuse_machine(req, resp) == -1)
 		return;
@@ -405,17 +406,26 @@ orgs_create(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "begin");
 		return;
 	}
+	/*
+	 * A person's identity token gets another identity token (treg's
+	 * client stores the answer's token): not the new org's membership
+	 * token, which would leave the client unable to reach the others.
+	 */
 	if (org_insert(name, &oid, slug, sizeof(slug)) == -1 ||
 	    membership_new(req->auth->user_id, oid, ROLE_OWNER, NULL, 1,
-	    NULL, token) != 0 || store_commit() == -1) {
+	    NULL, token) != 0 || (person && identity_mint(req->auth->user_id,
+	    itoken) == -1) || store_commit() == -1) {
 		explicit_bzero(token, sizeof(token));
+		explicit_bzero(itoken, sizeof(itoken));
 		db_fail(resp, "create org");
 		return;
 	}
-	resp_ok(resp, json_pack("{s:s,s:I,s:s,s:s,s:s}", "org", slug,
+	resp_ok(resp, json_pack("{s:s,s:I,s:s,s:s,s:s,s:s}", "org", slug,
 	    "org_id", (json_int_t)oid, "name", name, "role", "owner",
-	    "token", token));
+	    "token", person ? itoken : token, "token_kind", person ?
+	    "identity" : "membership"));
 	explicit_bzero(token, sizeof(token));
+	explicit_bzero(itoken, sizeof(itoken));
 }
 
 /*

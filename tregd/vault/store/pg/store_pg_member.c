@@ -269,6 +269,33 @@ pg_invite_by_code(const uint8_t hash[STORE_HASH_LEN], store_invite_fn fn,
 }
 
 int
+pg_invites_of_email(const char *email, int64_t now, store_invite_fn fn,
+    void *arg)
+{
+	static struct pg_stmt	 st = { INVITE_SELECT "WHERE i.email = $1 "
+	    "AND i.used = 0 AND i.expires_at > $2 ORDER BY i.id", 0 };
+	struct store_each	 e = { .fn.invite = fn, .arg = arg };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_text(&q, email);
+	pgq_int(&q, now);
+	return (pg_each(&st, &q, pg_invite_row, &e));
+}
+
+int
+pg_invite_by_id(int64_t id, store_invite_fn fn, void *arg)
+{
+	static struct pg_stmt	 st = { INVITE_SELECT "WHERE i.id = $1", 0 };
+	struct store_each	 e = { .fn.invite = fn, .arg = arg };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_int(&q, id);
+	return (pg_one(&st, &q, pg_invite_row, &e));
+}
+
+int
 pg_invite_use(int64_t id)
 {
 	static struct pg_stmt	 st = { "UPDATE invites SET used = 1 WHERE "

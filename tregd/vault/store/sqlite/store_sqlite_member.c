@@ -268,6 +268,33 @@ sq_invite_by_code(const uint8_t hash[STORE_HASH_LEN], store_invite_fn fn,
 }
 
 int
+sq_invites_of_email(const char *email, int64_t now, store_invite_fn fn,
+    void *arg)
+{
+	struct store_each	 e = { .fn.invite = fn, .arg = arg };
+	sqlite3_stmt		*st;
+
+	if ((st = db_prepare(INVITE_SELECT "WHERE i.email = :email AND "
+	    "i.used = 0 AND i.expires_at > :now ORDER BY i.id")) == NULL)
+		return (-1);
+	sq_text(st, ":email", email);
+	sq_int(st, ":now", now);
+	return (sq_each(st, sq_invite_row, &e));
+}
+
+int
+sq_invite_by_id(int64_t id, store_invite_fn fn, void *arg)
+{
+	struct store_each	 e = { .fn.invite = fn, .arg = arg };
+	sqlite3_stmt		*st;
+
+	if ((st = db_prepare(INVITE_SELECT "WHERE i.id = :id")) == NULL)
+		return (-1);
+	sq_int(st, ":id", id);
+	return (sq_one(st, sq_invite_row, &e));
+}
+
+int
 sq_invite_use(int64_t id)
 {
 	sqlite3_stmt	*st;

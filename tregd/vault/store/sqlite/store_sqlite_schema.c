@@ -309,7 +309,29 @@ static const char *const migrations[] = {
 	"  seen_at INTEGER NOT NULL);",
 
 	/*
-	 * 10 (issue 24; 9 is another branch's): ids are never used again
+	 * 9: identity tokens, a person across their orgs (only a hash,
+	 * like a membership's), and the email sign-in codes: a salted
+	 * hash, its expiry, the wrong codes it still takes and the
+	 * sending window (vault_identity.c).
+	 */
+	"CREATE TABLE identity_tokens ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+	"  token_hash BLOB NOT NULL UNIQUE,"
+	"  created_at TEXT NOT NULL);"
+	"CREATE INDEX identity_tokens_user ON identity_tokens(user_id);"
+	"CREATE TABLE email_codes ("
+	"  email TEXT PRIMARY KEY,"
+	"  salt BLOB NOT NULL,"
+	"  code_hash BLOB NOT NULL,"
+	"  expires_at INTEGER NOT NULL,"
+	"  attempts INTEGER NOT NULL,"
+	"  window_start INTEGER NOT NULL,"
+	"  sent INTEGER NOT NULL);"
+	SQ_MARK("identity_tokens") SQ_MARK("email_codes"),
+
+	/*
+	 * 10 (issue 24): ids are never used again
 	 * after a delete, so that an audit row never names a later object:
 	 * each table with an id is rebuilt with AUTOINCREMENT, which SQL
 	 * in a transaction cannot do (sq_autoincrement()).  PostgreSQL's
