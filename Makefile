@@ -72,8 +72,10 @@ COMMON_OBJS = $(COMMON_SRCS:.c=.o)
 LEAF_SRCS   = $(filter-out tregd/parse.c,$(sort $(wildcard tregd/*.c))) \
 	      tregd/parse.c
 PARENT_SRCS = $(sort $(wildcard tregd/parent/*.c))
-FRONT_SRCS  = $(filter-out tregd/frontend/openapi_doc.c,\
-	      $(sort $(wildcard tregd/frontend/*.c))) tregd/frontend/openapi_doc.c
+FRONT_SRCS  = $(filter-out tregd/frontend/openapi_doc.c \
+	      tregd/frontend/skill_doc.c,\
+	      $(sort $(wildcard tregd/frontend/*.c))) tregd/frontend/openapi_doc.c \
+	      tregd/frontend/skill_doc.c
 VAULT_SRCS  = $(sort $(wildcard tregd/vault/*.c tregd/vault/store/*.c \
 	      tregd/vault/store/sqlite/*.c tregd/vault/store/pg/*.c))
 EXEC_SRCS   = $(filter-out tregd/exec/zygote.c,\
@@ -114,17 +116,21 @@ common/libcommon.a: $(COMMON_OBJS)
 tregd/parse.c: tregd/parse.y
 	$(YACC) -o $@ $<
 
-# GET /openapi.json: the frontend's chroot has no files, so the document
-# is compiled in, its bytes written out by od(1).
-tregd/frontend/openapi_doc.c: doc/openapi.json
-	{ echo '/* Made from doc/openapi.json by make: do not edit. */'; \
-	    echo '#include "frontend.h"'; \
-	    echo 'const char openapi_doc[] = {'; \
-	    od -An -v -tx1 doc/openapi.json | \
+# GET /openapi.json and GET /skill.md (treg's skill bootstrap fetches
+# it): the frontend's chroot has no files, so each document is compiled
+# in, its bytes written out by od(1).  $(call embed,FILE,NAME)
+embed = { echo '/* Made from $(1) by make: do not edit. */'; \
+	    echo '\#include "frontend.h"'; \
+	    echo 'const char $(2)[] = {'; \
+	    od -An -v -tx1 $(1) | \
 	    sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
 	    echo '};'; \
-	    echo 'const size_t openapi_doc_len = sizeof(openapi_doc);'; \
+	    echo 'const size_t $(2)_len = sizeof($(2));'; \
 	    } > $@.tmp && mv $@.tmp $@
+tregd/frontend/openapi_doc.c: doc/openapi.json
+	$(call embed,doc/openapi.json,openapi_doc)
+tregd/frontend/skill_doc.c: doc/skill.md
+	$(call embed,doc/skill.md,skill_doc)
 
 tregd/parse.o: CFLAGS += -Wno-missing-prototypes -Wno-sign-compare \
 	-Wno-unused-but-set-variable
@@ -263,5 +269,6 @@ fuzz:
 clean:
 	rm -f $(addsuffix /*.o,$(BUILD_DIRS)) $(addsuffix /*.d,$(BUILD_DIRS)) \
 	    common/libcommon.a tregd/parse.c tregd/frontend/openapi_doc.c \
+	    tregd/frontend/skill_doc.c \
 	    tregd/exec/zygote/tregd-zygote tregd/tregd tregctl/tregctl \
 	    $(UNIT_PROGS) $(UNIT_PROGS:=.d) $(FLAGS_STAMP)

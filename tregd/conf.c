@@ -127,6 +127,31 @@ bin_name_ok(const char *s)
 	return (1);
 }
 
+/*
+ * An address a mail header and sendmail's argv may carry: printable
+ * ASCII (or UTF-8) without spaces, exactly one '@' inside it, and no
+ * leading '-' that sendmail would read as an option.
+ */
+int
+conf_mail_address(const char *s)
+{
+	const unsigned char	*p = (const unsigned char *)s;
+	size_t			 at = 0, n = 0, len = strlen(s);
+
+	if (len < 3 || len > 254 || s[0] == '-')
+		return (0);
+	for (; *p != '\0'; p++) {
+		if (*p <= 0x20 || *p == 0x7f || *p == '<' || *p == '>' ||
+		    *p == ',' || *p == '"' || *p == '\\')
+			return (0);
+		if (*p == '@') {
+			at = p - (const unsigned char *)s;
+			n++;
+		}
+	}
+	return (n == 1 && at > 0 && at < len - 1);
+}
+
 int
 group_name_ok(const char *s)
 {
@@ -381,6 +406,18 @@ print_config(const struct tregd_conf *c, FILE *fp)
 		fputc('\n', fp);
 	}
 	fprintf(fp, "signup %s\n", c->signup_open ? "open" : "closed");
+	if (c->mail_sendmail[0] != '\0') {
+		fputs("mail sendmail ", fp);
+		print_string(fp, c->mail_sendmail);
+		fputc('\n', fp);
+	}
+	if (c->mail_from[0] != '\0') {
+		fputs("mail from ", fp);
+		print_string(fp, c->mail_from);
+		fputc('\n', fp);
+	}
+	if (c->mail_development)
+		fputs("mail development yes\n", fp);
 	if (c->nrun_allow > 0) {
 		fputs("run allow {", fp);
 		for (i = 0; i < c->nrun_allow; i++) {

@@ -68,6 +68,7 @@ int	 listen_fill(struct conf_listen *, const char *, int, const char *,
 int	 listen_same(const struct conf_listen *, const struct conf_listen *);
 int	 bin_name_ok(const char *);
 int	 group_name_ok(const char *);
+int	 conf_mail_address(const char *);
 int	 size_parse(const char *, long long *);
 int	 path_within(const char *, const char *);
 

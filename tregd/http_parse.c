@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -359,6 +360,14 @@ parse_header(const char *p, size_t len, struct http_head *h, int *host,
 		}
 		s->p = v;
 		s->len = vlen;
+	} else if (name_is(p, nlen, "X-Treg-Org")) {
+		/* The org an identity token acts in (vault_identity.c). */
+		if (h->org.p != NULL) {
+			h->detail = "X-Treg-Org appears twice";
+			return (400);
+		}
+		h->org.p = v;
+		h->org.len = vlen;
 	} else if (name_is(p, nlen, "X-Request-Id")) {
 		h->reqid.p = v;
 		h->reqid.len = vlen;
@@ -702,4 +711,30 @@ json_depth_ok(const char *s, size_t len)
 		}
 	}
 	return (1);
+}
+
+/*
+ * X-Treg-Org into out (len bytes, "" when absent): an org's slug or id,
+ * so letters, digits, '-', '_' and '.' only.  -1 when it is not one.
+ */
+int
+http_org_copy(const struct http_head *h, char *out, size_t len)
+{
+	size_t	 i;
+	char	 c;
+
+	out[0] = '\0';
+	if (h->org.p == NULL)
+		return (0);
+	if (h->org.len >= len)
+		return (-1);
+	for (i = 0; i < h->org.len; i++) {
+		c = h->org.p[i];
+		if (!isalnum((unsigned char)c) && c != '-' && c != '_' &&
+		    c != '.')
+			return (-1);
+	}
+	memcpy(out, h->org.p, h->org.len);
+	out[h->org.len] = '\0';
+	return (0);
 }

@@ -49,6 +49,7 @@ struct http_head {
 	int		 expect_continue;
 	struct http_str	 token;		/* X-Treg-Token */
 	struct http_str	 proof;		/* X-Treg-Run-Proof */
+	struct http_str	 org;		/* X-Treg-Org */
 	struct http_str	 reqid;		/* X-Request-Id */
 	const char	*detail;	/* why the head was refused */
 	/* A proxy's request (http_parse_proxy_head) only: */
@@ -93,5 +94,7 @@ size_t	 json_escape(const unsigned char *, size_t, size_t *, char *,
 int	 http_route_match(const struct route_pat *, size_t, const char *, int,
 	    struct http_match *);
 int	 json_depth_ok(const char *, size_t);
+
+int	 http_org_copy(const struct http_head *, char *, size_t);
 
 #endif /* HTTP_PARSE_H */

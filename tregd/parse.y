@@ -141,6 +141,7 @@ static int	 uidrange_set(const char *);
 %token	METRICS
 %token	VAULT WORKERS
 %token	CA CONNECT
+%token	DEVELOPMENT FROM MAIL SENDMAIL
 %token	ERROR
 %token	<v.string>	STRING
 %token	<v.number>	NUMBER
@@ -240,6 +241,7 @@ main		: LISTEN ON STRING PORT NUMBER listentls {
 		| SIGNUP CLOSED		{ conf->signup_open = 0; }
 		| RUN runopt
 		| RELAY relayopt
+		| MAIL mailopt
 		| HTTP httpopt
 		| DATABASE dbopt
 		| VAULT WORKERS NUMBER {
@@ -250,6 +252,29 @@ main		: LISTEN ON STRING PORT NUMBER listentls {
 			}
 			conf->vault_workers = $3;
 		}
+		;
+
+/* Email sign-in codes (vault_mail.c), mailed by parent/mail.c. */
+mailopt		: SENDMAIL STRING {
+			if ($2[0] != '/' ||
+			    strlen($2) >= sizeof(conf->mail_sendmail)) {
+				yyerror("mail sendmail: an absolute path is "
+				    "needed");
+				YYERROR;
+			}
+			strlcpy(conf->mail_sendmail, $2,
+			    sizeof(conf->mail_sendmail));
+		}
+		| FROM STRING {
+			if (!conf_mail_address($2) ||
+			    strlen($2) >= sizeof(conf->mail_from)) {
+				yyerror("mail from: \"%s\" is not an address",
+				    $2);
+				YYERROR;
+			}
+			strlcpy(conf->mail_from, $2, sizeof(conf->mail_from));
+		}
+		| DEVELOPMENT yesno	{ conf->mail_development = $2; }
 		;
 
 relayopt	: ALLOW_PRIVATE yesno	{ conf->relay_allow_private = $2; }
@@ -584,8 +609,10 @@ static const struct keyword keywords[] = {
 	{ "connections",	CONNECTIONS },
 	{ "cpu",		CPU },
 	{ "database",		DATABASE },
+	{ "development",	DEVELOPMENT },
 	{ "directory",		DIRECTORY },
 	{ "filesize",		FILESIZE },
+	{ "from",		FROM },
 	{ "group",		GROUP },
 	{ "header",		HEADER },
 	{ "http",		HTTP },
@@ -594,6 +621,7 @@ static const struct keyword keywords[] = {
 	{ "key",		KEY },
 	{ "listen",		LISTEN },
 	{ "log",		LOG },
+	{ "mail",		MAIL },
 	{ "max-connections",	MAX_CONNECTIONS },
 	{ "memory",		MEMORY },
 	{ "metrics",		METRICS },
@@ -615,6 +643,7 @@ static const struct keyword keywords[] = {
 	{ "requests",		REQUESTS },
 	{ "rlimits",		RLIMITS },
 	{ "run",		RUN },
+	{ "sendmail",	SENDMAIL },
 	{ "signup",		SIGNUP },
 	{ "slots",		SLOTS },
 	{ "socket",		SOCKET },

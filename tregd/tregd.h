@@ -51,6 +51,7 @@
 #define CONF_STR_LEN		1024
 #define CONF_PROOF_LEN		256
 #define CONF_CONNINFO_LEN	1024	/* database postgresql "..." */
+#define CONF_MAIL_FROM_LEN	256	/* an address, with the NUL */
 #define HTTP_BODY_MAX		(1024 * 1024)
 #define HTTP_HEADERS_MAX	(16 * 1024)
 #define HTTP_CONNS_MAX		2048
@@ -62,6 +63,7 @@
 #define RUN_TIMEOUT_MAX		600
 #define RUN_USERS_MAX		65536	/* uids in "run users" */
 #define TOKEN_HASH_LEN		32
+#define ORG_SEL_MAX		NAME_LEN_MAX	/* X-Treg-Org: a slug or an id */
 
 /* What the vault sends exec and the relay: both check it on receipt. */
 #define REDSET_MAX		512	/* values of one redaction set */
@@ -155,6 +157,19 @@ struct tregd_conf {
 	uint8_t			 run_proof_hash[32];
 	int			 run_proof_set;
 	int			 vault_workers;		/* 1..VAULT_WORKERS_MAX */
+	char			 mail_sendmail[PATH_MAX];	/* "" = none */
+	char			 mail_from[CONF_MAIL_FROM_LEN];	/* "" = none */
+	int			 mail_development;	/* codes in answers */
+};
+
+/*
+ * vault -> parent: mail a sign-in code (the vault starts no program;
+ * parent/mail.c hands it to the configured sendmail).
+ */
+struct mail_send {
+	char		 to[CONF_MAIL_FROM_LEN];
+	char		 code[16];
+	uint32_t	 ttl_minutes;
 };
 
 /* ------------------------------------------------------------------ */
@@ -190,6 +205,7 @@ enum imsg_type {
 	IMSG_CTL_RELOAD,
 	IMSG_CTL_LOG_VERBOSE,	/* int */
 	IMSG_KEYRING,		/* no data: the keyring changed (tregctl key) */
+	IMSG_MAIL_SEND,		/* struct mail_send: a sign-in code to mail */
 
 	/* frontend -> vault */
 	IMSG_API_REQUEST,	/* blob: struct api_request + payload */
@@ -314,7 +330,14 @@ enum api_route {
 	ROUTE_CALLS_LIST,		/* GET /calls */
 	ROUTE_HEALTH,			/* GET /health */
 	ROUTE_OPENAPI,			/* GET /openapi.json (frontend) */
+	ROUTE_SKILL_MD,			/* GET /skill.md (frontend) */
 	ROUTE_AUTH_ME,			/* GET /auth/me */
+	ROUTE_AUTH_CLI_TOKEN,		/* POST|GET /auth/cli-token */
+	ROUTE_AUTH_REVOKE,		/* POST /auth/revoke-tokens */
+	ROUTE_INVITES_MINE,		/* GET /invites/mine */
+	ROUTE_INVITE_ACCEPT_ID,		/* POST /invites/{id}/accept */
+	ROUTE_EMAIL_START,		/* POST /auth/email/start */
+	ROUTE_EMAIL_VERIFY,		/* POST /auth/email/verify */
 	ROUTE_MAX
 };
 
@@ -337,6 +360,7 @@ struct api_request {
 	uint32_t	 proof_ok;	/* X-Treg-Run-Proof matched (grants) */
 	uint32_t	 stream;	/* POST /run asked for a stream */
 	char		 peer[64];	/* client address, for the log */
+	char		 org[ORG_SEL_MAX + 1];	/* X-Treg-Org, "" none */
 };
 
 struct api_response {
@@ -360,6 +384,7 @@ struct call_request {
 	uint32_t	 headerslen;
 	uint32_t	 bodylen;
 	char		 peer[64];
+	char		 org[ORG_SEL_MAX + 1];	/* X-Treg-Org, "" none */
 };
 
 /* vault -> relay: a call to make.  Strings follow, packed (pack.h). */

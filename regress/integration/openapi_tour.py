@@ -96,6 +96,44 @@ def check(method, template, path, body=None, token=None, want=None,
     return status, docs[-1]
 
 
+def identity_tour(tok, org):
+    """Email sign-in (mail development yes), an identity token's routes."""
+    check("POST", "/auth/email/start", "/auth/email/start",
+          {"email": "nobody"}, want=422)
+    _, st = check("POST", "/auth/email/start", "/auth/email/start",
+                  {"email": "person@example.com"}, want=200)
+    check("POST", "/auth/email/verify", "/auth/email/verify",
+          {"email": "person@example.com", "code": "x"}, want=401)
+    _, st = check("POST", "/auth/email/start", "/auth/email/start",
+                  {"email": "person@example.com"}, want=200)
+    _, ver = check("POST", "/auth/email/verify", "/auth/email/verify",
+                   {"email": "person@example.com",
+                    "code": st.get("dev_code", "")}, want=200)
+    ident = ver.get("token", "")
+    check("GET", "/auth/me", "/auth/me", token=ident, want=200)
+    for m in ("GET", "POST"):
+        check(m, "/auth/cli-token", "/auth/cli-token", token=ident,
+              want=200)
+        check(m, "/auth/cli-token", "/auth/cli-token", token=tok,
+              want=403)
+    _, inv = check("POST", "/orgs/{org_id}/invites",
+                   "/orgs/%d/invites" % org,
+                   {"email": "person@example.com"}, token=tok, want=200)
+    _, mine = check("GET", "/invites/mine", "/invites/mine", token=ident,
+                    want=200)
+    iid = mine[0]["id"] if isinstance(mine, list) and mine else 0
+    check("POST", "/invites/{invite_id}/accept", "/invites/%d/accept" %
+          iid, token=tok, want=403)
+    check("POST", "/invites/{invite_id}/accept", "/invites/%d/accept" %
+          iid, token=ident, want=200)
+    check("POST", "/invites/{invite_id}/accept", "/invites/%d/accept" %
+          iid, token=ident, want=404)
+    check("POST", "/auth/revoke-tokens", "/auth/revoke-tokens",
+          token=ident, want=200)
+    check("POST", "/auth/revoke-tokens", "/auth/revoke-tokens",
+          token=ident, want=401)
+
+
 def main():
     _, me = check("POST", "/users", "/users",
                   {"email": "owner@example.com"}, want=200)
@@ -107,6 +145,13 @@ def main():
     check("GET", "/auth/me", "/auth/me", token=tok, want=200)
     check("GET", "/auth/me", "/auth/me", want=401)
     check("GET", "/openapi.json", "/openapi.json", want=200)
+    # The agent recipe is markdown: its type, not a schema, is checked.
+    status, headers, _ = request("GET", "/skill.md")
+    seen.add(("get", "/skill.md"))
+    ctype = (headers.get("Content-Type") or "").split(";")[0]
+    if status != 200 or ctype not in doc["paths"]["/skill.md"]["get"][
+            "responses"]["200"]["content"]:
+        failures.append("GET /skill.md: %d %s" % (status, ctype))
     check("GET", "/tools", "/tools", token="x" * 43, want=401)
     check("GET", "/tools", "/tools", want=401)
     check("POST", "/tools", "/tools", b"{", token=tok, want=400)
@@ -126,6 +171,7 @@ def main():
                    want=200)
     check("POST", "/invites/accept", "/invites/accept",
           {"code": inv["code"], "email": "member@example.com"}, want=404)
+    identity_tour(tok, org)
     _, inv2 = check("POST", "/orgs/{org_id}/invites",
                     "/orgs/%d/invites" % org,
                     {"email": "late@example.com"}, token=tok, want=200)

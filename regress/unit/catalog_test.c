@@ -523,16 +523,17 @@ ATF_TC_BODY(template_names_the_catalog_variable, tc)
 	json_decref(t);
 }
 
-ATF_TC_WITHOUT_HEAD(deny_host_url_is_reduced_to_its_host);
-ATF_TC_BODY(deny_host_url_is_reduced_to_its_host, tc)
+ATF_TC_WITHOUT_HEAD(deny_host_url_is_reduced_to_its_authority);
+ATF_TC_BODY(deny_host_url_is_reduced_to_its_authority, tc)
 {
 	const char *const cases[][2] = {
 		{ "api.example.com", "api.example.com" },
 		{ "API.Example.COM", "api.example.com" },
 		{ "https://API.example.com/v1/x?y=1", "api.example.com" },
-		{ "http://user:pw@api.example.com:8443/", "api.example.com" },
-		{ "api.example.com:443", "api.example.com" },
-		{ "https://[2001:DB8::1]:443/x", "[2001:db8::1]" },
+		{ "http://user:pw@api.example.com:8443/",
+		    "api.example.com:8443" },
+		{ "api.example.com:443", "api.example.com:443" },
+		{ "https://[2001:DB8::1]:443/x", "[2001:db8::1]:443" },
 		{ "2001:db8::1", "2001:db8::1" },
 	};
 	char	 out[64];
@@ -595,7 +596,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, template_names_the_catalog_variable);
 	ATF_TP_ADD_TC(tp, tool_spec_in_treg_forms);
 	ATF_TP_ADD_TC(tp, server_runnable_needs_a_key_the_server_holds);
-	ATF_TP_ADD_TC(tp, deny_host_url_is_reduced_to_its_host);
+	ATF_TP_ADD_TC(tp, deny_host_url_is_reduced_to_its_authority);
 	ATF_TP_ADD_TC(tp, http_methods_only);
 	ATF_TP_ADD_TC(tp, clamp_and_agent_addresses);
 	return (atf_no_error());

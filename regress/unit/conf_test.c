@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "tregd.h"
+#include "conf.h"
 
 #define CONFIGS_GOOD_MIN	12
 #define CONFIGS_BAD_MIN		10
@@ -685,9 +686,25 @@ ATF_TC_BODY(example_config_is_valid, tc)
 	free(p.err);
 }
 
+ATF_TC_WITHOUT_HEAD(mail_addresses_are_plain);
+ATF_TC_BODY(mail_addresses_are_plain, tc)
+{
+	ATF_CHECK(conf_mail_address("a@b.example"));
+	ATF_CHECK(conf_mail_address("tregd+codes@host"));
+	ATF_CHECK(!conf_mail_address("-oQ/tmp@x"));
+	ATF_CHECK(!conf_mail_address("a b@x"));
+	ATF_CHECK(!conf_mail_address("a@x\nBcc: c@d"));
+	ATF_CHECK(!conf_mail_address("a@b@c"));
+	ATF_CHECK(!conf_mail_address("@b"));
+	ATF_CHECK(!conf_mail_address("a@"));
+	ATF_CHECK(!conf_mail_address("Name <a@b>"));
+	ATF_CHECK(!conf_mail_address(""));
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, keyword_table_is_sorted);
+	ATF_TP_ADD_TC(tp, mail_addresses_are_plain);
 	ATF_TP_ADD_TC(tp, defaults_print_as_the_empty_config);
 	ATF_TP_ADD_TC(tp, good_configs_print_as_their_ok);
 	ATF_TP_ADD_TC(tp, canonical_print_parses_back_to_itself);

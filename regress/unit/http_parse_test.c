@@ -103,6 +103,37 @@ ATF_TC_BODY(bad_heads_get_their_status, tc)
 	ATF_CHECK(h.detail != NULL);
 }
 
+ATF_TC_WITHOUT_HEAD(x_treg_org_names_an_org_once);
+ATF_TC_BODY(x_treg_org_names_an_org_once, tc)
+{
+	struct http_head	 h;
+	char			 org[129], big[192];	/* ORG_SEL_MAX + 1 */
+	char			 req[sizeof(big) + 64];
+
+	ATF_REQUIRE_EQ(parse("GET / HTTP/1.1\r\nHost: a\r\n\r\n", &h), 0);
+	ATF_CHECK_EQ(http_org_copy(&h, org, sizeof(org)), 0);
+	ATF_CHECK_STREQ(org, "");
+	ATF_REQUIRE_EQ(parse("GET / HTTP/1.1\r\nHost: a\r\n"
+	    "x-treg-org:  acme-2 \r\n\r\n", &h), 0);
+	ATF_CHECK_EQ(http_org_copy(&h, org, sizeof(org)), 0);
+	ATF_CHECK_STREQ(org, "acme-2");
+	ATF_REQUIRE_EQ(parse("GET / HTTP/1.1\r\nHost: a\r\n"
+	    "X-Treg-Org: 12\r\n\r\n", &h), 0);
+	ATF_CHECK_EQ(http_org_copy(&h, org, sizeof(org)), 0);
+	ATF_CHECK_STREQ(org, "12");
+	ATF_CHECK_EQ(parse("GET / HTTP/1.1\r\nHost: a\r\nX-Treg-Org: a\r\n"
+	    "X-Treg-Org: b\r\n\r\n", &h), 400);
+	ATF_REQUIRE_EQ(parse("GET / HTTP/1.1\r\nHost: a\r\n"
+	    "X-Treg-Org: a b'\r\n\r\n", &h), 0);
+	ATF_CHECK_EQ(http_org_copy(&h, org, sizeof(org)), -1);
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: a\r\n"
+	    "X-Treg-Org: %s\r\n\r\n", big);
+	ATF_REQUIRE_EQ(parse(req, &h), 0);
+	ATF_CHECK_EQ(http_org_copy(&h, org, sizeof(org)), -1);
+}
+
 ATF_TC_WITHOUT_HEAD(request_ids_are_short_and_plain);
 ATF_TC_BODY(request_ids_are_short_and_plain, tc)
 {
@@ -247,6 +278,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, head_ends_at_the_first_empty_line);
 	ATF_TP_ADD_TC(tp, a_request_gives_its_parts);
 	ATF_TP_ADD_TC(tp, bad_heads_get_their_status);
+	ATF_TP_ADD_TC(tp, x_treg_org_names_an_org_once);
 	ATF_TP_ADD_TC(tp, request_ids_are_short_and_plain);
 	ATF_TP_ADD_TC(tp, escaping_keeps_whole_characters_within_the_budget);
 	ATF_TP_ADD_TC(tp, allow_lists_head_with_get);

@@ -138,7 +138,15 @@ static const struct route_pat routes[] = {
 	{ EVHTTP_REQ_GET,	"/calls",			ROUTE_CALLS_LIST },
 	{ EVHTTP_REQ_GET,	"/health",			ROUTE_HEALTH },
 	{ EVHTTP_REQ_GET,	"/openapi.json",		ROUTE_OPENAPI },
+	{ EVHTTP_REQ_GET,	"/skill.md",		ROUTE_SKILL_MD },
 	{ EVHTTP_REQ_GET,	"/auth/me",			ROUTE_AUTH_ME },
+	{ EVHTTP_REQ_POST,	"/auth/cli-token",		ROUTE_AUTH_CLI_TOKEN },
+	{ EVHTTP_REQ_GET,	"/auth/cli-token",		ROUTE_AUTH_CLI_TOKEN },
+	{ EVHTTP_REQ_POST,	"/auth/revoke-tokens",		ROUTE_AUTH_REVOKE },
+	{ EVHTTP_REQ_GET,	"/invites/mine",		ROUTE_INVITES_MINE },
+	{ EVHTTP_REQ_POST,	"/invites/#/accept",		ROUTE_INVITE_ACCEPT_ID },
+	{ EVHTTP_REQ_POST,	"/auth/email/start",		ROUTE_EMAIL_START },
+	{ EVHTTP_REQ_POST,	"/auth/email/verify",		ROUTE_EMAIL_VERIFY },
 };
 
 /* A matched path. */
@@ -871,6 +879,11 @@ front_request(struct http_conn *conn, const struct http_head *h,
 		    openapi_doc_len);
 		return;
 	}
+	if (m.route == ROUTE_SKILL_MD) {
+		http_reply(conn, 200, "text/markdown; charset=utf-8",
+		    skill_doc, skill_doc_len);
+		return;
+	}
 
 	memset(&ar, 0, sizeof(ar));
 	ar.route = m.route;
@@ -889,6 +902,11 @@ front_request(struct http_conn *conn, const struct http_head *h,
 		goto out;
 	}
 
+	if (http_org_copy(h, ar.org, sizeof(ar.org)) == -1) {
+		front_error(conn, 400, "X-Treg-Org must name an org by its "
+		    "slug or id");
+		goto out;
+	}
 	if (h->token.p != NULL) {
 		ar.has_token = 1;
 		token_hash(h->token.p, h->token.len, ar.token_hash);

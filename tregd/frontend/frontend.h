@@ -33,5 +33,8 @@ void	 front_call_print_routes(FILE *);
 /* openapi_doc.c, made from doc/openapi.json by make */
 extern const char openapi_doc[];
 extern const size_t openapi_doc_len;
+/* skill_doc.c, made from doc/skill.md by make */
+extern const char skill_doc[];
+extern const size_t skill_doc_len;
 
 #endif /* FRONTEND_H */

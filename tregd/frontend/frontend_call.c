@@ -3,9 +3,12 @@
  *
  * A call goes to the vault as the client sent it, minus the headers that
  * are never relayed (every X-Treg-*, hop-by-hop, X-Forwarded-*,
- * Forwarded, Via, and those the relay sets itself: Host,
- * Content-Length, Expect).  The vault refuses it (IMSG_CALL_REFUSED) or
- * hands it, with the key, to the relay; the relay answers here directly:
+ * Forwarded, Via, the tunnel's ngrok-skip-browser-warning that treg's
+ * client sends, and those the relay sets itself: Host, Content-Length,
+ * Expect) and the cookies of tregd's own (treg_*, as treg strips them:
+ * a browser session must not reach a vendor).  The vault refuses it
+ * (IMSG_CALL_REFUSED) or hands it, with the key, to the relay; the relay
+ * answers here directly:
  * the upstream's status and headers, the body in pieces, an end with the
  * count of what was masked (sent as the trailer X-Treg-Redacted).  The
  * frontend never sees a secret: the relay redacted what comes back.
@@ -63,6 +66,8 @@ static struct imsgev		*fc_relay;
 
 static int	 header_relayed(const char *, size_t, const char *, size_t);
 static size_t	 call_headers(struct http_conn *, char *, size_t);
+static size_t	 cookie_line(const char *, size_t, char *, size_t);
+static const char *list_next(const char **, const char *, int, size_t *);
 static void	 fcall_free(struct fcall *);
 static struct fcall *fcall_find(uint32_t, const char *);
 static void	 fcall_to_relay(struct fcall *, int);
@@ -120,7 +125,7 @@ header_relayed(const char *name, size_t len, const char *conn, size_t clen)
 		"Connection", "Keep-Alive", "Proxy-Authenticate",
 		"Proxy-Authorization", "Proxy-Connection", "TE", "Trailer",
 		"Transfer-Encoding", "Upgrade", "Forwarded", "Via", "Host",
-		"Content-Length", "Expect", NULL
+		"Content-Length", "Expect", "ngrok-skip-browser-warning", NULL
 	};
 	const char	*s, *e = conn + clen, *c;
 	size_t		 i, n;
@@ -133,17 +138,10 @@ header_relayed(const char *name, size_t len, const char *conn, size_t clen)
 		if (name_eq(name, len, never[i]))
 			return (0);
 	/* Headers the client's Connection names are hop-by-hop too. */
-	for (s = conn; conn != NULL && s < e; s = c + 1) {
-		if ((c = memchr(s, ',', e - s)) == NULL)
-			c = e;
-		while (s < c && (*s == ' ' || *s == '\t'))
-			s++;
-		for (n = c - s; n > 0 && (s[n - 1] == ' ' ||
-		    s[n - 1] == '\t'); n--)
-			;
+	for (c = conn; conn != NULL &&
+	    (s = list_next(&c, e, ',', &n)) != NULL; )
 		if (n == len && strncasecmp(s, name, n) == 0)
 			return (0);
-	}
 	return (1);
 }
 
@@ -180,12 +178,72 @@ call_headers(struct http_conn *conn, char *out, size_t size)
 			if (!header_relayed(p, colon - p, cv, cvlen) ||
 			    n + ll + 2 > size)
 				continue;
+			if (name_eq(p, colon - p, "Cookie")) {
+				n += cookie_line(colon + 1, p + ll - colon - 1,
+				    out + n, size - n);
+				continue;
+			}
 			memcpy(out + n, p, ll);
 			memcpy(out + n + ll, "\r\n", 2);
 			n += ll + 2;
 		}
 	}
 	return (n);
+}
+
+/*
+ * The next item of the list at *p (up to e, items split at sep), blanks
+ * around it left out: its start, its length in *len, *p past it; NULL
+ * at the end of the list.
+ */
+static const char *
+list_next(const char **p, const char *e, int sep, size_t *len)
+{
+	const char	*s = *p, *c;
+
+	if (s >= e)
+		return (NULL);
+	if ((c = memchr(s, sep, e - s)) == NULL)
+		c = e;
+	*p = c < e ? c + 1 : e;
+	while (s < c && (*s == ' ' || *s == '\t'))
+		s++;
+	for (*len = c - s; *len > 0 && (s[*len - 1] == ' ' ||
+	    s[*len - 1] == '\t'); (*len)--)
+		;
+	return (s);
+}
+
+/*
+ * A Cookie line without tregd's own cookies (treg_*), CRLF, into out of
+ * size bytes: its length, 0 when none is left (or it does not fit).
+ */
+static size_t
+cookie_line(const char *v, size_t vlen, char *out, size_t size)
+{
+	const char	*e = v + vlen, *c = v;
+	size_t		 n = 0, pl;
+
+	while ((v = list_next(&c, e, ';', &pl)) != NULL) {
+		if (pl == 0 || (pl >= 5 && strncasecmp(v, "treg_", 5) == 0))
+			continue;
+		/* "Cookie: " or "; ", the pair, and room for the CRLF. */
+		if (8 + n + pl + 2 > size)
+			return (0);
+		if (n == 0) {
+			memcpy(out, "Cookie: ", 8);
+			n = 8;
+		} else {
+			memcpy(out + n, "; ", 2);
+			n += 2;
+		}
+		memcpy(out + n, v, pl);
+		n += pl;
+	}
+	if (n == 0)
+		return (0);
+	memcpy(out + n, "\r\n", 2);
+	return (n + 2);
 }
 
 void
@@ -211,6 +269,12 @@ front_call(struct http_conn *conn, const struct http_head *h,
 	if (cr.method[0] == '\0') {
 		http_add_header(conn, "X-Treg-Error: 1\r\n", 17);
 		http_error(conn, 405, "method not allowed");
+		return;
+	}
+	if (http_org_copy(h, cr.org, sizeof(cr.org)) == -1) {
+		http_add_header(conn, "X-Treg-Error: 1\r\n", 17);
+		http_error(conn, 400, "X-Treg-Org must name an org by its "
+		    "slug or id");
 		return;
 	}
 	if (h->token.p != NULL) {

@@ -184,9 +184,16 @@ parent_main(struct tregd_conf *conf, const char *conffile, int debug,
 	signal_add(&ev_sighup, NULL);
 	signal_add(&ev_sigchld, NULL);
 
+	mail_conf_check(&parent_conf);
 	log_info("tregd %s started", TREGD_VERSION);
 	event_dispatch();
 	parent_shutdown(1);
+}
+
+const struct tregd_conf *
+parent_config(void)
+{
+	return (&parent_conf);
 }
 
 /* The relay talks to the frontend and the vault only, never to exec. */
@@ -653,6 +660,8 @@ static const struct imsg_handler parent_imsgs[] = {
 	{ IMSG_CTL_RELOAD,	FROM_VAULT, 0,		parent_imsg_ctl_reload },
 	{ IMSG_CTL_LOG_VERBOSE,	FROM_VAULT, sizeof(int),	parent_imsg_verbose },
 	{ IMSG_KEYRING,		FROM_VAULT, 0,		parent_imsg_keyring },
+	{ IMSG_MAIL_SEND,	FROM_VAULT, sizeof(struct mail_send),
+	    parent_imsg_mail },
 };
 
 static void
@@ -795,8 +804,10 @@ parent_reap(void)
 		for (i = 0, c = NULL; i < nchildren; i++)
 			if (children[i].pid == pid)
 				c = &children[i];
-		if (c == NULL)
+		if (c == NULL) {
+			mail_reaped(pid, status);
 			continue;
+		}
 		c->exited = 1;
 		if (shutting_down)
 			continue;
@@ -855,6 +866,7 @@ parent_reload(void)
 	parent_proof_hash(&nconf);
 	parent_conf = nconf;
 	explicit_bzero(&nconf, sizeof(nconf));
+	mail_conf_check(&parent_conf);
 	for (i = 0; i < nchildren; i++)
 		parent_send_conf(&children[i], 0);
 	log_info("configuration reloaded");

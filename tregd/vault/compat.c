@@ -90,8 +90,10 @@ compat_cli_bin(json_t *spec, const char *name)
 
 /*
  * A deny rule's host as treg takes it: a whole URL is reduced to its
- * lower-cased host (no scheme, credentials, port, path or query).
- * 0, or -1 when nothing of a host is left or it does not fit.
+ * lower-cased authority, the port kept (treg keeps the URL's netloc:
+ * a rule for host:8443 is not one for every port of the host), without
+ * scheme, credentials, path or query.  0, or -1 when nothing of a host
+ * is left or it does not fit.
  */
 int
 compat_deny_host(const char *in, char *out, size_t outlen)
@@ -106,15 +108,8 @@ compat_deny_host(const char *in, char *out, size_t outlen)
 	end = p + strcspn(p, "/?#");
 	if ((at = memchr(p, '@', end - p)) != NULL)
 		p = at + 1;
-	if (*p == '[') {
-		/* [IPv6]: the port is what follows the bracket. */
-		if ((at = memchr(p, ']', end - p)) != NULL)
-			end = at + 1;
-	} else if ((at = memchr(p, ':', end - p)) != NULL &&
-	    memchr(at + 1, ':', end - at - 1) == NULL)
-		end = at;	/* host:port; two colons: a bare IPv6 */
 	n = end - p;
-	if (n == 0 || n >= outlen)
+	if (n == 0 || *p == ':' || n >= outlen)
 		return (-1);
 	for (i = 0; i < n; i++)
 		out[i] = tolower((unsigned char)p[i]);

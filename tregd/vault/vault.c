@@ -374,7 +374,7 @@ vault_index_routes(void)
 		vault_org_routes, vault_tool_routes, vault_secret_routes,
 		vault_skill_routes, vault_run_routes,
 		vault_policy_routes, vault_member_routes,
-		vault_me_routes
+		vault_me_routes, vault_identity_routes, vault_mail_routes
 	};
 	const struct vault_route	*r;
 	size_t				 i;
@@ -878,7 +878,10 @@ request_auth(const struct api_request *ar, const struct vault_route *r,
 		    "try again in a moment");
 		return (-1);
 	}
-	if ((rc = auth_lookup(ar->token_hash, auth)) != 0) {
+	/* Not a membership's: a person's identity token (vault_identity.c). */
+	if ((rc = auth_lookup(ar->token_hash, auth)) == 1)
+		rc = identity_auth(ar->token_hash, ar->org, auth);
+	if (rc == 1 || rc == -1) {
 		if (rc == -1)
 			resp_error(resp, 503, "the database cannot be "
 			    "read — try again in a moment");
@@ -888,7 +891,7 @@ request_auth(const struct api_request *ar, const struct vault_route *r,
 	}
 	req->auth = auth;
 	vault_asker(auth->org_id, auth->user_id);
-	return (require_role(req, resp, r->min_role));
+	return (auth_enter(req, resp, rc, r->min_role));
 }
 
 /* The handler's answer, or the cached one; a cacheable answer kept. */
@@ -901,7 +904,8 @@ request_answer(const struct vault_route *r, struct vault_req *req,
 	int64_t		 dataver = -1;
 	int		 cacheable;
 
-	cacheable = req->auth != NULL && rcache_route(req->route);
+	cacheable = req->auth != NULL && req->auth->membership_id != 0 &&
+	    rcache_route(req->route);	/* kept per membership */
 	if (cacheable) {
 		dataver = store_version();
 		if ((c = rcache_find(req, dataver)) != NULL) {

@@ -27,8 +27,19 @@ enum role {
 	ROLE_OWNER
 };
 
+/*
+ * How the caller authenticated: a membership's token (a person's or an
+ * agent's, one org), or a person's identity token (vault_identity.c),
+ * acting in the org X-Treg-Org names, or in none (membership_id 0).
+ */
+enum auth_kind {
+	AUTH_MEMBERSHIP,
+	AUTH_IDENTITY
+};
+
 /* The caller: one membership, i.e. one (user, org) pair and a role. */
 struct auth {
+	enum auth_kind	 kind;
 	int64_t		 membership_id;
 	int64_t		 user_id;
 	int64_t		 org_id;
@@ -83,6 +94,30 @@ extern const struct vault_route vault_secret_routes[];	/* vault_secret.c */
 extern const struct vault_route vault_skill_routes[];	/* vault_skill.c */
 extern const struct vault_route vault_run_routes[];	/* vault_run.c */
 extern const struct vault_route vault_me_routes[];	/* vault_me.c */
+extern const struct vault_route vault_identity_routes[];
+							/* vault_identity.c */
+/*
+ * vault_identity.c: hash, X-Treg-Org: an identity token's caller (0),
+ * 2 when X-Treg-Org names no org of theirs (none chosen then), 1 no
+ * such token, -1 the database failed.
+ */
+int	identity_auth(const uint8_t [TOKEN_HASH_LEN], const char *,
+	    struct auth *);
+int	identity_call_auth(const struct call_request *, struct auth *,
+	    struct vault_resp *);
+/*
+ * The caller may take the route (identity_auth's rc): in an org, with
+ * the role it needs; an identity token in none, the person's routes
+ * only.  0, or -1 answered.
+ */
+int	auth_enter(struct vault_req *, struct vault_resp *, int, enum role);
+/* A new identity token of the user into token (IDENTITY_TOKEN_LEN + 1). */
+int	identity_mint(int64_t, char *);
+#define IDENTITY_TOKEN_PREFIX	"eyJzY3AiOiJ0ZWFtIn0."
+#define IDENTITY_TOKEN_LEN	(sizeof(IDENTITY_TOKEN_PREFIX) - 1 + TOKEN_LEN)
+/* treg's words, which its client reads to say how to pick an org. */
+#define IDENTITY_CHOOSE_ORG	"choose an org (send X-Treg-Org)"
+extern const struct vault_route vault_mail_routes[];	/* vault_mail.c */
 
 /*
  * vault_req.c: the process's state (set by vault.c), the answers and the
@@ -111,6 +146,7 @@ void		 vault_call_refused(uint32_t, int, int64_t, int64_t,
 /* What a peer sent, taken in now: 0, or -1 when it cannot be read. */
 int		 vault_read_peer(struct imsgev *);
 void		 vault_cork(int);	/* 1: hold the sends, 0: send */
+void		 vault_mail_send(const struct mail_send *);	/* by the parent */
 void		 db_fail(struct vault_resp *, const char *);	/* 500, 503 + log */
 /* store_begin(), store_commit(), or db_fail(): 0, or -1 with resp set. */
 int		 db_begin(struct vault_resp *);
@@ -185,6 +221,8 @@ int		 ctl_show_audit(const struct ctl_request *, json_t **);
 /* vault_org.c */
 int		 email_normalize(const char *, char *, size_t);
 void		 org_slugify(const char *, char *, size_t);
+/* An agent's token acting as a user: 403 set, -1; else 0. */
+int		 org_refuse_machine(struct vault_req *, struct vault_resp *);
 /* The user of an email, made unless it exists: its id, is it an agent. */
 int		 user_ensure(const char *, int, int64_t *, int *);
 /* user, org, role, access, local_run, agent_name, token: 0, -1, conflict */
@@ -196,6 +234,26 @@ int		 body_email_person(struct vault_resp *, const char *);
 
 /* vault_member.c */
 extern const struct vault_route vault_member_routes[];
+/* An invite being accepted (vault_member.c, vault_identity.c). */
+struct invite_found {
+	int64_t		 id;
+	int64_t		 org_id;
+	int64_t		 expires;
+	enum role	 role;
+	int		 local_run;
+	int		 used;
+	char		*access;
+	char		 email[STORE_EMAIL_MAX + 1];
+	char		 slug[NAME_LEN_MAX + 1];
+	char		 name[NAME_LEN_MAX + 1];
+};
+int		 invite_copy(const struct store_invite *, void *);
+/* The invite found (rc 1: none) for this email: 0, or -1 answered. */
+int		 invite_check(int, const struct invite_found *, const char *,
+		    struct vault_resp *);
+/* Its person joins (a membership, its token into token): 0, -1. */
+int		 invite_join(const struct invite_found *, const char *, char *,
+		    int64_t *, struct vault_resp *);
 
 /* vault_ctl.c: a tregctl command (vault.c holds the connections). */
 #define CTL_LATER		1	/* the parent answers: a reload */
@@ -315,6 +373,7 @@ struct local_audit {
 	int64_t		 exit_code;
 	const char	*verdict;
 	int64_t		 grant_id;
+	const char	*path;		/* REPORT: "exit=N verdict=V" */
 };
 /* Write one local-run audit row (its argv masked): its id, or -1. */
 int64_t		 audit_local(const struct auth *, const struct local_audit *);
@@ -411,6 +470,8 @@ void		 call_exits_read(void);	/* the relay's word, committed */
 int		 call_usage(int64_t, int64_t, json_t *);
 /* Around the member routes: daily_call_cap checked, stored, shown. */
 int		 call_view_before(struct vault_req *, struct vault_resp *);
+int		 call_cap_field(json_t *, int *, int *, int64_t *,
+		    struct vault_resp *);
 void		 call_view_after(struct vault_req *, struct vault_resp *);
 
 /* vault_call_cache.c: a call's decision's reads per registry version */

@@ -200,9 +200,9 @@ org_enter(struct vault_req *req, struct vault_resp *resp, enum role need,
 		return (-1);
 	}
 	if (ctx->role < need) {
-		resp_error(resp, 403, "%s", need == ROLE_OWNER ?
-		    "only owners can do this" :
-		    "only admins and owners can do this");
+		/* treg's words (its client shows them as they are). */
+		resp_error(resp, 403, "%s role in this org is required",
+		    need == ROLE_OWNER ? "owner" : "admin");
 		return (-1);
 	}
 	return (0);

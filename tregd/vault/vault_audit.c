@@ -132,6 +132,7 @@ audit_local(const struct auth *a, const struct local_audit *la)
 	c.exit_code = la->exit_code;
 	c.verdict = la->verdict;
 	c.grant_id = la->grant_id;
+	c.path = la->path;
 	c.created_at = now;
 	rc = store_call_insert(&c, &id);
 	free(argv);

@@ -92,6 +92,7 @@ struct call_in {
 struct call_out {
 	struct tool_row	 t;
 	int		 have_tool;
+	char		 asked[NAME_LEN_MAX + 1];	/* the name, unknown */
 	char		 path[URL_LEN_MAX + 1];	/* upstream path, raw */
 	char		 origin[URL_LEN_MAX + 1];	/* scheme://authority */
 };
@@ -334,12 +335,17 @@ call_decide(struct vpend *p)
 	strlcpy(p->method, cr.method, sizeof(p->method));
 	p->refused = 1;
 	out.have_tool = 0;
+	out.asked[0] = '\0';
 	/* auth: an unknown token has no org to audit in; it is logged. */
 	if (!cr.has_token) {
 		resp_error(&p->resp, 401, "not authenticated");
 		goto done;
 	}
-	if ((rc = ccache_auth(cr.token_hash, &p->auth)) != 0) {
+	/* An identity token acts in the org X-Treg-Org names, uncached. */
+	if ((rc = ccache_auth(cr.token_hash, &p->auth)) == 1 &&
+	    (rc = identity_call_auth(&cr, &p->auth, &p->resp)) == 2)
+		goto done;
+	if (rc != 0) {
 		if (rc == -1)
 			resp_error(&p->resp, 503, "the database cannot be "
 			    "read — try again in a moment");
@@ -381,7 +387,8 @@ call_decide(struct vpend *p)
 	if (out.have_tool) {
 		strlcpy(p->tool, out.t.name, sizeof(p->tool));
 		tool_row_clear(&out.t);
-	}
+	} else
+		strlcpy(p->tool, out.asked, sizeof(p->tool));
 	free(in.target);
 	explicit_bzero(&cr, sizeof(cr));
 }
@@ -738,6 +745,8 @@ call_by_name(const struct auth *a, const char *target, struct call_out *out,
 		return (-1);
 	}
 	if (rc == 1) {
+		/* Its refusal's row names what was asked for. */
+		strlcpy(out->asked, name, sizeof(out->asked));
 		resp_error(resp, 404, "no tool '%s' in this org", name);
 		return (-1);
 	}
@@ -829,7 +838,8 @@ call_by_url(const struct auth *a, const char *target, struct call_out *out,
 	path = p + n;
 	*why = "resolution";
 	if (n == 0 || n >= sizeof(host)) {
-		resp_error(resp, 404, "no tool in this org serves that URL");
+		resp_error(resp, 404, "no registered tool in this org "
+		    "serves that URL");
 		return (-1);
 	}
 	for (i = 0; i < n; i++)
@@ -859,14 +869,15 @@ call_by_url(const struct auth *a, const char *target, struct call_out *out,
 			tool_row_clear(&t);
 	}
 	if (m->nbest == 0)
-		resp_error(resp, 404, "no tool in this org serves that URL");
+		resp_error(resp, 404, "no registered tool in this org serves "
+		    "that URL");
 	else if (usable == 0) {
 		*why = "access";
 		resp_error(resp, 403, "you don't have access to the tool for "
 		    "that URL in this team");
 	} else if (usable > 1) {
 		resp_error(resp, 409, "several tools match that URL: %s' — "
-		    "call one by name: /call/<tool>/<path>", tie);
+		    "call one by name: /call/<name>/<path>", tie);
 	} else {
 		/* The path as given: the base path is a prefix of it. */
 		call_target(out, "");
@@ -1012,8 +1023,9 @@ call_usage(int64_t org, int64_t user, json_t *view)
 	if (store_call_cap_get(org, user, &has, &cap) == -1 ||
 	    store_call_used(org, user, day, &used) == -1)
 		return (-1);
-	json_object_set_new(view, "daily_call_cap", has ?
-	    json_integer(cap) : json_null());
+	/* No cap is -1, as treg shows it. */
+	json_object_set_new(view, "daily_call_cap", json_integer(has ? cap :
+	    -1));
 	json_object_set_new(view, "used_today", json_integer(used));
 	return (0);
 }
@@ -1389,19 +1401,46 @@ call_done(const struct call_done *cdp)
 int
 call_view_before(struct vault_req *req, struct vault_resp *resp)
 {
-	json_t	*v;
+	int64_t	 cap;
+	int	 sent, has;
 
 	if (req->route == ROUTE_CALLS_LIST)
 		call_exits_read();	/* the list shows how calls ended */
-	if (req->route != ROUTE_MEMBER_ACCESS || req->body == NULL ||
-	    (v = json_object_get(req->body, "daily_call_cap")) == NULL)
+	if (req->route != ROUTE_MEMBER_ACCESS)
 		return (0);
+	return (call_cap_field(req->body, &sent, &has, &cap, resp));
+}
+
+/*
+ * daily_call_cap of a request body, the one reading of it (PATCH
+ * .../access, POST .../agents): absent (*sent 0); null or -1, treg's
+ * "no cap" (*has 0); or a count from 0 to CALL_CAP_MAX.  Anything else
+ * is answered 422: 0, or -1.
+ */
+int
+call_cap_field(json_t *body, int *sent, int *has, int64_t *cap,
+    struct vault_resp *resp)
+{
+	json_t	*v;
+
+	*sent = *has = 0;
+	*cap = 0;
+	if (body == NULL || (v = json_object_get(body,
+	    "daily_call_cap")) == NULL)
+		return (0);
+	*sent = 1;
 	if (json_is_null(v) || (json_is_integer(v) &&
-	    json_integer_value(v) >= 0 &&
-	    json_integer_value(v) <= CALL_CAP_MAX))
+	    json_integer_value(v) == -1))
 		return (0);
-	resp_error(resp, 422, "field 'daily_call_cap' must be null or an "
-	    "integer from 0 to %d", CALL_CAP_MAX);
+	if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+	    json_integer_value(v) <= CALL_CAP_MAX) {
+		*has = 1;
+		*cap = json_integer_value(v);
+		return (0);
+	}
+	resp_error(resp, 422, "field 'daily_call_cap' must be a whole number "
+	    "of calls a day from 0 to %d, or null or -1 for no cap",
+	    CALL_CAP_MAX);
 	return (-1);
 }
 
@@ -1418,16 +1457,18 @@ call_view_add(int64_t org, json_t *view)
 void
 call_view_after(struct vault_req *req, struct vault_resp *resp)
 {
-	json_t	*v, *e;
+	json_t	*e;
+	int64_t	 cap;
 	size_t	 i;
+	int	 sent, has;
 
 	if (resp->status != 200 || resp->body == NULL)
 		return;
 	switch (req->route) {
 	case ROUTE_MEMBER_ACCESS:
-		v = json_object_get(req->body, "daily_call_cap");
-		if (v != NULL && store_call_cap_set(req->id1, req->id2,
-		    !json_is_null(v), json_integer_value(v)) == -1) {
+		if (call_cap_field(req->body, &sent, &has, &cap, resp) == 0 &&
+		    sent && store_call_cap_set(req->id1, req->id2, has,
+		    cap) == -1) {
 			db_fail(resp, "daily call cap");
 			return;
 		}

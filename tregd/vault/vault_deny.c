@@ -606,6 +606,9 @@ struct deny_use {
 	char		 plain[DENY_PATH_MAX + 1];	/* path_plain() */
 	int64_t		 id;
 	char		 note[DENY_NOTE_MAX + 1];
+	int		 member;		/* aimed at the caller */
+	char		 what[DENY_METHOD_MAX + HOST_LEN_MAX + DENY_PATH_MAX +
+			    4];				/* "GET host/path" */
 };
 
 static int
@@ -630,6 +633,9 @@ deny_matches(const struct store_deny *d, void *arg)
 	}
 	u->id = d->id;
 	strlcpy(u->note, d->note ? d->note : "", sizeof(u->note));
+	u->member = d->user_id != 0;
+	(void)snprintf(u->what, sizeof(u->what), "%s %s%s", *rm != '\0' ?
+	    rm : "any", *rh != '\0' ? rh : "any host", rp);
 	return (1);
 }
 
@@ -666,11 +672,10 @@ deny_check_by(deny_rules_fn rules, const struct auth *a, const char *host,
 	}
 	if (u.id == 0)
 		return (0);
-	if (u.note[0] != '\0')
-		resp_error(resp, 403, "blocked by a policy rule (rule %lld: "
-		    "%s)", (long long)u.id, u.note);
-	else
-		resp_error(resp, 403, "blocked by a policy rule (rule %lld)",
-		    (long long)u.id);
+	/* treg's words: whom the rule is on, its note, what it blocks. */
+	resp_error(resp, 403, "blocked by a policy rule on %s%s%s%s — %s "
+	    "(rule %lld)", u.member ? "you" : "this team",
+	    u.note[0] != '\0' ? " (" : "", u.note,
+	    u.note[0] != '\0' ? ")" : "", u.what, (long long)u.id);
 	return (-1);
 }

@@ -27,8 +27,14 @@
 #include "redact.h"
 #include "vault.h"
 
+/*
+ * The names an OAuth access token goes by: access_token (RFC 6749) and
+ * token (Google's token.json).  Nothing else of an oauth secret is an
+ * access token: a refresh_token mints new ones, a client_secret is the
+ * app's, an id_token says who the user is and opens no API.
+ */
 static const char *const oauth_leaves[] = {
-	"access_token", "token", "id_token", NULL
+	"access_token", "token", NULL
 };
 
 static void	 trim(const char **, size_t *);
@@ -58,12 +64,23 @@ value_too_short(const void *p, size_t len)
 	return (len < REDACT_MINFORMS);
 }
 
+/*
+ * Whether the field of a secret of that kind may leave the vault: any
+ * field of a plain or secret_file secret the tool names, of an oauth
+ * secret only its access token under one of its names.  The one rule of
+ * it: the tool checks (vault_tool.c) and every use (inject_leaf) call it.
+ */
 int
 inject_field_allowed(const char *kind, const char *field)
 {
+	size_t	 i;
+
 	if (kind == NULL || strcmp(kind, "oauth") != 0 || field == NULL)
 		return (1);
-	return (strcmp(field, oauth_leaves[0]) == 0);
+	for (i = 0; oauth_leaves[i] != NULL; i++)
+		if (strcmp(field, oauth_leaves[i]) == 0)
+			return (1);
+	return (0);
 }
 
 int
@@ -182,7 +199,7 @@ json_what(json_t *v)
  * plain string too).  oauth and secret_file are JSON objects of which a
  * field leaves, never the whole: the secret_field named, or, when it
  * names none or "access_token", the access-token leaf (access_token,
- * then token, then id_token); of an oauth secret nothing else.  A
+ * then token); of an oauth secret nothing but that leaf.  A
  * binding whose injector takes a JSON secret (oauth, secret_file) does
  * not fit a plain one.  *doc holds what *val points into (decref it).
  */
@@ -226,17 +243,23 @@ inject_leaf(const struct isecret *sc, json_t *e, const char *tool,
 	}
 	if (!inject_field_allowed(sc->kind, field)) {
 		resp_error(resp, 502, "tool '%s': only the access token of "
-		    "the oauth secret '%s' may be injected, not '%s'", tool,
-		    sc->name, field);
-		return (-1);
-	}
-	if ((*doc = json_loadb(*val, *vlen, 0, NULL)) == NULL ||
-	    !json_is_object(*doc)) {
-		resp_error(resp, 502, "tool '%s': the %s secret '%s' is not "
-		    "a JSON object", tool, sc->kind, sc->name);
+		    "the oauth secret '%s' (access_token or token) may be "
+		    "injected, not '%s'", tool, sc->name, field);
 		return (-1);
 	}
 	leaf = field == NULL || strcmp(field, oauth_leaves[0]) == 0;
+	if ((*doc = json_loadb(*val, *vlen, 0, NULL)) == NULL ||
+	    !json_is_object(*doc)) {
+		json_decref(*doc);
+		*doc = NULL;
+		/* A secret_file of a file's text (a PEM key): it is whole. */
+		if (leaf && strcmp(sc->kind, "secret_file") == 0)
+			return (0);
+		resp_error(resp, 502, "tool '%s': the %s secret '%s' is not "
+		    "a JSON object%s", tool, sc->kind, sc->name, leaf ? "" :
+		    ": it has no fields");
+		return (-1);
+	}
 	f = leaf ? oauth_leaves[0] : field;
 	if (!leaf)
 		fv = json_object_get(*doc, field);
@@ -246,7 +269,7 @@ inject_leaf(const struct isecret *sc, json_t *e, const char *tool,
 	if (fv == NULL) {
 		if (leaf)
 			resp_error(resp, 502, "tool '%s': the secret '%s' has "
-			    "no access_token, token or id_token field", tool,
+			    "no access_token or token field", tool,
 			    sc->name);
 		else
 			resp_error(resp, 502, "tool '%s': the secret '%s' has "

@@ -31,20 +31,6 @@ struct member_state {
 	json_t		*access;	/* with want_access: to be freed */
 };
 
-/* An invite being accepted. */
-struct invite_found {
-	int64_t		 id;
-	int64_t		 org_id;
-	int64_t		 expires;
-	enum role	 role;
-	int		 local_run;
-	int		 used;
-	char		*access;
-	char		 email[EMAIL_LEN_MAX + 1];
-	char		 slug[NAME_LEN_MAX + 1];
-	char		 name[NAME_LEN_MAX + 1];
-};
-
 /* POST /orgs/{id}/agents, checked. */
 /* Pending invites of one email (treg compatibility: re-invites). */
 struct invite_old {
@@ -64,6 +50,9 @@ struct agent_req {
 	int		 access_sent;
 	char		*access;
 	int		 local_run;	/* -1: keep, or enabled */
+	int		 cap_sent;	/* daily_call_cap: sent, */
+	int		 cap_has;	/* a cap or none, */
+	int64_t		 cap;		/* the cap */
 };
 
 /* A listing being filled. */
@@ -73,6 +62,8 @@ struct member_rows {
 };
 
 static int	agent_name_norm(const char *, char *, size_t);
+static int	name_cmp(const void *, const void *);
+static void	access_unknown(struct vault_resp *, const char **, size_t);
 static int	body_role(struct vault_req *, struct vault_resp *, int *,
 		    enum role *);
 static int	body_access(struct vault_req *, struct vault_resp *, int64_t,
@@ -86,11 +77,6 @@ static void	member_rows(struct vault_req *, struct vault_resp *, int,
 static int	invite_view(const struct store_invite *, void *);
 static int	invite_seen(const struct store_invite *, void *);
 static int	invite_supersede(struct vault_resp *, int64_t, const char *);
-static int	invite_copy(const struct store_invite *, void *);
-static int	invite_check(int, const struct invite_found *, const char *,
-		    struct vault_resp *);
-static int	invite_join(const struct invite_found *, const char *,
-		    char *, int64_t *, struct vault_resp *);
 static int	agent_body(struct vault_req *, struct vault_resp *,
 		    const struct org_ctx *, struct agent_req *);
 static int	agent_issue(const struct org_ctx *, const struct agent_req *,
@@ -179,10 +165,11 @@ static int
 body_access(struct vault_req *req, struct vault_resp *resp, int64_t org,
     int *sent, char **text)
 {
-	json_t	*v, *e;
-	size_t	 i;
-	int64_t	 all, listed;
-	int	 rc;
+	json_t		*v, *e;
+	const char	**unknown;
+	size_t		 i, nunknown = 0;
+	int64_t		 all, listed;
+	int		 rc;
 
 	*sent = 0;
 	*text = NULL;
@@ -197,24 +184,32 @@ body_access(struct vault_req *req, struct vault_resp *resp, int64_t org,
 		    "list of at most %d tool or skill names", ACCESS_LIST_MAX);
 		return (-1);
 	}
+	if ((unknown = calloc(json_array_size(v) + 1,
+	    sizeof(*unknown))) == NULL)
+		fatal("%s: calloc", __func__);
 	json_array_foreach(v, i, e) {
 		if (!json_is_string(e) || json_has_nul(e) ||
 		    !valid_name(json_string_value(e))) {
+			free(unknown);
 			resp_error(resp, 422, "field 'tool_access' must list "
 			    "tool or skill names");
 			return (-1);
 		}
 		if ((rc = store_org_has_tool(org, json_string_value(e))) ==
-		    1) {
-			resp_error(resp, 422, "unknown tool '%s'",
-			    json_string_value(e));
-			return (-1);
-		}
-		if (rc == -1) {
+		    -1) {
+			free(unknown);
 			db_fail(resp, "access list");
 			return (-1);
 		}
+		if (rc == 1)
+			unknown[nunknown++] = json_string_value(e);
 	}
+	if (nunknown > 0) {
+		access_unknown(resp, unknown, nunknown);
+		free(unknown);
+		return (-1);
+	}
+	free(unknown);
 	if ((*text = json_dumps(v, JSON_COMPACT)) == NULL)
 		fatalx("%s: json_dumps", __func__);
 	/* treg compatibility: a list of every tool is every tool (null). */
@@ -224,6 +219,31 @@ body_access(struct vault_req *req, struct vault_resp *resp, int64_t org,
 		*text = NULL;
 	}
 	return (0);
+}
+
+static int
+name_cmp(const void *a, const void *b)
+{
+	return (strcmp(*(const char *const *)a, *(const char *const *)b));
+}
+
+/* 422 naming every unknown name of an access list, sorted, once each. */
+static void
+access_unknown(struct vault_resp *resp, const char **names, size_t n)
+{
+	char	 list[900];
+	size_t	 i;
+
+	qsort(names, n, sizeof(*names), name_cmp);
+	list[0] = '\0';
+	for (i = 0; i < n; i++) {
+		if (i > 0 && strcmp(names[i], names[i - 1]) == 0)
+			continue;
+		if (list[0] != '\0')
+			strlcat(list, ", ", sizeof(list));
+		strlcat(list, names[i], sizeof(list));
+	}
+	resp_error(resp, 422, "unknown tool/skill(s): %s", list);
 }
 
 static json_t *
@@ -425,12 +445,14 @@ invite_view(const struct store_invite *iv, void *arg)
 	char	 expires[32];
 
 	iso_time(iv->expires_at, expires, sizeof(expires));
+	/* invited_by: the inviter's email, as treg shows it ("" if gone). */
 	json_array_append_new(arg, json_pack("{s:I,s:s,s:s,s:o,s:b,s:s,s:I,"
-	    "s:s}", "id", (json_int_t)iv->id, "email", iv->email, "role",
+	    "s:s,s:s}", "id", (json_int_t)iv->id, "email", iv->email, "role",
 	    iv->role, "tool_access", access_json(iv->tool_access),
 	    "local_run_enabled", iv->local_run_enabled, "expires_at", expires,
 	    "created_by", (json_int_t)iv->created_by, "created_at",
-	    iv->created_at));
+	    iv->created_at, "invited_by", iv->invited_by != NULL ?
+	    iv->invited_by : ""));
 	return (0);
 }
 
@@ -472,7 +494,7 @@ invite_delete(struct vault_req *req, struct vault_resp *resp)
 	    (json_int_t)req->id2));
 }
 
-static int
+int
 invite_copy(const struct store_invite *iv, void *arg)
 {
 	struct invite_found	*f = arg;
@@ -493,7 +515,7 @@ invite_copy(const struct store_invite *iv, void *arg)
 }
 
 /* The invite of a code (rc 1: none) for this email: 0, or -1 answered. */
-static int
+int
 invite_check(int rc, const struct invite_found *f, const char *email,
     struct vault_resp *resp)
 {
@@ -503,7 +525,7 @@ invite_check(int rc, const struct invite_found *f, const char *email,
 	}
 	if (rc == 1 || f->used || f->role == ROLE_NONE ||
 	    f->role == ROLE_OWNER)
-		resp_error(resp, 404, "invite not found or already used");
+		resp_error(resp, 404, "invalid or already-used invite code");
 	else if (f->expires <= (int64_t)time(NULL))
 		resp_error(resp, 410, "this invite has expired: ask for a new "
 		    "one");
@@ -519,7 +541,7 @@ invite_check(int rc, const struct invite_found *f, const char *email,
  * The invited person (a new user on a first invite) joins: the invite
  * is used and the membership made, or the answer says why not.
  */
-static int
+int
 invite_join(const struct invite_found *f, const char *email, char *token,
     int64_t *uid, struct vault_resp *resp)
 {
@@ -536,8 +558,8 @@ invite_join(const struct invite_found *f, const char *email, char *token,
 			resp_error(resp, 403, "an agent joins an org only as "
 			    "its agent (POST /orgs/{id}/agents)");
 		else
-			resp_error(resp, 404, "invite not found or already "
-			    "used");
+			resp_error(resp, 404, "invalid or already-used "
+			    "invite code");
 		return (-1);
 	}
 	if ((rc = membership_new(*uid, f->org_id, f->role, f->access,
@@ -811,8 +833,9 @@ agent_body(struct vault_req *req, struct vault_resp *resp,
 		resp_error(resp, 403, "only owners can make an admin agent");
 		return (-1);
 	}
-	if (body_access(req, resp, ctx->org_id, &a->access_sent,
-	    &a->access) == -1)
+	if (call_cap_field(req->body, &a->cap_sent, &a->cap_has, &a->cap,
+	    resp) == -1 || body_access(req, resp, ctx->org_id,
+	    &a->access_sent, &a->access) == -1)
 		return (-1);
 	if ((size_t)snprintf(a->email, sizeof(a->email), "agent-%s-%s@%s",
 	    ctx->slug, a->name, AGENT_DOMAIN) >= sizeof(a->email)) {
@@ -921,7 +944,10 @@ agents_create(struct vault_req *req, struct vault_resp *resp)
 	}
 	if (agent_issue(&ctx, &a, token, &uid, &rotated, resp) == -1)
 		goto out;
-	if (member_find(uid, ctx.org_id, &ms) != 0 || store_commit() == -1) {
+	/* Its cap with it: an agent is never uncapped for a moment. */
+	if ((a.cap_sent && store_call_cap_set(ctx.org_id, uid, a.cap_has,
+	    a.cap) == -1) || member_find(uid, ctx.org_id, &ms) != 0 ||
+	    store_commit() == -1) {
 		explicit_bzero(token, sizeof(token));
 		json_decref(ms.access);
 		db_fail(resp, "agent");

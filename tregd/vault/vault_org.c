@@ -307,15 +307,14 @@ static void
 orgs_create(struct vault_req *req, struct vault_resp *resp)
 {
 	char		 name[NAME_LEN_MAX + 1], slug[NAME_LEN_MAX + 1];
-	char		 token[TOKEN_LEN + 1];
+	char		 token[TOKEN_LEN + 1], itoken[IDENTITY_TOKEN_LEN + 1];
 	const char	*s;
 	size_t		 n;
 	int64_t		 oid;
+	int		 person = req->auth->kind == AUTH_IDENTITY;
 
-	if (req->auth->is_agent) {
-		resp_error(resp, 403, "agents cannot create orgs");
+	if (org_refuse_machine(req, resp) == -1)
 		return;
-	}
 	if (body_str(req, resp, "name", 1, 1024, &s) == -1)
 		return;
 	while (*s == ' ' || *s == '\t')
@@ -336,17 +335,26 @@ orgs_create(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "begin");
 		return;
 	}
+	/*
+	 * A person's identity token gets another identity token (treg's
+	 * client stores the answer's token): not the new org's membership
+	 * token, which would leave the client unable to reach the others.
+	 */
 	if (org_insert(name, &oid, slug, sizeof(slug)) == -1 ||
 	    membership_new(req->auth->user_id, oid, ROLE_OWNER, NULL, 1,
-	    NULL, token) != 0 || store_commit() == -1) {
+	    NULL, token) != 0 || (person && identity_mint(req->auth->user_id,
+	    itoken) == -1) || store_commit() == -1) {
 		explicit_bzero(token, sizeof(token));
+		explicit_bzero(itoken, sizeof(itoken));
 		db_fail(resp, "create org");
 		return;
 	}
-	resp_ok(resp, json_pack("{s:s,s:I,s:s,s:s,s:s}", "org", slug,
+	resp_ok(resp, json_pack("{s:s,s:I,s:s,s:s,s:s,s:s}", "org", slug,
 	    "org_id", (json_int_t)oid, "name", name, "role", "owner",
-	    "token", token));
+	    "token", person ? itoken : token, "token_kind", person ?
+	    "identity" : "membership"));
 	explicit_bzero(token, sizeof(token));
+	explicit_bzero(itoken, sizeof(itoken));
 }
 
 /*
@@ -375,10 +383,29 @@ org_view(const struct store_membership *m, void *arg)
 	return (0);
 }
 
+/*
+ * An agent acts in its own org by its token and never as a user: it
+ * makes no org (it would own it, and owners escape every limit set on
+ * it) and lists none, as treg refuses it (its client then reads its one
+ * org from GET /auth/me).  0, or -1 answered.
+ */
+int
+org_refuse_machine(struct vault_req *req, struct vault_resp *resp)
+{
+	if (req->auth == NULL || !req->auth->is_agent)
+		return (0);
+	resp_error(resp, 403, "this token belongs to a machine identity — "
+	    "it can call this team's tools, but cannot act as a user");
+	return (-1);
+}
+
 static void
 orgs_list(struct vault_req *req, struct vault_resp *resp)
 {
 	struct org_rows	 r = { req->auth, json_array() };
+
+	if (org_refuse_machine(req, resp) == -1)
+		return;
 
 	if (store_user_memberships(req->auth->user_id, org_view, &r) == -1) {
 		json_decref(r.list);

@@ -231,8 +231,8 @@ deny_create(struct vault_req *req, struct vault_resp *resp)
 		return;
 	if (user != 0 && (rc = store_member_of(user, req->id1)) != 0) {
 		if (rc == 1)
-			resp_error(resp, 422, "user %lld is not a member of "
-			    "this org", (long long)user);
+			resp_error(resp, 404, "not a member of this org (user "
+			    "%lld)", (long long)user);
 		else
 			db_fail(resp, "deny rule");
 		return;
@@ -690,6 +690,7 @@ tool_run_report(struct vault_req *req, struct vault_resp *resp)
 	struct local_audit	 la;
 	struct tool_row		 t;
 	const char		*verdict = NULL, *detail = NULL;
+	char			 path[96];
 	int64_t			 grant, exit_code, rid;
 	json_t			*marked;
 
@@ -738,6 +739,10 @@ tool_run_report(struct vault_req *req, struct vault_resp *resp)
 	la.exit_code = exit_code;
 	la.verdict = verdict;
 	la.grant_id = grant;
+	/* The row's path as treg writes a report's. */
+	(void)snprintf(path, sizeof(path), "exit=%lld verdict=%s",
+	    (long long)exit_code, verdict);
+	la.path = path;
 	if ((rid = audit_local(a, &la)) == -1 || store_commit() == -1) {
 		db_fail(resp, "run report");
 		goto out;

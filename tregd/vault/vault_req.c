@@ -424,3 +424,10 @@ vault_cork(int on)
 		imsgev_uncork(vault_relay);
 	}
 }
+
+/* A sign-in code to mail: the parent runs sendmail. */
+void
+vault_mail_send(const struct mail_send *m)
+{
+	imsgev_compose(vault_parent, IMSG_MAIL_SEND, 0, -1, m, sizeof(*m));
+}

@@ -75,9 +75,10 @@ secret_json_value(struct vault_resp *resp, json_t *v, const char *ctx,
 
 /*
  * The plaintext of a value member v for a secret of this kind, in a
- * fresh buffer the caller releases with secret_value_free.  oauth and
- * secret_file values are JSON objects, given as an object or as a string
- * holding one.  No error text quotes the value.
+ * fresh buffer the caller releases with secret_value_free.  oauth values
+ * are JSON objects, given as an object or as a string holding one;
+ * secret_file values too, or any file's text, as treg takes them (a PEM
+ * key: injected whole).  No error text quotes the value.
  */
 int
 secret_value(struct vault_resp *resp, json_t *v, const char *kind,
@@ -108,7 +109,7 @@ secret_value(struct vault_resp *resp, json_t *v, const char *kind,
 			    "NUL byte", ctx, sep);
 			return (-1);
 		}
-		if (isjson) {
+		if (strcmp(kind, "oauth") == 0) {
 			parsed = json_loadb(json_string_value(v), len, 0,
 			    NULL);
 			if (!json_is_object(parsed)) {
@@ -414,21 +415,20 @@ secret_patch(struct vault_req *req, struct vault_resp *resp)
 	size_t			 ptlen = 0;
 	json_t			*v;
 	int64_t			 org = req->auth->org_id, id = req->id1;
-	int			 json_kind, tooshort = 0, rc;
+	int			 tooshort = 0, rc;
 
 	if (reg_ref(req, resp, STORE_SECRET, id, NULL, "change", &ref) == -1 ||
 	    secret_fields(req, resp, &name, &kind) == -1)
 		return;
 	if (kind == NULL)
 		kind = ref.detail;
-	json_kind = strcmp(kind, "oauth") == 0 ||
-	    strcmp(kind, "secret_file") == 0;
 	v = req->body ? json_object_get(req->body, "value") : NULL;
 	if (v != NULL) {
 		if (secret_value(resp, v, kind, "", &pt, &ptlen) == -1)
 			return;
 		tooshort = value_too_short(pt, ptlen);
-	} else if (json_kind && strcmp(kind, ref.detail) != 0 &&
+	} else if (strcmp(kind, "oauth") == 0 &&
+	    strcmp(kind, ref.detail) != 0 &&
 	    secret_check_json(resp, org, id, kind) == -1)
 		return;
 
@@ -479,8 +479,8 @@ secret_delete(struct vault_req *req, struct vault_resp *resp)
 	if (tool[0] != '\0') {
 		store_rollback();
 		resp_error(resp, 409, "secret '%s' is in use by the tool '%s' "
-		    "(referenced by its bindings or CLI profile) — remove it "
-		    "from there first", ref.name, tool);
+		    "(referenced by its bindings or its local-run CLI "
+		    "profile) — remove it from there first", ref.name, tool);
 		return;
 	}
 	if (store_secret_delete(org, id) == -1) {

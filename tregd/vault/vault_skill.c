@@ -532,9 +532,9 @@ bundle_delete(struct vault_req *req, struct vault_resp *resp)
 	rc = store_bundle_outside_user(ref.id, tool, secret, sizeof(tool));
 	if (rc == 0) {
 		store_rollback();
-		resp_error(resp, 409, "the tool '%s', outside the skill, uses "
-		    "its secret '%s' — remove it from that tool first", tool,
-		    secret);
+		resp_error(resp, 409, "the skill's secret '%s' is referenced "
+		    "by the tool '%s', outside the skill — remove it from that "
+		    "tool first", secret, tool);
 		return;
 	}
 	if (rc == -1) {

@@ -204,7 +204,8 @@ oauth_field_refused(struct vault_resp *resp, const char *kind, json_t *e,
 	if (inject_field_allowed(kind, field))
 		return (0);
 	resp_error(resp, 422, "%s: only the access token of an oauth secret "
-	    "may be injected or granted, not '%s'", ctx, field);
+	    "(access_token or token) may be injected or granted, not '%s'",
+	    ctx, field);
 	return (1);
 }
 

@@ -843,3 +843,68 @@ store_sealed_keys(store_key_host_fn fn, void *arg)
 {
 	return (ops->sealed_keys(fn, arg));
 }
+
+int
+store_identity_insert(int64_t user, const uint8_t hash[STORE_HASH_LEN],
+    const char *at)
+{
+	return (ops->identity_insert(user, hash, at));
+}
+
+int
+store_identity_by_token(const uint8_t hash[STORE_HASH_LEN], int64_t *user,
+    char *email, size_t len, int *is_agent)
+{
+	return (ops->identity_by_token(hash, user, email, len, is_agent));
+}
+
+int
+store_identity_member_hash(const uint8_t hash[STORE_HASH_LEN],
+    const char *org, uint8_t out[STORE_HASH_LEN])
+{
+	return (ops->identity_member_hash(hash, org, out));
+}
+
+int
+store_identity_count(int64_t user, int64_t *n)
+{
+	return (ops->identity_count(user, n));
+}
+
+int
+store_identity_trim(int64_t user, int64_t keep)
+{
+	return (ops->identity_trim(user, keep));
+}
+
+int
+store_identity_revoke(int64_t user)
+{
+	return (ops->identity_revoke(user));
+}
+
+int
+store_email_code_get(const char *email, struct store_email_code *c)
+{
+	memset(c, 0, sizeof(*c));
+	return (ops->email_code_get(email, c));
+}
+
+int
+store_email_code_put(const char *email, const struct store_email_code *c)
+{
+	return (ops->email_code_put(email, c));
+}
+
+int
+store_invites_of_email(const char *email, int64_t now, store_invite_fn fn,
+    void *arg)
+{
+	return (ops->invites_of_email(email, now, fn, arg));
+}
+
+int
+store_invite_by_id(int64_t id, store_invite_fn fn, void *arg)
+{
+	return (ops->invite_by_id(id, fn, arg));
+}

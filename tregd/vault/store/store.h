@@ -277,8 +277,23 @@ struct store_invite {
 	const char	*created_at;
 	const char	*org_slug;	/* read only */
 	const char	*org_name;
+	const char	*invited_by;	/* read only: the inviter's email */
 };
 typedef int	(*store_invite_fn)(const struct store_invite *, void *);
+
+/*
+ * An email's sign-in code (vault_identity.c): only a salted hash of the
+ * code, when it expires, the wrong codes it still takes, and how many
+ * codes were sent since window_start (the sending limit).
+ */
+struct store_email_code {
+	uint8_t		 salt[STORE_HASH_LEN];
+	uint8_t		 hash[STORE_HASH_LEN];
+	int64_t		 expires_at;	/* seconds since the epoch; 0 none */
+	int64_t		 attempts;
+	int64_t		 window_start;
+	int64_t		 sent;
+};
 
 /* A user, for tregctl show users. */
 struct store_user {
@@ -595,6 +610,22 @@ struct store_ops {
 		    int64_t, int, store_runs_fn, void *);
 
 	/* ops: treg compatibility */
+	/* identity tokens and sign-in codes (store_*_identity.c) */
+	int	(*identity_insert)(int64_t, const uint8_t [STORE_HASH_LEN],
+		    const char *);
+	int	(*identity_by_token)(const uint8_t [STORE_HASH_LEN], int64_t *,
+		    char *, size_t, int *);
+	int	(*identity_member_hash)(const uint8_t [STORE_HASH_LEN],
+		    const char *, uint8_t [STORE_HASH_LEN]);
+	int	(*identity_count)(int64_t, int64_t *);
+	int	(*identity_trim)(int64_t, int64_t);
+	int	(*identity_revoke)(int64_t);
+	int	(*email_code_get)(const char *, struct store_email_code *);
+	int	(*email_code_put)(const char *,
+		    const struct store_email_code *);
+	int	(*invites_of_email)(const char *, int64_t, store_invite_fn,
+		    void *);
+	int	(*invite_by_id)(int64_t, store_invite_fn, void *);
 
 	/* ops: the keyring in the database (storage helper) */
 	int	(*keys)(const char *, store_key_fn, void *);
@@ -769,6 +800,34 @@ int		 store_invite_by_code(const uint8_t [STORE_HASH_LEN],
 int		 store_invite_use(int64_t);
 /* org, id: an unused invite deleted (0) or none (1). */
 int		 store_invite_delete(int64_t, int64_t);
+/*
+ * Identity tokens: a person across orgs, only their hash stored
+ * (vault_identity.c).  user, hash, created_at.
+ */
+int		 store_identity_insert(int64_t, const uint8_t [STORE_HASH_LEN],
+		    const char *);
+/* hash: its user, the user's email (into email, len) and is_agent. */
+int		 store_identity_by_token(const uint8_t [STORE_HASH_LEN],
+		    int64_t *, char *, size_t, int *);
+/*
+ * hash, org (a slug or an id): the token hash of its user's membership
+ * of that org (0), or 1 when the token or the membership is not there.
+ */
+int		 store_identity_member_hash(const uint8_t [STORE_HASH_LEN],
+		    const char *, uint8_t [STORE_HASH_LEN]);
+int		 store_identity_count(int64_t, int64_t *);
+/* user, keep: all but the user's keep newest tokens deleted. */
+int		 store_identity_trim(int64_t, int64_t);
+/* Every identity token of the user deleted. */
+int		 store_identity_revoke(int64_t);
+/* email: its code (0), or 1 when none was ever sent. */
+int		 store_email_code_get(const char *, struct store_email_code *);
+int		 store_email_code_put(const char *,
+		    const struct store_email_code *);
+/* The unused invites of an email expiring after now, oldest first. */
+int		 store_invites_of_email(const char *, int64_t, store_invite_fn,
+		    void *);
+int		 store_invite_by_id(int64_t, store_invite_fn, void *);
 /* org, user, audit id, tool: whether it is that user's local grant. */
 int		 store_grant_find(int64_t, int64_t, int64_t, const char *);
 /*

@@ -21,8 +21,9 @@
 #define INVITE_SELECT							\
 	"SELECT i.id, i.org_id, i.email, i.role, i.tool_access, "	\
 	"i.local_run_enabled, i.expires_at, i.used, i.created_by, "	\
-	"i.created_at, o.slug, o.name FROM invites i "			\
-	"JOIN orgs o ON o.id = i.org_id "
+	"i.created_at, o.slug, o.name, b.email FROM invites i "	\
+	"JOIN orgs o ON o.id = i.org_id "				\
+	"LEFT JOIN users b ON b.id = i.created_by "
 
 static int	pg_membership_row(const PGresult *, int, void *);
 static int	pg_invite_row(const PGresult *, int, void *);
@@ -212,6 +213,7 @@ pg_invite_row(const PGresult *res, int i, void *arg)
 	iv.created_at = pg_text(res, i, 9);
 	iv.org_slug = pg_text(res, i, 10);
 	iv.org_name = pg_text(res, i, 11);
+	iv.invited_by = pg_ntext(res, i, 12);
 	return (e->fn.invite(&iv, e->arg));
 }
 
@@ -263,6 +265,33 @@ pg_invite_by_code(const uint8_t hash[STORE_HASH_LEN], store_invite_fn fn,
 
 	pgq_init(&q);
 	pgq_blob(&q, hash, STORE_HASH_LEN);
+	return (pg_one(&st, &q, pg_invite_row, &e));
+}
+
+int
+pg_invites_of_email(const char *email, int64_t now, store_invite_fn fn,
+    void *arg)
+{
+	static struct pg_stmt	 st = { INVITE_SELECT "WHERE i.email = $1 "
+	    "AND i.used = 0 AND i.expires_at > $2 ORDER BY i.id", 0 };
+	struct store_each	 e = { .fn.invite = fn, .arg = arg };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_text(&q, email);
+	pgq_int(&q, now);
+	return (pg_each(&st, &q, pg_invite_row, &e));
+}
+
+int
+pg_invite_by_id(int64_t id, store_invite_fn fn, void *arg)
+{
+	static struct pg_stmt	 st = { INVITE_SELECT "WHERE i.id = $1", 0 };
+	struct store_each	 e = { .fn.invite = fn, .arg = arg };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_int(&q, id);
 	return (pg_one(&st, &q, pg_invite_row, &e));
 }
 

@@ -127,6 +127,9 @@ int		 sq_invite_insert(const struct store_invite *,
 int		 sq_invites_each(int64_t, int64_t, store_invite_fn, void *);
 int		 sq_invite_by_code(const uint8_t [STORE_HASH_LEN],
 		    store_invite_fn, void *);
+int		 sq_invites_of_email(const char *, int64_t, store_invite_fn,
+		    void *);
+int		 sq_invite_by_id(int64_t, store_invite_fn, void *);
 int		 sq_invite_use(int64_t);
 int		 sq_invite_delete(int64_t, int64_t);
 int		 sq_grant_find(int64_t, int64_t, int64_t, const char *);
@@ -179,5 +182,19 @@ int		 sq_runs_tools(int64_t, const char *const *, size_t, char,
 		    int64_t, int, store_runs_fn, void *);
 
 /* treg compatibility */
+
+/* store_sqlite_identity.c */
+int		 sq_identity_insert(int64_t, const uint8_t [STORE_HASH_LEN],
+		    const char *);
+int		 sq_identity_by_token(const uint8_t [STORE_HASH_LEN],
+		    int64_t *, char *, size_t, int *);
+int		 sq_identity_member_hash(const uint8_t [STORE_HASH_LEN],
+		    const char *, uint8_t [STORE_HASH_LEN]);
+int		 sq_identity_count(int64_t, int64_t *);
+int		 sq_identity_trim(int64_t, int64_t);
+int		 sq_identity_revoke(int64_t);
+int		 sq_email_code_get(const char *, struct store_email_code *);
+int		 sq_email_code_put(const char *,
+		    const struct store_email_code *);
 
 #endif /* STORE_SQLITE_H */

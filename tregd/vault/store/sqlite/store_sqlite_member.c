@@ -23,8 +23,9 @@
 	"i.local_run_enabled AS local_run_enabled, "			\
 	"i.expires_at AS expires_at, i.used AS used, "			\
 	"i.created_by AS created_by, i.created_at AS created_at, "	\
-	"o.slug AS slug, o.name AS name FROM invites i "		\
-	"JOIN orgs o ON o.id = i.org_id "
+	"o.slug AS slug, o.name AS name, b.email AS invited_by "	\
+	"FROM invites i JOIN orgs o ON o.id = i.org_id "		\
+	"LEFT JOIN users b ON b.id = i.created_by "
 
 static int	sq_membership_row(sqlite3_stmt *, void *);
 static int	sq_invite_row(sqlite3_stmt *, void *);
@@ -210,6 +211,7 @@ sq_invite_row(sqlite3_stmt *st, void *arg)
 	iv.created_at = sq_ctext(st, "created_at");
 	iv.org_slug = sq_ctext(st, "slug");
 	iv.org_name = sq_ctext(st, "name");
+	iv.invited_by = sq_cntext(st, "invited_by");
 	return (e->fn.invite(&iv, e->arg));
 }
 
@@ -262,6 +264,33 @@ sq_invite_by_code(const uint8_t hash[STORE_HASH_LEN], store_invite_fn fn,
 	    NULL)
 		return (-1);
 	sq_blob(st, ":hash", hash, STORE_HASH_LEN);
+	return (sq_one(st, sq_invite_row, &e));
+}
+
+int
+sq_invites_of_email(const char *email, int64_t now, store_invite_fn fn,
+    void *arg)
+{
+	struct store_each	 e = { .fn.invite = fn, .arg = arg };
+	sqlite3_stmt		*st;
+
+	if ((st = db_prepare(INVITE_SELECT "WHERE i.email = :email AND "
+	    "i.used = 0 AND i.expires_at > :now ORDER BY i.id")) == NULL)
+		return (-1);
+	sq_text(st, ":email", email);
+	sq_int(st, ":now", now);
+	return (sq_each(st, sq_invite_row, &e));
+}
+
+int
+sq_invite_by_id(int64_t id, store_invite_fn fn, void *arg)
+{
+	struct store_each	 e = { .fn.invite = fn, .arg = arg };
+	sqlite3_stmt		*st;
+
+	if ((st = db_prepare(INVITE_SELECT "WHERE i.id = :id")) == NULL)
+		return (-1);
+	sq_int(st, ":id", id);
 	return (sq_one(st, sq_invite_row, &e));
 }
 

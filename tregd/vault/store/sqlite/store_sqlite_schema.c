@@ -7,6 +7,8 @@
  */
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "log.h"
 #include "store_sqlite.h"
@@ -305,8 +307,49 @@ static const char *const migrations[] = {
 	"  instance INTEGER PRIMARY KEY,"
 	"  name TEXT NOT NULL,"
 	"  seen_at INTEGER NOT NULL);",
+
+	/*
+	 * 9: identity tokens, a person across their orgs (only a hash,
+	 * like a membership's), and the email sign-in codes: a salted
+	 * hash, its expiry, the wrong codes it still takes and the
+	 * sending window (vault_identity.c).
+	 */
+	"CREATE TABLE identity_tokens ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+	"  token_hash BLOB NOT NULL UNIQUE,"
+	"  created_at TEXT NOT NULL);"
+	"CREATE INDEX identity_tokens_user ON identity_tokens(user_id);"
+	"CREATE TABLE email_codes ("
+	"  email TEXT PRIMARY KEY,"
+	"  salt BLOB NOT NULL,"
+	"  code_hash BLOB NOT NULL,"
+	"  expires_at INTEGER NOT NULL,"
+	"  attempts INTEGER NOT NULL,"
+	"  window_start INTEGER NOT NULL,"
+	"  sent INTEGER NOT NULL);"
+	SQ_MARK("identity_tokens") SQ_MARK("email_codes"),
+
+	/*
+	 * 10 (issue 24): ids are never used again
+	 * after a delete, so that an audit row never names a later object:
+	 * each table with an id is rebuilt with AUTOINCREMENT, which SQL
+	 * in a transaction cannot do (sq_autoincrement()).  PostgreSQL's
+	 * identity columns never reuse a value: its 10 changes nothing.
+	 */
+	NULL,
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
+
+/* The tables whose "id INTEGER PRIMARY KEY" becomes AUTOINCREMENT. */
+static const char *const autoinc_tables[] = {
+	"users", "orgs", "memberships", "invites", "bundles", "secrets",
+	"tools", "deny_rules", "runs", "calls", NULL
+};
+
+static int	sq_autoincrement(int);
+static int	sq_autoinc_table(const char *);
+static char	*sq_autoinc_sql(const char *, const char *);
 
 int
 sq_migrate(void)
@@ -329,6 +372,16 @@ sq_migrate(void)
 		return (-1);
 	}
 	for (v = version; v < NMIGRATIONS; v++) {
+		if (migrations[v] == NULL) {
+			if (sq_autoincrement(v + 1) == -1) {
+				log_warnx("database migration to version %d "
+				    "failed", v + 1);
+				return (-1);
+			}
+			log_info("database schema migrated to version %d",
+			    v + 1);
+			continue;
+		}
 		if (db_exec("BEGIN IMMEDIATE") == -1)
 			return (-1);
 		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v + 1);
@@ -352,4 +405,127 @@ sq_schema_touch(void)
 
 	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", NMIGRATIONS);
 	return (db_exec(sql));
+}
+
+/*
+ * Migration to version v: each table of autoinc_tables[] made again as
+ * it is, but with AUTOINCREMENT, its rows, indexes and triggers kept.
+ * Foreign keys are off meanwhile (dropping a table with them on would
+ * delete what references it) and checked before the commit; the legacy
+ * rename leaves the other tables' references to the name as they are.
+ */
+static int
+sq_autoincrement(int v)
+{
+	sqlite3_stmt	*st;
+	char		 sql[64];
+	size_t		 i;
+	int		 rc = -1, bad;
+
+	if (db_exec("PRAGMA foreign_keys = OFF") == -1 ||
+	    db_exec("PRAGMA legacy_alter_table = ON") == -1)
+		goto out;
+	if (db_exec("BEGIN IMMEDIATE") == -1)
+		goto out;
+	for (i = 0; autoinc_tables[i] != NULL; i++)
+		if (sq_autoinc_table(autoinc_tables[i]) == -1)
+			goto fail;
+	if (sqlite3_prepare_v2(vault_db, "PRAGMA foreign_key_check", -1,
+	    &st, NULL) != SQLITE_OK)
+		goto fail;
+	bad = sq_step(st) != SQLITE_DONE;
+	sqlite3_finalize(st);
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v);
+	if (bad || db_exec(sql) == -1 || db_exec("COMMIT") == -1)
+		goto fail;
+	rc = 0;
+	goto out;
+ fail:
+	if (!sqlite3_get_autocommit(vault_db))
+		db_exec("ROLLBACK");
+ out:
+	if (db_exec("PRAGMA legacy_alter_table = OFF") == -1 ||
+	    db_exec("PRAGMA foreign_keys = ON") == -1)
+		rc = -1;
+	return (rc);
+}
+
+/* One table rebuilt with AUTOINCREMENT, in the open transaction. */
+static int
+sq_autoinc_table(const char *t)
+{
+	sqlite3_stmt	*st;
+	char		*def = NULL, **keep = NULL, *q;
+	size_t		 n = 0, i;
+	int		 rc = -1;
+
+	if (sqlite3_prepare_v2(vault_db, "SELECT type, sql FROM sqlite_master "
+	    "WHERE tbl_name = ?1 AND sql IS NOT NULL ORDER BY type = 'table' "
+	    "DESC", -1, &st, NULL) != SQLITE_OK)
+		return (-1);
+	sqlite3_bind_text(st, 1, t, -1, SQLITE_STATIC);
+	while (sq_step(st) == SQLITE_ROW) {
+		q = (char *)sqlite3_column_text(st, 1);
+		if (strcmp((const char *)sqlite3_column_text(st, 0),
+		    "table") == 0) {
+			if (def == NULL && (def = sq_autoinc_sql(t, q)) == NULL)
+				break;
+			continue;
+		}
+		if ((keep = reallocarray(keep, n + 1, sizeof(*keep))) == NULL ||
+		    (keep[n] = strdup(q)) == NULL)
+			fatal("%s", __func__);
+		n++;
+	}
+	sqlite3_finalize(st);
+	if (def == NULL)
+		goto out;
+	/* Already done (a database made by a later tregd): nothing to do. */
+	if (*def == '\0') {
+		rc = 0;
+		goto out;
+	}
+	if (db_exec(def) == -1)
+		goto out;
+	if ((q = sqlite3_mprintf("INSERT INTO \"%w__new\" SELECT * FROM "
+	    "\"%w\"; DROP TABLE \"%w\"; ALTER TABLE \"%w__new\" RENAME TO "
+	    "\"%w\";", t, t, t, t, t)) == NULL)
+		fatalx("%s: sqlite3_mprintf", __func__);
+	rc = db_exec(q);
+	sqlite3_free(q);
+	for (i = 0; rc == 0 && i < n; i++)
+		rc = db_exec(keep[i]);
+ out:
+	for (i = 0; i < n; i++)
+		free(keep[i]);
+	free(keep);
+	free(def);
+	return (rc);
+}
+
+/*
+ * The definition of table t (sql) for t__new with AUTOINCREMENT; "" when
+ * it has it already; NULL (and logged) when it is not as tregd made it.
+ */
+static char *
+sq_autoinc_sql(const char *t, const char *sql)
+{
+	static const char	 pk[] = "id INTEGER PRIMARY KEY,";
+	char			 head[64], *out;
+	const char		*p;
+	size_t			 hl;
+
+	if (strstr(sql, "AUTOINCREMENT") != NULL)
+		return (strdup(""));
+	hl = (size_t)snprintf(head, sizeof(head), "CREATE TABLE %s (", t);
+	if (hl >= sizeof(head) || strncmp(sql, head, hl) != 0 ||
+	    (p = strstr(sql, pk)) == NULL) {
+		log_warnx("table %s is not as tregd made it", t);
+		return (NULL);
+	}
+	if (asprintf(&out, "CREATE TABLE \"%s__new\" (%.*sid INTEGER PRIMARY "
+	    "KEY AUTOINCREMENT,%s", t, (int)(p - sql - hl), sql + hl,
+	    p + sizeof(pk) - 1) == -1)
+		fatal("%s: asprintf", __func__);
+	return (out);
 }
