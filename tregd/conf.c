@@ -27,6 +27,7 @@
 
 static void	 print_string(FILE *, const char *);
 static void	 print_size(FILE *, long long);
+static void	 print_mail(const struct tregd_conf *, FILE *);
 static void	 print_front(const struct tregd_conf *, FILE *);
 static void	 print_isolation(FILE *, const struct tregd_conf *);
 
@@ -356,6 +357,24 @@ print_isolation(FILE *fp, const struct tregd_conf *c)
 		fprintf(fp, "run pool %d\n", c->run_pool);
 }
 
+/* The mail lines: only those set. */
+static void
+print_mail(const struct tregd_conf *c, FILE *fp)
+{
+	if (c->mail_sendmail[0] != '\0') {
+		fputs("mail sendmail ", fp);
+		print_string(fp, c->mail_sendmail);
+		fputc('\n', fp);
+	}
+	if (c->mail_from[0] != '\0') {
+		fputs("mail from ", fp);
+		print_string(fp, c->mail_from);
+		fputc('\n', fp);
+	}
+	if (c->mail_development)
+		fputs("mail development yes\n", fp);
+}
+
 void
 print_config(const struct tregd_conf *c, FILE *fp)
 {
@@ -406,18 +425,7 @@ print_config(const struct tregd_conf *c, FILE *fp)
 		fputc('\n', fp);
 	}
 	fprintf(fp, "signup %s\n", c->signup_open ? "open" : "closed");
-	if (c->mail_sendmail[0] != '\0') {
-		fputs("mail sendmail ", fp);
-		print_string(fp, c->mail_sendmail);
-		fputc('\n', fp);
-	}
-	if (c->mail_from[0] != '\0') {
-		fputs("mail from ", fp);
-		print_string(fp, c->mail_from);
-		fputc('\n', fp);
-	}
-	if (c->mail_development)
-		fputs("mail development yes\n", fp);
+	print_mail(c, fp);
 	if (c->nrun_allow > 0) {
 		fputs("run allow {", fp);
 		for (i = 0; i < c->nrun_allow; i++) {
