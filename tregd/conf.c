@@ -219,6 +219,49 @@ path_within(const char *dir, const char *top)
 	return (dir[len] == '\0' || dir[len] == '/' || len == 1);
 }
 
+/* Every setting before the configuration file is read. */
+void
+conf_defaults(struct tregd_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (listen_fill(&c->listen[0], DEF_LISTEN_ADDR, AF_INET,
+	    DEF_LISTEN_ADDR, DEF_LISTEN_PORT) == -1)
+		fatalx("%s: default listen address", __func__);
+	c->nlisten = 1;
+	strlcpy(c->state, TREGD_STATE, sizeof(c->state));
+	strlcpy(c->socket, TREGD_SOCKET, sizeof(c->socket));
+	c->signup_open = 0;
+	c->run_rlimits = 1;
+	c->run_timeout = DEF_RUN_TIMEOUT;
+	c->run_slots = DEF_RUN_SLOTS;
+	c->vault_workers = DEF_VAULT_WORKERS;
+	c->run_slots_user = DEF_RUN_SLOTS_USER;
+	c->run_cpu = DEF_RUN_CPU;
+	c->run_filesize = DEF_RUN_FILESIZE;
+	c->run_uid_first = DEF_RUN_UID_FIRST;
+	c->run_uid_last = DEF_RUN_UID_LAST;
+	c->run_tmpsize = DEF_RUN_TMPSIZE;
+	c->run_processes = DEF_RUN_PROCESSES;
+	c->run_memory = DEF_RUN_MEMORY;
+	c->run_network = 1;
+	c->run_pool = DEF_RUN_POOL;
+	strlcpy(c->run_path, TREGD_RUN_PATH, sizeof(c->run_path));
+	strlcpy(c->run_dir, TREGD_RUN_DIR, sizeof(c->run_dir));
+	c->relay_allow_private = 0;
+	c->relay_timeout_connect = DEF_RELAY_T_CONNECT;
+	c->relay_timeout_total = DEF_RELAY_T_TOTAL;
+	c->http_body_max = HTTP_BODY_MAX;
+	c->http_max_conns = DEF_HTTP_CONNS;
+	c->http_timeout = HTTP_TIMEOUT;
+	c->http_timeout_header = DEF_HTTP_T_HEADER;
+	c->http_timeout_body = DEF_HTTP_T_BODY;
+	c->http_timeout_write = DEF_HTTP_T_WRITE;
+	c->http_per_addr = DEF_HTTP_PER_ADDR;
+	c->http_buffer = DEF_HTTP_BUFFER;
+	c->http_buffer_total = DEF_HTTP_BUFFER_TOTAL;
+	c->log_requests = 1;
+}
+
 /* Which allowed bin: 1 + index of the built-in list, or 0x100 + index. */
 static int
 conf_run_which(const struct tregd_conf *c, const char *bin)
