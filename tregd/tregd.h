@@ -267,6 +267,11 @@ enum imsg_type {
 	IMSG_EGRESS_END,	/* struct egress_end: the run ended */
 	/* vault -> relay, before the vault sends IMSG_RUN_START */
 	IMSG_EGRESS_GRANT,	/* blob: struct egress_grant + packed */
+	IMSG_EGRESS_REVOKE,	/* struct egress_end: the run ended (vault) */
+	/* relay -> vault: a request a run's CLI made, before upstream */
+	IMSG_EGRESS_CALL,	/* blob: struct egress_call + packed */
+	/* vault -> relay: its record and verdict */
+	IMSG_EGRESS_VERDICT,	/* blob: struct egress_verdict + packed */
 
 	/* tregctl <-> vault (control socket) */
 	IMSG_CTL_REQUEST,	/* struct ctl_request */
@@ -455,6 +460,72 @@ struct egress_listen {
 /* exec -> relay: the run ended; close its listeners and connections. */
 struct egress_end {
 	uint32_t	 runid;
+};
+
+/*
+ * vault -> relay: what a keyless run may reach and with what, sent on the
+ * vault worker's channel before its IMSG_RUN_START (so the grant is there
+ * before the run's first connection; the relay still accepts either
+ * order).  runid is the vault's run id (struct run_start), unique across
+ * workers (the worker's index in its top 8 bits); the relay sends the
+ * run's IMSG_EGRESS_CALLs to the worker that sent the grant.
+ *
+ * packed (pack.h), in this order:
+ *   nhosts, hosts[]     "host:port", "*.domain:port" or "http://host:port"
+ *                       (SPEC 6a egress list, ports always spelled out)
+ *   nsubst, then per value: placeholder, value, sign ("" or "aws-sigv4"),
+ *                       name (the env name, "" for none: tells an AWS
+ *                       key id from its secret and session token)
+ *   nsecrets, secrets[] the run's redaction set (as IMSG_CALL_START's),
+ *                       for the answers' masking
+ */
+struct egress_grant {
+	uint32_t	 runid;
+	uint32_t	 timeout_s;	/* the run's: the grant dies with it */
+	uint32_t	 allow_private;	/* relay allow-private */
+	uint32_t	 maxconns;	/* run egress connections */
+	int64_t		 org_id;
+	int64_t		 user_id;
+	int64_t		 tool_id;	/* its redaction set's cache key */
+	int64_t		 audit_id;	/* the run's row: GET /runs "s<id>" */
+};
+
+/*
+ * relay -> vault: one request of a run's CLI, before it goes upstream
+ * (SPEC 6a "Policy and audit"): the vault checks the org's deny rules and
+ * commits its call record (where "run", run_id, host), then answers with
+ * IMSG_EGRESS_VERDICT.  A refusal the relay made itself (a host not on
+ * the list, a SigV4 signature that does not verify, the connection cap)
+ * comes with refused = EGRESS_REFUSED_EGRESS and a status: the vault only
+ * records it and still answers.  The request's end comes as IMSG_CALL_DONE
+ * with the verdict's callid.
+ *
+ * packed: method (the effective one: override headers already read),
+ * host, path (no query values, placeholders masked), detail ("" or why
+ * the relay refused)
+ */
+struct egress_call {
+	uint32_t	 runid;
+	uint32_t	 reqid;		/* the relay's, echoed in the verdict */
+	uint32_t	 port;
+	uint32_t	 refused;	/* 0 or EGRESS_REFUSED_EGRESS */
+	uint32_t	 status;	/* the relay's refusal status (403 ...) */
+};
+#define EGRESS_REFUSED_EGRESS	1
+
+/*
+ * vault -> relay: the verdict on an IMSG_EGRESS_CALL.  ok 1: recorded,
+ * send it (callid then names the record for IMSG_CALL_DONE); ok 0:
+ * refused with status (403 policy, 503 when the record cannot be
+ * written) and the packed one-line detail the run's CLI gets.
+ */
+struct egress_verdict {
+	uint32_t	 runid;
+	uint32_t	 reqid;
+	uint32_t	 callid;
+	uint32_t	 ok;
+	uint32_t	 status;
+	/* packed: detail */
 };
 
 /* exec -> vault: the run ended. */
