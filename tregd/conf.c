@@ -243,7 +243,8 @@ conf_defaults(struct tregd_conf *c)
 	c->run_tmpsize = DEF_RUN_TMPSIZE;
 	c->run_processes = DEF_RUN_PROCESSES;
 	c->run_memory = DEF_RUN_MEMORY;
-	c->run_network = 1;
+	c->run_network = RUN_NET_PROXY;
+	c->run_egress_conns = 32;
 	c->run_pool = DEF_RUN_POOL;
 	strlcpy(c->run_path, TREGD_RUN_PATH, sizeof(c->run_path));
 	strlcpy(c->run_dir, TREGD_RUN_DIR, sizeof(c->run_dir));

@@ -130,7 +130,8 @@ struct tregd_conf {
 	long long		 run_tmpsize;		/* bytes */
 	int			 run_processes;		/* RLIMIT_NPROC */
 	long long		 run_memory;		/* bytes */
-	int			 run_network;		/* 0: loopback only */
+	int			 run_network;		/* RUN_NET_* */
+	int			 run_egress_conns;	/* per run, default 32 */
 	uint64_t		 run_have_builtin;	/* conf_run_scan() */
 	uint64_t		 run_have_allow;
 	int			 run_pool;		/* sandboxes made ahead */
@@ -439,10 +440,24 @@ struct run_start {
 	uint32_t	 stream;
 	int64_t		 cpu;
 	int64_t		 filesize;
-	uint32_t	 network;	/* 0: "network": false in the CLI */
+	uint32_t	 network;	/* RUN_NET_NONE, _PROXY, _HOST */
 	int64_t		 tool_id;	/* its redaction set's cache key */
-	/* packed: bin path, argc, argv[], envc, env[], nsecrets, secrets[] */
+	/*
+	 * packed: bin path, argc, argv[], envc, env[], nsecrets, secrets[],
+	 * nhosts, hosts[]: with RUN_NET_PROXY the egress list's "host:port"
+	 * entries that name one host (no wildcard, no scheme): exec writes
+	 * them to the run's /etc/hosts as 127.0.0.1 and gives the run a
+	 * transparent listener on each of their ports (SPEC 6a).
+	 */
 };
+/*
+ * How a run reaches the network (SPEC 6a): the vault's choice from "run
+ * network" and the CLI profile's "network", in run_start.network; the
+ * same values in tregd_conf.run_network ("run network no|proxy|host").
+ */
+#define RUN_NET_NONE	0	/* a network namespace, loopback only */
+#define RUN_NET_PROXY	1	/* that and the egress proxy's listeners */
+#define RUN_NET_HOST	2	/* the host's network (operator's choice) */
 
 /*
  * exec -> relay, with a listening socket made inside the run's network
