@@ -192,7 +192,7 @@ pg_usage(int64_t org, const char *since, store_usage_fn fn, void *arg)
 		    "action <> 'REPORT') GROUP BY user_email, kind UNION ALL "
 		    "SELECT user_email, 'server_run'::text, count(*)::bigint "
 		    "FROM runs WHERE org_id = $1 AND created_at >= $2 GROUP BY "
-		    "user_email", 0 },
+		    "user_email ORDER BY 1, 2", 0 },
 		{ "SELECT k, ''::text, sum(n)::bigint FROM (SELECT tool_name "
 		    "AS k, count(*) AS n FROM calls WHERE org_id = $1 AND "
 		    "created_at >= $2 AND (action IS NULL OR action <> "
