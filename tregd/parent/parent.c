@@ -161,6 +161,8 @@ parent_main(struct tregd_conf *conf, const char *conffile, int debug,
 	/* A socketpair per pair that talks: each worker has its own. */
 	parent_connect(child_frontend, child_exec);
 	parent_connect(child_frontend, child_relay);
+	/* A proxied run's listeners, made in its sandbox (SPEC 6a). */
+	parent_connect(child_exec, child_relay);
 	for (i = 0; i < nworkers; i++) {
 		parent_connect(child_vault[i], child_frontend);
 		parent_connect(child_vault[i], child_exec);
@@ -200,7 +202,6 @@ parent_config(void)
 	return (&parent_conf);
 }
 
-/* The relay talks to the frontend and the vault only, never to exec. */
 static void
 parent_check_users(void)
 {
