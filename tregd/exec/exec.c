@@ -232,6 +232,7 @@ static void	exec_zygote(int, short, void *);
 static void	run_stages(const struct run *, int64_t);
 static int	run_network(const struct run_start *, struct run *);
 static void	run_egress_plan(struct run *, const struct run_order *);
+static int	run_hosts_has(const char *, size_t, const char *);
 static int	run_env_net(struct run *, size_t);
 static void	run_egress_read(int, short, void *);
 static void	run_egress_end(struct run *);
@@ -781,7 +782,8 @@ run_egress_plan(struct run *r, const struct run_order *o)
 		if (k == r->nports && r->nports < SBX_PORTS_MAX)
 			r->ports[r->nports++] = port;
 		if (o->hosts[i][0] == '[' || inet_pton(AF_INET, name,
-		    &a4) == 1 || strcasecmp(name, "localhost") == 0)
+		    &a4) == 1 || strcasecmp(name, "localhost") == 0 ||
+		    run_hosts_has(lines, len, name))
 			continue;
 		if (len + strlen(name) + 12 > cap) {
 			cap = (cap + strlen(name) + 12) * 2;
@@ -794,6 +796,24 @@ run_egress_plan(struct run *r, const struct run_order *o)
 	if (lines == NULL && (lines = strdup("")) == NULL)
 		fatal("%s: strdup", __func__);
 	r->etc_hosts = lines;
+}
+
+/* Whether the /etc/hosts lines so far name host (another port's). */
+static int
+run_hosts_has(const char *lines, size_t len, const char *host)
+{
+	const char	*p, *end = lines + len;
+	size_t		 n = strlen(host);
+
+	for (p = lines; p != NULL && p < end; ) {
+		p += sizeof("127.0.0.1\t") - 1;
+		if ((size_t)(end - p) > n && strncasecmp(p, host, n) == 0 &&
+		    p[n] == '\n')
+			return (1);
+		if ((p = memchr(p, '\n', end - p)) != NULL)
+			p++;
+	}
+	return (0);
 }
 
 /* The run's set is ready (NULL: it could not be made): start it. */
