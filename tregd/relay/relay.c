@@ -41,11 +41,12 @@
 #include "redact.h"
 #include "redact_cache.h"
 #include "relay.h"
+#include "egress.h"
 #include "sandbox.h"
 
 #define CA_FILE_MAX	(4 * 1024 * 1024)
 struct tregd_conf		 relay_conf;
-static struct imsgev		 iev_parent, iev_frontend;
+static struct imsgev		 iev_parent, iev_frontend, iev_exec;
 static struct imsgev		 iev_vaults[VAULT_WORKERS_MAX];
 static int			 nvaults;
 static struct blob_list		 relay_blobs =
@@ -64,6 +65,9 @@ static void	relay_imsg_call_data(struct imsgev *, struct imsg *);
 static void	relay_imsg_call_cancel(struct imsgev *, struct imsg *);
 static void	relay_imsg_call_pause(struct imsgev *, struct imsg *);
 static void	relay_closed(struct imsgev *);
+static void	relay_imsg_egress_listen(struct imsgev *, struct imsg *);
+static void	relay_imsg_egress_end(struct imsgev *, struct imsg *);
+static void	relay_egress_ca(void);
 static void	relay_sig(int, short, void *);
 static char	*relay_ca_load(size_t *, size_t *);
 static int	relay_read(const char *, char **, size_t *);
@@ -81,6 +85,7 @@ static void	relay_begin(struct rcall *);
 #define FROM_PARENT	IMSG_FROM(PROC_PARENT)
 #define FROM_FRONTEND	IMSG_FROM(PROC_FRONTEND)
 #define FROM_VAULT	IMSG_FROM(PROC_VAULT)
+#define FROM_EXEC	IMSG_FROM(PROC_EXEC)
 
 /* What the parent sends before IMSG_CONF_END: settings and channels. */
 static const struct imsg_handler relay_start_imsgs[] = {
@@ -102,10 +107,16 @@ static const struct imsg_handler relay_imsgs[] = {
 	{ IMSG_CALL_CANCEL, FROM_FRONTEND, 0,		relay_imsg_call_cancel },
 	{ IMSG_CALL_PAUSE, FROM_FRONTEND, 0,		relay_imsg_call_pause },
 	{ IMSG_CALL_RESUME, FROM_FRONTEND, 0,		relay_imsg_call_pause },
+	/* A keyless run's listeners and its end (egress_listen.c). */
+	{ IMSG_EGRESS_LISTEN, FROM_EXEC, sizeof(struct egress_listen),
+	    relay_imsg_egress_listen },
+	{ IMSG_EGRESS_END, FROM_EXEC, sizeof(struct egress_end),
+	    relay_imsg_egress_end },
 };
 
 static struct proc_peer	 relay_peers[] = {
 	{ PROC_FRONTEND,	&iev_frontend,	relay_dispatch, 0 },
+	{ PROC_EXEC,		&iev_exec,	relay_dispatch, 0 },
 };
 #define NPEERS	(sizeof(relay_peers) / sizeof(relay_peers[0]))
 
@@ -136,6 +147,7 @@ relay_main(int debug, int verbose)
 	evdns_base_load_hosts(dns, "/etc/hosts");
 	rhttp_init(ca, calen, casys);
 	free(ca);
+	relay_egress_ca();
 
 	sandbox_nodump();
 	if (pw != NULL)
@@ -151,6 +163,48 @@ relay_main(int debug, int verbose)
 	for (i = 0; i < nvaults; i++)
 		imsgev_coalesce(&iev_vaults[i]);
 	proc_child_run(relay_sig);
+}
+
+/*
+ * The run CA (egress_ca.c), made now, its certificate to exec for the
+ * runs' CA bundle.  Without it keyless runs' TLS cannot be intercepted:
+ * the relay stops (so does tregd) rather than serve half.
+ */
+static void
+relay_egress_ca(void)
+{
+	char	*pem;
+	size_t	 len;
+
+	if (egress_ca_init() == -1 || (pem = egress_ca_pem(&len)) == NULL)
+		fatalx("relay: cannot make the run CA");
+	if (imsgev_compose(&iev_exec, IMSG_EGRESS_CA, 0, -1, pem, len) == -1)
+		fatal("%s: compose", __func__);
+	free(pem);
+}
+
+/* exec: a run's listener, made in its network namespace. */
+static void
+relay_imsg_egress_listen(struct imsgev *iev, struct imsg *imsg)
+{
+	struct egress_listen	 el;
+
+	memcpy(&el, imsg->data, sizeof(el));
+	if (imsg->fd == -1 || (el.kind != EGRESS_PROXY &&
+	    el.kind != EGRESS_TRANSPARENT) || el.port == 0)
+		fatalx("bad IMSG_EGRESS_LISTEN from %s", iev->name);
+	egress_listen_add(el.runid, el.port, el.kind, imsg->fd);
+	imsg->fd = -1;
+}
+
+/* exec: the run ended; its listeners and connections go. */
+static void
+relay_imsg_egress_end(struct imsgev *iev, struct imsg *imsg)
+{
+	struct egress_end	 ee;
+
+	memcpy(&ee, imsg->data, sizeof(ee));
+	egress_run_end(ee.runid);
 }
 
 static void
