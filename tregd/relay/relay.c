@@ -923,6 +923,10 @@ relay_test_vault(int fd)
 	    relay_dispatch, relay_closed, NULL);
 	iev_vaults[0].kind = PROC_VAULT;
 	nvaults = 1;
+	/* Names from the hosts file only (localhost). */
+	if ((dns = evdns_base_new(proc_base, 0)) == NULL)
+		fatalx("evdns_base_new");
+	evdns_base_load_hosts(dns, "/etc/hosts");
 }
 
 /* tregd -T relay: the real filter, then what it must refuse. */
