@@ -120,7 +120,7 @@ struct egress_req {
 int	 egress_host_ok(const struct egrant *, const char *, uint16_t, int);
 void	 egress_answer(struct egress_conn *, int, const char *, int);
 void	 egress_audit_refusal(struct egress_conn *, const char *,
-	    const char *, uint16_t, const char *, int);
+	    const char *, uint16_t, const char *, const char *, int);
 void	 egress_conn_free(struct egress_conn *);
 void	 egress_conn_next(struct egress_conn *);
 void	 egress_conn_close(struct egress_conn *);

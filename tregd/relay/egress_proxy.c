@@ -481,7 +481,7 @@ ec_sni(SSL *ssl, int *al, void *arg)
 	name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
 	if (name == NULL || strlen(name) >= sizeof(lname)) {
 		*al = SSL_AD_UNRECOGNIZED_NAME;
-		egress_audit_refusal(ec, "", "", ec->hport, "a TLS "
+		egress_audit_refusal(ec, "", "", ec->hport, "", "a TLS "
 		    "connection without a server name (SNI)", 403);
 		return (SSL_TLSEXT_ERR_ALERT_FATAL);
 	}
@@ -491,7 +491,7 @@ ec_sni(SSL *ssl, int *al, void *arg)
 	if (!egress_host_ok(ec->run->grant, lname, ec->hport, 0)) {
 		*al = SSL_AD_UNRECOGNIZED_NAME;
 		ec->refused_sni = 1;
-		egress_audit_refusal(ec, "", lname, ec->hport, "not on the "
+		egress_audit_refusal(ec, "", lname, ec->hport, "", "not on the "
 		    "egress list (TLS server name)", 403);
 		return (SSL_TLSEXT_ERR_ALERT_FATAL);
 	}
@@ -672,7 +672,8 @@ egress_answer(struct egress_conn *ec, int status, const char *detail,
  */
 void
 egress_audit_refusal(struct egress_conn *ec, const char *method,
-    const char *host, uint16_t port, const char *detail, int status)
+    const char *host, uint16_t port, const char *path, const char *detail,
+    int status)
 {
 	struct egress_call	 c;
 	struct pack		 pk;
@@ -687,7 +688,7 @@ egress_audit_refusal(struct egress_conn *ec, const char *method,
 	pack_init(&pk);
 	pack_str(&pk, method);
 	pack_str(&pk, host);
-	pack_str(&pk, "");
+	pack_str(&pk, path);
 	pack_str(&pk, detail);
 	relay_vault_send(gr->worker, IMSG_EGRESS_CALL, c.reqid, &c, sizeof(c),
 	    pk.buf, pk.len);
@@ -759,7 +760,7 @@ ec_route(struct egress_conn *ec, struct egress_req *req)
 	struct http_head	*h = &req->h;
 	struct egrant		*gr = ec->run->grant;
 	const struct http_hdr	*hh;
-	char			 detail[HOST_LEN_MAX + 320];
+	char			 detail[HOST_LEN_MAX + 320], path[2048];
 	size_t			 i;
 	int			 plain = 0;
 
@@ -800,7 +801,16 @@ ec_route(struct egress_conn *ec, struct egress_req *req)
 		    "CONNECT host:port or an absolute http:// URL", 1);
 		return (-1);
 	}
+	egress_pathmask(gr, h, path, sizeof(path));
 	if (egress_method(req, req->method, sizeof(req->method)) == -1) {
+		/* Recorded under the request line's method. */
+		i = strcspn(req->head, " ");
+		if (i >= sizeof(req->method))
+			i = sizeof(req->method) - 1;
+		memcpy(req->method, req->head, i);
+		req->method[i] = '\0';
+		egress_audit_refusal(ec, req->method, req->host, req->port,
+		    path, "a method override header must name one method", 400);
 		egress_answer(ec, 400, "a method override header must name "
 		    "one method", 1);
 		return (-1);
@@ -809,7 +819,7 @@ ec_route(struct egress_conn *ec, struct egress_req *req)
 		snprintf(detail, sizeof(detail), "http://%s:%u is not on the "
 		    "egress list of %s", req->host, req->port, gr->tool);
 		egress_audit_refusal(ec, req->method, req->host, req->port,
-		    detail, 403);
+		    path, detail, 403);
 		egress_answer(ec, 403, detail, 1);
 		return (-1);
 	}
@@ -843,7 +853,7 @@ ec_connect(struct egress_conn *ec, struct egress_req *req)
 	if (!egress_host_ok(gr, ec->host, ec->hport, 0)) {
 		snprintf(detail, sizeof(detail), "%s:%u is not on the egress "
 		    "list of %s", ec->host, ec->hport, gr->tool);
-		egress_audit_refusal(ec, "CONNECT", ec->host, ec->hport,
+		egress_audit_refusal(ec, "CONNECT", ec->host, ec->hport, "",
 		    detail, 403);
 		egress_answer(ec, 403, detail, 1);
 		return;

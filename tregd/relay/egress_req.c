@@ -135,7 +135,10 @@ egress_method(const struct egress_req *req, char *out, size_t outsz)
 static void
 req_refuse(struct egress_req *req, int status, const char *detail)
 {
-	egress_audit_refusal(req->ec, req->method, req->host, req->port,
+	char	 path[2048];
+
+	egress_pathmask(req->gr, &req->h, path, sizeof(path));
+	egress_audit_refusal(req->ec, req->method, req->host, req->port, path,
 	    detail, status);
 	egress_answer(req->ec, status, detail, 1);
 }
