@@ -103,6 +103,7 @@ struct egress_req {
 	uint64_t		 left;		/* of the length or chunk */
 	int			 chunk;		/* enum rchunk */
 	int			 body_done;
+	int			 head_out;	/* the upstream has its head */
 	int			 headonly;	/* HEAD: no body answers */
 	char			*bodyhash;	/* SigV4 without the header */
 	/* The answer to the run. */

@@ -652,8 +652,9 @@ egress_req_pump(struct egress_req *req)
 		bufferevent_disable(ec->bev, EV_READ);
 		return;
 	}
-	if ((out = rhttp_output(req->rc)) == NULL)
-		return;		/* connecting: the bytes wait */
+	/* Connecting, or a TLS handshake: the bytes wait for the head. */
+	if (!req->head_out || (out = rhttp_output(req->rc)) == NULL)
+		return;
 	in = bufferevent_get_input(ec->bev);
 	while (!req->body_done && evbuffer_get_length(out) < EGRESS_UP_HIGH) {
 		if (req->h.chunked)
@@ -719,6 +720,7 @@ sk_request(struct rcall *rc, struct evbuffer *out)
 	if (evbuffer_add_reference(out, buf, req->out.len, eq_zero, NULL) ==
 	    -1)
 		fatal("%s: evbuffer_add_reference", __func__);
+	req->head_out = 1;
 	egress_req_pump(req);
 }
 
