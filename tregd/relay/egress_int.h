@@ -130,7 +130,19 @@ void	 egress_req_free(struct egress_req *);
 int	 egress_pathmask(const struct egrant *, const struct http_head *,
 	    char *, size_t);
 
+/* egress_aws.c: SigV4 checked, then made again with the real values */
+#define AWS_KEY_ID	0
+#define AWS_SECRET	1
+const struct egress_val *egress_aws_val(const struct egrant *, int);
+int	 egress_aws_detect(struct egress_req *, int *);
+int	 egress_aws_check(const struct egress_req *);
+int	 egress_aws_resign(const struct egress_req *, char *,
+	    const struct sigv4_hdr *, size_t, struct ebuf *);
+
 /* egress_req.c */
+const struct http_hdr *egress_req_hdr(const struct egress_req *,
+	    const char *);
+char	*egress_hdr_dup(const struct http_hdr *);
 int	 egress_method(const struct egress_req *, char *, size_t);
 int	 egress_req_check(struct egress_req *);
 void	 egress_req_go(struct egress_req *);

@@ -35,16 +35,9 @@
 
 #define EQ_LINE_MAX	1024	/* a chunk's size line */
 
-static const struct http_hdr *req_hdr(const struct egress_req *,
-		    const char *);
-static char	*hdr_dup(const struct http_hdr *);
 static int	 hdr_dropped(const struct egress_req *,
 		    const struct http_hdr *);
 static void	 req_refuse(struct egress_req *, int, const char *);
-static const struct egress_val *aws_val(const struct egrant *, int);
-static int	 sigv4_check(struct egress_req *);
-static int	 sigv4_resign(struct egress_req *, const char *,
-		    const struct sigv4_hdr *, size_t, struct ebuf *);
 static void	 req_bodyhash(struct egress_req *);
 static int	 pump_chunked(struct egress_req *, struct evbuffer *,
 		    struct evbuffer *);
@@ -61,12 +54,8 @@ static const struct rsink egress_sink = {
 	sk_backlog
 };
 
-/* The AWS values, told apart by their env names (SPEC 6a). */
-#define AWS_KEY_ID	0
-#define AWS_SECRET	1
-
-static const struct http_hdr *
-req_hdr(const struct egress_req *req, const char *name)
+const struct http_hdr *
+egress_req_hdr(const struct egress_req *req, const char *name)
 {
 	size_t	 i, n = strlen(name);
 
@@ -77,8 +66,8 @@ req_hdr(const struct egress_req *req, const char *name)
 	return (NULL);
 }
 
-static char *
-hdr_dup(const struct http_hdr *h)
+char *
+egress_hdr_dup(const struct http_hdr *h)
 {
 	char	*s;
 
@@ -143,33 +132,6 @@ req_refuse(struct egress_req *req, int status, const char *detail)
 	egress_answer(req->ec, status, detail, 1);
 }
 
-/* The grant's AWS key id or secret: by env name, else by its shape. */
-static const struct egress_val *
-aws_val(const struct egrant *gr, int which)
-{
-	static const char *const names[] = { "AWS_ACCESS_KEY_ID",
-	    "AWS_SECRET_ACCESS_KEY" };
-	const struct egress_val	*v;
-	size_t			 i;
-	int			 id;
-
-	for (i = 0; i < gr->nvals; i++) {
-		v = &gr->vals[i];
-		if (v->sigv4 && strcmp(v->name, names[which]) == 0)
-			return (v);
-	}
-	for (i = 0; i < gr->nvals; i++) {
-		v = &gr->vals[i];
-		if (!v->sigv4 || v->name[0] != '\0')
-			continue;
-		id = strncmp(v->ph, "AKIA", 4) == 0 ||
-		    strncmp(v->ph, "ASIA", 4) == 0;
-		if (id == (which == AWS_KEY_ID))
-			return (v);
-	}
-	return (NULL);
-}
-
 /*
  * Before the vault: aws-chunked refused; a SigV4 request made with this
  * run's key id checked (its body hashed first when it must be).  -1 when
@@ -178,13 +140,12 @@ aws_val(const struct egrant *gr, int which)
 int
 egress_req_check(struct egress_req *req)
 {
-	const struct http_hdr	*authz, *sha, *ce;
-	const struct egress_val	*id;
-	char			*s;
+	const struct http_hdr	*sha, *ce;
 	unsigned char		 h[crypto_hash_sha256_BYTES];
+	int			 needbody;
 
-	sha = req_hdr(req, "X-Amz-Content-Sha256");
-	ce = req_hdr(req, "Content-Encoding");
+	sha = egress_req_hdr(req, "X-Amz-Content-Sha256");
+	ce = egress_req_hdr(req, "Content-Encoding");
 	if ((sha != NULL && sha->value.len >= 10 &&
 	    strncasecmp(sha->value.p, "STREAMING-", 10) == 0) ||
 	    (ce != NULL && http_list_has(ce->value.p, ce->value.len,
@@ -194,18 +155,16 @@ egress_req_check(struct egress_req *req)
 		    "payload signing for uploads");
 		return (-1);
 	}
-	authz = req_hdr(req, "Authorization");
-	id = aws_val(req->gr, AWS_KEY_ID);
-	if (id != NULL && authz != NULL && authz->value.len > 17 &&
-	    strncmp(authz->value.p, "AWS4-HMAC-SHA256 ", 17) == 0 &&
-	    memmem(authz->value.p, authz->value.len, id->ph, id->phlen) !=
-	    NULL)
-		req->sigv4 = 1;
+	if (egress_aws_detect(req, &needbody) == -1) {
+		req_refuse(req, 403, "the request's AWS signature cannot be "
+		    "checked: it is not signed with this run's credentials");
+		return (-1);
+	}
 	if (!req->sigv4) {
 		egress_req_call(req);
 		return (0);
 	}
-	if (sha == NULL && req->body) {
+	if (needbody && req->body) {
 		/* The hash the CLI signed is its body's: read it first. */
 		if (req->h.chunked || req->left > EGRESS_SIGBODY_MAX) {
 			req_refuse(req, 413, "a SigV4 request's body must "
@@ -219,15 +178,17 @@ egress_req_check(struct egress_req *req)
 		req_bodyhash(req);
 		return (0);
 	}
-	if (sha == NULL) {
+	if (needbody) {
 		crypto_hash_sha256(h, (const unsigned char *)"", 0);
-		if ((s = malloc(65)) == NULL)
+		if ((req->bodyhash = malloc(65)) == NULL)
 			fatal("%s: malloc", __func__);
-		sodium_bin2hex(s, 65, h, sizeof(h));
-		req->bodyhash = s;
+		sodium_bin2hex(req->bodyhash, 65, h, sizeof(h));
 	}
-	if (sigv4_check(req) == -1)
+	if (egress_aws_check(req) == -1) {
+		req_refuse(req, 403, "the request's AWS signature does not "
+		    "verify with this run's credentials");
 		return (-1);
+	}
 	egress_req_call(req);
 	return (0);
 }
@@ -247,158 +208,14 @@ req_bodyhash(struct egress_req *req)
 		fatal("%s: malloc", __func__);
 	sodium_bin2hex(req->bodyhash, 65, h, sizeof(h));
 	bufferevent_setwatermark(ec->bev, EV_READ, 0, EGRESS_UP_HIGH);
-	if (sigv4_check(req) == -1) {
+	if (egress_aws_check(req) == -1) {
+		req_refuse(req, 403, "the request's AWS signature does not "
+		    "verify with this run's credentials");
 		ec->req = NULL;
 		egress_req_free(req);
 		return;
 	}
 	egress_req_call(req);
-}
-
-/* The request line's path and query, as sent. */
-static void
-req_target(const struct egress_req *req, char **path, char **query)
-{
-	if ((*path = strndup(req->h.path.p, req->h.path.len)) == NULL ||
-	    (*query = strndup(req->h.query.p, req->h.query.len)) == NULL)
-		fatal("%s: strndup", __func__);
-}
-
-/*
- * The CLI's signature, made again with the placeholder secret over the
- * request as it came: it must be the same (else 403, recorded as the
- * relay's refusal).  0, or -1 when it was answered.
- */
-static int
-sigv4_check(struct egress_req *req)
-{
-	const struct egress_val	*id, *sec;
-	const struct http_hdr	*authz, *date, *sha;
-	struct sigv4_hdr	 hdrs[HTTP_NHEADERS_MAX];
-	struct sigv4_auth	 a;
-	struct sigv4_req	 r;
-	char			*az, *dt, *path, *query, *ph, sig[65];
-	size_t			 i, n = 0;
-	int			 ok;
-
-	id = aws_val(req->gr, AWS_KEY_ID);
-	sec = aws_val(req->gr, AWS_SECRET);
-	authz = req_hdr(req, "Authorization");
-	date = req_hdr(req, "X-Amz-Date");
-	sha = req_hdr(req, "X-Amz-Content-Sha256");
-	az = hdr_dup(authz);
-	if (sec == NULL || date == NULL || sigv4_parse_auth(az, &a) == -1 ||
-	    strcmp(a.key_id, id->ph) != 0) {
-		free(az);
-		req_refuse(req, 403, "the request's AWS signature cannot be "
-		    "checked: it is not signed with this run's credentials");
-		return (-1);
-	}
-	free(az);
-	for (i = 0; i < req->h.nhdrs && n < HTTP_NHEADERS_MAX; i++, n++) {
-		hdrs[n].name = strndup(req->h.hdrs[i].name.p,
-		    req->h.hdrs[i].name.len);
-		hdrs[n].value = hdr_dup(&req->h.hdrs[i]);
-		if (hdrs[n].name == NULL)
-			fatal("%s: strndup", __func__);
-	}
-	req_target(req, &path, &query);
-	dt = hdr_dup(date);
-	ph = sha != NULL ? hdr_dup(sha) : strdup(req->bodyhash);
-	if (ph == NULL)
-		fatal("%s: strdup", __func__);
-	memset(&r, 0, sizeof(r));
-	r.method = strndup(req->head, strcspn(req->head, " "));
-	r.path = path;
-	r.query = query;
-	r.hdrs = hdrs;
-	r.nhdrs = n;
-	r.payload_hash = ph;
-	ok = r.method != NULL && sigv4_sign(&r, &a, dt, sec->ph, sec->phlen,
-	    sig) == 0 && sigv4_equal(sig, a.signature);
-	free((char *)r.method);
-	for (i = 0; i < n; i++) {
-		free((char *)hdrs[i].name);
-		free((char *)hdrs[i].value);
-	}
-	free(path);
-	free(query);
-	free(dt);
-	free(ph);
-	explicit_bzero(sig, sizeof(sig));
-	if (!ok) {
-		req_refuse(req, 403, "the request's AWS signature does not "
-		    "verify with this run's credentials");
-		return (-1);
-	}
-	return (0);
-}
-
-/*
- * The new Authorization of a checked SigV4 request: over the request as
- * it goes (target and headers swapped), the real key id and secret.
- */
-static int
-sigv4_resign(struct egress_req *req, const char *target,
-    const struct sigv4_hdr *hdrs, size_t n, struct ebuf *out)
-{
-	const struct egress_val	*id, *sec;
-	struct sigv4_auth	 a;
-	struct sigv4_req	 r;
-	const struct http_hdr	*authz, *date, *sha;
-	char			*az, *dt, *path, *q, *ph, sig[65];
-	int			 rv = -1;
-
-	id = aws_val(req->gr, AWS_KEY_ID);
-	sec = aws_val(req->gr, AWS_SECRET);
-	authz = req_hdr(req, "Authorization");
-	date = req_hdr(req, "X-Amz-Date");
-	sha = req_hdr(req, "X-Amz-Content-Sha256");
-	az = hdr_dup(authz);
-	if (sigv4_parse_auth(az, &a) == -1 || id->vallen >= sizeof(a.key_id)) {
-		free(az);
-		return (-1);
-	}
-	free(az);
-	memcpy(a.key_id, id->val, id->vallen);
-	a.key_id[id->vallen] = '\0';
-	if ((path = strdup(target)) == NULL)
-		fatal("%s: strdup", __func__);
-	if ((q = strchr(path, '?')) != NULL)
-		*q++ = '\0';
-	dt = hdr_dup(date);
-	ph = sha != NULL ? hdr_dup(sha) : strdup(req->bodyhash);
-	memset(&r, 0, sizeof(r));
-	r.method = strndup(req->head, strcspn(req->head, " "));
-	r.path = path;
-	r.query = q != NULL ? q : "";
-	r.hdrs = hdrs;
-	r.nhdrs = n;
-	r.payload_hash = ph;
-	if (r.method != NULL && ph != NULL && sigv4_sign(&r, &a, dt, sec->val,
-	    sec->vallen, sig) == 0) {
-		ebuf_add(out, "Authorization: AWS4-HMAC-SHA256 Credential=", 43);
-		ebuf_add(out, a.key_id, strlen(a.key_id));
-		ebuf_add(out, "/", 1);
-		ebuf_add(out, a.date, strlen(a.date));
-		ebuf_add(out, "/", 1);
-		ebuf_add(out, a.region, strlen(a.region));
-		ebuf_add(out, "/", 1);
-		ebuf_add(out, a.service, strlen(a.service));
-		ebuf_add(out, "/aws4_request, SignedHeaders=", 29);
-		ebuf_add(out, a.signed_headers, strlen(a.signed_headers));
-		ebuf_add(out, ", Signature=", 12);
-		ebuf_add(out, sig, 64);
-		ebuf_add(out, "\r\n", 2);
-		rv = 0;
-	}
-	explicit_bzero(&a, sizeof(a));
-	explicit_bzero(sig, sizeof(sig));
-	free((char *)r.method);
-	freezero(path, strlen(target) + 1);
-	free(dt);
-	free(ph);
-	return (rv);
 }
 
 /* Headers that do not go upstream: hop-by-hop, the proxy's, ours. */
@@ -439,7 +256,7 @@ hdr_dropped(const struct egress_req *req, const struct http_hdr *h)
 static void
 req_host(struct egress_req *req, struct ebuf *o)
 {
-	const struct http_hdr	*hh = req_hdr(req, "Host");
+	const struct http_hdr	*hh = egress_req_hdr(req, "Host");
 	size_t			 hl = strlen(req->host);
 	char			 port[16];
 
@@ -465,7 +282,8 @@ req_host(struct egress_req *req, struct ebuf *o)
 static int
 req_build(struct egress_req *req)
 {
-	struct ebuf		 t = { NULL, 0, 0 }, *o = &req->out;
+	struct ebuf		 t = { NULL, 0, 0 }, hb = { NULL, 0, 0 };
+	struct ebuf		*o = &req->out;
 	struct sigv4_hdr	 sh[HTTP_NHEADERS_MAX + 1];
 	const struct http_hdr	*h;
 	const struct egrant	*gr = req->gr;
@@ -481,42 +299,44 @@ req_build(struct egress_req *req)
 	tgt = egress_subst_target(gr->pairs, gr->nvals, t.p, t.len, &tlen,
 	    &cnt);
 	freezero(t.p, t.cap);
-	ebuf_add(o, req->head, strcspn(req->head, " "));
-	ebuf_add(o, " ", 1);
-	ebuf_add(o, tgt, tlen);
-	ebuf_add(o, " HTTP/1.1\r\n", 11);
-	req_host(req, o);
+	req_host(req, &hb);
 	for (i = 0; i < req->h.nhdrs; i++) {
 		h = &req->h.hdrs[i];
 		if (hdr_dropped(req, h))
 			continue;
 		if ((sh[n].name = strndup(h->name.p, h->name.len)) == NULL)
 			fatal("%s: strndup", __func__);
-		v = hdr_dup(h);
+		v = egress_hdr_dup(h);
 		sh[n].value = egress_subst_header(gr->pairs, gr->nvals,
 		    sh[n].name, v, h->value.len, &vlen, &cnt);
 		free(v);
-		ebuf_add(o, h->name.p, h->name.len);
-		ebuf_add(o, ": ", 2);
-		ebuf_add(o, sh[n].value, vlen);
-		ebuf_add(o, "\r\n", 2);
+		ebuf_add(&hb, h->name.p, h->name.len);
+		ebuf_add(&hb, ": ", 2);
+		ebuf_add(&hb, sh[n].value, vlen);
+		ebuf_add(&hb, "\r\n", 2);
 		n++;
 	}
-	/* The Host header is signed as it goes. */
-	if (req->sigv4 == 1) {
-		h = req_hdr(req, "Host");
+	if (req->sigv4) {
+		/* The Host header is signed as the CLI sent it. */
+		h = egress_req_hdr(req, "Host");
 		sh[n].name = strdup("Host");
-		sh[n].value = h != NULL ? hdr_dup(h) : strdup(req->host);
+		sh[n].value = h != NULL ? egress_hdr_dup(h) : strdup(req->host);
 		if (sh[n].name == NULL || sh[n].value == NULL)
 			fatal("%s: strdup", __func__);
 		n++;
-		rv = sigv4_resign(req, tgt, sh, n, o);
+		rv = egress_aws_resign(req, tgt, sh, n, &hb);
 	}
+	ebuf_add(o, req->head, strcspn(req->head, " "));
+	ebuf_add(o, " ", 1);
+	ebuf_add(o, tgt, tlen);
+	ebuf_add(o, " HTTP/1.1\r\n", 11);
+	ebuf_add(o, hb.p, hb.len);
 	ebuf_add(o, "Accept-Encoding: identity\r\n\r\n", 29);
 	for (i = 0; i < n; i++) {
 		free((char *)sh[i].name);
 		freezero((char *)sh[i].value, strlen(sh[i].value));
 	}
+	freezero(hb.p, hb.cap);
 	freezero(tgt, tlen + 1);
 	return (rv);
 }
