@@ -410,6 +410,18 @@ int		 bindings_check(json_t *, int, json_t **, char *, size_t);
 int		 cli_check(json_t *, int, json_t **, char *, size_t);
 int		 cli_check_host(json_t *, const char *, int, json_t **, char *,
 		    size_t);
+/* cli.egress (SPEC 6a): an entry read, and spelled canonically. */
+#define EGRESS_HOSTS_MAX	32	/* entries of cli.egress */
+#define EGRESS_ENTRY_MAX	260	/* bytes of one entry */
+struct egress_host {
+	char		 host[254];	/* lower case, without "*." */
+	uint16_t	 port;
+	int		 wildcard;	/* "*.host": any name below it */
+	int		 http;		/* "http://": plain HTTP */
+};
+int		 egress_entry_parse(const char *, struct egress_host *, char *,
+		    size_t);
+void		 egress_entry_print(const struct egress_host *, char *, size_t);
 
 /* vault_registry.c (with vault_registry.h): a tool as the run path needs it. */
 struct tool_row {
