@@ -494,6 +494,28 @@ int		 call_cap_field(json_t *, int *, int *, int64_t *,
 		    struct vault_resp *);
 void		 call_view_after(struct vault_req *, struct vault_resp *);
 
+/* A record whose end the relay tells with IMSG_CALL_DONE: its callid. */
+uint32_t	 call_track(int64_t, int64_t);
+
+/*
+ * vault_egress.c: the requests of a keyless run's CLI (SPEC 6a), each
+ * judged by the deny rules and on record before it goes upstream.
+ */
+struct egress_who {
+	uint32_t	 runid;
+	int64_t		 audit_id;	/* the run's row */
+	int64_t		 org_id;
+	int64_t		 user_id;
+	const char	*email;
+	const char	*tool;
+};
+/* The run's grant to the relay (packed: tregd.h), the run known here. */
+void		 egress_run_start(const struct egress_who *,
+		    const struct egress_grant *, const void *, size_t);
+void		 egress_run_end(uint32_t);	/* revoked, forgotten */
+void		 egress_call(struct blob *);	/* IMSG_EGRESS_CALL */
+void		 egress_flush(void);		/* the pending, decided */
+
 /* vault_call_cache.c: a call's decision's reads per registry version */
 int		 ccache_begin(void);
 int64_t		 ccache_version(void);

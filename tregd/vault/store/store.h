@@ -143,6 +143,10 @@ struct store_call {
 	int64_t		 duration_ms;
 	const char	*created_at;
 	int64_t		 host;		/* the instance that wrote it, 0 */
+	/* A keyless run's request (SPEC 6a), schema 11; 0/NULL: none. */
+	int64_t		 run_id;	/* its run's row (runs.id) */
+	const char	*place;		/* "run"; NULL: the kind says */
+	const char	*target_host;	/* the host it went to */
 };
 
 /*
@@ -164,6 +168,7 @@ struct store_runs_row {
 	const char	*created_at;
 	const char	*org_slug;
 	int64_t		 host;		/* 's': the instance that ran it, 0 */
+	int64_t		 requests;	/* 's': its egress requests, schema 11 */
 };
 typedef int	(*store_runs_fn)(const struct store_runs_row *, void *);
 
