@@ -1143,6 +1143,11 @@ runs_row(const struct store_runs_row *r, void *arg)
 	    "created_at", r->created_at);
 	if (o == NULL)
 		fatalx("%s: json", __func__);
+	/* A server run's egress requests (GET /calls?run_id= lists them). */
+	if (r->src == 's')
+		json_object_set_new(o, "requests", json_integer(r->requests));
+	else
+		json_object_set_new(o, "requests", json_null());
 	if (pg->auth == NULL)	/* tregctl names the org of each row */
 		json_object_set_new(o, "org", json_string(r->org_slug));
 	json_array_append_new(pg->list, o);
