@@ -909,6 +909,7 @@ audit_view(const struct store_calls_row *r)
 	    "created_at", c->created_at);
 	if (o == NULL)
 		fatalx("%s: json_pack", __func__);
+	call_view_where(r, o);
 	return (o);
 }
 
