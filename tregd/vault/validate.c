@@ -1263,6 +1263,11 @@ egress_entry_parse(const char *s, struct egress_host *eh, char *err,
 		    "(https is the default: name the host alone)", s);
 		return (-1);
 	}
+	if (*p == '[') {
+		snprintf(err, errlen, "'%.64s' is not a host name: an IPv6 "
+		    "address cannot be named, name its host", s);
+		return (-1);
+	}
 	if (strncmp(p, "*.", 2) == 0) {
 		eh->wildcard = 1;
 		p += 2;
