@@ -5,8 +5,7 @@
  * buckets are filled by the vault and printed by the frontend.
  *
  * A run's order is packed by the vault and unpacked by exec here, its
- * limits written once in tregd.h.  Unpacked, argv, env and hosts are
- * calloc'd: exec frees the three.
+ * limits written once in tregd.h.
  *
  * A leaf: it includes tregd.h, common/ and libc only, and every process
  * may call it.
@@ -71,32 +70,6 @@ run_order_pack(struct pack *pk, const struct run_order *o)
 	pack_u32(pk, o->nmask);
 	for (i = 0; i < o->nmask; i++)
 		pack_bytes(pk, o->mask[i], o->masklen[i]);
-	pack_u32(pk, o->nhosts);
-	for (i = 0; i < o->nhosts; i++)
-		pack_str(pk, o->hosts[i]);
-}
-
-/*
- * "name:port": what exec may write into a run's /etc/hosts, one line
- * each, so nothing but a DNS name's bytes and a port.
- */
-static int
-host_port_ok(const char *s)
-{
-	const char	*p, *colon = strrchr(s, ':');
-	const char	*errstr = NULL;
-
-	if (colon == NULL || colon == s || colon - s > 253)
-		return (0);
-	for (p = s; p < colon; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-		    *p == '.' || *p == '-' || *p == '_'))
-			return (0);
-	if (strlen(colon + 1) > 5 || strspn(colon + 1, "0123456789") !=
-	    strlen(colon + 1))
-		return (0);
-	(void)strtonum(colon + 1, 1, 65535, &errstr);
-	return (errstr == NULL);
 }
 
 /* An entry is "NAME=value" with a non-empty name of safe characters. */
@@ -150,25 +123,15 @@ run_order_unpack(const void *buf, size_t len, size_t envskip,
 			return (-1);
 		env[envskip + i] = (char *)s;
 	}
-	/* The mask, packed: the redaction set's cache key. */
+	/* The rest is the mask, packed: the redaction set's cache key. */
 	o->packed_mask = up.p;
+	o->packed_masklen = up.left;
 	o->nmask = unpack_u32(&up);
 	*why = "secrets";
 	if (up.bad || o->nmask > REDSET_MAX)
 		return (-1);
 	for (i = 0; i < o->nmask; i++)
 		if (unpack_bytes(&up, &n) == NULL)
-			return (-1);
-	o->packed_masklen = up.p - o->packed_mask;
-	o->nhosts = unpack_u32(&up);
-	*why = "hosts";
-	if (up.bad || o->nhosts > RUN_HOSTS_MAX)
-		return (-1);
-	if ((o->hosts = calloc(o->nhosts + 1, sizeof(*o->hosts))) == NULL)
-		fatal("%s: calloc", __func__);
-	for (i = 0; i < o->nhosts; i++)
-		if ((o->hosts[i] = unpack_str(&up)) == NULL ||
-		    !host_port_ok(o->hosts[i]))
 			return (-1);
 	*why = "bin";
 	if (unpack_done(&up) == -1 || o->bin == NULL || *o->bin == '\0' ||

@@ -717,8 +717,7 @@ int	 relay_selftest(void);
  * proto.c: what two processes read the same way.  A run order (vault ->
  * exec, after struct run_start): bin, argc, argv[] (argv[0] is bin),
  * envc, env[] ("NAME=value"), nmask, mask[] (what exec masks in the
- * output; the packed mask is its redaction set's cache key), nhosts,
- * hosts[] (the egress hosts of a RUN_NET_PROXY run).  Its limits
+ * output; the packed mask is its redaction set's cache key).  Its limits
  * are the registry's: args, cli.inject entries and their argv words,
  * cli.env settings, a redaction set.
  */
@@ -727,7 +726,6 @@ int	 relay_selftest(void);
 #define CLI_ENV_MAX		32	/* cli.env settings */
 #define RUN_ARGC_MAX		(1 + ARGV_MAX + INJECT_MAX * INJECT_ARGV_MAX)
 #define RUN_ENVC_MAX		(INJECT_MAX + CLI_ENV_MAX)
-#define RUN_HOSTS_MAX		64	/* egress "host:port" of a run */
 struct run_order {
 	const char	*bin;
 	const char	**argv;		/* argc of them (argv[0]: bin) */
@@ -741,13 +739,6 @@ struct run_order {
 	size_t		 nmask;
 	const char	*packed_mask;	/* unpacked: exec's, and its bytes */
 	size_t		 packed_masklen;
-	/*
-	 * nhosts "host:port" (run_start's comment), each a DNS name of
-	 * [a-z0-9._-] and a port: unpacked, hosts is calloc'd (the caller
-	 * frees it) and points into buf.
-	 */
-	const char	**hosts;
-	size_t		 nhosts;
 };
 struct pack;
 void	 run_order_pack(struct pack *, const struct run_order *);

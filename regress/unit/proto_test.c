@@ -22,7 +22,6 @@ static char		*env_[RUN_ENVC_MAX + 1];
 static size_t		 envlen[RUN_ENVC_MAX + 1];
 static char		*mask_[] = { "s3cr3t-value", "other" };
 static size_t		 masklen[] = { 12, 5 };
-static const char	*hosts_[] = { "api.github.com:443", "x.example:8080" };
 
 /* bin, argc words "a", envc entries envword, the two mask values. */
 static void
@@ -52,8 +51,6 @@ order(struct run_order *o, const char *bin, size_t argc, size_t envc,
 	o->mask = mask_;
 	o->masklen = masklen;
 	o->nmask = 2;
-	o->hosts = hosts_;
-	o->nhosts = 2;
 }
 
 ATF_TC_WITHOUT_HEAD(run_order_reads_back_as_packed);
@@ -86,47 +83,9 @@ ATF_TC_BODY(run_order_reads_back_as_packed, tc)
 	s = unpack_bytes(&up, &n);
 	ATF_CHECK(s != NULL && n == 12 && memcmp(s, "s3cr3t-value", 12) == 0);
 	ATF_CHECK(unpack_bytes(&up, &n) != NULL && unpack_done(&up) == 0);
-	/* The egress hosts come after it, not in the cache key. */
-	ATF_REQUIRE_EQ(u.nhosts, 2);
-	ATF_CHECK_STREQ(u.hosts[0], "api.github.com:443");
-	ATF_CHECK_STREQ(u.hosts[1], "x.example:8080");
-	ATF_CHECK(u.hosts[2] == NULL);
 	free(u.argv);
 	free(u.env);
-	free(u.hosts);
 	pack_free(&pk);
-}
-
-/* exec writes the hosts into a run's /etc/hosts: nothing but a name. */
-ATF_TC_WITHOUT_HEAD(run_order_refuses_a_host_that_is_not_a_name_and_port);
-ATF_TC_BODY(run_order_refuses_a_host_that_is_not_a_name_and_port, tc)
-{
-	static const char *const bad[] = {
-		"api.github.com", "evil\n127.0.0.1 x:443", ":443",
-		"Upper.example:443", "x.example:0", "x.example:65536",
-		"x.example:44a", "*.amazonaws.com:443", "x y:443"
-	};
-	struct run_order	 o, u;
-	struct pack		 pk;
-	const char		*why, *h[1];
-	size_t			 i;
-
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		order(&o, "gh", 1, 0, "A=b");
-		h[0] = bad[i];
-		o.hosts = h;
-		o.nhosts = 1;
-		pack_init(&pk);
-		run_order_pack(&pk, &o);
-		why = NULL;
-		ATF_CHECK_EQ_MSG(run_order_unpack(pk.buf, pk.len, 0, &u, &why),
-		    -1, "%s", bad[i]);
-		ATF_CHECK_STREQ_MSG(why, "hosts", "%s", bad[i]);
-		free(u.argv);
-		free(u.env);
-		free(u.hosts);
-		pack_free(&pk);
-	}
 }
 
 ATF_TC_WITHOUT_HEAD(run_order_refuses_what_exec_must_not_run);
@@ -160,7 +119,6 @@ ATF_TC_BODY(run_order_refuses_what_exec_must_not_run, tc)
 		ATF_CHECK_STREQ_MSG(why, t[i].why, "case %zu", i);
 		free(u.argv);
 		free(u.env);
-		free(u.hosts);
 		pack_free(&pk);
 	}
 	/* Cut short: never read past the end. */
@@ -170,7 +128,6 @@ ATF_TC_BODY(run_order_refuses_what_exec_must_not_run, tc)
 	ATF_CHECK_EQ(run_order_unpack(pk.buf, pk.len - 1, 0, &u, &why), -1);
 	free(u.argv);
 	free(u.env);
-	free(u.hosts);
 	pack_free(&pk);
 }
 
@@ -178,6 +135,5 @@ ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, run_order_reads_back_as_packed);
 	ATF_TP_ADD_TC(tp, run_order_refuses_what_exec_must_not_run);
-	ATF_TP_ADD_TC(tp, run_order_refuses_a_host_that_is_not_a_name_and_port);
 	return (atf_no_error());
 }
