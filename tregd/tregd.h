@@ -739,17 +739,22 @@ struct run_order {
 	size_t		 nmask;
 	const char	*packed_mask;	/* unpacked: exec's, and its bytes */
 	size_t		 packed_masklen;
+	const char	**hosts;	/* nhosts "host:port" (run_start) */
+	size_t		 nhosts;
 };
+#define RUN_HOSTS_MAX		64	/* egress hosts a run's order names */
 struct pack;
 void	 run_order_pack(struct pack *, const struct run_order *);
 /*
  * Unpacked in place: argv and env are calloc'd (env with envskip free
  * entries first, for exec's own), the strings point into buf, and so
  * does packed_mask.  -1 and *why on a malformed order (argv and env may
- * be set: the caller frees them).
+ * be set: the caller frees them, and hosts).  An order without its
+ * hosts (a vault before keyless runs) has none.
  */
 int	 run_order_unpack(const void *, size_t, size_t, struct run_order *,
 	    const char **);
+int	 run_host_ok(const char *, char *, size_t, uint16_t *);
 extern const double metrics_run_le[METRICS_RUN_BUCKETS];
 extern const double metrics_run_le[METRICS_RUN_BUCKETS];
 const char *run_outcome_name(uint32_t);	/* enum run_outcome: "ok" ... */
