@@ -185,6 +185,10 @@ parent_main(struct tregd_conf *conf, const char *conffile, int debug,
 	signal_add(&ev_sigchld, NULL);
 
 	mail_conf_check(&parent_conf);
+	if (parent_conf.run_network == RUN_NET_HOST)
+		log_warnx("run network host: server runs share this host's "
+		    "network (its loopback services too), and keyless runs "
+		    "are refused");
 	log_info("tregd %s started", TREGD_VERSION);
 	event_dispatch();
 	parent_shutdown(1);
