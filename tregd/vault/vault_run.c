@@ -792,7 +792,8 @@ run_inject(int64_t org, const struct tool_row *t, struct secs *secs,
 			    json_object_get(e, "format")), mask, subs, resp,
 			    &val, &vlen)) != RUN_INJECT_OK)
 				return (rc);
-			strv_add(env, env_kv(name, val, vlen, &len), len);
+			kv = env_kv(name, val, vlen, &len);
+			strv_add(env, kv, len);
 			freezero(val, vlen + 1);
 			continue;
 		}
