@@ -499,6 +499,9 @@ struct egress_grant {
 	uint32_t	 timeout_s;	/* the run's: the grant dies with it */
 	uint32_t	 allow_private;	/* relay allow-private */
 	uint32_t	 maxconns;	/* run egress connections */
+	uint32_t	 passthrough;	/* "tls": "passthrough" (a keyless
+					   false profile): splice by SNI,
+					   one record per connection */
 	int64_t		 org_id;
 	int64_t		 user_id;
 	int64_t		 tool_id;	/* its redaction set's cache key */

@@ -312,6 +312,17 @@ static const char *const migrations[] = {
 	 * twice, so nothing changes here.
 	 */
 	"SELECT 1",
+
+	/* 11: keyless runs' requests (see the sqlite 11). */
+	"ALTER TABLE calls ADD COLUMN run_id BIGINT;"
+	"ALTER TABLE calls ADD COLUMN place TEXT;"
+	"ALTER TABLE calls ADD COLUMN target_host TEXT;"
+	"CREATE INDEX calls_run ON calls(run_id, id) WHERE run_id IS NOT NULL;"
+	"CREATE TABLE run_requests ("
+	"  run_id BIGINT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,"
+	"  org_id BIGINT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+	"  n BIGINT NOT NULL);"
+	PG_BUMP("run_requests"),
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 
