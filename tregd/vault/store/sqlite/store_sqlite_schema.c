@@ -355,6 +355,28 @@ static const char *const migrations[] = {
 	"  org_id INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
 	"  n INTEGER NOT NULL);"
 	SQ_MARK("run_requests"),
+
+	/*
+	 * 12 (issue 24): projects, a sub-scope of an org.  A tool is filed
+	 * under one or is org-wide (NULL); a member's or an invite's
+	 * project_access is a JSON array of project ids, NULL for the
+	 * whole org.  Deleting a project frees its tools (vault_project.c
+	 * says how many), never deletes them.
+	 */
+	"CREATE TABLE projects ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  org_id INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+	"  name TEXT NOT NULL,"
+	"  slug TEXT NOT NULL,"
+	"  created_by TEXT NOT NULL,"
+	"  created_at TEXT NOT NULL,"
+	"  UNIQUE (org_id, slug));"
+	"ALTER TABLE tools ADD COLUMN project_id INTEGER REFERENCES"
+	"  projects(id) ON DELETE SET NULL;"
+	"CREATE INDEX tools_project ON tools(project_id);"
+	"ALTER TABLE memberships ADD COLUMN project_access TEXT;"
+	"ALTER TABLE invites ADD COLUMN project_access TEXT;"
+	SQ_REG_BUMP("projects") SQ_MARK("projects"),
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 
