@@ -42,6 +42,7 @@ struct egress_run {
 	struct egrant		*grant;		/* NULL until the vault's */
 	TAILQ_HEAD(, egress_conn) conns;
 	unsigned int		 nconns;	/* open, against the cap */
+	unsigned int		 maxconns;	/* the grant's cap, 0: none yet */
 	int			 ended;		/* exec said so */
 };
 

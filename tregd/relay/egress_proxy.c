@@ -171,6 +171,7 @@ egress_grant_recv(int worker, const void *head, const char *data, size_t len)
 	}
 	gr->run = run;
 	run->grant = gr;
+	run->maxconns = gr->g.maxconns;
 	evtimer_set(&gr->expire, grant_expire, gr);
 	tv.tv_sec = (time_t)gr->g.timeout_s + EGRESS_GRANT_SLACK;
 	tv.tv_usec = 0;

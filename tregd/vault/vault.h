@@ -526,7 +526,7 @@ struct egress_who {
 /* The run's grant to the relay (packed: tregd.h), the run known here. */
 void		 egress_run_start(const struct egress_who *,
 		    const struct egress_grant *, const void *, size_t);
-void		 egress_run_end(uint32_t);	/* revoked, forgotten */
+void		 vault_egress_end(uint32_t);	/* revoked, forgotten */
 void		 egress_call(struct blob *);	/* IMSG_EGRESS_CALL */
 void		 egress_flush(void);		/* the pending, decided */
 

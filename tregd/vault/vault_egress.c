@@ -110,7 +110,7 @@ egress_run_start(const struct egress_who *w, const struct egress_grant *g,
  * judged first (they were made while it lived), then it is forgotten.
  */
 void
-egress_run_end(uint32_t runid)
+vault_egress_end(uint32_t runid)
 {
 	struct erun	*r;
 

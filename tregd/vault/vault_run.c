@@ -996,7 +996,7 @@ run_exit(uint32_t reqid, const struct run_exit *rxp)
 	TAILQ_REMOVE(&vruns, vr, entry);
 	/* Its placeholders are worth nothing from now on. */
 	if (vr->granted)
-		egress_run_end(vr->runid);
+		vault_egress_end(vr->runid);
 
 	/* The slot goes with the end's commit: see run_ends_flush(). */
 	if (rx.notfound || rx.failed) {
