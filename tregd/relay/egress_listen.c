@@ -70,6 +70,12 @@ egress_listen_add(uint32_t runid, uint16_t port, uint16_t kind, int fd)
 	struct egress_run	*run;
 	struct egress_lsn	*l;
 
+	/* Accepted in bursts: a blocking accept would stall every run. */
+	if (evutil_make_socket_nonblocking(fd) == -1) {
+		log_warn("run %u: listener on port %u", runid, port);
+		close(fd);
+		return;
+	}
 	run = egress_run_get(runid, 1);
 	if ((l = calloc(1, sizeof(*l))) == NULL)
 		fatal("%s: calloc", __func__);
