@@ -25,6 +25,8 @@
 #include <sys/types.h>
 #include <sys/socket.h>
 
+#include <arpa/inet.h>
+
 #include <ctype.h>
 #include <errno.h>
 #include <event.h>
@@ -59,6 +61,7 @@ static int	 host_split(const char *, size_t, char *, size_t, uint16_t *,
 static int	 port_is_tls(const struct egrant *, uint16_t);
 static SSL	*ec_ssl(struct egress_conn *);
 static int	 ec_sni(SSL *, int *, void *);
+static int	 addr_on_port(const struct egrant *, uint16_t, char *, size_t);
 static int	 ec_alpn(SSL *, const unsigned char **, unsigned char *,
 		    const unsigned char *, unsigned int, void *);
 static void	 ec_read(struct bufferevent *, void *);
@@ -361,6 +364,36 @@ egress_host_ok(const struct egrant *gr, const char *host, uint16_t port,
 	return (0);
 }
 
+/*
+ * The address a TLS client without SNI reached on this port: clients
+ * send no server name for an address (RFC 6066), so when the list has
+ * exactly one https address entry on the port, that is it.  0 with it
+ * in out, -1 when there is none or more than one.
+ */
+static int
+addr_on_port(const struct egrant *gr, uint16_t port, char *out,
+    size_t outsz)
+{
+	char		 eh[HOST_LEN_MAX];
+	struct in6_addr	 a;
+	uint16_t	 ep;
+	size_t		 i;
+	int		 n = 0;
+
+	for (i = 0; i < gr->nhosts; i++) {
+		if (strncasecmp(gr->hosts[i], "http://", 7) == 0 ||
+		    host_split(gr->hosts[i], strlen(gr->hosts[i]), eh,
+		    sizeof(eh), &ep, 0) == -1 || ep != port)
+			continue;
+		if (inet_pton(AF_INET, eh, &a) != 1 &&
+		    inet_pton(AF_INET6, eh, &a) != 1)
+			continue;
+		if (n++ == 0)
+			strlcpy(out, eh, outsz);
+	}
+	return (n == 1 ? 0 : -1);
+}
+
 /* Does the list name this port for TLS (the transparent listener)? */
 static int
 port_is_tls(const struct egrant *gr, uint16_t port)
@@ -480,15 +513,21 @@ ec_sni(SSL *ssl, int *al, void *arg)
 	if (ec == NULL || ec->tunnel)
 		return (SSL_TLSEXT_ERR_OK);
 	name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+	/* A client names no address in SNI: the one the list has here. */
+	if (name == NULL && addr_on_port(ec->run->grant, ec->hport, lname,
+	    sizeof(lname)) == 0)
+		name = lname;
 	if (name == NULL || strlen(name) >= sizeof(lname)) {
 		*al = SSL_AD_UNRECOGNIZED_NAME;
 		egress_audit_refusal(ec, "", "", ec->hport, "", "a TLS "
 		    "connection without a server name (SNI)", 403);
 		return (SSL_TLSEXT_ERR_ALERT_FATAL);
 	}
-	for (i = 0; name[i] != '\0'; i++)
-		lname[i] = tolower((unsigned char)name[i]);
-	lname[i] = '\0';
+	if (name != lname) {
+		for (i = 0; name[i] != '\0'; i++)
+			lname[i] = tolower((unsigned char)name[i]);
+		lname[i] = '\0';
+	}
 	if (!egress_host_ok(ec->run->grant, lname, ec->hport, 0)) {
 		*al = SSL_AD_UNRECOGNIZED_NAME;
 		ec->refused_sni = 1;
