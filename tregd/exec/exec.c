@@ -1372,6 +1372,13 @@ exec_refill(int fd, short event, void *arg)
 	int64_t	 t0 = mono_ns();
 	int	 more;
 
+	/*
+	 * A proxied run's sandbox is bound to the CA bundle: none is made
+	 * before the relay's run CA is in it (its arrival refills), so the
+	 * pool is not made twice at start.
+	 */
+	if (exec_conf.run_network == RUN_NET_PROXY && exec_ca_pem == NULL)
+		return;
 	more = sbx_refill(&exec_conf, nruns);
 	/* bench/run.sh -v: how long exec's loop was busy making one. */
 	if (log_getverbose() >= 1)
