@@ -524,6 +524,14 @@ exec_atexit(void)
 	}
 	sbx_cleanup();
 	rcache_clear();
+	/* The CA bundle is made again at start: nothing stays behind. */
+	if (exec_ca) {
+		char	 path[PATH_MAX];
+
+		if (snprintf(path, sizeof(path), "%s/%s", exec_conf.run_dir,
+		    RUN_CA_BUNDLE) < (int)sizeof(path))
+			(void)unlink(path);
+	}
 }
 
 static void
