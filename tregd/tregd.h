@@ -262,7 +262,8 @@ enum imsg_type {
 	 * side; exec <-> relay is a channel of its own, made by the parent.
 	 */
 	/* relay -> exec, once at start */
-	IMSG_EGRESS_CA,		/* blob: PEM of the run CA's certificate */
+	IMSG_EGRESS_CA,		/* PEM of the run CA's certificate, one
+				   message (exec takes at most 16 KB) */
 	/* exec -> relay */
 	IMSG_EGRESS_LISTEN,	/* fd + struct egress_listen */
 	IMSG_EGRESS_END,	/* struct egress_end: the run ended */

@@ -128,10 +128,8 @@ static struct run_list		 runs = TAILQ_HEAD_INITIALIZER(runs);
 /* Run orders waiting for their redaction set. */
 static struct run_list		 waiting = TAILQ_HEAD_INITIALIZER(waiting);
 static int			 as_root;
-static int			 exec_ca;	/* <run dir>/ca-bundle.pem made */
-static char			*exec_ca_pem;	/* the run CA (IMSG_EGRESS_CA) */
-static size_t			 exec_ca_pemlen;
 static int			 exec_prepared;	/* exec_prepare() is done */
+static int			 exec_pool_network;	/* the pool's run network */
 /* A proxied run's way out (SPEC 6a): every client library's names. */
 static const char *const	 proxy_vars[] = { "HTTPS_PROXY", "HTTP_PROXY",
     "https_proxy", "http_proxy", "ALL_PROXY" };
@@ -198,8 +196,6 @@ static void	exec_kill_runs(void);
 static void	exec_atexit(void);
 static void	exec_sigchld(int, short, void *);
 static void	exec_prepare(void);
-static int	exec_ca_append(int, const char *);
-static int	exec_ca_bundle(void);
 static void	exec_drop_caps(void);
 static void	exec_start(struct blob *);
 static void	exec_set_ready(void *, struct rcache *);
@@ -320,89 +316,13 @@ exec_prepare(void)
 			rm_tree_at(dfd, de->d_name, 1, 0);
 	closedir(d);
 	close(dfd);
-	if (exec_ca_bundle() == -1)
+	if (exec_ca_bundle(&exec_conf) == -1)
 		fatalx("cannot make the runs' CA bundle");
 	exec_prepared = 1;
+	exec_pool_network = exec_conf.run_network;
 
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == -1)
 		fatal("PR_SET_CHILD_SUBREAPER");
-}
-
-/* File path appended to fd; 0, or -1 with errno. */
-static int
-exec_ca_append(int fd, const char *path)
-{
-	char	 buf[8192];
-	ssize_t	 n;
-	int	 in, rc = 0;
-
-	if ((in = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return (-1);
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(fd, buf, n) != n) {
-			rc = -1;
-			break;
-		}
-	if (n == -1)
-		rc = -1;
-	close(in);
-	/* A file whose last line lacks its newline must not join the next. */
-	if (rc == 0 && write(fd, "\n", 1) != 1)
-		rc = -1;
-	return (rc);
-}
-
-/*
- * The CAs a run's CLIs trust: the system's bundle, `relay ca' (the
- * private CA the operator's upstreams use) and the run CA (the relay's,
- * whose leaves the egress proxy shows a proxied run), at
- * <run dir>/ca-bundle.pem, 0644, named by the variables CLIs read
- * (exec_go); an init binds it into its run's view, and over the
- * system's bundle for a proxied run (exec_child.c).  Without either CA
- * there is none: the system's bundle is theirs already.  0, or -1
- * (logged).
- */
-static int
-exec_ca_bundle(void)
-{
-	char	 path[PATH_MAX], tmp[PATH_MAX];
-	int	 fd;
-
-	exec_ca = 0;
-	if (snprintf(path, sizeof(path), "%s/%s", exec_conf.run_dir,
-	    RUN_CA_BUNDLE) >= (int)sizeof(path) || snprintf(tmp, sizeof(tmp),
-	    "%s/.%s", exec_conf.run_dir, RUN_CA_BUNDLE) >= (int)sizeof(tmp))
-		fatalx("run directory %s: path too long", exec_conf.run_dir);
-	if (unlink(path) == -1 && errno != ENOENT) {
-		log_warn("unlink %s", path);
-		return (-1);
-	}
-	if (exec_conf.relay_ca[0] == '\0' && exec_ca_pem == NULL)
-		return (0);
-	(void)unlink(tmp);
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0644)) == -1 || fchmod(fd, 0644) == -1) {
-		log_warn("%s", tmp);
-		if (fd != -1)
-			close(fd);
-		return (-1);
-	}
-	if (exec_ca_append(fd, TREGD_CA_BUNDLE) == -1)
-		log_warn("exec: %s", TREGD_CA_BUNDLE);
-	if (exec_conf.relay_ca[0] != '\0' &&
-	    exec_ca_append(fd, exec_conf.relay_ca) == -1) {
-		log_warn("relay ca %s", exec_conf.relay_ca);
-		close(fd);
-		return (-1);
-	}
-	if ((exec_ca_pem != NULL && write(fd, exec_ca_pem, exec_ca_pemlen) !=
-	    (ssize_t)exec_ca_pemlen) || fsync(fd) == -1 || close(fd) == -1 ||
-	    rename(tmp, path) == -1) {
-		log_warn("%s", path);
-		return (-1);
-	}
-	exec_ca = 1;
-	return (0);
 }
 
 /*
@@ -418,17 +338,13 @@ exec_imsg_egress_ca(struct imsgev *iev, struct imsg *imsg)
 	    memcmp(imsg->data, begin, sizeof(begin) - 1) != 0 ||
 	    memchr(imsg->data, '\0', imsg->datalen) != NULL)
 		fatalx("%s: bad IMSG_EGRESS_CA from %s", __func__, iev->name);
-	free(exec_ca_pem);
-	if ((exec_ca_pem = malloc(imsg->datalen)) == NULL)
-		fatal("%s: malloc", __func__);
-	memcpy(exec_ca_pem, imsg->data, imsg->datalen);
-	exec_ca_pemlen = imsg->datalen;
+	exec_ca_set(imsg->data, imsg->datalen);
 	if (!exec_prepared)
 		return;			/* exec_prepare() writes it */
-	if (exec_ca_bundle() == -1)
+	if (exec_ca_bundle(&exec_conf) == -1)
 		log_warnx("the run CA is not in the runs' CA bundle: "
 		    "proxied runs' TLS will fail");
-	sbx_pool_flush(exec_conf.run_network);
+	sbx_pool_flush(exec_pool_network);
 	exec_refill_soon();
 }
 
@@ -524,6 +440,8 @@ exec_atexit(void)
 	}
 	sbx_cleanup();
 	rcache_clear();
+	/* The CA bundle is made again at start: nothing stays behind. */
+	exec_ca_remove(&exec_conf);
 }
 
 static void
@@ -551,9 +469,15 @@ exec_imsg_vault(struct imsgev *iev, struct imsg *imsg)
 	    exec_closed);
 }
 
+/* A reload that changed "run network": the pool is made again so. */
 static void
 exec_imsg_reload_end(struct imsgev *iev, struct imsg *imsg)
 {
+	if (exec_conf.run_network == exec_pool_network)
+		return;
+	exec_pool_network = exec_conf.run_network;
+	sbx_pool_flush(exec_pool_network);
+	exec_refill_soon();
 }
 
 static void
@@ -697,7 +621,7 @@ exec_start(struct blob *b)
 	 * PATH, HOME, TMPDIR, XDG_CONFIG_HOME, XDG_CACHE_HOME, LANG, LC_ALL,
 	 * the CA bundle's variables, a proxied run's proxy variables.
 	 */
-	r->nca = exec_ca ? sizeof(ca_vars) / sizeof(ca_vars[0]) : 0;
+	r->nca = exec_ca_made() ? sizeof(ca_vars) / sizeof(ca_vars[0]) : 0;
 	n = RUN_ENV_OWN + r->nca + (r->network == RUN_NET_PROXY ?
 	    RUN_ENV_PROXY : 0);
 	r->nown = n;
@@ -1373,11 +1297,10 @@ exec_refill(int fd, short event, void *arg)
 	int	 more;
 
 	/*
-	 * A proxied run's sandbox is bound to the CA bundle: none is made
-	 * before the relay's run CA is in it (its arrival refills), so the
-	 * pool is not made twice at start.
+	 * Proxied sandboxes bind the CA bundle: none is made in advance
+	 * before the relay's run CA is in it (it comes at the start).
 	 */
-	if (exec_conf.run_network == RUN_NET_PROXY && exec_ca_pem == NULL)
+	if (exec_conf.run_network == RUN_NET_PROXY && !exec_ca_run())
 		return;
 	more = sbx_refill(&exec_conf, nruns);
 	/* bench/run.sh -v: how long exec's loop was busy making one. */

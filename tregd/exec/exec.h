@@ -8,6 +8,13 @@
 
 #include "tregd.h"
 
+/* exec_ca.c */
+int	 exec_ca_bundle(const struct tregd_conf *);
+void	 exec_ca_set(const void *, size_t);
+int	 exec_ca_made(void);
+int	 exec_ca_run(void);
+void	 exec_ca_remove(const struct tregd_conf *);
+
 /* exec_metrics.c */
 void	 exec_metrics_start(struct imsgev *);
 void	 exec_metrics_running(int);

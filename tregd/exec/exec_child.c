@@ -62,7 +62,8 @@ struct sbx_hidden {
 };
 
 static void	sbx_limits(const struct tregd_conf *);
-static void	sbx_egress_make(const struct sbx_spec *, int, int);
+static void	sbx_egress_make(const struct sbx_spec *, int, int, int);
+static int	sbx_egress_listen(uint16_t, int);
 static int	sbx_mkdir_p(const char *);
 static int	sbx_beneath(const char *, const char *);
 static int	sbx_hide(const struct sbx_child *, struct sbx_hidden *, int);
@@ -168,7 +169,7 @@ sbx_cli(const struct sbx_child *c)
 	const struct sbx_run	*sr = c->sr;
 	struct sbx_spec		 order;
 	pid_t			 ppid = getppid();
-	int			 err = c->err, go = -1;
+	int			 err = c->err, go = -1, pre = -1;
 
 	sbx_signals();
 	/* A ready init's order pipe: above stdio, then SBX_GO_FD. */
@@ -189,8 +190,11 @@ sbx_cli(const struct sbx_child *c)
 		sbx_fail(err, "chdir");
 	/*
 	 * Ready: the run is what exec sends.  Still root, so no process of
-	 * the run's uid exists before its run.
+	 * the run's uid exists before its run.  A proxied run's proxy
+	 * listener is there before its order: off the run's path.
 	 */
+	if (go != -1 && sp->network == RUN_NET_PROXY)
+		pre = sbx_egress_listen(EGRESS_PROXY_PORT, err);
 	if (go != -1) {
 		order.dir = sp->dir;
 		order.network = sp->network;
@@ -198,7 +202,7 @@ sbx_cli(const struct sbx_child *c)
 		    &sbx_order_len) == -1)
 			_exit(127);	/* exec is gone */
 		if (order.nports > 0)
-			sbx_egress_make(&order, SBX_GO_FD, err);
+			sbx_egress_make(&order, SBX_GO_FD, err, pre);
 		close(SBX_GO_FD);
 		sp = &order;
 	}
@@ -243,12 +247,12 @@ sbx_cli(const struct sbx_child *c)
  * there), and a listener on 127.0.0.1 for each port, sent to exec on
  * the order's socket, their ports as the payload.  exec hands them to
  * the relay; until the relay accepts, connections wait in the backlog.
- * These descriptors are close-on-exec: the CLI never holds them.
+ * These descriptors are close-on-exec: the CLI never holds them.  pre:
+ * the proxy's, made before the order, or -1.
  */
 static void
-sbx_egress_make(const struct sbx_spec *sp, int sock, int err)
+sbx_egress_make(const struct sbx_spec *sp, int sock, int err, int pre)
 {
-	struct sockaddr_in	 sin;
 	struct msghdr		 msg;
 	struct iovec		 iov;
 	struct cmsghdr		*cm;
@@ -256,7 +260,7 @@ sbx_egress_make(const struct sbx_spec *sp, int sock, int err)
 		struct cmsghdr	 hdr;
 		char		 buf[CMSG_SPACE(SBX_PORTS_MAX * sizeof(int))];
 	}			 cb;
-	int			 fds[SBX_PORTS_MAX], fd, on = 1;
+	int			 fds[SBX_PORTS_MAX], fd;
 	size_t			 i, len = strlen(sp->etc_hosts);
 	ssize_t			 n;
 
@@ -268,17 +272,11 @@ sbx_egress_make(const struct sbx_spec *sp, int sock, int err)
 			sbx_fail(err, "/etc/hosts");
 	}
 	for (i = 0; i < sp->nports; i++) {
-		if ((fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC,
-		    0)) == -1)
-			sbx_fail(err, "egress listener");
-		memset(&sin, 0, sizeof(sin));
-		sin.sin_family = AF_INET;
-		sin.sin_port = htons(sp->ports[i]);
-		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		if (setsockopt(fds[i], SOL_SOCKET, SO_REUSEADDR, &on,
-		    sizeof(on)) == -1 || bind(fds[i], (struct sockaddr *)&sin,
-		    sizeof(sin)) == -1 || listen(fds[i], SOMAXCONN) == -1)
-			sbx_fail(err, "egress listener");
+		if (sp->ports[i] == EGRESS_PROXY_PORT && pre != -1) {
+			fds[i] = pre;
+			pre = -1;
+		} else
+			fds[i] = sbx_egress_listen(sp->ports[i], err);
 	}
 	memset(&msg, 0, sizeof(msg));
 	memset(&cb, 0, sizeof(cb));
@@ -299,6 +297,26 @@ sbx_egress_make(const struct sbx_spec *sp, int sock, int err)
 		_exit(127);		/* exec is gone */
 	for (i = 0; i < sp->nports; i++)
 		close(fds[i]);
+}
+
+/* A listening socket on 127.0.0.1:port, in the run's namespace. */
+static int
+sbx_egress_listen(uint16_t port, int err)
+{
+	struct sockaddr_in	 sin;
+	int			 fd, on = 1;
+
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		sbx_fail(err, "egress listener");
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) == -1 ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    listen(fd, SOMAXCONN) == -1)
+		sbx_fail(err, "egress listener");
+	return (fd);
 }
 
 /*

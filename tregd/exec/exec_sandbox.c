@@ -10,7 +10,8 @@
  *
  * The modes, chosen once at start and logged:
  *  - namespaces (root with CAP_SYS_ADMIN): the run's init is cloned in
- *    new PID, mount, IPC and UTS namespaces (and network ones when asked)
+ *    new PID, mount, IPC and UTS namespaces (and a network one, loopback
+ *    only, unless "run network host": SPEC 6a)
  *    by the zygote (exec_zygote.c), never by exec.  A clone copies the
  *    address space of its maker, and exec's holds other runs' secrets:
  *    the cached redaction sets of every recent tool of every org
