@@ -583,6 +583,12 @@ void		 project_view_after(struct vault_req *, struct vault_resp *);
  */
 int		 project_field(struct vault_req *, struct vault_resp *, json_t *,
 		    int *, int64_t *);
+/*
+ * The names of the org's tools a caller may use (tool_usable()), for a
+ * listing kept by name (GET /runs of a caller scoped to projects); NULL
+ * when the database failed.
+ */
+json_t		*project_tool_names(int64_t, const struct auth *);
 /* An accepted invite's project_access onto its new membership: 0, -1. */
 int		 project_invite_carry(int64_t, int64_t, int64_t);
 

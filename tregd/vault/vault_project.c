@@ -47,7 +47,14 @@ struct usage_sum {
 	json_t		*days;
 };
 
+/* The names of the tools a caller may use (project_tool_names()). */
+struct usable {
+	const struct auth	*a;
+	json_t			*names;
+};
+
 static int	 project_row(const struct store_project *, void *);
+static int	 usable_name(const struct store_tool_item *, void *);
 static int	 project_set_load(int64_t, struct project_set *);
 static int	 project_find(const struct project_set *, json_t *);
 static void	 ref_phrase(json_t *, char *, size_t);
@@ -610,10 +617,26 @@ project_owner_refused(struct vault_req *req, struct vault_resp *resp)
 int
 project_view_before(struct vault_req *req, struct vault_resp *resp)
 {
+	json_t	*v;
 	char	*text = NULL;
 	int	 sent;
 
 	switch (req->route) {
+	case ROUTE_DENY_CREATE:
+		/*
+		 * treg's `org deny --project` fires a rule on one project's
+		 * tools only.  tregd's rules hold for every tool: taking
+		 * the rule would block more than asked, so it is refused,
+		 * saying so (null, which treg's client sends, is fine).
+		 */
+		if (req->body != NULL && (v = json_object_get(req->body,
+		    "project_id")) != NULL && !json_is_null(v)) {
+			resp_error(resp, 422, "a deny rule cannot be scoped to "
+			    "a project here: send no project_id (the rule then "
+			    "holds for every tool of the team)");
+			return (-1);
+		}
+		return (0);
 	case ROUTE_MEMBER_ACCESS:
 	case ROUTE_AGENTS_CREATE:
 	case ROUTE_INVITES_CREATE:
@@ -724,6 +747,35 @@ project_view_after(struct vault_req *req, struct vault_resp *resp)
 	free(text);
 	if (rc == -1)
 		db_fail(resp, "project access");
+}
+
+static int
+usable_name(const struct store_tool_item *t, void *arg)
+{
+	struct usable	*u = arg;
+
+	if (tool_usable(u->a, t->name, t->bundle, t->project_id))
+		json_array_append_new(u->names, json_string(t->name));
+	return (0);
+}
+
+json_t *
+project_tool_names(int64_t org, const struct auth *a)
+{
+	struct store_sel	 sel;
+	struct usable		 u;
+
+	memset(&sel, 0, sizeof(sel));
+	sel.org = org;
+	sel.brief = 1;
+	u.a = a;
+	if ((u.names = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	if (store_tools(&sel, usable_name, &u) == -1) {
+		json_decref(u.names);
+		return (NULL);
+	}
+	return (u.names);
 }
 
 /* In the accepting transaction: the invite's scope is the member's. */

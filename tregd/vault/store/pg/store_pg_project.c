@@ -202,8 +202,8 @@ pg_usage(int64_t org, const char *since, store_usage_fn fn, void *arg)
 		    "ORDER BY k", 0 },
 		{ "SELECT k, ''::text, sum(n)::bigint FROM (SELECT "
 		    "substr(created_at, 1, 10) AS k, count(*) AS n FROM calls "
-		    "WHERE org_id = $1 AND created_at >= $2 AND (action IS NULL "
-		    "OR action <> 'REPORT') GROUP BY 1 UNION ALL SELECT "
+		    "WHERE org_id = $1 AND created_at >= $2 AND (action IS "
+		    "NULL OR action <> 'REPORT') GROUP BY 1 UNION ALL SELECT "
 		    "substr(created_at, 1, 10), count(*) FROM runs WHERE "
 		    "org_id = $1 AND created_at >= $2 GROUP BY 1) x GROUP BY k "
 		    "ORDER BY k", 0 },

@@ -214,8 +214,8 @@ sq_usage(int64_t org, const char *since, store_usage_fn fn, void *arg)
 		    "org_id = :org AND created_at >= :since AND (action IS "
 		    "NULL OR action <> 'REPORT') GROUP BY user_email, kind "
 		    "UNION ALL SELECT user_email, 'server_run', count(*) FROM "
-		    "runs WHERE org_id = :org AND created_at >= :since GROUP BY "
-		    "user_email ORDER BY 1, 2" },
+		    "runs WHERE org_id = :org AND created_at >= :since "
+		    "GROUP BY user_email ORDER BY 1, 2" },
 		{ "t", "SELECT k, '', sum(n) FROM (SELECT tool_name AS k, "
 		    "count(*) AS n FROM calls WHERE org_id = :org AND "
 		    "created_at >= :since AND (action IS NULL OR action <> "
