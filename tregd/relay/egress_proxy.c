@@ -158,11 +158,19 @@ egress_grant_recv(int worker, const void *head, const char *data, size_t len)
 	if ((gr = calloc(1, sizeof(*gr))) == NULL)
 		fatal("%s: calloc", __func__);
 	memcpy(&gr->g, head, sizeof(gr->g));
+	evtimer_set(&gr->expire, grant_expire, gr);
 	gr->runid = gr->g.runid;
 	gr->worker = worker;
 	strlcpy(gr->tool, "this run's tool", sizeof(gr->tool));
 	if (grant_unpack(gr, data, len, &key, &keylen) == -1)
 		fatalx("bad IMSG_EGRESS_GRANT from vault %d", worker);
+	/* A worker's run ids carry its index in their top 8 bits. */
+	if ((gr->runid >> 24) != (uint32_t)worker) {
+		log_warnx("egress: vault %d granted run %u, not its own",
+		    worker, gr->runid);
+		grant_free(gr);
+		return;
+	}
 	run = egress_run_get(gr->runid, 1);
 	if (run->grant != NULL) {
 		/* Once per run: a second one replaces it, connections too. */
@@ -171,7 +179,6 @@ egress_grant_recv(int worker, const void *head, const char *data, size_t len)
 	}
 	gr->run = run;
 	run->grant = gr;
-	evtimer_set(&gr->expire, grant_expire, gr);
 	tv.tv_sec = (time_t)gr->g.timeout_s + EGRESS_GRANT_SLACK;
 	tv.tv_usec = 0;
 	evtimer_add(&gr->expire, &tv);
