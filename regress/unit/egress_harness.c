@@ -11,7 +11,8 @@
  * Usage: egress_harness DIR UPPORT [HTTPPORT]
  *   DIR/up-ca.pem     the upstream's CA (as `relay ca')
  *   DIR/runca.pem     written: the run CA's certificate
- *   DIR/ports         written last: "PROXY TRANSPARENT PROXY2"
+ *   DIR/ports         written last: "PROXY TRANSPARENT PROXY2 PLAIN"
+ *                     (PLAIN: transparent on HTTPPORT, 0 without it)
  *   DIR/calls         one line per message from the relay
  * A verdict: DELETE is refused (403, as a deny rule); a path starting
  * with /novault gets none.
@@ -280,7 +281,7 @@ slurp(const char *path, size_t *len)
 int
 main(int argc, char *argv[])
 {
-	struct lsn	 lp, lt, lp2;
+	struct lsn	 lp, lt, lp2, lh2;
 	char		 path[1024], hp[64], tp[64], hh[64], lh[64];
 	char		*ca, *pem;
 	size_t		 calen, pemlen;
@@ -346,11 +347,14 @@ main(int argc, char *argv[])
 	lsn_open(&lp, 1, EGRESS_PROXY_PORT, EGRESS_PROXY);
 	lsn_open(&lt, 1, atoi(argv[2]), EGRESS_TRANSPARENT);
 	lsn_open(&lp2, 2, EGRESS_PROXY_PORT, EGRESS_PROXY);
+	memset(&lh2, 0, sizeof(lh2));
+	if (argc > 3)
+		lsn_open(&lh2, 1, atoi(argv[3]), EGRESS_TRANSPARENT);
 
 	snprintf(path, sizeof(path), "%s/ports.tmp", argv[1]);
 	if ((f = fopen(path, "w")) == NULL)
 		err(1, "%s", path);
-	fprintf(f, "%u %u %u\n", lp.real, lt.real, lp2.real);
+	fprintf(f, "%u %u %u %u\n", lp.real, lt.real, lp2.real, lh2.real);
 	fclose(f);
 	snprintf(hp, sizeof(hp), "%s/ports", argv[1]);
 	if (rename(path, hp) == -1)

@@ -875,6 +875,8 @@ ec_connect(struct egress_conn *ec, struct egress_req *req)
 	}
 	evbuffer_add_printf(bufferevent_get_output(ec->bev),
 	    "HTTP/1.1 200 Connection established\r\n\r\n");
+	/* The TLS layer stops writing down while this much waits. */
+	bufferevent_setwatermark(ec->bev, EV_WRITE, 0, EGRESS_OUT_HIGH);
 	/* TLS over the same bytes: the 200 goes first, in the clear. */
 	tls = bufferevent_openssl_filter_new(proc_base, ec->bev, ssl,
 	    BUFFEREVENT_SSL_ACCEPTING,

@@ -630,8 +630,14 @@ static int
 sk_backlog(struct rcall *rc)
 {
 	struct egress_req	*req = rc->sink_arg;
+	struct bufferevent	*under;
+	size_t			 n;
 
-	return (req->ec != NULL &&
-	    evbuffer_get_length(bufferevent_get_output(req->ec->bev)) >
-	    EGRESS_OUT_HIGH);
+	if (req->ec == NULL)
+		return (0);
+	n = evbuffer_get_length(bufferevent_get_output(req->ec->bev));
+	/* Under TLS after CONNECT, what the layer below still holds. */
+	if ((under = bufferevent_get_underlying(req->ec->bev)) != NULL)
+		n += evbuffer_get_length(bufferevent_get_output(under));
+	return (n > EGRESS_OUT_HIGH);
 }
