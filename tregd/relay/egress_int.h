@@ -51,7 +51,7 @@ struct egrant {
 	int			 waiting;	/* for it to be compiled */
 	struct event		 expire;
 	struct egress_run	*run;
-	char			 tool[128];	/* for the texts, or a stand-in */
+	char			 tool[128];	/* its name, for the texts */
 };
 
 enum econn_state {

@@ -565,7 +565,8 @@ sk_head(struct rcall *rc, int status, const char *data, size_t len)
 	evbuffer_add(o, data, len);
 	if (rc->mode != RB_NONE && !req->headonly) {
 		if (req->h.minor >= 1) {
-			evbuffer_add_printf(o, "Transfer-Encoding: chunked\r\n");
+			evbuffer_add_printf(o,
+			    "Transfer-Encoding: chunked\r\n");
 			req->chunked_out = 1;
 		} else
 			req->close = 1;	/* HTTP/1.0: to the close */
