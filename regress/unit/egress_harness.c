@@ -15,7 +15,8 @@
  *                     (PLAIN: transparent on HTTPPORT, 0 without it)
  *   DIR/calls         one line per message from the relay
  * A verdict: DELETE is refused (403, as a deny rule); a path starting
- * with /novault gets none.
+ * with /novault gets none.  SIGUSR1: run 1's grant is revoked (the vault
+ * says the run ended).
  */
 
 #include <sys/types.h>
@@ -209,6 +210,19 @@ vault_read(int fd, short ev, void *arg)
 	}
 }
 
+/* SIGUSR1: IMSG_EGRESS_REVOKE for run 1, as its worker sends it. */
+static void
+grant_revoke(int sig, short ev, void *arg)
+{
+	struct egress_end	 ee = { 1 };
+
+	if (imsg_compose(&vb, IMSG_EGRESS_REVOKE, 0, -1, &ee, sizeof(ee)) ==
+	    -1 || imsgbuf_flush(&vb) == -1)
+		err(1, "revoke");
+	fprintf(calls, "REVOKE run=1\n");
+	fflush(calls);
+}
+
 struct lsn {
 	struct event	 ev;
 	uint32_t	 runid;
@@ -282,6 +296,7 @@ int
 main(int argc, char *argv[])
 {
 	struct lsn	 lp, lt, lp2, lh2;
+	struct event	 sigev;
 	char		 path[1024], hp[64], tp[64], hh[64], lh[64];
 	char		*ca, *pem;
 	size_t		 calen, pemlen;
@@ -359,6 +374,8 @@ main(int argc, char *argv[])
 	snprintf(hp, sizeof(hp), "%s/ports", argv[1]);
 	if (rename(path, hp) == -1)
 		err(1, "rename");
+	signal_set(&sigev, SIGUSR1, grant_revoke, NULL);
+	signal_add(&sigev, NULL);
 	event_dispatch();
 	return (0);
 }
