@@ -869,6 +869,9 @@ ec_connect(struct egress_conn *ec, struct egress_req *req)
 	ec->tunnel = 1;
 	if (egress_ca_use(ssl, host_bare(ec->host, bare, sizeof(bare))) ==
 	    -1) {
+		/* No bufferevent holds it yet. */
+		SSL_free(ssl);
+		ec->ssl = NULL;
 		egress_answer(ec, 502, "no certificate can be made for this "
 		    "host", 1);
 		return;
