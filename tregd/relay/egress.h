@@ -55,6 +55,7 @@ void	 egress_conn_closed(struct egress_run *);	/* nconns-- */
 /* egress_proxy.c */
 void	 egress_conn_start(struct egress_run *, int, uint16_t, uint16_t);
 void	 egress_run_free(struct egress_run *);	/* grant and connections */
+unsigned int egress_run_maxconns(const struct egress_run *);	/* grant's */
 /* from the vault (relay.c's dispatch): worker, head, packed data */
 #define EGRESS_GRANT_MAX	((size_t)REDSET_MAX * 8 * SECRET_LEN_MAX)
 #define EGRESS_VERDICT_MAX	4096

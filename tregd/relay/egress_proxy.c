@@ -279,6 +279,13 @@ egress_run_free(struct egress_run *run)
 	}
 }
 
+/* The grant's connection cap (0: no grant), for egress_listen.c. */
+unsigned int
+egress_run_maxconns(const struct egress_run *run)
+{
+	return (run->grant != NULL ? run->grant->g.maxconns : 0);
+}
+
 /* ------------------------------------------------------------------ */
 /* The egress list.                                                    */
 
@@ -986,8 +993,11 @@ egress_verdict_recv(int worker, const void *head, const char *data,
 	size_t			 i;
 
 	memcpy(&v, head, sizeof(v));
+	/* The detail is packed; none at all reads as "". */
 	unpack_init(&u, data, len);
-	if ((detail = unpack_str(&u)) == NULL || unpack_done(&u) != 0)
+	if (len == 0)
+		detail = "";
+	else if ((detail = unpack_str(&u)) == NULL || unpack_done(&u) != 0)
 		fatalx("bad IMSG_EGRESS_VERDICT from vault %d", worker);
 	TAILQ_FOREACH(req, &verdicts, entry)
 		if (req->reqid == v.reqid && req->runid == v.runid &&
