@@ -43,7 +43,7 @@
 #include "pack.h"
 #include "redact_cache.h"
 
-#define EGRESS_HEAD_MAX	(HTTP_LINE_MAX + HTTP_HEADERS_MAX)
+#define EGRESS_HEAD_MAX	HTTP_HEADERS_MAX	/* as for /call */
 
 static TAILQ_HEAD(, egress_req) verdicts = TAILQ_HEAD_INITIALIZER(verdicts);
 static uint32_t		 egress_reqids;
