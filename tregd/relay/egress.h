@@ -23,7 +23,7 @@
 
 #include <stdint.h>
 
-struct egrant;			/* egress_proxy.c: a run's grant */
+struct egress_grant;		/* tregd.h, in egress_proxy.c's grant */
 struct egress_conn;		/* egress_proxy.c */
 
 struct egress_lsn {
@@ -39,7 +39,7 @@ struct egress_run {
 	TAILQ_ENTRY(egress_run)	 entry;
 	uint32_t		 runid;
 	TAILQ_HEAD(, egress_lsn) lsns;
-	struct egrant		*grant;		/* NULL until the vault's */
+	struct egress_grant	*grant;		/* NULL until the vault's */
 	TAILQ_HEAD(, egress_conn) conns;
 	unsigned int		 nconns;	/* open, against the cap */
 	int			 ended;		/* exec said so */
@@ -55,7 +55,6 @@ void	 egress_conn_closed(struct egress_run *);	/* nconns-- */
 /* egress_proxy.c */
 void	 egress_conn_start(struct egress_run *, int, uint16_t, uint16_t);
 void	 egress_run_free(struct egress_run *);	/* grant and connections */
-unsigned int egress_run_maxconns(const struct egress_run *);	/* grant's */
 /* from the vault (relay.c's dispatch): worker, head, packed data */
 #define EGRESS_GRANT_MAX	((size_t)REDSET_MAX * 8 * SECRET_LEN_MAX)
 #define EGRESS_VERDICT_MAX	4096
