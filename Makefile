@@ -272,6 +272,7 @@ bench: all
 fuzz:
 	$(MAKE) -C regress/fuzz run
 	$(MAKE) -C regress/fuzz http-run
+	$(MAKE) -C regress/fuzz egress-run
 
 clean:
 	rm -f $(addsuffix /*.o,$(BUILD_DIRS)) $(addsuffix /*.d,$(BUILD_DIRS)) \

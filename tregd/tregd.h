@@ -498,6 +498,8 @@ struct egress_end {
  *                       key id from its secret and session token)
  *   nsecrets, secrets[] the run's redaction set (as IMSG_CALL_START's),
  *                       for the answers' masking
+ *   tool                optional: the tool's name, for the one-line texts
+ *                       a run gets ("... is not on the egress list of X")
  */
 struct egress_grant {
 	uint32_t	 runid;

@@ -11,10 +11,12 @@
  * Usage: egress_harness DIR UPPORT [HTTPPORT]
  *   DIR/up-ca.pem     the upstream's CA (as `relay ca')
  *   DIR/runca.pem     written: the run CA's certificate
- *   DIR/ports         written last: "PROXY TRANSPARENT PROXY2"
+ *   DIR/ports         written last: "PROXY TRANSPARENT PROXY2 PLAIN"
+ *                     (PLAIN: transparent on HTTPPORT, 0 without it)
  *   DIR/calls         one line per message from the relay
  * A verdict: DELETE is refused (403, as a deny rule); a path starting
- * with /novault gets none.
+ * with /novault gets none.  SIGUSR1: run 1's grant is revoked (the vault
+ * says the run ended).
  */
 
 #include <sys/types.h>
@@ -208,6 +210,19 @@ vault_read(int fd, short ev, void *arg)
 	}
 }
 
+/* SIGUSR1: IMSG_EGRESS_REVOKE for run 1, as its worker sends it. */
+static void
+grant_revoke(int sig, short ev, void *arg)
+{
+	struct egress_end	 ee = { 1 };
+
+	if (imsg_compose(&vb, IMSG_EGRESS_REVOKE, 0, -1, &ee, sizeof(ee)) ==
+	    -1 || imsgbuf_flush(&vb) == -1)
+		err(1, "revoke");
+	fprintf(calls, "REVOKE run=1\n");
+	fflush(calls);
+}
+
 struct lsn {
 	struct event	 ev;
 	uint32_t	 runid;
@@ -280,7 +295,8 @@ slurp(const char *path, size_t *len)
 int
 main(int argc, char *argv[])
 {
-	struct lsn	 lp, lt, lp2;
+	struct lsn	 lp, lt, lp2, lh2;
+	struct event	 sigev;
 	char		 path[1024], hp[64], tp[64], hh[64], lh[64];
 	char		*ca, *pem;
 	size_t		 calen, pemlen;
@@ -346,15 +362,20 @@ main(int argc, char *argv[])
 	lsn_open(&lp, 1, EGRESS_PROXY_PORT, EGRESS_PROXY);
 	lsn_open(&lt, 1, atoi(argv[2]), EGRESS_TRANSPARENT);
 	lsn_open(&lp2, 2, EGRESS_PROXY_PORT, EGRESS_PROXY);
+	memset(&lh2, 0, sizeof(lh2));
+	if (argc > 3)
+		lsn_open(&lh2, 1, atoi(argv[3]), EGRESS_TRANSPARENT);
 
 	snprintf(path, sizeof(path), "%s/ports.tmp", argv[1]);
 	if ((f = fopen(path, "w")) == NULL)
 		err(1, "%s", path);
-	fprintf(f, "%u %u %u\n", lp.real, lt.real, lp2.real);
+	fprintf(f, "%u %u %u %u\n", lp.real, lt.real, lp2.real, lh2.real);
 	fclose(f);
 	snprintf(hp, sizeof(hp), "%s/ports", argv[1]);
 	if (rename(path, hp) == -1)
 		err(1, "rename");
+	signal_set(&sigev, SIGUSR1, grant_revoke, NULL);
+	signal_add(&sigev, NULL);
 	event_dispatch();
 	return (0);
 }

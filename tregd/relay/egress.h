@@ -23,7 +23,7 @@
 
 #include <stdint.h>
 
-struct egrant;			/* egress_proxy.c: a run's grant */
+struct egress_grant;		/* tregd.h, in egress_proxy.c's grant */
 struct egress_conn;		/* egress_proxy.c */
 
 struct egress_lsn {
@@ -39,10 +39,9 @@ struct egress_run {
 	TAILQ_ENTRY(egress_run)	 entry;
 	uint32_t		 runid;
 	TAILQ_HEAD(, egress_lsn) lsns;
-	struct egrant		*grant;		/* NULL until the vault's */
+	struct egress_grant	*grant;		/* NULL until the vault's */
 	TAILQ_HEAD(, egress_conn) conns;
 	unsigned int		 nconns;	/* open, against the cap */
-	unsigned int		 maxconns;	/* the grant's cap, 0: none yet */
 	int			 ended;		/* exec said so */
 };
 

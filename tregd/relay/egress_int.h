@@ -38,7 +38,12 @@ struct egress_val {
 	char		*name;		/* env name, "" none */
 };
 
+/*
+ * A run's grant: egress_run.grant points at its g (what egress_listen.c
+ * reads) once its redaction set is ready; egrant_of() finds the rest.
+ */
 struct egrant {
+	TAILQ_ENTRY(egrant)	 entry;
 	uint32_t		 runid;
 	int			 worker;	/* its vault worker */
 	struct egress_grant	 g;		/* as the vault sent it */
@@ -51,7 +56,7 @@ struct egrant {
 	int			 waiting;	/* for it to be compiled */
 	struct event		 expire;
 	struct egress_run	*run;
-	char			 tool[128];	/* for the texts, or a stand-in */
+	char			 tool[128];	/* its name, for the texts */
 };
 
 enum econn_state {
@@ -118,6 +123,7 @@ struct egress_req {
 };
 
 /* egress_proxy.c */
+struct egrant *egrant_of(const struct egress_run *);
 int	 egress_host_ok(const struct egrant *, const char *, uint16_t, int);
 void	 egress_answer(struct egress_conn *, int, const char *, int);
 void	 egress_audit_refusal(struct egress_conn *, const char *,

@@ -141,8 +141,8 @@ egress_conn_closed(struct egress_run *run)
 static unsigned int
 egress_cap(const struct egress_run *run)
 {
-	if (run->maxconns > 0)
-		return (run->maxconns);
+	if (run->grant != NULL && run->grant->maxconns > 0)
+		return (run->grant->maxconns);
 	return ((unsigned int)relay_conf.run_egress_conns);
 }
 

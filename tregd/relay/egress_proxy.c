@@ -29,6 +29,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <event.h>
 #include <event2/bufferevent_ssl.h>
 #include <stdio.h>
@@ -45,9 +46,10 @@
 #include "pack.h"
 #include "redact_cache.h"
 
-#define EGRESS_HEAD_MAX	(HTTP_LINE_MAX + HTTP_HEADERS_MAX)
+#define EGRESS_HEAD_MAX	HTTP_HEADERS_MAX	/* as for /call */
 
 static TAILQ_HEAD(, egress_req) verdicts = TAILQ_HEAD_INITIALIZER(verdicts);
+static TAILQ_HEAD(, egrant) grants = TAILQ_HEAD_INITIALIZER(grants);
 static uint32_t		 egress_reqids;
 static SSL_CTX		*srv_ctx;
 
@@ -56,6 +58,7 @@ static int	 grant_unpack(struct egrant *, const char *, size_t,
 static void	 grant_set_ready(void *, struct rcache *);
 static void	 grant_expire(int, short, void *);
 static void	 grant_free(struct egrant *);
+static struct egrant *grant_find(uint32_t);
 static int	 host_split(const char *, size_t, char *, size_t, uint16_t *,
 		    uint16_t);
 static int	 port_is_tls(const struct egrant *, uint16_t);
@@ -161,21 +164,27 @@ egress_grant_recv(int worker, const void *head, const char *data, size_t len)
 	if ((gr = calloc(1, sizeof(*gr))) == NULL)
 		fatal("%s: calloc", __func__);
 	memcpy(&gr->g, head, sizeof(gr->g));
+	evtimer_set(&gr->expire, grant_expire, gr);
 	gr->runid = gr->g.runid;
 	gr->worker = worker;
 	strlcpy(gr->tool, "this run's tool", sizeof(gr->tool));
 	if (grant_unpack(gr, data, len, &key, &keylen) == -1)
 		fatalx("bad IMSG_EGRESS_GRANT from vault %d", worker);
+	/* A worker's run ids carry its index in their top 8 bits. */
+	if ((gr->runid >> 24) != (uint32_t)worker) {
+		log_warnx("egress: vault %d granted run %u, not its own",
+		    worker, gr->runid);
+		grant_free(gr);
+		return;
+	}
 	run = egress_run_get(gr->runid, 1);
-	if (run->grant != NULL) {
+	if (grant_find(gr->runid) != NULL) {
 		/* Once per run: a second one replaces it, connections too. */
 		log_warnx("egress: run %u granted twice", gr->runid);
 		egress_run_free(run);
 	}
 	gr->run = run;
-	run->grant = gr;
-	run->maxconns = gr->g.maxconns;
-	evtimer_set(&gr->expire, grant_expire, gr);
+	TAILQ_INSERT_TAIL(&grants, gr, entry);
 	tv.tv_sec = (time_t)gr->g.timeout_s + EGRESS_GRANT_SLACK;
 	tv.tv_usec = 0;
 	evtimer_add(&gr->expire, &tv);
@@ -183,6 +192,7 @@ egress_grant_recv(int worker, const void *head, const char *data, size_t len)
 	switch (rcache_get(gr->g.tool_id, key, keylen, grant_set_ready, gr,
 	    &gr->rset)) {
 	case 0:
+		run->grant = &gr->g;
 		egress_run_ready(run);
 		break;
 	case 1:
@@ -205,6 +215,7 @@ grant_set_ready(void *arg, struct rcache *ent)
 	if (ent == NULL)
 		log_warnx("egress: run %u: its redaction set cannot be made",
 		    gr->runid);
+	gr->run->grant = &gr->g;
 	egress_run_ready(gr->run);
 }
 
@@ -213,24 +224,45 @@ grant_expire(int fd, short ev, void *arg)
 {
 	struct egrant	*gr = arg;
 
+	/* The run is over, whatever else said so or not. */
 	log_debug("egress: run %u: its grant expired", gr->runid);
-	egress_run_free(gr->run);
+	egress_run_end(gr->runid);
 }
 
-/* The vault says the run ended: its grant and connections go. */
+/*
+ * The vault says the run ended: its listeners, connections and grant go
+ * (egress_listen.c; exec's IMSG_EGRESS_END may follow, or come first).
+ */
 void
 egress_revoke(int worker, uint32_t runid)
 {
-	struct egress_run	*run;
-
-	if ((run = egress_run_get(runid, 0)) == NULL || run->grant == NULL)
-		return;
-	if (run->grant->worker != worker) {
+	if ((runid >> 24) != (uint32_t)worker) {
 		log_warnx("egress: run %u revoked by vault %d, not its own",
 		    runid, worker);
 		return;
 	}
-	egress_run_free(run);
+	egress_run_end(runid);
+}
+
+static struct egrant *
+grant_find(uint32_t runid)
+{
+	struct egrant	*gr;
+
+	TAILQ_FOREACH(gr, &grants, entry)
+		if (gr->runid == runid)
+			return (gr);
+	return (NULL);
+}
+
+/* The grant around the run's egress_grant (NULL: none ready). */
+struct egrant *
+egrant_of(const struct egress_run *run)
+{
+	if (run->grant == NULL)
+		return (NULL);
+	return ((struct egrant *)((char *)run->grant -
+	    offsetof(struct egrant, g)));
 }
 
 static void
@@ -239,6 +271,11 @@ grant_free(struct egrant *gr)
 	struct egress_val	*v;
 	size_t			 i;
 
+	if (gr->run != NULL) {
+		TAILQ_REMOVE(&grants, gr, entry);
+		if (gr->run->grant == &gr->g)
+			gr->run->grant = NULL;
+	}
 	evtimer_del(&gr->expire);
 	if (gr->waiting)
 		rcache_forget(gr);
@@ -267,13 +304,13 @@ void
 egress_run_free(struct egress_run *run)
 {
 	struct egress_conn	*ec;
+	struct egrant		*gr;
 
 	while ((ec = TAILQ_FIRST(&run->conns)) != NULL)
 		egress_conn_free(ec);
-	if (run->grant != NULL) {
-		grant_free(run->grant);
-		run->grant = NULL;
-	}
+	if ((gr = grant_find(run->runid)) != NULL)
+		grant_free(gr);
+	run->grant = NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -425,7 +462,7 @@ egress_conn_start(struct egress_run *run, int fd, uint16_t port,
 	struct timeval		 tv = { EGRESS_HEAD_SECS, 0 };
 	SSL			*ssl;
 
-	if (run->grant == NULL || run->grant->waiting ||
+	if (egrant_of(run) == NULL ||
 	    evutil_make_socket_nonblocking(fd) == -1) {
 		close(fd);
 		egress_conn_closed(run);
@@ -439,7 +476,7 @@ egress_conn_start(struct egress_run *run, int fd, uint16_t port,
 	ec->hport = port;
 	evtimer_set(&ec->tmo, ec_timeout, ec);
 	TAILQ_INSERT_TAIL(&run->conns, ec, entry);
-	if (kind == EGRESS_TRANSPARENT && port_is_tls(run->grant, port)) {
+	if (kind == EGRESS_TRANSPARENT && port_is_tls(egrant_of(run), port)) {
 		/* The host comes with the ClientHello's SNI (ec_sni). */
 		ssl = ec_ssl(ec);
 		ec->bev = bufferevent_openssl_socket_new(proc_base, fd, ssl,
@@ -514,7 +551,7 @@ ec_sni(SSL *ssl, int *al, void *arg)
 		return (SSL_TLSEXT_ERR_OK);
 	name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
 	/* A client names no address in SNI: the one the list has here. */
-	if (name == NULL && addr_on_port(ec->run->grant, ec->hport, lname,
+	if (name == NULL && addr_on_port(egrant_of(ec->run), ec->hport, lname,
 	    sizeof(lname)) == 0)
 		name = lname;
 	if (name == NULL || strlen(name) >= sizeof(lname)) {
@@ -528,7 +565,7 @@ ec_sni(SSL *ssl, int *al, void *arg)
 			lname[i] = tolower((unsigned char)name[i]);
 		lname[i] = '\0';
 	}
-	if (!egress_host_ok(ec->run->grant, lname, ec->hport, 0)) {
+	if (!egress_host_ok(egrant_of(ec->run), lname, ec->hport, 0)) {
 		*al = SSL_AD_UNRECOGNIZED_NAME;
 		ec->refused_sni = 1;
 		egress_audit_refusal(ec, "", lname, ec->hport, "", "not on the "
@@ -717,7 +754,7 @@ egress_audit_refusal(struct egress_conn *ec, const char *method,
 {
 	struct egress_call	 c;
 	struct pack		 pk;
-	struct egrant		*gr = ec->run->grant;
+	struct egrant		*gr = egrant_of(ec->run);
 
 	memset(&c, 0, sizeof(c));
 	c.runid = gr->runid;
@@ -770,7 +807,7 @@ ec_head(struct egress_conn *ec)
 	req->headlen = end - skip;
 	evbuffer_drain(in, end);
 	req->reqid = ++egress_reqids;
-	req->gr = ec->run->grant;
+	req->gr = egrant_of(ec->run);
 	req->runid = req->gr->runid;
 	req->worker = req->gr->worker;
 	req->chunk = RC_SIZE;
@@ -798,7 +835,7 @@ static int
 ec_route(struct egress_conn *ec, struct egress_req *req)
 {
 	struct http_head	*h = &req->h;
-	struct egrant		*gr = ec->run->grant;
+	struct egrant		*gr = egrant_of(ec->run);
 	const struct http_hdr	*hh;
 	char			 detail[HOST_LEN_MAX + 320], path[2048];
 	size_t			 i;
@@ -875,7 +912,7 @@ ec_route(struct egress_conn *ec, struct egress_req *req)
 static void
 ec_connect(struct egress_conn *ec, struct egress_req *req)
 {
-	struct egrant		*gr = ec->run->grant;
+	struct egrant		*gr = egrant_of(ec->run);
 	struct bufferevent	*tls;
 	struct timeval		 tv;
 	char			 detail[HOST_LEN_MAX + 320], bare[HOST_LEN_MAX];
@@ -902,12 +939,17 @@ ec_connect(struct egress_conn *ec, struct egress_req *req)
 	ec->tunnel = 1;
 	if (egress_ca_use(ssl, host_bare(ec->host, bare, sizeof(bare))) ==
 	    -1) {
+		/* No bufferevent holds it yet. */
+		SSL_free(ssl);
+		ec->ssl = NULL;
 		egress_answer(ec, 502, "no certificate can be made for this "
 		    "host", 1);
 		return;
 	}
 	evbuffer_add_printf(bufferevent_get_output(ec->bev),
 	    "HTTP/1.1 200 Connection established\r\n\r\n");
+	/* The TLS layer stops writing down while this much waits. */
+	bufferevent_setwatermark(ec->bev, EV_WRITE, 0, EGRESS_OUT_HIGH);
 	/* TLS over the same bytes: the 200 goes first, in the clear. */
 	tls = bufferevent_openssl_filter_new(proc_base, ec->bev, ssl,
 	    BUFFEREVENT_SSL_ACCEPTING,
@@ -1014,8 +1056,11 @@ egress_verdict_recv(int worker, const void *head, const char *data,
 	size_t			 i;
 
 	memcpy(&v, head, sizeof(v));
+	/* The detail is packed; none at all reads as "". */
 	unpack_init(&u, data, len);
-	if ((detail = unpack_str(&u)) == NULL || unpack_done(&u) != 0)
+	if (len == 0)
+		detail = "";
+	else if ((detail = unpack_str(&u)) == NULL || unpack_done(&u) != 0)
 		fatalx("bad IMSG_EGRESS_VERDICT from vault %d", worker);
 	TAILQ_FOREACH(req, &verdicts, entry)
 		if (req->reqid == v.reqid && req->runid == v.runid &&

@@ -565,7 +565,8 @@ sk_head(struct rcall *rc, int status, const char *data, size_t len)
 	evbuffer_add(o, data, len);
 	if (rc->mode != RB_NONE && !req->headonly) {
 		if (req->h.minor >= 1) {
-			evbuffer_add_printf(o, "Transfer-Encoding: chunked\r\n");
+			evbuffer_add_printf(o,
+			    "Transfer-Encoding: chunked\r\n");
 			req->chunked_out = 1;
 		} else
 			req->close = 1;	/* HTTP/1.0: to the close */
@@ -630,8 +631,14 @@ static int
 sk_backlog(struct rcall *rc)
 {
 	struct egress_req	*req = rc->sink_arg;
+	struct bufferevent	*under;
+	size_t			 n;
 
-	return (req->ec != NULL &&
-	    evbuffer_get_length(bufferevent_get_output(req->ec->bev)) >
-	    EGRESS_OUT_HIGH);
+	if (req->ec == NULL)
+		return (0);
+	n = evbuffer_get_length(bufferevent_get_output(req->ec->bev));
+	/* Under TLS after CONNECT, what the layer below still holds. */
+	if ((under = bufferevent_get_underlying(req->ec->bev)) != NULL)
+		n += evbuffer_get_length(bufferevent_get_output(under));
+	return (n > EGRESS_OUT_HIGH);
 }

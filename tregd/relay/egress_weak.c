@@ -41,6 +41,20 @@ egress_run_ready(struct egress_run *run)
 {
 }
 
+/* The run ended: its grant and connections (egress_proxy.c), then it. */
+__attribute__((weak)) void
+egress_run_end(uint32_t runid)
+{
+	struct egress_run	*run;
+
+	if ((run = egress_run_get(runid, 0)) == NULL)
+		return;
+	run->ended = 1;
+	egress_run_free(run);
+	TAILQ_REMOVE(&weak_runs, run, entry);
+	free(run);
+}
+
 __attribute__((weak)) void
 egress_conn_closed(struct egress_run *run)
 {

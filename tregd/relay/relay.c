@@ -117,10 +117,12 @@ static const struct imsg_handler relay_imsgs[] = {
 	{ IMSG_EGRESS_END, FROM_EXEC, sizeof(struct egress_end),
 	    relay_imsg_egress_end },
 	/* Keyless runs: a run's grant, its end, a verdict (egress_proxy.c). */
-	{ IMSG_EGRESS_GRANT, FROM_VAULT, IMSG_LEN_ANY,	relay_imsg_egress_blob },
+	{ IMSG_EGRESS_GRANT, FROM_VAULT, IMSG_LEN_ANY,
+	    relay_imsg_egress_blob },
 	{ IMSG_EGRESS_REVOKE, FROM_VAULT, sizeof(struct egress_end),
 	    relay_imsg_egress_revoke },
-	{ IMSG_EGRESS_VERDICT, FROM_VAULT, IMSG_LEN_ANY, relay_imsg_egress_blob },
+	{ IMSG_EGRESS_VERDICT, FROM_VAULT, IMSG_LEN_ANY,
+	    relay_imsg_egress_blob },
 };
 
 static struct proc_peer	 relay_peers[] = {

@@ -10,7 +10,8 @@
  * TCP connect and the TLS handshake, `relay timeout total' the call.
  * A connection whose answer ended cleanly goes to the idle pool, keyed
  * by the org, scheme, host, port and the checked address, for the
- * org's next call (keep-alive: a connection never serves two orgs);
+ * org's next call (keep-alive: a connection never serves two orgs; a
+ * keyless run's serve that run only, relay/egress_req.c);
  * an idle one that the upstream closes or talks on is dropped.  Reading the answer is relay_resp.c's.
  */
 
@@ -49,7 +50,8 @@ struct rconn {
 	SSL			*ssl;		/* the bufferevent's */
 	struct rcall		*rc;		/* NULL: idle */
 	int64_t			 org_id;	/* the only org it serves */
-	uint32_t		 runid;		/* and run (0: /call) */
+	uint32_t		 runid;		/* and run, */
+	int			 run;		/* if it is a run's */
 	int			 tls;
 	char			 host[HOST_LEN_MAX];
 	long			 port;
@@ -203,7 +205,7 @@ rh_idle_find(struct rcall *rc)
 
 	TAILQ_FOREACH(c, &idle, entry) {
 		if (c->org_id != rc->org_id || c->runid != rc->runid ||
-		    c->tls != rc->tls ||
+		    c->run != (rc->sink != NULL) || c->tls != rc->tls ||
 		    c->port != rc->port ||
 		    strcasecmp(c->host, rc->host) != 0)
 			continue;
@@ -274,6 +276,7 @@ rh_attach(struct rcall *rc, int fd)
 		fatal("%s: calloc", __func__);
 	c->org_id = rc->org_id;
 	c->runid = rc->runid;
+	c->run = rc->sink != NULL;
 	c->tls = rc->tls;
 	c->port = rc->port;
 	strlcpy(c->host, rc->host, sizeof(c->host));
@@ -556,7 +559,7 @@ rhttp_drop_run(uint32_t runid)
 	struct rconn	*c, *t;
 
 	TAILQ_FOREACH_SAFE(c, &idle, entry, t)
-		if (c->runid == runid)
+		if (c->run && c->runid == runid)
 			rh_conn_free(c);
 }
 
