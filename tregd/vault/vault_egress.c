@@ -14,9 +14,10 @@
  *
  * The requests of one turn of the event loop are judged in one read
  * and written in one transaction, as /call's are, at the end of the
- * turn (egress_turn()), never in the middle of another request's.  A run is known here
- * from its grant (egress_run_start()) until exec says it ended; a
- * request for a run this worker does not know is refused unrecorded.
+ * turn (egress_turn()), never in the middle of another request's.  A
+ * run is known here from its grant (egress_run_start()) until exec says
+ * it ended; a request for a run this worker does not know is refused
+ * unrecorded.
  */
 
 #include <sys/types.h>
