@@ -35,7 +35,7 @@ state "$dir/state"
 socket "$dir/tregd.sock"
 signup open
 relay allow-private yes
-run allow { "sh", "echo", "true", "cat" }
+run allow { "sh", "echo", "true", "cat", "curl" }
 run directory "$rundir"
 CONF
 cat <<MSG

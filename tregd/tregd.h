@@ -344,6 +344,10 @@ enum api_route {
 	ROUTE_INVITE_ACCEPT_ID,		/* POST /invites/{id}/accept */
 	ROUTE_EMAIL_START,		/* POST /auth/email/start */
 	ROUTE_EMAIL_VERIFY,		/* POST /auth/email/verify */
+	ROUTE_PROJECTS_CREATE,		/* POST /orgs/{id}/projects */
+	ROUTE_PROJECTS_LIST,		/* GET /orgs/{id}/projects */
+	ROUTE_PROJECT_DELETE,		/* DELETE /orgs/{id}/projects/{id} */
+	ROUTE_ORG_USAGE,		/* GET /orgs/{id}/usage */
 	ROUTE_MAX
 };
 

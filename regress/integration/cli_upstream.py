@@ -11,12 +11,22 @@ headers (as a list of [name, value]) and the body as text.  Answers:
   PATCH /api/v3/user         the same, "bio" being the body sent
   POST / Action=GetCallerIdentity
                              STS XML whose Arn names the Authorization
-                             header's credential (the access key id)
+                             header's credential (the access key id);
+                             with UPSTREAM_AWS_SECRET in the environment
+                             the SigV4 signature is verified with it
+                             first (403 SignatureDoesNotMatch if not)
+  /echo                      200 JSON: the Authorization header, the
+                             target and the body as received
+  /gzip-echo                 the same, gzip-encoded whatever the request
+                             accepted (an upstream that ignores identity)
   anything else              404 {"message": "Not Found"}
 
-Usage: cli_upstream.py PORTFILE LOGFILE CERT KEY
+Usage: cli_upstream.py PORTFILE LOGFILE CERT KEY   (CERT "-": plain HTTP)
 """
 
+import gzip
+import hashlib
+import hmac
 import json
 import os
 import re
@@ -46,6 +56,50 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def sigv4_ok(self, body, auth):
+        """The request's SigV4 signature, made again with the real secret."""
+        secret = os.environ.get("UPSTREAM_AWS_SECRET")
+        if not secret:
+            return True
+        m = re.match(r"AWS4-HMAC-SHA256 Credential=([^/]+)/([^/]+)/([^/]+)/"
+                     r"([^/]+)/aws4_request, ?SignedHeaders=([^,]+), ?"
+                     r"Signature=([0-9a-f]+)$", auth)
+        if not m:
+            return False
+        _, day, region, service, signed, sig = m.groups()
+        split = urllib.parse.urlsplit(self.path)
+        query = sorted(urllib.parse.parse_qsl(split.query,
+                                              keep_blank_values=True))
+        cq = "&".join("%s=%s" % (urllib.parse.quote(k, safe="-_.~"),
+                                 urllib.parse.quote(v, safe="-_.~"))
+                      for k, v in query)
+        heads = "".join("%s:%s\n" % (h, " ".join(
+            (self.headers.get(h) or "").split())) for h in signed.split(";"))
+        payload = self.headers.get("x-amz-content-sha256") or \
+            hashlib.sha256(body).hexdigest()
+        creq = "\n".join([self.command, split.path or "/", cq, heads, signed,
+                          payload])
+        scope = "%s/%s/%s/aws4_request" % (day, region, service)
+        sts = "\n".join(["AWS4-HMAC-SHA256", self.headers.get("x-amz-date"),
+                         scope, hashlib.sha256(creq.encode()).hexdigest()])
+        k = ("AWS4" + secret).encode()
+        for part in (day, region, service, "aws4_request"):
+            k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+        mine = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+        return hmac.compare_digest(mine, sig)
+
+    def echo(self, body, auth, gz):
+        data = json.dumps({"authorization": auth, "target": self.path,
+                           "body": body.decode("utf-8", "replace")}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if gz:
+            data = gzip.compress(data)
+            self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def user(self, bio):
         self.send(200, json.dumps({"login": "octocat", "id": 1,
                                    "bio": bio}).encode())
@@ -56,12 +110,18 @@ class Handler(BaseHTTPRequestHandler):
         self.record(body)
         path = urllib.parse.urlsplit(self.path).path
         auth = self.headers.get("Authorization", "")
+        if path in ("/echo", "/gzip-echo"):
+            return self.echo(body, auth, path == "/gzip-echo")
         if path == "/api/v3/user" and self.command == "GET":
             return self.user(auth)
         if path == "/api/v3/user" and self.command == "PATCH":
             return self.user(body.decode("utf-8", "replace"))
         form = urllib.parse.parse_qs(body.decode("utf-8", "replace"))
         if form.get("Action") == ["GetCallerIdentity"]:
+            if not self.sigv4_ok(body, auth):
+                return self.send(403, b"<ErrorResponse><Error><Code>"
+                                 b"SignatureDoesNotMatch</Code></Error>"
+                                 b"</ErrorResponse>", "text/xml")
             m = re.search(r"Credential=([^/,]+)", auth)
             who = m.group(1) if m else "none"
             xml = ("<GetCallerIdentityResponse xmlns=\"https://sts."
@@ -81,9 +141,10 @@ def main():
     portfile, logfile, cert, key = sys.argv[1:5]
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.logfile = logfile
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(cert, key)
-    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    if cert != "-":
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     with open(portfile + ".tmp", "w") as f:
         f.write(str(srv.server_address[1]))
 

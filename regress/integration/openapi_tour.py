@@ -207,6 +207,21 @@ def main():
     check("DELETE", "/orgs/{org_id}/deny/{rule_id}",
           "/orgs/%d/deny/%d" % (org, rule["id"]), token=tok, want=200)
 
+    # Projects (treg's sub-scope of an org) and the usage counts.
+    _, proj = check("POST", "/orgs/{org_id}/projects",
+                    "/orgs/%d/projects" % org, {"name": "Apollo"},
+                    token=tok, want=200)
+    check("POST", "/orgs/{org_id}/projects", "/orgs/%d/projects" % org,
+          {"name": "apollo"}, token=tok, want=409)
+    check("GET", "/orgs/{org_id}/projects", "/orgs/%d/projects" % org,
+          token=tok, want=200)
+    check("GET", "/orgs/{org_id}/usage", "/orgs/%d/usage?days=7" % org,
+          token=tok, want=200)
+    check("DELETE", "/orgs/{org_id}/projects/{project_id}",
+          "/orgs/%d/projects/%d" % (org, proj["id"]), token=tok, want=200)
+    check("DELETE", "/orgs/{org_id}/projects/{project_id}",
+          "/orgs/%d/projects/%d" % (org, proj["id"]), token=tok, want=404)
+
     _, sec = check("POST", "/secrets", "/secrets",
                    {"name": "demo-key", "value": "sk_live_demo_1234567890",
                     "kind": "env"}, token=tok, want=200)

@@ -116,6 +116,10 @@ static const struct route_pat routes[] = {
 	{ EVHTTP_REQ_POST,	"/orgs/#/deny",			ROUTE_DENY_CREATE },
 	{ EVHTTP_REQ_GET,	"/orgs/#/deny",			ROUTE_DENY_LIST },
 	{ EVHTTP_REQ_DELETE,	"/orgs/#/deny/#",		ROUTE_DENY_DELETE },
+	{ EVHTTP_REQ_POST,	"/orgs/#/projects",		ROUTE_PROJECTS_CREATE },
+	{ EVHTTP_REQ_GET,	"/orgs/#/projects",		ROUTE_PROJECTS_LIST },
+	{ EVHTTP_REQ_DELETE,	"/orgs/#/projects/#",		ROUTE_PROJECT_DELETE },
+	{ EVHTTP_REQ_GET,	"/orgs/#/usage",		ROUTE_ORG_USAGE },
 	{ EVHTTP_REQ_POST,	"/secrets",			ROUTE_SECRETS_CREATE },
 	{ EVHTTP_REQ_GET,	"/secrets",			ROUTE_SECRETS_LIST },
 	{ EVHTTP_REQ_PATCH,	"/secrets/#",			ROUTE_SECRET_PATCH },
@@ -823,17 +827,154 @@ front_body(struct http_conn *conn, const char *text, size_t len,
 	return (0);
 }
 
+/*
+ * What the vault must know of a request besides its payload: the route
+ * and ids, the org named, the token's and the runner proof's hashes (never
+ * the token itself), the peer.  -1 when the request was answered here.
+ */
+static int
+front_api_fill(struct http_conn *conn, const struct http_head *h,
+    const struct route_match *m, struct api_request *ar)
+{
+	uint8_t		 hash[32];
+
+	memset(ar, 0, sizeof(*ar));
+	ar->route = m->route;
+	ar->id1 = m->ids[0];
+	ar->id2 = m->ids[1];
+	if (http_org_copy(h, ar->org, sizeof(ar->org)) == -1) {
+		front_error(conn, 400, "X-Treg-Org must name an org by its "
+		    "slug or id");
+		return (-1);
+	}
+	if (h->token.p != NULL) {
+		ar->has_token = 1;
+		token_hash(h->token.p, h->token.len, ar->token_hash);
+	}
+	if (front_conf.run_proof_set && h->proof.p != NULL) {
+		crypto_generichash(hash, sizeof(hash),
+		    (const unsigned char *)h->proof.p, h->proof.len, NULL, 0);
+		ar->proof_ok = sodium_memcmp(hash, front_conf.run_proof_hash,
+		    sizeof(hash)) == 0;
+		explicit_bzero(hash, sizeof(hash));
+	}
+	strlcpy(ar->peer, http_peer(conn), sizeof(ar->peer));
+	return (0);
+}
+
+/* The pending request for conn; a run's gets its output buffers. */
+static struct front_req *
+front_req_new(struct http_conn *conn, const struct route_match *m,
+    json_t *body, struct api_request *ar, const struct timespec *t_in)
+{
+	struct front_req	*fr;
+	json_t			*v;
+
+	if ((fr = calloc(1, sizeof(*fr))) == NULL)
+		fatal("%s: calloc", __func__);
+	fr->id = front_new_id();
+	fr->conn = conn;
+	fr->route = m->route;
+	fr->t_in = *t_in;
+	if (m->route == ROUTE_RUN) {
+		fr->is_run = 1;
+		if (body != NULL && (v = json_object_get(body, "stream")) &&
+		    json_is_true(v))
+			fr->stream = ar->stream = 1;
+		if (body != NULL && (v = json_object_get(body, "tool")) &&
+		    json_is_string(v))
+			strlcpy(fr->tool, json_string_value(v),
+			    sizeof(fr->tool));
+		utf8_init(&fr->u8[0]);
+		utf8_init(&fr->u8[1]);
+		fr->budget[0] = fr->budget[1] = RUN_OUTPUT_MAX;
+		if ((fr->out[0] = evbuffer_new()) == NULL ||
+		    (fr->out[1] = evbuffer_new()) == NULL)
+			fatal("%s: evbuffer_new", __func__);
+	}
+	RB_INSERT(front_tree, &pending, fr);
+	http_attach(conn, fr, fr->is_run ? front_run_drain : NULL);
+	return (fr);
+}
+
+/*
+ * The payload (the route's name, the query, the body) to a vault worker:
+ * a run to the one with the fewest runs, a read of run or call ends held
+ * until the other workers' ends are committed.
+ */
+static void
+front_api_send(struct front_req *fr, struct api_request *ar,
+    const struct route_match *m, const struct http_head *h,
+    const char *bodytext, size_t bodylen)
+{
+	char	*payload;
+	size_t	 namelen, querylen;
+
+	namelen = m->name ? strlen(m->name) : 0;
+	querylen = h->query.len;
+	ar->namelen = namelen;
+	ar->querylen = querylen;
+	ar->bodylen = bodylen;
+	if ((payload = malloc(namelen + querylen + bodylen + 1)) == NULL)
+		fatal("%s: malloc", __func__);
+	memcpy(payload, m->name ? m->name : "", namelen);
+	memcpy(payload + namelen, h->query.p, querylen);
+	if (bodylen > 0)
+		memcpy(payload + namelen + querylen, bodytext, bodylen);
+	if (front_reads_ends(m->route) && (fr->syncs = front_ends_sync(fr))) {
+		if ((fr->held_ar = malloc(sizeof(*ar))) == NULL)
+			fatal("%s: malloc", __func__);
+		memcpy(fr->held_ar, ar, sizeof(*ar));
+		fr->held_payload = payload;
+		fr->held_len = namelen + querylen + bodylen;
+		return;
+	}
+	if (m->route == ROUTE_RUN)
+		fr->worker = front_vault_pick_run();
+	else if (!front_reads_ends(m->route))
+		fr->worker = front_vault_pick();
+	front_vault_send(fr, ar, payload, namelen + querylen + bodylen);
+}
+
+/* An API request of a matched route, past the frontend's own checks. */
+static void
+front_api(struct http_conn *conn, const struct http_head *h,
+    const struct route_match *m, const char *bodytext, size_t bodylen,
+    const struct timespec *t_in)
+{
+	struct api_request	 ar;
+	struct front_req	*fr;
+	json_t			*body = NULL;
+
+	memset(&ar, 0, sizeof(ar));
+	if (bodylen > (size_t)front_conf.http_body_max) {
+		front_error(conn, 413, "request body too large");
+		goto out;
+	}
+	if (front_body(conn, bodytext, bodylen, &body) == -1)
+		goto out;
+	if (m->route == ROUTE_RUN &&
+	    held > (size_t)front_conf.http_buffer_total) {
+		front_error(conn, 503, "the server is busy sending other "
+		    "answers - try again in a moment");
+		goto out;
+	}
+	if (front_api_fill(conn, h, m, &ar) == -1)
+		goto out;
+	fr = front_req_new(conn, m, body, &ar, t_in);
+	front_api_send(fr, &ar, m, h, bodytext, bodylen);
+ out:
+	explicit_bzero(&ar, sizeof(ar));
+	json_decref(body);
+}
+
+/* A request read whole: the paths the frontend answers, then the API. */
 static void
 front_request(struct http_conn *conn, const struct http_head *h,
     const char *bodytext, size_t bodylen)
 {
 	struct route_match	 m;
-	struct api_request	 ar;
-	struct front_req	*fr;
-	json_t			*body = NULL, *v;
-	char			 path[HTTP_LINE_MAX + 1], *payload;
-	size_t			 namelen, querylen;
-	uint8_t			 hash[32];
+	char			 path[HTTP_LINE_MAX + 1];
 	int			 r, method;
 	struct timespec		 t_in;
 
@@ -873,106 +1014,15 @@ front_request(struct http_conn *conn, const struct http_head *h,
 		return;
 	}
 	http_set_log(conn, m.pattern, 0, 0);
-	if (m.route == ROUTE_OPENAPI) {
+	if (m.route == ROUTE_OPENAPI)
 		/* Embedded at build time: the chroot holds no files. */
 		http_reply(conn, 200, "application/json", openapi_doc,
 		    openapi_doc_len);
-		return;
-	}
-	if (m.route == ROUTE_SKILL_MD) {
+	else if (m.route == ROUTE_SKILL_MD)
 		http_reply(conn, 200, "text/markdown; charset=utf-8",
 		    skill_doc, skill_doc_len);
-		return;
-	}
-
-	memset(&ar, 0, sizeof(ar));
-	ar.route = m.route;
-	ar.id1 = m.ids[0];
-	ar.id2 = m.ids[1];
-	if (bodylen > (size_t)front_conf.http_body_max) {
-		front_error(conn, 413, "request body too large");
-		goto out;
-	}
-	if (front_body(conn, bodytext, bodylen, &body) == -1)
-		goto out;
-	if (m.route == ROUTE_RUN &&
-	    held > (size_t)front_conf.http_buffer_total) {
-		front_error(conn, 503, "the server is busy sending other "
-		    "answers - try again in a moment");
-		goto out;
-	}
-
-	if (http_org_copy(h, ar.org, sizeof(ar.org)) == -1) {
-		front_error(conn, 400, "X-Treg-Org must name an org by its "
-		    "slug or id");
-		goto out;
-	}
-	if (h->token.p != NULL) {
-		ar.has_token = 1;
-		token_hash(h->token.p, h->token.len, ar.token_hash);
-	}
-	if (front_conf.run_proof_set && h->proof.p != NULL) {
-		crypto_generichash(hash, sizeof(hash),
-		    (const unsigned char *)h->proof.p, h->proof.len, NULL, 0);
-		ar.proof_ok = sodium_memcmp(hash, front_conf.run_proof_hash,
-		    sizeof(hash)) == 0;
-		explicit_bzero(hash, sizeof(hash));
-	}
-	strlcpy(ar.peer, http_peer(conn), sizeof(ar.peer));
-
-	if ((fr = calloc(1, sizeof(*fr))) == NULL)
-		fatal("%s: calloc", __func__);
-	fr->id = front_new_id();
-	fr->conn = conn;
-	fr->route = m.route;
-	fr->t_in = t_in;
-	if (m.route == ROUTE_RUN) {
-		fr->is_run = 1;
-		if (body != NULL && (v = json_object_get(body, "stream")) &&
-		    json_is_true(v))
-			fr->stream = ar.stream = 1;
-		if (body != NULL && (v = json_object_get(body, "tool")) &&
-		    json_is_string(v))
-			strlcpy(fr->tool, json_string_value(v),
-			    sizeof(fr->tool));
-		utf8_init(&fr->u8[0]);
-		utf8_init(&fr->u8[1]);
-		fr->budget[0] = fr->budget[1] = RUN_OUTPUT_MAX;
-		if ((fr->out[0] = evbuffer_new()) == NULL ||
-		    (fr->out[1] = evbuffer_new()) == NULL)
-			fatal("%s: evbuffer_new", __func__);
-	}
-	RB_INSERT(front_tree, &pending, fr);
-	http_attach(conn, fr, fr->is_run ? front_run_drain : NULL);
-
-	namelen = m.name ? strlen(m.name) : 0;
-	querylen = h->query.len;
-	ar.namelen = namelen;
-	ar.querylen = querylen;
-	ar.bodylen = bodylen;
-	if ((payload = malloc(namelen + querylen + bodylen + 1)) == NULL)
-		fatal("%s: malloc", __func__);
-	memcpy(payload, m.name ? m.name : "", namelen);
-	memcpy(payload + namelen, h->query.p, querylen);
-	if (bodylen > 0)
-		memcpy(payload + namelen + querylen, bodytext, bodylen);
-	if (front_reads_ends(m.route) && (fr->syncs = front_ends_sync(fr))) {
-		/* Until the other workers' ends are committed. */
-		if ((fr->held_ar = malloc(sizeof(ar))) == NULL)
-			fatal("%s: malloc", __func__);
-		memcpy(fr->held_ar, &ar, sizeof(ar));
-		fr->held_payload = payload;
-		fr->held_len = namelen + querylen + bodylen;
-		goto out;
-	}
-	if (m.route == ROUTE_RUN)
-		fr->worker = front_vault_pick_run();
-	else if (!front_reads_ends(m.route))
-		fr->worker = front_vault_pick();
-	front_vault_send(fr, &ar, payload, namelen + querylen + bodylen);
- out:
-	explicit_bzero(&ar, sizeof(ar));
-	json_decref(body);
+	else
+		front_api(conn, h, &m, bodytext, bodylen, &t_in);
 	free(m.name);
 }
 

@@ -379,7 +379,8 @@ vault_index_routes(void)
 		vault_org_routes, vault_tool_routes, vault_secret_routes,
 		vault_skill_routes, vault_run_routes,
 		vault_policy_routes, vault_member_routes,
-		vault_me_routes, vault_identity_routes, vault_mail_routes
+		vault_me_routes, vault_identity_routes, vault_mail_routes,
+		vault_project_routes
 	};
 	const struct vault_route	*r;
 	size_t				 i;
@@ -930,10 +931,12 @@ request_answer(const struct vault_route *r, struct vault_req *req,
 			return;
 		}
 	}
-	if (call_view_before(req, resp) == -1)
+	if (call_view_before(req, resp) == -1 ||
+	    project_view_before(req, resp) == -1)
 		return;
 	r->handler(req, resp);
 	call_view_after(req, resp);
+	project_view_after(req, resp);
 	if (cacheable && resp->status == 200 && resp->text != NULL) {
 		rcache_store(req, dataver, resp->text, resp->textlen);
 		vault_send(req->reqid, 200, resp->text, resp->textlen);

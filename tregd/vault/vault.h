@@ -37,6 +37,9 @@ enum auth_kind {
 	AUTH_IDENTITY
 };
 
+/* The projects a membership may use: at most this many ids. */
+#define PROJECT_ACCESS_MAX	64
+
 /* The caller: one membership, i.e. one (user, org) pair and a role. */
 struct auth {
 	enum auth_kind	 kind;
@@ -47,6 +50,10 @@ struct auth {
 	int		 is_agent;
 	int		 local_run_enabled;
 	json_t		*tool_access;	/* NULL: every tool; else an array */
+	/* project_access: scoped 0, every project; else these ids only. */
+	int		 projects_scoped;
+	size_t		 nprojects;
+	int64_t		 projects[PROJECT_ACCESS_MAX];
 	char		 email[256];
 	char		 org_slug[NAME_LEN_MAX + 1];
 };
@@ -189,11 +196,17 @@ int		 require_role(struct vault_req *, struct vault_resp *,
 int		 access_allows(const struct auth *, const char *);
 /*
  * May the member use the tool: its access list names the tool or the
- * skill it came with (bundle, "" or NULL: none).  The one rule for runs,
- * grants, calls, listings and the logs; tool_access_check() answers 403
- * when not, in one wording.
+ * skill it came with (bundle, "" or NULL: none), and the tool is
+ * org-wide (project 0) or in one of the member's projects (treg's two
+ * axes, AND).  The one rule for runs, grants, calls, listings and the
+ * logs; tool_access_check() answers 403 when not, in treg's wording.
  */
-int		 tool_usable(const struct auth *, const char *, const char *);
+int		 tool_usable(const struct auth *, const char *, const char *,
+		    int64_t);
+/* The project scope alone: tool project 0 (org-wide) or one of them. */
+int		 project_allows(const struct auth *, int64_t);
+/* A project_access column (JSON, NULL) into the caller: 0, -1 bad. */
+int		 project_access_load(const char *, struct auth *);
 struct tool_row;
 int		 tool_access_check(const struct auth *, const struct tool_row *,
 		    struct vault_resp *);
@@ -442,6 +455,7 @@ struct tool_row {
 	json_t		*cli;		/* object, NULL: no CLI profile */
 	int64_t		 bundle_id;	/* 0: none */
 	char		 bundle[NAME_LEN_MAX + 1];	/* "" when none */
+	int64_t		 project_id;	/* 0: org-wide */
 };
 /* tool_load: 0 found, 1 no such tool in the org, -1 database error. */
 int		 tool_load(int64_t, const char *, struct tool_row *);
@@ -549,6 +563,34 @@ json_t		*crypto_key_files(void);	/* relative to the state dir */
 
 /* vault_ctl_key.c */
 int		 ctl_key(const struct ctl_request *, json_t **);
+
+/*
+ * vault_project.c: projects (treg's sub-scope of an org), a tool's
+ * project, a membership's or an invite's project_access, and
+ * GET /orgs/{id}/usage.
+ */
+extern const struct vault_route vault_project_routes[];
+/*
+ * Around the member, agent and invite routes (as call_view_*): the
+ * project_access a body sends, checked before, stored and shown after.
+ */
+int		 project_view_before(struct vault_req *, struct vault_resp *);
+void		 project_view_after(struct vault_req *, struct vault_resp *);
+/*
+ * A tool's "project" (a slug or an id, null: org-wide) of a body, for
+ * POST /tools and PATCH /tools/{id}: 0 and *id (0: org-wide; *sent 0
+ * when absent), or -1 with resp set (404 no such project).
+ */
+int		 project_field(struct vault_req *, struct vault_resp *, json_t *,
+		    int *, int64_t *);
+/*
+ * The names of the org's tools a caller may use (tool_usable()), for a
+ * listing kept by name (GET /runs of a caller scoped to projects); NULL
+ * when the database failed.
+ */
+json_t		*project_tool_names(int64_t, const struct auth *);
+/* An accepted invite's project_access onto its new membership: 0, -1. */
+int		 project_invite_carry(int64_t, int64_t, int64_t);
 
 /* vault_metrics.c */
 const struct metrics_vault *vault_metrics_now(int, int);

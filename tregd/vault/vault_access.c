@@ -69,6 +69,14 @@ auth_lookup(const uint8_t hash[TOKEN_HASH_LEN], struct auth *a)
 	a->tool_access = m.tool_access ? json_loads(m.tool_access, 0, NULL) :
 	    NULL;
 	a->local_run_enabled = m.local_run_enabled;
+	/* A scope that does not read is no scope at all: refuse it. */
+	if (project_access_load(m.project_access, a) == -1) {
+		log_warnx("authentication: membership %lld has a bad "
+		    "project_access", (long long)m.id);
+		json_decref(a->tool_access);
+		a->tool_access = NULL;
+		goto out;
+	}
 	strlcpy(a->email, m.email, sizeof(a->email));
 	a->is_agent = m.is_agent;
 	strlcpy(a->org_slug, m.org_slug, sizeof(a->org_slug));
@@ -121,18 +129,75 @@ role_name(enum role r)
 	return (role_names[r]);
 }
 
+/*
+ * A membership's project_access column into the caller: NULL is the
+ * whole org; else a JSON array of project ids (at most
+ * PROJECT_ACCESS_MAX; [] scopes to the org-wide tools alone).
+ */
 int
-tool_usable(const struct auth *a, const char *tool, const char *bundle)
+project_access_load(const char *text, struct auth *a)
 {
-	return (access_allows(a, tool) ||
-	    (bundle != NULL && *bundle != '\0' && access_allows(a, bundle)));
+	json_t	*v, *e;
+	size_t	 i;
+	int	 rc = -1;
+
+	a->projects_scoped = 0;
+	a->nprojects = 0;
+	if (text == NULL)
+		return (0);
+	if ((v = json_loads(text, 0, NULL)) == NULL || !json_is_array(v) ||
+	    json_array_size(v) > PROJECT_ACCESS_MAX)
+		goto out;
+	json_array_foreach(v, i, e) {
+		if (!json_is_integer(e) || json_integer_value(e) <= 0)
+			goto out;
+		a->projects[a->nprojects++] = json_integer_value(e);
+	}
+	a->projects_scoped = 1;
+	rc = 0;
+ out:
+	json_decref(v);
+	return (rc);
+}
+
+/*
+ * treg's coarse dial: a null scope is the whole org, an org-wide tool
+ * (project 0: every tool made before projects) is always in it, and an
+ * owner is never scoped.
+ */
+int
+project_allows(const struct auth *a, int64_t project)
+{
+	size_t	 i;
+
+	if (a->role == ROLE_OWNER || !a->projects_scoped || project <= 0)
+		return (1);
+	for (i = 0; i < a->nprojects; i++)
+		if (a->projects[i] == project)
+			return (1);
+	return (0);
+}
+
+int
+tool_usable(const struct auth *a, const char *tool, const char *bundle,
+    int64_t project)
+{
+	return (project_allows(a, project) && (access_allows(a, tool) ||
+	    (bundle != NULL && *bundle != '\0' && access_allows(a, bundle))));
 }
 
 int
 tool_access_check(const struct auth *a, const struct tool_row *t,
     struct vault_resp *resp)
 {
-	if (tool_usable(a, t->name, t->bundle))
+	if (!project_allows(a, t->project_id)) {
+		/* treg's words: its tests look for "project". */
+		resp_error(resp, 403, "the tool '%s' belongs to a project "
+		    "you're not scoped to — an admin can grant it (`treg org "
+		    "access <you> --projects …`)", t->name);
+		return (-1);
+	}
+	if (tool_usable(a, t->name, t->bundle, t->project_id))
 		return (0);
 	resp_error(resp, 403, "you don't have access to the tool '%s' in this "
 	    "team — ask an admin to add it to your access list", t->name);

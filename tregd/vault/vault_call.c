@@ -869,7 +869,7 @@ call_by_url(const struct auth *a, const char *target, struct call_out *out,
 	for (i = 0; i < (size_t)m->nbest; i++) {
 		if (call_tool_load(a->org_id, m->names[i], &t) != 0)
 			continue;
-		if (tool_usable(a, t.name, t.bundle)) {
+		if (tool_usable(a, t.name, t.bundle, t.project_id)) {
 			if (usable++ == 0) {
 				out->t = t;
 				out->have_tool = 1;

@@ -568,7 +568,8 @@ invite_join(const struct invite_found *f, const char *email, char *token,
 		resp_error(resp, 409, "you are already a member of this org");
 		return (-1);
 	}
-	if (rc != 0 || store_commit() == -1) {
+	if (rc != 0 || project_invite_carry(f->id, f->org_id, *uid) == -1 ||
+	    store_commit() == -1) {
 		explicit_bzero(token, TOKEN_LEN + 1);
 		db_fail(resp, "accept invite");
 		return (-1);

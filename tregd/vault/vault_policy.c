@@ -931,12 +931,14 @@ calls_row_visible(const struct auth *a, const struct store_calls_row *r)
 	struct store_tool	 t;
 	int			 ok;
 
-	if (a == NULL || r->c.tool_name == NULL ||
-	    tool_usable(a, r->c.tool_name, NULL))
+	if (a == NULL || r->c.tool_name == NULL)
+		return (1);
+	/* A project scope needs the tool's project: no shortcut then. */
+	if (!a->projects_scoped && tool_usable(a, r->c.tool_name, NULL, 0))
 		return (1);
 	if (store_tool_by_name(a->org_id, r->c.tool_name, &t) != 0)
 		return (0);
-	ok = tool_usable(a, r->c.tool_name, t.bundle);
+	ok = tool_usable(a, r->c.tool_name, t.bundle, t.project_id);
 	store_tool_clear(&t);
 	return (ok);
 }

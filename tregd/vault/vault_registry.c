@@ -237,6 +237,12 @@ reg_tool_text(struct evbuffer *b, const struct store_tool_item *t)
 		evbuffer_add_printf(b, "%lld", (long long)t->bundle_id);
 	else
 		REG_PUT(b, "null");
+	/* treg's project_id: null for an org-wide tool. */
+	REG_PUT(b, ",\"project_id\":");
+	if (t->project_id > 0)
+		evbuffer_add_printf(b, "%lld", (long long)t->project_id);
+	else
+		REG_PUT(b, "null");
 	REG_PUT(b, ",\"health_check\":");
 	reg_put_raw(b, t->health_check);
 	REG_PUT(b, ",\"examples\":");
@@ -338,6 +344,7 @@ tool_load(int64_t org, const char *name, struct tool_row *t)
 	tool_row_fill(t, st.base_url, st.host, st.bindings, st.cli);
 	t->bundle_id = st.bundle_id;
 	strlcpy(t->bundle, st.bundle, sizeof(t->bundle));
+	t->project_id = st.project_id;
 	store_tool_clear(&st);
 	return (0);
 }

@@ -1226,8 +1226,11 @@ runs_query(int64_t org, const struct auth *a, int limit, char bsrc,
 	 */
 	names = NULL;
 	if (a != NULL && a->role != ROLE_OWNER &&
-	    json_is_array(a->tool_access)) {
-		if ((names = runs_access_names(org, a->tool_access)) == NULL) {
+	    (json_is_array(a->tool_access) || a->projects_scoped)) {
+		/* Scoped to projects: the tools it may use, by name. */
+		names = a->projects_scoped ? project_tool_names(org, a) :
+		    runs_access_names(org, a->tool_access);
+		if (names == NULL) {
 			json_decref(pg.list);
 			return (NULL);
 		}

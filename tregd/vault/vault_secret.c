@@ -202,7 +202,7 @@ secret_user_seen(const char *tool, const char *bundle, void *arg)
 	struct secret_seen	*s = arg;
 
 	if (tool != NULL)
-		s->ok = tool_usable(s->a, tool, bundle);
+		s->ok = tool_usable(s->a, tool, bundle, 0);
 	else
 		s->ok = access_allows(s->a, bundle);
 	return (s->ok);

@@ -374,7 +374,8 @@ bundle_tool(const struct store_tool_item *t, void *arg)
 {
 	struct skill_view	*sv = arg;
 
-	if (sv->a == NULL || tool_usable(sv->a, t->name, sv->name))
+	if (sv->a == NULL || tool_usable(sv->a, t->name, sv->name,
+	    t->project_id))
 		json_array_append_new(sv->list, reg_tool_json(t));
 	return (0);
 }

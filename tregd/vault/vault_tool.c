@@ -38,6 +38,8 @@ struct tool_in {
 	json_t		*examples;	/* array */
 	json_t		*secret_ids;	/* array of the ids used */
 	json_t		*kept_ids;	/* a PATCH: the ids it held before */
+	int		 project_sent;	/* "project" (treg): sent, */
+	int64_t		 project_id;	/* its id, 0: org-wide */
 };
 
 /* A tool as stored, for a PATCH to merge into. */
@@ -345,6 +347,9 @@ tool_fields(struct vault_req *req, struct vault_resp *resp, json_t *spec,
 			return (-1);
 		}
 	}
+	if (project_field(req, resp, spec, &in->project_sent,
+	    &in->project_id) == -1)
+		return (-1);
 	return (tool_extras(resp, spec, ctx, partial, in));
 }
 
@@ -467,7 +472,9 @@ tool_insert(struct vault_req *req, struct vault_resp *resp,
 		db_fail(resp, "tool");
 		return (-1);
 	}
-	if (tool_secrets_sync(*id, in->secret_ids) == -1) {
+	if (tool_secrets_sync(*id, in->secret_ids) == -1 ||
+	    (in->project_id > 0 && store_tool_project_set(
+	    req->auth->org_id, *id, in->project_id) != 0)) {
 		db_fail(resp, "tool secrets");
 		return (-1);
 	}
@@ -534,7 +541,8 @@ tool_list_row(const struct store_tool_item *t, void *arg)
 	struct tool_list	*l = arg;
 
 	l->found = 1;
-	if ((l->visible = tool_usable(l->a, t->name, t->bundle)))
+	if ((l->visible = tool_usable(l->a, t->name, t->bundle,
+	    t->project_id)))
 		json_array_append_new(l->list, reg_tool_json(t));
 	return (0);
 }
@@ -544,7 +552,7 @@ tool_text_row(const struct store_tool_item *t, void *arg)
 {
 	struct tool_list	*l = arg;
 
-	if (!tool_usable(l->a, t->name, t->bundle))
+	if (!tool_usable(l->a, t->name, t->bundle, t->project_id))
 		return (0);
 	evbuffer_add(l->text, l->found++ ? "," : "[", 1);
 	reg_tool_text(l->text, t);
@@ -617,6 +625,7 @@ tool_old_row(const struct store_tool_item *t, void *arg)
 	tool_row_fill(&o->row, t->base_url, t->host, t->bindings, t->cli);
 	o->row.bundle_id = t->bundle_id;
 	strlcpy(o->row.bundle, t->bundle, sizeof(o->row.bundle));
+	o->row.project_id = t->project_id;
 	o->health_check = reg_json_text(t->health_check);
 	o->examples = reg_json_text(t->examples);
 	return (1);
@@ -689,7 +698,9 @@ tool_update(struct vault_resp *resp, int64_t org, int64_t id,
 		resp_error(resp, 409, PHRASE_NAME_TAKEN, in->name);
 		return (-1);
 	}
-	if (rc == -1 || tool_secrets_sync(id, in->secret_ids) == -1) {
+	if (rc == -1 || tool_secrets_sync(id, in->secret_ids) == -1 ||
+	    (in->project_sent && store_tool_project_set(org, id,
+	    in->project_id) != 0)) {
 		db_fail(resp, "tool");
 		return (-1);
 	}

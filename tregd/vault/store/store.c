@@ -108,6 +108,7 @@ void
 store_member_clear(struct store_member *m)
 {
 	free(m->tool_access);
+	free(m->project_access);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -914,4 +915,62 @@ int
 store_invite_by_id(int64_t id, store_invite_fn fn, void *arg)
 {
 	return (ops->invite_by_id(id, fn, arg));
+}
+
+/* projects and usage (vault_project.c) */
+
+int
+store_project_insert(const struct store_project *p, int64_t *id)
+{
+	return (ops->project_insert(p, id));
+}
+
+int
+store_projects(int64_t org, store_project_fn fn, void *arg)
+{
+	return (ops->projects(org, fn, arg));
+}
+
+int
+store_project_delete(int64_t org, int64_t id, int64_t *freed)
+{
+	*freed = 0;
+	return (ops->project_delete(org, id, freed));
+}
+
+int
+store_tool_project_set(int64_t org, int64_t tool, int64_t project)
+{
+	return (ops->tool_project_set(org, tool, project));
+}
+
+int
+store_member_projects(int64_t org, store_access_fn fn, void *arg)
+{
+	return (ops->member_projects(org, fn, arg));
+}
+
+int
+store_member_projects_set(int64_t org, int64_t user, const char *json)
+{
+	return (ops->member_projects_set(org, user, json));
+}
+
+int
+store_invite_projects(int64_t id, char **json)
+{
+	*json = NULL;
+	return (ops->invite_projects(id, json));
+}
+
+int
+store_invite_projects_set(int64_t id, const char *json)
+{
+	return (ops->invite_projects_set(id, json));
+}
+
+int
+store_usage(int64_t org, const char *since, store_usage_fn fn, void *arg)
+{
+	return (ops->usage(org, since, fn, arg));
 }

@@ -59,6 +59,7 @@ struct store_member {
 	int64_t		 org_id;
 	char		 role[16];		/* viewer ... owner */
 	char		*tool_access;		/* JSON array, NULL: all */
+	char		*project_access;	/* JSON array of project ids */
 	int		 local_run_enabled;
 	int		 is_agent;
 	char		 email[STORE_EMAIL_MAX + 1];
@@ -94,6 +95,7 @@ struct store_tool {
 	char		*cli;			/* JSON object or NULL */
 	int64_t		 bundle_id;		/* 0: none */
 	char		 bundle[STORE_NAME_MAX + 1];	/* "" when none */
+	int64_t		 project_id;		/* 0: org-wide */
 };
 
 /* A server run's first record, written before it starts. */
@@ -143,7 +145,7 @@ struct store_call {
 	int64_t		 duration_ms;
 	const char	*created_at;
 	int64_t		 host;		/* the instance that wrote it, 0 */
-	/* A keyless run's request (SPEC 6a), schema 11; 0/NULL: none. */
+	/* A keyless run's request (SPEC 6a), schema 13; 0/NULL: none. */
 	int64_t		 run_id;	/* its run's row (runs.id) */
 	const char	*place;		/* "run"; NULL: the kind says */
 	const char	*target_host;	/* the host it went to */
@@ -168,7 +170,7 @@ struct store_runs_row {
 	const char	*created_at;
 	const char	*org_slug;
 	int64_t		 host;		/* 's': the instance that ran it, 0 */
-	int64_t		 requests;	/* 's': its egress requests, schema 11 */
+	int64_t		 requests;	/* 's': its egress requests, schema 13 */
 };
 typedef int	(*store_runs_fn)(const struct store_runs_row *, void *);
 
@@ -448,6 +450,7 @@ struct store_tool_item {
 	const char	*bundle;	/* its name, "" when none */
 	const char	*org_slug;	/* store_tools_by_slug only */
 	const char	*created_at;
+	int64_t		 project_id;	/* read only (store_tool_project_set) */
 };
 typedef int	(*store_tool_item_fn)(const struct store_tool_item *, void *);
 
@@ -464,6 +467,36 @@ struct store_bundle_item {
 };
 typedef int	(*store_bundle_item_fn)(const struct store_bundle_item *,
 		    void *);
+
+/*
+ * A project: a sub-scope of an org that tools are filed under and
+ * members scoped to (vault_project.c); tool_count is read only.
+ */
+struct store_project {
+	int64_t		 id;
+	int64_t		 org_id;
+	const char	*name;
+	const char	*slug;
+	const char	*created_by;	/* the creator's email */
+	const char	*created_at;
+	int64_t		 tool_count;
+};
+typedef int	(*store_project_fn)(const struct store_project *, void *);
+/* A membership's project_access: user, JSON array of ids (not NULL). */
+typedef int	(*store_access_fn)(int64_t, const char *, void *);
+
+/*
+ * One count of GET /orgs/{id}/usage: what 'u' (key a user's email,
+ * kind call, local_run or server_run), 't' (key a tool) or 'd' (key a
+ * day, YYYY-MM-DD), and how many records.
+ */
+struct store_usage_row {
+	char		 what;
+	const char	*key;
+	const char	*kind;
+	int64_t		 n;
+};
+typedef int	(*store_usage_fn)(const struct store_usage_row *, void *);
 
 /*
  * Inside the engines: a listing's callback and its argument, handed
@@ -487,6 +520,9 @@ struct store_each {
 		store_runs_fn		 runs;
 		store_calls_fn		 calls;
 		store_sealed_fn		 sealed;
+		store_project_fn	 project;
+		store_access_fn		 access;
+		store_usage_fn		 usage;
 	}		 fn;
 	void		*arg;
 };
@@ -614,7 +650,7 @@ struct store_ops {
 	int	(*runs_tools)(int64_t, const char *const *, size_t, char,
 		    int64_t, int, store_runs_fn, void *);
 
-	/* ops: keyless runs' requests (schema 11) */
+	/* ops: keyless runs' requests (schema 13) */
 	int	(*calls_run_page)(int64_t, int64_t, int64_t, store_calls_fn,
 		    void *);
 
@@ -645,6 +681,17 @@ struct store_ops {
 	int	(*key_host_set)(const char *, const char *, const char *);
 	int	(*key_hosts)(store_key_host_fn, void *);
 	int	(*sealed_keys)(store_key_host_fn, void *);
+
+	/* ops: projects and usage (vault_project.c) */
+	int	(*project_insert)(const struct store_project *, int64_t *);
+	int	(*projects)(int64_t, store_project_fn, void *);
+	int	(*project_delete)(int64_t, int64_t, int64_t *);
+	int	(*tool_project_set)(int64_t, int64_t, int64_t);
+	int	(*member_projects)(int64_t, store_access_fn, void *);
+	int	(*member_projects_set)(int64_t, int64_t, const char *);
+	int	(*invite_projects)(int64_t, char **);
+	int	(*invite_projects_set)(int64_t, const char *);
+	int	(*usage)(int64_t, const char *, store_usage_fn, void *);
 };
 extern const struct store_ops	store_sqlite_ops;	/* store_sqlite.c */
 /* A database file at rest: quick_check, then fn per sealed key id. */
@@ -968,5 +1015,32 @@ int		 store_key_host_set(const char *, const char *, const char *);
 int		 store_key_hosts(store_key_host_fn, void *);
 /* fn(NULL, key id in hex, sealed values) per key id sealed values carry. */
 int		 store_sealed_keys(store_key_host_fn, void *);
+
+/* projects and usage (vault_project.c) */
+/* org_id, name, slug, created_by, created_at: its id, or STORE_CONFLICT. */
+int		 store_project_insert(const struct store_project *,
+		    int64_t *);
+/* The org's projects with their tool counts, by id. */
+int		 store_projects(int64_t, store_project_fn, void *);
+/*
+ * org, id: the project deleted, its tools made org-wide (*freed of
+ * them): 0, or 1 when the org has no such project.
+ */
+int		 store_project_delete(int64_t, int64_t, int64_t *);
+/* org, tool, project (0: org-wide): 0, 1 no such tool. */
+int		 store_tool_project_set(int64_t, int64_t, int64_t);
+/* The org's memberships scoped to projects, by user id. */
+int		 store_member_projects(int64_t, store_access_fn, void *);
+/* org, user, JSON array of ids (NULL: the whole org): 0, 1 none. */
+int		 store_member_projects_set(int64_t, int64_t, const char *);
+/* An invite's project_access into *json (malloc'd, NULL: whole org). */
+int		 store_invite_projects(int64_t, char **);
+int		 store_invite_projects_set(int64_t, const char *);
+/*
+ * What org's records since (an ISO time) count: calls and local runs
+ * (their reports not again) per user and kind, server runs per user,
+ * then per tool, then per day.
+ */
+int		 store_usage(int64_t, const char *, store_usage_fn, void *);
 
 #endif /* STORE_H */

@@ -179,6 +179,17 @@ const struct store_ops store_pg_ops = {
 	.key_host_set = pg_key_host_set,
 	.key_hosts = pg_key_hosts,
 	.sealed_keys = pg_sealed_keys,
+
+	/* projects and usage (store_pg_project.c) */
+	.project_insert = pg_project_insert,
+	.projects = pg_projects,
+	.project_delete = pg_project_delete,
+	.tool_project_set = pg_tool_project_set,
+	.member_projects = pg_member_projects,
+	.member_projects_set = pg_member_projects_set,
+	.invite_projects = pg_invite_projects,
+	.invite_projects_set = pg_invite_projects_set,
+	.usage = pg_usage,
 };
 
 static int

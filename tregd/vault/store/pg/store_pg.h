@@ -224,4 +224,15 @@ int	pg_identity_revoke(int64_t);
 int	pg_email_code_get(const char *, struct store_email_code *);
 int	pg_email_code_put(const char *, const struct store_email_code *);
 
+/* store_pg_project.c: projects and usage */
+int		 pg_project_insert(const struct store_project *, int64_t *);
+int		 pg_projects(int64_t, store_project_fn, void *);
+int		 pg_project_delete(int64_t, int64_t, int64_t *);
+int		 pg_tool_project_set(int64_t, int64_t, int64_t);
+int		 pg_member_projects(int64_t, store_access_fn, void *);
+int		 pg_member_projects_set(int64_t, int64_t, const char *);
+int		 pg_invite_projects(int64_t, char **);
+int		 pg_invite_projects_set(int64_t, const char *);
+int		 pg_usage(int64_t, const char *, store_usage_fn, void *);
+
 #endif /* STORE_PG_H */

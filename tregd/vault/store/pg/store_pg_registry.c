@@ -29,7 +29,8 @@ pg_member_by_token(const uint8_t hash[STORE_HASH_LEN],
 {
 	static struct pg_stmt	 st = { "SELECT m.id, m.user_id, m.org_id, "
 	    "m.role, m.tool_access, m.local_run_enabled, u.email, u.is_agent, "
-	    "o.slug, m.token_hash, (SELECT v FROM tregd_version) FROM "
+	    "o.slug, m.token_hash, (SELECT v FROM tregd_version), "
+	    "m.project_access FROM "
 	    "memberships m JOIN users u ON u.id = m.user_id JOIN orgs o ON "
 	    "o.id = m.org_id WHERE m.token_hash = $1", 0 };
 	struct pgq		 q;
@@ -56,6 +57,7 @@ pg_member_by_token(const uint8_t hash[STORE_HASH_LEN],
 	pg_copy(m->org_slug, sizeof(m->org_slug), res, 0, 8);
 	memcpy(m->token_hash, PQgetvalue(res, 0, 9), STORE_HASH_LEN);
 	pg_version_seen(pg_int(res, 0, 10));
+	m->project_access = pg_strdup(res, 0, 11);
 	PQclear(res);
 	return (0);
 }
@@ -193,7 +195,8 @@ pg_tool_by_name(int64_t org, const char *name, struct store_tool *t)
 {
 	static struct pg_stmt	 st = { "SELECT t.id, t.org_id, t.name, "
 	    "t.owner_id, t.base_url, t.host, t.bindings, t.cli, t.bundle_id, "
-	    "b.name FROM tools t LEFT JOIN bundles b ON b.id = t.bundle_id "
+	    "b.name, t.project_id FROM tools t LEFT JOIN bundles b ON "
+	    "b.id = t.bundle_id "
 	    "WHERE t.org_id = $1 AND t.name = $2", 0 };
 	struct pgq		 q;
 	PGresult		*res;
@@ -215,6 +218,7 @@ pg_tool_by_name(int64_t org, const char *name, struct store_tool *t)
 	t->cli = pg_strdup(res, 0, 7);
 	t->bundle_id = pg_int(res, 0, 8);
 	pg_copy(t->bundle, sizeof(t->bundle), res, 0, 9);
+	t->project_id = pg_int(res, 0, 10);
 	PQclear(res);
 	return (0);
 }
@@ -432,12 +436,12 @@ pg_secret_delete(int64_t org, int64_t id)
 #define PG_TOOL_COLS	"SELECT t.id, t.org_id, t.name, t.owner_id, u.email, " \
 			"t.base_url, t.host, t.bindings, t.cli, " \
 			"t.health_check, t.examples, t.bundle_id, b.name, " \
-			"t.created_at"
+			"t.created_at, t.project_id"
 #define PG_TOOL_FROM	" FROM tools t LEFT JOIN users u ON " \
 			"u.id = t.owner_id LEFT JOIN bundles b ON " \
 			"b.id = t.bundle_id "
 
-/* A row of a tools statement; column 14, if any, is the org's slug. */
+/* A row of a tools statement; column 15, if any, is the org's slug. */
 static int
 pg_tool_row(const PGresult *res, int i, void *arg)
 {
@@ -458,7 +462,8 @@ pg_tool_row(const PGresult *res, int i, void *arg)
 	t.bundle_id = pg_int(res, i, 11);
 	t.bundle = pg_text(res, i, 12);
 	t.created_at = pg_text(res, i, 13);
-	t.org_slug = PQnfields(res) > 14 ? pg_text(res, i, 14) : "";
+	t.project_id = pg_int(res, i, 14);
+	t.org_slug = PQnfields(res) > 15 ? pg_text(res, i, 15) : "";
 	return (e->fn.tool(&t, e->arg));
 }
 

@@ -207,6 +207,17 @@ const struct store_ops store_sqlite_ops = {
 	.key_host_set = sq_key_host_set,
 	.key_hosts = sq_key_hosts,
 	.sealed_keys = sq_sealed_keys,
+
+	/* projects and usage (store_sqlite_project.c) */
+	.project_insert = sq_project_insert,
+	.projects = sq_projects,
+	.project_delete = sq_project_delete,
+	.tool_project_set = sq_tool_project_set,
+	.member_projects = sq_member_projects,
+	.member_projects_set = sq_member_projects_set,
+	.invite_projects = sq_invite_projects,
+	.invite_projects_set = sq_invite_projects_set,
+	.usage = sq_usage,
 };
 
 /* ------------------------------------------------------------------ */
@@ -904,6 +915,7 @@ sq_member_by_token(const uint8_t hash[STORE_HASH_LEN], struct store_member *m)
 
 	if ((st = db_prepare("SELECT m.id AS id, m.user_id AS user_id, "
 	    "m.org_id AS org_id, m.role AS role, m.tool_access AS access, "
+	    "m.project_access AS projects, "
 	    "m.local_run_enabled AS local_run, u.email AS email, "
 	    "u.is_agent AS is_agent, o.slug AS slug, m.token_hash AS hash "
 	    "FROM memberships m JOIN users u ON u.id = m.user_id "
@@ -927,6 +939,7 @@ sq_member_by_token(const uint8_t hash[STORE_HASH_LEN], struct store_member *m)
 	m->org_id = sq_cint(st, "org_id");
 	sq_ccopy(st, "role", m->role, sizeof(m->role));
 	m->tool_access = sq_cdup(st, "access");
+	m->project_access = sq_cdup(st, "projects");
 	m->local_run_enabled = sq_cint(st, "local_run") != 0;
 	sq_ccopy(st, "email", m->email, sizeof(m->email));
 	m->is_agent = sq_cint(st, "is_agent") != 0;
@@ -1050,9 +1063,9 @@ sq_tool_by_name(int64_t org, const char *name, struct store_tool *t)
 	if ((st = db_prepare("SELECT t.id AS id, t.org_id AS org_id, "
 	    "t.name AS name, t.owner_id AS owner_id, t.base_url AS base_url, "
 	    "t.host AS host, t.bindings AS bindings, t.cli AS cli, "
-	    "t.bundle_id AS bundle_id, b.name AS bundle FROM tools t "
-	    "LEFT JOIN bundles b ON b.id = t.bundle_id "
-	    "WHERE t.org_id = :org AND t.name = :name")) == NULL)
+	    "t.bundle_id AS bundle_id, b.name AS bundle, t.project_id AS "
+	    "project_id FROM tools t LEFT JOIN bundles b ON b.id = "
+	    "t.bundle_id WHERE t.org_id = :org AND t.name = :name")) == NULL)
 		return (-1);
 	sq_int(st, ":org", org);
 	sq_text(st, ":name", name);
@@ -1067,6 +1080,7 @@ sq_tool_by_name(int64_t org, const char *name, struct store_tool *t)
 		t->cli = sq_cdup(st, "cli");
 		t->bundle_id = sq_cint(st, "bundle_id");
 		sq_ccopy(st, "bundle", t->bundle, sizeof(t->bundle));
+		t->project_id = sq_cint(st, "project_id");
 	}
 	return (sq_row_end(st, rc));
 }

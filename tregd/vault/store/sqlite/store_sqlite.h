@@ -199,4 +199,15 @@ int		 sq_email_code_get(const char *, struct store_email_code *);
 int		 sq_email_code_put(const char *,
 		    const struct store_email_code *);
 
+/* store_sqlite_project.c: projects and usage */
+int		 sq_project_insert(const struct store_project *, int64_t *);
+int		 sq_projects(int64_t, store_project_fn, void *);
+int		 sq_project_delete(int64_t, int64_t, int64_t *);
+int		 sq_tool_project_set(int64_t, int64_t, int64_t);
+int		 sq_member_projects(int64_t, store_access_fn, void *);
+int		 sq_member_projects_set(int64_t, int64_t, const char *);
+int		 sq_invite_projects(int64_t, char **);
+int		 sq_invite_projects_set(int64_t, const char *);
+int		 sq_usage(int64_t, const char *, store_usage_fn, void *);
+
 #endif /* STORE_SQLITE_H */

@@ -334,7 +334,8 @@ sq_secret_delete(int64_t org, int64_t id)
 			"t.bindings AS bindings, t.cli AS cli, " \
 			"t.health_check AS health_check, " \
 			"t.examples AS examples, t.bundle_id AS bundle_id, " \
-			"b.name AS bundle, t.created_at AS created_at"
+			"b.name AS bundle, t.created_at AS created_at, " \
+			"t.project_id AS project_id"
 #define TOOL_FROM	" FROM tools t LEFT JOIN users u ON " \
 			"u.id = t.owner_id LEFT JOIN bundles b ON " \
 			"b.id = t.bundle_id "
@@ -342,7 +343,7 @@ sq_secret_delete(int64_t org, int64_t id)
 static const char *const tool_cols[] = {
 	"id", "org_id", "name", "owner_id", "email", "base_url", "host",
 	"bindings", "cli", "health_check", "examples", "bundle_id", "bundle",
-	"created_at", "slug"
+	"created_at", "slug", "project_id"
 };
 
 static int
@@ -366,6 +367,7 @@ sq_tool_row(sqlite3_stmt *st, void *arg)
 	t.bundle = db_text(st, e->col[12]);
 	t.created_at = db_text(st, e->col[13]);
 	t.org_slug = e->col[14] >= 0 ? db_text(st, e->col[14]) : "";
+	t.project_id = sqlite3_column_int64(st, e->col[15]);
 	return (e->each.fn.tool(&t, e->each.arg));
 }
 
@@ -376,7 +378,7 @@ sq_tools_each(sqlite3_stmt *st, store_tool_item_fn fn, void *arg)
 
 	e.each.fn.tool = fn;
 	e.each.arg = arg;
-	sq_colmap(&e, st, tool_cols, 15);
+	sq_colmap(&e, st, tool_cols, 16);
 	return (sq_each(st, sq_tool_row, &e));
 }
 

@@ -340,7 +340,35 @@ static const char *const migrations[] = {
 	NULL,
 
 	/*
-	 * 11 (issue 23): each request of a keyless run's CLI is a call
+	 * 11: nothing.  It was held for keyless runs' calls, which came
+	 * as 13 so that a database that passed 12 meanwhile gets them too.
+	 */
+	"SELECT 1;",
+
+	/*
+	 * 12 (issue 24): projects, a sub-scope of an org.  A tool is filed
+	 * under one or is org-wide (NULL); a member's or an invite's
+	 * project_access is a JSON array of project ids, NULL for the
+	 * whole org.  Deleting a project frees its tools (vault_project.c
+	 * says how many), never deletes them.
+	 */
+	"CREATE TABLE projects ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  org_id INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+	"  name TEXT NOT NULL,"
+	"  slug TEXT NOT NULL,"
+	"  created_by TEXT NOT NULL,"
+	"  created_at TEXT NOT NULL,"
+	"  UNIQUE (org_id, slug));"
+	"ALTER TABLE tools ADD COLUMN project_id INTEGER REFERENCES"
+	"  projects(id) ON DELETE SET NULL;"
+	"CREATE INDEX tools_project ON tools(project_id);"
+	"ALTER TABLE memberships ADD COLUMN project_access TEXT;"
+	"ALTER TABLE invites ADD COLUMN project_access TEXT;"
+	SQ_REG_BUMP("projects") SQ_MARK("projects"),
+
+	/*
+	 * 13 (issue 23): each request of a keyless run's CLI is a call
 	 * record naming its run (runs.id), where it came from ("run") and
 	 * the host it went to; a run's requests are listed on their own
 	 * index and counted as they are written (GET /runs' requests: one
