@@ -25,8 +25,8 @@
 #   6 vault_ctl.c       tregctl's commands, over the domain files
 #   5 domain            orgs, members, me, identity, mail, tools, secrets,
 #                       skills, runs, calls, egress (a run's requests),
-#                       grants (policy), audit, key commands, projects and
-#                       usage
+#                       grants (policy), audit, key commands, projects
+#                       and usage
 #   4 rules             access, inject, mask, mask cost, deny, slots, the
 #                       caches, hosts, the registry's rows, validation, the
 #                       catalog, placeholders and egress lists (keyless)
@@ -127,8 +127,8 @@ vault_layer() {
 	tregd/vault/vault_run.c|tregd/vault/vault_call.c|\
 	tregd/vault/vault_policy.c|tregd/vault/vault_audit.c|\
 	tregd/vault/vault_ctl_key.c|tregd/vault/vault_identity.c|\
-	tregd/vault/vault_mail.c|tregd/vault/vault_egress.c|\
-	tregd/vault/vault_project.c)
+	tregd/vault/vault_mail.c|tregd/vault/vault_project.c|\
+	tregd/vault/vault_egress.c)
 		echo 5 ;;
 	tregd/vault/vault_crypto.c|tregd/vault/vault_keyring.c|\
 	tregd/vault/vault_keydb.c)

@@ -421,7 +421,7 @@ each_run(const struct store_runs_row *r, void *arg)
 }
 
 /*
- * A keyless run's requests (schema 11): each a call record naming its
+ * A keyless run's requests (schema 13): each a call record naming its
  * run, listed by run newest first and only in the run's org, counted
  * on the run's row as they are written, one rolled back not counted.
  */

@@ -58,6 +58,8 @@ static int	 env_plain_check(json_t *, json_t *, char *, size_t);
 static int	 inject_check(json_t *, int, json_t **, const char *, char *,
 		    size_t);
 static int	 keyless_check(json_t *, json_t *, char *, size_t);
+static int	 sign_check(json_t *, json_t *, const char *, const char *,
+		    char *, size_t);
 static int	 egress_list_check(json_t *, json_t *, char *, size_t);
 
 /* ------------------------------------------------------------------ */
@@ -879,6 +881,31 @@ static const char *const vias[] = { "env", "argv", NULL };
 static const char *const signs[] = { "aws-sigv4", NULL };
 static const char *const tls_modes[] = { "intercept", "passthrough", NULL };
 
+/*
+ * An entry's "sign": a value the egress proxy signs again with (SPEC
+ * 6a), of an env entry: the relay tells an AWS key id from its secret
+ * by the variable's name.
+ */
+static int
+sign_check(json_t *e, json_t *o, const char *via, const char *ctx,
+    char *err, size_t errlen)
+{
+	const char	*sign = NULL;
+
+	if (json_object_get(e, "sign") == NULL ||
+	    json_is_null(json_object_get(e, "sign")))
+		return (0);
+	if (enum_field(e, "sign", signs, NULL, &sign, ctx, err, errlen) == -1)
+		return (-1);
+	if (strcmp(via, "env") != 0) {
+		snprintf(err, errlen, "%s: 'sign' needs via env (the variable's "
+		    "name says which part of the key it is)", ctx);
+		return (-1);
+	}
+	json_object_set_new(o, "sign", json_string(sign));
+	return (0);
+}
+
 /* One inject entry into its canonical form. */
 static int
 inject_check(json_t *e, int local, json_t **out, const char *ctx,
@@ -886,7 +913,7 @@ inject_check(json_t *e, int local, json_t **out, const char *ctx,
 {
 	json_t		*o, *argv, *a, *copy;
 	const char	*via, *name, *format = "{secret}", *from = NULL;
-	const char	*why, *field = NULL, *sign = NULL;
+	const char	*why, *field = NULL;
 	size_t		 i;
 	int		 n = 0, k;
 
@@ -969,23 +996,8 @@ inject_check(json_t *e, int local, json_t **out, const char *ctx,
 		json_object_set_new(o, "format", json_string(format));
 	if (field != NULL)
 		json_object_set_new(o, "secret_field", json_string(field));
-	/*
-	 * A value the egress proxy signs again with (SPEC 6a): the relay
-	 * tells an AWS key id from its secret by the variable's name.
-	 */
-	if (json_object_get(e, "sign") != NULL &&
-	    !json_is_null(json_object_get(e, "sign"))) {
-		if (enum_field(e, "sign", signs, NULL, &sign, ctx, err,
-		    errlen) == -1)
-			goto fail;
-		if (strcmp(via, "env") != 0) {
-			snprintf(err, errlen, "%s: 'sign' needs via env (the "
-			    "variable's name says which part of the key it "
-			    "is)", ctx);
-			goto fail;
-		}
-		json_object_set_new(o, "sign", json_string(sign));
-	}
+	if (sign_check(e, o, via, ctx, err, errlen) == -1)
+		goto fail;
 	*out = o;
 	return (0);
  fail:
@@ -1110,8 +1122,9 @@ cli_check(json_t *in, int local, json_t **out, char *err, size_t errlen)
  * cli_check_host: in is a CLI profile object, or NULL/null (no profile:
  * *out NULL), of a tool on host (NULL: not known).  *out gets {bin,
  * enabled, auth_mechanism, inject, deny} and env, network, deny_defaults,
- * errors, keyless, tls, egress when they say something; each deny pattern is compiled here
- * (PCRE2, bounded) so a bad or too costly one is refused at registration.
+ * errors, keyless, tls, egress when they say something; each deny
+ * pattern is compiled here (PCRE2, bounded) so a bad or too costly one
+ * is refused at registration.
  */
 int
 cli_check_host(json_t *in, const char *host, int local, json_t **out,

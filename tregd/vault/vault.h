@@ -618,7 +618,7 @@ struct psub {
 	const char	*sign;		/* "" or "aws-sigv4" */
 	char		 name[NAME_LEN_MAX + 1];	/* env name, "" */
 };
-#define PSUBS_MAX	(INJECT_MAX * INJECT_ARGV_MAX)
+#define PSUBS_MAX	INJECT_MAX	/* one value per inject entry */
 struct psubs {
 	struct psub	 v[PSUBS_MAX];
 	size_t		 n;

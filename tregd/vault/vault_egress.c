@@ -13,9 +13,11 @@
  * caps: the run was counted as a run.
  *
  * The requests of one turn of the event loop are judged in one read
- * and written in one transaction, as /call's are.  A run is known here
- * from its grant (egress_run_start()) until exec says it ended; a
- * request for a run this worker does not know is refused unrecorded.
+ * and written in one transaction, as /call's are, at the end of the
+ * turn (egress_turn()), never in the middle of another request's.  A
+ * run is known here from its grant (egress_run_start()) until exec says
+ * it ended; a request for a run this worker does not know is refused
+ * unrecorded.
  */
 
 #include <sys/types.h>
@@ -33,7 +35,6 @@
 #define EGRESS_METHOD_MAX	32
 #define EGRESS_PATH_MAX		1024	/* the audited path */
 #define EGRESS_DETAIL_MAX	512
-#define EGRESS_TURN_MAX		64	/* requests in one transaction */
 
 /* A run whose requests come here: who ran it, for their records. */
 struct erun {
@@ -63,6 +64,8 @@ struct epend {
 TAILQ_HEAD(epend_list, epend);
 
 static struct erun_list	 eruns = TAILQ_HEAD_INITIALIZER(eruns);
+/* Ended runs whose requests are still pending: freed once judged. */
+static struct erun_list	 edead = TAILQ_HEAD_INITIALIZER(edead);
 static struct epend_list epends = TAILQ_HEAD_INITIALIZER(epends);
 static int		 nepends;
 static struct event	 eturn_ev;
@@ -106,20 +109,28 @@ egress_run_start(const struct egress_who *w, const struct egress_grant *g,
 }
 
 /*
- * The run ended: its grant revoked.  Its requests still pending are
- * judged first (they were made while it lived), then it is forgotten.
+ * The run ended: its grant revoked.  Its requests still pending were
+ * made while it lived: they are judged and recorded with the others of
+ * the turn (not here: a run's end may be read in the middle of another
+ * request's transaction), and the run forgotten after them.
  */
 void
 vault_egress_end(uint32_t runid)
 {
 	struct erun	*r;
+	struct epend	*p;
 
 	if ((r = erun_find(runid)) == NULL)
 		return;
-	egress_flush();
 	vault_egress_revoke(runid);
 	TAILQ_REMOVE(&eruns, r, entry);
-	free(r);
+	TAILQ_FOREACH(p, &epends, entry)
+		if (p->run == r)
+			break;
+	if (p != NULL)
+		TAILQ_INSERT_TAIL(&edead, r, entry);
+	else
+		free(r);
 }
 
 /*
@@ -167,10 +178,11 @@ egress_call(struct blob *b)
 	blob_free(b);
 	p->run = erun_find(p->c.runid);
 	TAILQ_INSERT_TAIL(&epends, p, entry);
-	if (++nepends >= EGRESS_TURN_MAX) {
-		egress_flush();
-		return;
-	}
+	nepends++;
+	/*
+	 * Judged at the end of this turn of the loop, never here: a relay's
+	 * message may be read in the middle of another transaction.
+	 */
 	if (!eturn_armed) {
 		evtimer_set(&eturn_ev, egress_turn, NULL);
 		evtimer_add(&eturn_ev, &tv);
@@ -194,6 +206,7 @@ void
 egress_flush(void)
 {
 	struct epend	*p;
+	struct erun	*r;
 	int		 fail, rc;
 
 	if (eturn_armed) {
@@ -226,6 +239,10 @@ egress_flush(void)
 	}
 	vault_cork(0);
 	nepends = 0;
+	while ((r = TAILQ_FIRST(&edead)) != NULL) {
+		TAILQ_REMOVE(&edead, r, entry);
+		free(r);
+	}
 }
 
 /*

@@ -67,8 +67,8 @@ static void	 call_view_where(const struct store_calls_row *, json_t *);
 static int	 calls_row_visible(const struct auth *,
 		    const struct store_calls_row *);
 static int	 calls_row(const struct store_calls_row *, void *);
-static json_t	*calls_query(int64_t, const struct auth *, size_t, int64_t, int64_t,
-		    json_t *(*)(const struct store_calls_row *));
+static json_t	*calls_query(int64_t, const struct auth *, size_t, int64_t,
+		    int64_t, json_t *(*)(const struct store_calls_row *));
 static int	 health_view(const struct store_secret_row *, void *);
 static json_t	*audit_view(const struct store_calls_row *);
 

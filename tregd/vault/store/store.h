@@ -145,7 +145,7 @@ struct store_call {
 	int64_t		 duration_ms;
 	const char	*created_at;
 	int64_t		 host;		/* the instance that wrote it, 0 */
-	/* A keyless run's request (SPEC 6a), schema 11; 0/NULL: none. */
+	/* A keyless run's request (SPEC 6a), schema 13; 0/NULL: none. */
 	int64_t		 run_id;	/* its run's row (runs.id) */
 	const char	*place;		/* "run"; NULL: the kind says */
 	const char	*target_host;	/* the host it went to */
@@ -170,7 +170,7 @@ struct store_runs_row {
 	const char	*created_at;
 	const char	*org_slug;
 	int64_t		 host;		/* 's': the instance that ran it, 0 */
-	int64_t		 requests;	/* 's': its egress requests, schema 11 */
+	int64_t		 requests;	/* 's': its egress requests, schema 13 */
 };
 typedef int	(*store_runs_fn)(const struct store_runs_row *, void *);
 
@@ -650,7 +650,7 @@ struct store_ops {
 	int	(*runs_tools)(int64_t, const char *const *, size_t, char,
 		    int64_t, int, store_runs_fn, void *);
 
-	/* ops: keyless runs' requests (schema 11) */
+	/* ops: keyless runs' requests (schema 13) */
 	int	(*calls_run_page)(int64_t, int64_t, int64_t, store_calls_fn,
 		    void *);
 
