@@ -38,7 +38,14 @@ static TAILQ_HEAD(, egress_run)	 egress_runs =
 				    TAILQ_HEAD_INITIALIZER(egress_runs);
 
 static void	 egress_accept(int, short, void *);
+static void	 egress_resume(int, short, void *);
+static void	 egress_resume_soon(void);
 static unsigned int egress_cap(const struct egress_run *);
+
+/* Where an accepted connection goes: the proxy's (a unit test's own). */
+void		(*egress_accepted)(struct egress_run *, int, uint16_t,
+		    uint16_t) = egress_conn_start;
+static struct event	 ev_resume;	/* after EMFILE: accept again */
 
 /* The run runid, made (with make) when it is not known yet; or NULL. */
 struct egress_run *
@@ -158,7 +165,12 @@ egress_accept(int fd, short event, void *arg)
 			return;
 		if ((s = accept4(fd, NULL, NULL, SOCK_NONBLOCK |
 		    SOCK_CLOEXEC)) == -1) {
-			if (errno != EAGAIN && errno != EINTR &&
+			if (errno == EMFILE || errno == ENFILE) {
+				/* Not a busy loop: a second's pause. */
+				log_warn("run %u: accept", run->runid);
+				event_del(&l->ev);
+				egress_resume_soon();
+			} else if (errno != EAGAIN && errno != EINTR &&
 			    errno != ECONNABORTED)
 				log_warn("run %u: accept on port %u",
 				    run->runid, l->port);
@@ -172,8 +184,30 @@ egress_accept(int fd, short event, void *arg)
 			continue;
 		}
 		run->nconns++;
-		egress_conn_start(run, s, l->port, l->kind);
+		egress_accepted(run, s, l->port, l->kind);
 	}
+}
+
+/* Out of descriptors: the listeners accept again in a second. */
+static void
+egress_resume_soon(void)
+{
+	struct timeval	 tv = { 1, 0 };
+
+	if (!event_initialized(&ev_resume))
+		evtimer_set(&ev_resume, egress_resume, NULL);
+	if (!evtimer_pending(&ev_resume, NULL))
+		evtimer_add(&ev_resume, &tv);
+}
+
+static void
+egress_resume(int fd, short event, void *arg)
+{
+	struct egress_run	*run;
+
+	TAILQ_FOREACH(run, &egress_runs, entry)
+		if (run->grant != NULL && !run->ended)
+			egress_run_ready(run);
 }
 
 /*
