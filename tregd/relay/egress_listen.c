@@ -209,21 +209,3 @@ egress_resume(int fd, short event, void *arg)
 		if (run->grant != NULL && !run->ended)
 			egress_run_ready(run);
 }
-
-/*
- * Until egress_proxy.c is linked in (the proxy's half, built apart):
- * a connection is closed at once and a run has nothing to free.  The
- * proxy's definitions replace these.  Remove once it is there.
- */
-__attribute__((weak)) void
-egress_conn_start(struct egress_run *run, int fd, uint16_t port,
-    uint16_t kind)
-{
-	close(fd);
-	egress_conn_closed(run);
-}
-
-__attribute__((weak)) void
-egress_run_free(struct egress_run *run)
-{
-}
