@@ -7,10 +7,12 @@
 #include <atf-c.h>
 #include <libpq-fe.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "pgdb.h"
+#include "store.h"
 
 void
 pgdb_create(const atf_tc_t *tc, const char *prefix, char *ci, size_t len)
@@ -35,4 +37,29 @@ pgdb_create(const atf_tc_t *tc, const char *prefix, char *ci, size_t len)
 	PQclear(res);
 	PQfinish(c);
 	snprintf(ci, len, "host=%s user=tregd dbname=%s", host, dbname);
+}
+
+int
+pgdb_store_open(const atf_tc_t *tc, const char *prefix)
+{
+	static char		 conninfo[512];
+	struct store_params	 p;
+	char			 err[STORE_ERROR_MAX];
+	int			 on_pg;
+
+	memset(&p, 0, sizeof(p));
+	on_pg = atf_tc_has_config_var(tc, "engine") &&
+	    strcmp(atf_tc_get_config_var(tc, "engine"), "pg") == 0;
+	if (on_pg) {
+		ATF_REQUIRE(atf_tc_has_config_var(tc, "pg_host"));
+		pgdb_create(tc, prefix, conninfo, sizeof(conninfo));
+		p.engine = STORE_POSTGRESQL;
+		p.conninfo = conninfo;
+	} else {
+		p.engine = STORE_SQLITE;
+		p.path = ":memory:";
+	}
+	err[0] = '\0';
+	ATF_REQUIRE_MSG(store_open(&p, err, sizeof(err)) == 0, "%s", err);
+	return (on_pg);
 }

@@ -16,4 +16,12 @@
  */
 void	 pgdb_create(const atf_tc_t *, const char *, char *, size_t);
 
+/*
+ * Open the store on this pass's engine (kyua's "engine"): a fresh
+ * PostgreSQL database named by prefix (pgdb_create), or an empty sqlite
+ * database in memory.  Returns 1 on PostgreSQL, 0 on sqlite; the case
+ * fails if the store cannot be opened.
+ */
+int	 pgdb_store_open(const atf_tc_t *, const char *);
+
 #endif /* PGDB_H */
