@@ -76,7 +76,6 @@ static void	relay_go(struct rcall *, int);
 static struct rcall *relay_find(uint32_t);
 static void	relay_free(struct rcall *);
 static void	relay_set_ready(void *, struct rcache *);
-static void	relay_begin(struct rcall *);
 
 #define FROM_PARENT	IMSG_FROM(PROC_PARENT)
 #define FROM_FRONTEND	IMSG_FROM(PROC_FRONTEND)
@@ -98,6 +97,8 @@ static const struct imsg_handler relay_imsgs[] = {
 	/* A call the vault decided: a blob from that worker. */
 	{ IMSG_CALL_START, FROM_VAULT, IMSG_LEN_ANY,	relay_imsg_call_start },
 	{ IMSG_DATA,	FROM_VAULT, IMSG_LEN_ANY,	relay_imsg_call_data },
+	/* A request of the vault's own: credential health. */
+	{ IMSG_FETCH_START, FROM_VAULT, IMSG_LEN_ANY,	rfetch_imsg_start },
 	/* The frontend speaks for a call's client. */
 	{ IMSG_CALL_CANCEL, FROM_FRONTEND, 0,		relay_imsg_call_cancel },
 	{ IMSG_CALL_PAUSE, FROM_FRONTEND, 0,		relay_imsg_call_pause },
@@ -312,7 +313,7 @@ relay_find(uint32_t reqid)
 	struct rcall	*rc;
 
 	TAILQ_FOREACH(rc, &rcalls, entry)
-		if (rc->reqid == reqid)
+		if (rc->reqid == reqid && rc->fetch == NULL)
 			return (rc);
 	return (NULL);
 }
@@ -494,8 +495,23 @@ relay_start(struct blob *b)
 		relay_begin(rc);
 }
 
+/* A request of the vault's own (relay_fetch.c), with its set. */
+void
+relay_enter(struct rcall *rc)
+{
+	TAILQ_INSERT_TAIL(&rcalls, rc, entry);
+	ncalls++;
+	relay_begin(rc);
+}
+
+struct imsgev *
+relay_vault(int worker)
+{
+	return (&iev_vaults[worker]);
+}
+
 /* The call with its redaction set: check, resolve, connect. */
-static void
+void
 relay_begin(struct rcall *rc)
 {
 	struct evdns_getaddrinfo_request *req;
@@ -661,6 +677,10 @@ relay_send_head(struct rcall *rc, int status, int refused, const char *data,
 {
 	struct call_head	 ch;
 
+	if (rc->fetch != NULL) {
+		rfetch_head(rc, status, refused, data, len);
+		return;
+	}
 	memset(&ch, 0, sizeof(ch));
 	ch.status = status;
 	ch.refused = refused;
@@ -679,6 +699,10 @@ relay_send_body(struct rcall *rc, const void *data, size_t len)
 	const char	*p = data;
 	size_t		 n;
 
+	if (rc->fetch != NULL) {
+		rfetch_body(rc, data, len);
+		return;
+	}
 	while (len > 0) {
 		n = len < IMSG_DATA_MAX ? len : IMSG_DATA_MAX;
 		if (imsgev_compose(&iev_frontend, IMSG_CALL_BODY, rc->reqid,
@@ -730,6 +754,11 @@ relay_finish(struct rcall *rc, int failed)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (rc->rd != NULL)
 		rc->redacted += redact_count(rc->rd);
+	if (rc->fetch != NULL) {
+		rfetch_done(rc);
+		relay_free(rc);
+		return;
+	}
 	memset(&cd, 0, sizeof(cd));
 	cd.callid = rc->callid;
 	cd.status = rc->status;
@@ -776,6 +805,7 @@ relay_free(struct rcall *rc)
 	if (rc->waiting)
 		rcache_forget(rc);
 	rcache_put(rc->rset);
+	rfetch_free(rc->fetch);
 	freezero(rc, sizeof(*rc));
 }
 

@@ -51,8 +51,10 @@ union raddr {
 	struct sockaddr_in6	 sin6;
 };
 
+struct rfetch;
 struct rcall {
 	TAILQ_ENTRY(rcall)	 entry;
+	struct rfetch		*fetch;		/* the vault's own (relay_fetch.c) */
 	uint32_t		 reqid;		/* the frontend's */
 	uint32_t		 callid;	/* the vault's */
 	int			 worker;	/* the vault worker that sent it */
@@ -128,6 +130,16 @@ void	 relay_send_body(struct rcall *, const void *, size_t);
 void	 relay_finish(struct rcall *, int);
 void	 relay_refuse(struct rcall *, int, uint32_t, const char *);
 int	 relay_backlog(void);
+void	 relay_enter(struct rcall *);
+void	 relay_begin(struct rcall *);
+struct imsgev *relay_vault(int);
+
+/* relay_fetch.c: the vault's own requests (credential health) */
+void	 rfetch_imsg_start(struct imsgev *, struct imsg *);
+void	 rfetch_head(struct rcall *, int, int, const char *, size_t);
+void	 rfetch_body(struct rcall *, const void *, size_t);
+void	 rfetch_done(struct rcall *);
+void	 rfetch_free(struct rfetch *);
 
 /* relay_http.c */
 void	 rhttp_init(const char *, size_t, size_t);

@@ -81,6 +81,7 @@ static void	vault_imsg_request_data(struct imsgev *, struct imsg *);
 static void	vault_imsg_ends_sync(struct imsgev *, struct imsg *);
 static void	vault_imsg_run_exit(struct imsgev *, struct imsg *);
 static void	vault_imsg_call_done(struct imsgev *, struct imsg *);
+static void	vault_imsg_fetch_done(struct imsgev *, struct imsg *);
 static void	vault_closed(struct imsgev *);
 static void	vault_metrics_tick(int, short, void *);
 static void	vault_ends_sync(struct imsg *);
@@ -138,6 +139,7 @@ static const struct imsg_handler vault_imsgs[] = {
 	{ IMSG_RUN_EXIT, FROM_EXEC, sizeof(struct run_exit), vault_imsg_run_exit },
 	{ IMSG_CALL_DONE, FROM_RELAY, sizeof(struct call_done),
 	    vault_imsg_call_done },
+	{ IMSG_FETCH_DONE, FROM_RELAY, IMSG_LEN_ANY,	vault_imsg_fetch_done },
 };
 
 static struct proc_peer	 vault_peers[] = {
@@ -375,7 +377,7 @@ vault_index_routes(void)
 		vault_skill_routes, vault_run_routes,
 		vault_policy_routes, vault_member_routes,
 		vault_me_routes, vault_identity_routes, vault_mail_routes,
-		vault_project_routes
+		vault_project_routes, vault_health_routes
 	};
 	const struct vault_route	*r;
 	size_t				 i;
@@ -637,6 +639,20 @@ vault_imsg_call_done(struct imsgev *iev, struct imsg *imsg)
 
 	memcpy(&cd, imsg->data, sizeof(cd));
 	call_done(&cd);
+}
+
+/* A request of the vault's own came back: status and bounded body. */
+static void
+vault_imsg_fetch_done(struct imsgev *iev, struct imsg *imsg)
+{
+	struct fetch_done	 fd;
+	size_t			 len = imsg->hdr.len - IMSG_HEADER_SIZE;
+
+	if (len < sizeof(fd) || len > sizeof(fd) + FETCH_BODY_MAX)
+		fatalx("bad IMSG_FETCH_DONE from relay");
+	memcpy(&fd, imsg->data, sizeof(fd));
+	health_fetch_done(&fd, (const char *)imsg->data + sizeof(fd),
+	    len - sizeof(fd));
 }
 
 static void

@@ -153,7 +153,9 @@ void		 vault_call_refused(uint32_t, int, int64_t, int64_t,
 /* What a peer sent, taken in now: 0, or -1 when it cannot be read. */
 int		 vault_read_peer(struct imsgev *);
 void		 vault_cork(int);	/* 1: hold the sends, 0: send */
-void		 vault_mail_send(const struct mail_send *);	/* by the parent */
+void		 vault_mail_send(const struct mail_send *);
+/* fetchid, allow_private, packed request: IMSG_FETCH_START (the relay). */
+void		 vault_fetch_start(uint32_t, int, const void *, size_t);	/* by the parent */
 void		 db_fail(struct vault_resp *, const char *);	/* 500, 503 + log */
 /* store_begin(), store_commit(), or db_fail(): 0, or -1 with resp set. */
 int		 db_begin(struct vault_resp *);
@@ -372,6 +374,10 @@ int		 mask_cost_users(int64_t, int64_t, struct vault_resp *);
 
 /* vault_policy.c: deny rules' routes, grants, reports, the call log */
 extern const struct vault_route vault_policy_routes[];
+/* vault_health.c: POST /health/run; a probe's answer (vault.c). */
+extern const struct vault_route vault_health_routes[];
+void		 health_fetch_done(const struct fetch_done *, const char *,
+		    size_t);
 
 /* vault_audit.c: the local-run audit rows and the refusals on record */
 /* One row of the local-run audit (calls, kind 'local_run'). */
