@@ -376,6 +376,9 @@ int		 mask_cost_users(int64_t, int64_t, struct vault_resp *);
 extern const struct vault_route vault_policy_routes[];
 /* vault_health.c: POST /health/run; a probe's answer (vault.c). */
 extern const struct vault_route vault_health_routes[];
+/* vault_org.c: treg's sign-up webhook_url, checked (NULL: none). */
+int		 body_webhook(struct vault_req *, struct vault_resp *,
+		    const char **);
 void		 health_fetch_done(const struct fetch_done *, const char *,
 		    size_t);
 

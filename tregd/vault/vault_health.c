@@ -10,7 +10,11 @@
  * answer below 400 is ok, 429 and 5xx say nothing of the key (unknown),
  * any other 4xx is invalid; no answer is unknown.  A secret shared by
  * several tools keeps the worst verdict of the run.  GET /health shows
- * status, detail and checked_at.
+ * status, detail and checked_at.  The owners of the secrets found invalid
+ * are alerted as treg alerts them: one POST {"owner", "invalid_credentials"}
+ * to the webhook_url of the owner's membership (of this org first, else
+ * another of theirs, else an owner's of this org), through the relay's
+ * SSRF guard too; what the webhook answers changes nothing.
  *
  * The vault never opens a socket: each probe is an IMSG_FETCH_START to
  * the relay (vault_req.c sends it), which makes it through the same SSRF
@@ -79,6 +83,9 @@ static void	hrun_finish(struct hrun *);
 static int	hrun_mark(struct hrun *, enum hstat, json_t *);
 static int	health_row(const struct store_secret_row *, void *);
 static int	marked_one(const char *, void *);
+static int	owner_row(const struct store_secret_item *, void *);
+static void	hrun_alert(int64_t, json_t *, json_t *);
+static int	webhook_url(const char *, void *);
 
 const struct vault_route vault_health_routes[] = {
 	{ ROUTE_HEALTH_RUN,	ROLE_VIEWER,	health_run },
@@ -344,12 +351,16 @@ static void
 hrun_finish(struct hrun *r)
 {
 	struct vault_resp	 resp;
-	json_t			*marked, *all, *invalid, *o;
+	struct store_sel	 sel;
+	json_t			*marked, *all, *invalid, *o, *owners, *ow;
+	char			 id[32];
 	size_t			 i;
 
 	memset(&resp, 0, sizeof(resp));
+	memset(&sel, 0, sizeof(sel));
+	sel.org = r->org_id;
 	if ((marked = json_object()) == NULL || (all = json_array()) == NULL ||
-	    (invalid = json_array()) == NULL)
+	    (invalid = json_array()) == NULL || (owners = json_object()) == NULL)
 		fatal("%s: json", __func__);
 	if (db_begin(&resp) == 0) {
 		if (hrun_mark(r, H_OK, marked) == -1 ||
@@ -357,21 +368,32 @@ hrun_finish(struct hrun *r)
 		    hrun_mark(r, H_INVALID, marked) == -1)
 			db_fail(&resp, "health run");
 		else if (db_commit(&resp) == 0 &&
-		    store_health(r->org_id, NULL, 0, health_row, all) == -1)
+		    (store_health(r->org_id, NULL, 0, health_row, all) == -1 ||
+		    store_secrets(&sel, owner_row, owners) == -1))
 			db_fail(&resp, "health");
 	}
 	if (resp.status == 0) {
-		json_array_foreach(all, i, o)
+		json_array_foreach(all, i, o) {
+			snprintf(id, sizeof(id), "%lld", (long long)
+			    json_integer_value(json_object_get(o,
+			    "secret_id")));
+			ow = json_object_get(owners, id);
+			json_object_set(o, "owner", ow != NULL ?
+			    json_object_get(ow, "email") : json_null());
 			if (json_object_get(marked, json_string_value(
 			    json_object_get(o, "name"))) != NULL &&
 			    strcmp(json_string_value(json_object_get(o,
 			    "status")), "invalid") == 0)
 				json_array_append(invalid, o);
+		}
 		resp_ok(&resp, json_pack("{s:I, s:O, s:O}", "checked",
 		    (json_int_t)json_object_size(marked), "invalid", invalid,
 		    "all", all));
 	}
 	vault_respond(r->reqid, &resp);
+	if (resp.status == 200)
+		hrun_alert(r->org_id, invalid, owners);
+	json_decref(owners);
 	json_decref(resp.body);
 	free(resp.text);
 	json_decref(marked);
@@ -424,4 +446,87 @@ health_row(const struct store_secret_row *s, void *arg)
 		fatalx("%s: json_pack", __func__);
 	json_array_append_new(arg, o);
 	return (0);
+}
+
+/* Each secret's owner, by id: {"<id>": {"id", "email"}}. */
+static int
+owner_row(const struct store_secret_item *s, void *arg)
+{
+	char	 id[32];
+
+	snprintf(id, sizeof(id), "%lld", (long long)s->id);
+	json_object_set_new(arg, id, json_pack("{s:I, s:s?}", "id",
+	    (json_int_t)s->owner_id, "email", s->owner_email));
+	return (0);
+}
+
+static int
+webhook_url(const char *url, void *arg)
+{
+	if (strlcpy(arg, url, URL_LEN_MAX + 1) > URL_LEN_MAX)
+		*(char *)arg = '\0';
+	return (0);
+}
+
+/*
+ * One alert per owner of a secret found invalid, to the webhook treg
+ * would pick; none when the owner and the org's owners have none.  Best
+ * effort: what the webhook answers is not waited for (a fetch whose id
+ * names no probe is dropped by health_fetch_done).
+ */
+static void
+hrun_alert(int64_t org, json_t *invalid, json_t *owners)
+{
+	json_t		*groups, *g, *o, *ow;
+	const char	*key;
+	char		 id[32], url[URL_LEN_MAX + 1], *payload;
+	struct pack	 pk;
+	size_t		 i;
+	int64_t		 uid;
+
+	if ((groups = json_object()) == NULL)
+		fatal("%s: json_object", __func__);
+	json_array_foreach(invalid, i, o) {
+		snprintf(id, sizeof(id), "%lld", (long long)json_integer_value(
+		    json_object_get(o, "secret_id")));
+		if ((ow = json_object_get(owners, id)) == NULL)
+			continue;
+		snprintf(id, sizeof(id), "%lld", (long long)json_integer_value(
+		    json_object_get(ow, "id")));
+		if ((g = json_object_get(groups, id)) == NULL) {
+			g = json_pack("{s:O, s:[]}", "owner",
+			    json_object_get(ow, "email"),
+			    "invalid_credentials");
+			json_object_set_new(groups, id, g);
+		}
+		json_array_append(json_object_get(g, "invalid_credentials"), o);
+	}
+	json_object_foreach(groups, key, g) {
+		uid = strtoll(key, NULL, 10);
+		url[0] = '\0';
+		if (store_webhook_find(org, uid, webhook_url, url) == -1) {
+			log_warnx("health: the owners' webhooks cannot be "
+			    "read: %s", store_error());
+			break;
+		}
+		if (url[0] == '\0')
+			continue;
+		if ((payload = json_dumps(g, JSON_COMPACT)) == NULL)
+			fatalx("%s: json_dumps", __func__);
+		pack_init(&pk);
+		pack_str(&pk, "POST");
+		pack_str(&pk, url);
+		pack_u32(&pk, 1);
+		pack_str(&pk, "Content-Type: application/json");
+		pack_bytes(&pk, payload, strlen(payload));
+		if (pk.len <= FETCH_REQ_MAX)
+			vault_fetch_start(++fetch_next,
+			    vault_conf.relay_allow_private, pk.buf, pk.len);
+		else
+			log_warnx("health: an alert of org %lld is too large "
+			    "to send", (long long)org);
+		pack_free(&pk);
+		free(payload);
+	}
+	json_decref(groups);
 }

@@ -331,6 +331,9 @@ static const char *const migrations[] = {
 	"ALTER TABLE memberships ADD COLUMN project_access TEXT;"
 	"ALTER TABLE invites ADD COLUMN project_access TEXT;"
 	PG_BUMP("projects") PG_REG_BUMP("projects"),
+
+	/* 13: a membership's webhook_url (see the sqlite migration 13). */
+	"ALTER TABLE memberships ADD COLUMN webhook_url TEXT;",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -366,6 +366,13 @@ static const char *const migrations[] = {
 	"ALTER TABLE memberships ADD COLUMN project_access TEXT;"
 	"ALTER TABLE invites ADD COLUMN project_access TEXT;"
 	SQ_REG_BUMP("projects") SQ_MARK("projects"),
+
+	/*
+	 * 13 (issue 24): credential health's owner alerts.  A membership's
+	 * webhook_url (treg's, set at sign-up) gets the invalid credentials
+	 * of a health run (vault_health.c); NULL: none.
+	 */
+	"ALTER TABLE memberships ADD COLUMN webhook_url TEXT;",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 
