@@ -651,8 +651,10 @@ vault_imsg_fetch_done(struct imsgev *iev, struct imsg *imsg)
 	if (len < sizeof(fd) || len > sizeof(fd) + FETCH_BODY_MAX)
 		fatalx("bad IMSG_FETCH_DONE from relay");
 	memcpy(&fd, imsg->data, sizeof(fd));
-	health_fetch_done(&fd, (const char *)imsg->data + sizeof(fd),
-	    len - sizeof(fd));
+	if (oauth_fetch_done(&fd, (const char *)imsg->data + sizeof(fd),
+	    len - sizeof(fd)) == 0)
+		health_fetch_done(&fd, (const char *)imsg->data + sizeof(fd),
+		    len - sizeof(fd));
 }
 
 static void

@@ -376,6 +376,13 @@ int		 mask_cost_users(int64_t, int64_t, struct vault_resp *);
 extern const struct vault_route vault_policy_routes[];
 /* vault_health.c: POST /health/run; a probe's answer (vault.c). */
 extern const struct vault_route vault_health_routes[];
+/* vault_oauth.c: OAuth access tokens refreshed server-side. */
+typedef void	(*oauth_done_fn)(void *, int64_t, int, const char *);
+int		 oauth_stale(secret_get_fn, int64_t, int64_t);
+int		 oauth_failed(int64_t, int64_t, char *, size_t);
+void		 oauth_refresh(int64_t, int64_t, oauth_done_fn, void *);
+int		 oauth_fetch_done(const struct fetch_done *, const char *,
+		    size_t);
 /* vault_org.c: treg's sign-up webhook_url, checked (NULL: none). */
 int		 body_webhook(struct vault_req *, struct vault_resp *,
 		    const char **);

@@ -73,6 +73,7 @@ struct vpend {
 	int64_t			 audit_id;
 	int			 refused;
 	int			 counted;	/* 1 with others, -1 alone */
+	int64_t			 oauth_sid;	/* waits for its refresh */
 };
 TAILQ_HEAD(vpend_list, vpend);
 #define CALL_STARTS_MAX	64	/* calls in one transaction */
@@ -126,6 +127,7 @@ static unsigned int		 tcache_next;
 
 static struct vcall_list vcalls = TAILQ_HEAD_INITIALIZER(vcalls);
 static struct vpend_list vpends = TAILQ_HEAD_INITIALIZER(vpends);
+static struct vpend_list waiting = TAILQ_HEAD_INITIALIZER(waiting);
 static int		 npends;
 static struct event	 starts_ev;
 static int		 starts_armed;
@@ -184,6 +186,8 @@ static int	 dot_segments(const char *);
 static void	 call_target(struct call_out *, const char *);
 static const char *call_now(time_t);
 static void	 day_utc(time_t, char *, size_t);
+static int	 call_oauth(struct vpend *, struct call_out *);
+static void	 call_oauth_done(void *, int64_t, int, const char *);
 
 /* ------------------------------------------------------------------ */
 /* The request.                                                        */
@@ -257,11 +261,62 @@ call_turn(void)
 	vault_cork(1);
 	while ((p = TAILQ_FIRST(&vpends)) != NULL) {
 		TAILQ_REMOVE(&vpends, p, entry);
-		call_answer(p, fail);
-		call_pend_free(p);
+		if (p->oauth_sid != 0)
+			TAILQ_INSERT_TAIL(&waiting, p, entry);
+		else {
+			call_answer(p, fail);
+			call_pend_free(p);
+		}
 	}
 	vault_cork(0);
 	npends = 0;
+	/* After the turn: a refresh that ends at once queues a new one. */
+	while ((p = TAILQ_FIRST(&waiting)) != NULL) {
+		TAILQ_REMOVE(&waiting, p, entry);
+		oauth_refresh(p->auth.org_id, p->oauth_sid, call_oauth_done,
+		    p->b);
+		p->b = NULL;
+		call_pend_free(p);
+	}
+}
+
+/*
+ * An OAuth access token a binding uses has expired (vault_oauth.c): the
+ * call waits for its refresh, without a row, and is then decided again
+ * from its request (call_oauth_done).  A refresh that failed in the
+ * last minute refuses the call: 502, treg's "oauth refresh failed".
+ * 0: go on; -1: refused (resp set) or waiting (p->oauth_sid).
+ */
+static int
+call_oauth(struct vpend *p, struct call_out *out)
+{
+	json_t		*b;
+	size_t		 i;
+	int64_t		 sid;
+	char		 detail[128];
+
+	json_array_foreach(out->t.bindings, i, b) {
+		sid = json_integer_value(json_object_get(b, "secret_id"));
+		if (oauth_failed(p->auth.org_id, sid, detail,
+		    sizeof(detail))) {
+			resp_error(&p->resp, 502, "tool '%s': %s", out->t.name,
+			    detail);
+			p->why = "upstream";
+			return (-1);
+		}
+		if (oauth_stale(ccache_secret_get, p->auth.org_id, sid)) {
+			p->oauth_sid = sid;
+			return (-1);
+		}
+	}
+	return (0);
+}
+
+/* The refresh ended, either way: the call is decided again. */
+static void
+call_oauth_done(void *arg, int64_t sid, int ok, const char *detail)
+{
+	call_request(arg);
 }
 
 /*
@@ -285,8 +340,11 @@ call_decide_all(void)
 			resp_error(&p->resp, 503, "the database cannot be "
 			    "read — try again in a moment");
 		}
-		blob_free(p->b);
-		p->b = NULL;
+		/* A call waiting for a refresh keeps its request. */
+		if (p->oauth_sid == 0) {
+			blob_free(p->b);
+			p->b = NULL;
+		}
 	}
 	if (rc == 0) {
 		ccache_end();
@@ -379,6 +437,8 @@ call_decide(struct vpend *p)
 	 * as such: a 502, the tool's fault, not the caller's.
 	 */
 	p->why = NULL;
+	if (call_oauth(p, &out) == -1)
+		goto done;
 	if (call_build(&p->auth, &in, &out, &p->pk, &p->resp) == 0)
 		p->refused = 0;
 	else if (p->resp.status == 502)
