@@ -379,6 +379,8 @@ extern const struct vault_route vault_health_routes[];
 /* vault_oauth.c: OAuth access tokens refreshed server-side. */
 typedef void	(*oauth_done_fn)(void *, int64_t, int, const char *);
 int		 oauth_stale(secret_get_fn, int64_t, int64_t);
+enum { OAUTH_NONE, OAUTH_FRESH, OAUTH_STALE };
+int		 oauth_state(secret_get_fn, int64_t, int64_t);
 int		 oauth_failed(int64_t, int64_t, char *, size_t);
 void		 oauth_refresh(int64_t, int64_t, oauth_done_fn, void *);
 int		 oauth_fetch_done(const struct fetch_done *, const char *,

@@ -9,7 +9,12 @@
  * expect_status, that status is ok and any other invalid; without, an
  * answer below 400 is ok, 429 and 5xx say nothing of the key (unknown),
  * any other 4xx is invalid; no answer is unknown.  A secret shared by
- * several tools keeps the worst verdict of the run.  GET /health shows
+ * several tools keeps the worst verdict of the run.  Before the probes,
+ * the OAuth secrets of the tools are refreshed when their access token
+ * expired (vault_oauth.c): a refresh that fails marks the secret invalid
+ * ("oauth refresh failed: ...") and its tools are not probed; a tool
+ * without a probe marks its refreshable OAuth secrets ok ("oauth refresh
+ * ok"), its other secrets keep their verdict (treg's health.py).  GET /health shows
  * status, detail and checked_at.  The owners of the secrets found invalid
  * are alerted as treg alerts them: one POST {"owner", "invalid_credentials"}
  * to the webhook_url of the owner's membership (of this org first, else
@@ -34,16 +39,31 @@
 #include "vault.h"
 
 #define HEALTH_RUNS_MAX		16	/* in flight on one worker */
-#define HEALTH_PROBES_MAX	256	/* tools probed by one run */
+#define HEALTH_TOOLS_MAX	256	/* tools looked at by one run */
+#define HEALTH_SECRETS_MAX	512	/* secrets judged by one run */
 
-enum hstat { H_OK, H_UNKNOWN, H_INVALID };
-static const char *const hstat_name[] = { "ok", "unknown", "invalid" };
+enum hstat { H_NONE, H_OK, H_UNKNOWN, H_INVALID };	/* worse: higher */
+static const char *const hstat_name[] = { "", "ok", "unknown", "invalid" };
 
-struct hprobe {
-	int64_t		 tool_id;
-	uint32_t	 fetchid;
-	int		 expect;	/* 0: none */
+/* A tool of the org, as read, and its probe. */
+struct htool {
+	int64_t		 id;
+	char		*name;
+	char		*base_url;
+	json_t		*bindings;
+	json_t		*hc;		/* NULL: no probe */
+	uint32_t	 fetchid;	/* its probe's, 0: none sent */
+	int		 expect;	/* expect_status, 0: none */
 	int		 done;
+	enum hstat	 st;
+	char		 detail[160];
+};
+
+/* A secret the run judges: its OAuth state, then its verdict. */
+struct hsecret {
+	int64_t		 id;
+	int		 oauth;		/* OAUTH_NONE, _FRESH, _STALE */
+	int		 failed;	/* its refresh failed */
 	enum hstat	 st;
 	char		 detail[160];
 };
@@ -52,35 +72,29 @@ struct hrun {
 	TAILQ_ENTRY(hrun)	 entry;
 	uint32_t		 reqid;
 	int64_t			 org_id;
-	struct hprobe		 p[HEALTH_PROBES_MAX];
-	size_t			 np;
-	size_t			 pending;
+	struct htool		 t[HEALTH_TOOLS_MAX];
+	size_t			 nt;
+	struct hsecret		 s[HEALTH_SECRETS_MAX];
+	size_t			 ns;
+	size_t			 refreshing;	/* refreshes not back */
+	size_t			 pending;	/* probes not back */
 };
 static TAILQ_HEAD(, hrun)	 hruns = TAILQ_HEAD_INITIALIZER(hruns);
 static int			 nhruns;
 static uint32_t			 fetch_next;
 
-/* A tool of the org, as read. */
-struct htool {
-	int64_t		 id;
-	char		*name;
-	char		*base_url;
-	json_t		*bindings;
-	json_t		*hc;
-};
-struct htools {
-	struct htool	 t[HEALTH_PROBES_MAX];
-	size_t		 n;
-};
-
 static void	health_run(struct vault_req *, struct vault_resp *);
 static int	health_tool(const struct store_tool_item *, void *);
-static void	htools_clear(struct htools *);
+static struct hsecret *hrun_secret(struct hrun *, int64_t);
+static void	hrun_refreshed(void *, int64_t, int, const char *);
+static void	hrun_probes(struct hrun *);
 static int	probe_build(int64_t, const struct htool *, struct pack *,
 		    char *, size_t);
 static char	*query_add(char *, const char *, const char *, size_t);
+static void	hrun_judge(struct hrun *);
+static void	hsecret_verdict(struct hsecret *, enum hstat, const char *);
 static void	hrun_finish(struct hrun *);
-static int	hrun_mark(struct hrun *, enum hstat, json_t *);
+static void	hrun_free(struct hrun *);
 static int	health_row(const struct store_secret_row *, void *);
 static int	marked_one(const char *, void *);
 static int	owner_row(const struct store_secret_item *, void *);
@@ -95,22 +109,13 @@ const struct vault_route vault_health_routes[] = {
 static int
 health_tool(const struct store_tool_item *t, void *arg)
 {
-	struct htools	*ht = arg;
+	struct hrun	*r = arg;
 	struct htool	*h;
-	json_t		*hc;
 
-	if (t->health_check == NULL || ht->n >= HEALTH_PROBES_MAX)
+	if (r->nt >= HEALTH_TOOLS_MAX)
 		return (0);
-	/* A malformed health_check is not a probe (treg ignores it too). */
-	hc = json_loads(t->health_check, 0, NULL);
-	if (!json_is_object(hc) ||
-	    !json_is_string(json_object_get(hc, "path"))) {
-		json_decref(hc);
-		return (0);
-	}
-	h = &ht->t[ht->n++];
+	h = &r->t[r->nt++];
 	h->id = t->id;
-	h->hc = hc;
 	if ((h->name = strdup(t->name)) == NULL ||
 	    (h->base_url = strdup(t->base_url)) == NULL)
 		fatal("%s: strdup", __func__);
@@ -119,77 +124,139 @@ health_tool(const struct store_tool_item *t, void *arg)
 		json_decref(h->bindings);
 		h->bindings = json_array();
 	}
+	/* A malformed health_check is not a probe (treg ignores it too). */
+	if (t->health_check != NULL &&
+	    (h->hc = json_loads(t->health_check, 0, NULL)) != NULL &&
+	    (!json_is_object(h->hc) ||
+	    !json_is_string(json_object_get(h->hc, "path")))) {
+		json_decref(h->hc);
+		h->hc = NULL;
+	}
+	if (h->hc != NULL)
+		h->expect = json_integer_value(json_object_get(h->hc,
+		    "expect_status"));
 	return (0);
 }
 
-static void
-htools_clear(struct htools *ht)
+/* The run's entry for secret id, made on first sight; NULL: too many. */
+static struct hsecret *
+hrun_secret(struct hrun *r, int64_t id)
 {
 	size_t	 i;
 
-	for (i = 0; i < ht->n; i++) {
-		free(ht->t[i].name);
-		free(ht->t[i].base_url);
-		json_decref(ht->t[i].bindings);
-		json_decref(ht->t[i].hc);
-	}
-	ht->n = 0;
+	for (i = 0; i < r->ns; i++)
+		if (r->s[i].id == id)
+			return (&r->s[i]);
+	if (r->ns >= HEALTH_SECRETS_MAX)
+		return (NULL);
+	r->s[r->ns].id = id;
+	r->s[r->ns].oauth = oauth_state(store_secret_get, r->org_id, id);
+	return (&r->s[r->ns++]);
 }
 
 /*
- * POST /health/run: every probe sent, the answer when the last is back
- * (hrun_finish); a run with nothing to probe answers at once.
+ * POST /health/run: the OAuth secrets to refresh first, then every
+ * probe; the answer when the last is back (hrun_finish).
  */
 static void
 health_run(struct vault_req *req, struct vault_resp *resp)
 {
-	static struct htools	 ht;
 	struct store_sel	 sel;
 	struct hrun		*r;
-	struct hprobe		*p;
-	struct pack		 pk;
-	size_t			 i;
+	struct hsecret		*hs;
+	json_t			*b;
+	size_t			 i, j;
 
 	if (nhruns >= HEALTH_RUNS_MAX) {
 		resp_error(resp, 503, "health runs are busy — try again in "
 		    "a moment");
 		return;
 	}
-	memset(&sel, 0, sizeof(sel));
-	sel.org = req->auth->org_id;
-	if (store_tools(&sel, health_tool, &ht) == -1) {
-		htools_clear(&ht);
-		db_fail(resp, "health run");
-		return;
-	}
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		fatal("%s: calloc", __func__);
 	r->reqid = req->reqid;
 	r->org_id = req->auth->org_id;
+	memset(&sel, 0, sizeof(sel));
+	sel.org = r->org_id;
+	if (store_tools(&sel, health_tool, r) == -1) {
+		hrun_free(r);
+		db_fail(resp, "health run");
+		return;
+	}
+	for (i = 0; i < r->nt; i++)
+		json_array_foreach(r->t[i].bindings, j, b)
+			(void)hrun_secret(r, json_integer_value(
+			    json_object_get(b, "secret_id")));
 	TAILQ_INSERT_TAIL(&hruns, r, entry);
 	nhruns++;
-	for (i = 0; i < ht.n; i++) {
-		p = &r->p[r->np++];
-		p->tool_id = ht.t[i].id;
-		p->expect = json_integer_value(json_object_get(ht.t[i].hc,
-		    "expect_status"));
+	/* One more until every refresh is asked: one may end at once. */
+	r->refreshing = 1;
+	for (i = 0; i < r->ns; i++) {
+		hs = &r->s[i];
+		if (hs->oauth != OAUTH_STALE)
+			continue;
+		r->refreshing++;
+		oauth_refresh(r->org_id, hs->id, hrun_refreshed, r);
+	}
+	/* Answered when the refreshes and probes are back. */
+	hrun_refreshed(r, 0, 1, NULL);
+}
+
+/* A refresh ended (sid 0: the asking did); the last one sends probes. */
+static void
+hrun_refreshed(void *arg, int64_t sid, int ok, const char *detail)
+{
+	struct hrun	*r = arg;
+	struct hsecret	*hs;
+
+	if (sid != 0 && !ok && (hs = hrun_secret(r, sid)) != NULL) {
+		hs->failed = 1;
+		hsecret_verdict(hs, H_INVALID, detail);
+	}
+	if (--r->refreshing == 0)
+		hrun_probes(r);
+}
+
+/* Each probe of a tool whose OAuth secrets are alive, sent. */
+static void
+hrun_probes(struct hrun *r)
+{
+	struct htool	*t;
+	struct hsecret	*hs;
+	struct pack	 pk;
+	json_t		*b;
+	size_t		 i, j;
+	int		 dead;
+
+	r->pending = 1;
+	for (i = 0; i < r->nt; i++) {
+		t = &r->t[i];
+		if (t->hc == NULL)
+			continue;
+		/* A dead credential cannot pass a probe: already flagged. */
+		dead = 0;
+		json_array_foreach(t->bindings, j, b)
+			if ((hs = hrun_secret(r, json_integer_value(
+			    json_object_get(b, "secret_id")))) != NULL &&
+			    hs->failed)
+				dead = 1;
+		if (dead)
+			continue;
 		pack_init(&pk);
-		if (probe_build(r->org_id, &ht.t[i], &pk, p->detail,
-		    sizeof(p->detail)) == -1) {
+		if (probe_build(r->org_id, t, &pk, t->detail,
+		    sizeof(t->detail)) == -1) {
 			/* A binding that does not resolve is the key's fault. */
-			p->st = H_INVALID;
-			p->done = 1;
+			t->st = H_INVALID;
+			t->done = 1;
 		} else {
-			p->fetchid = ++fetch_next;
-			vault_fetch_start(p->fetchid,
+			t->fetchid = ++fetch_next;
+			vault_fetch_start(t->fetchid,
 			    vault_conf.relay_allow_private, pk.buf, pk.len);
 			r->pending++;
 		}
 		pack_free(&pk);
 	}
-	htools_clear(&ht);
-	/* Answered when the probes are back. */
-	if (r->pending == 0)
+	if (--r->pending == 0)
 		hrun_finish(r);
 }
 
@@ -269,7 +336,6 @@ probe_build(int64_t org, const struct htool *t, struct pack *pk,
 	free(eresp.text);
 	return (rc);
 }
-
 /* name=value (percent-encoded) added to url's query; the old one zeroed. */
 static char *
 query_add(char *url, const char *name, const char *val, size_t vlen)
@@ -305,47 +371,84 @@ void
 health_fetch_done(const struct fetch_done *fd, const char *body, size_t len)
 {
 	struct hrun	*r;
-	struct hprobe	*p = NULL;
+	struct htool	*t = NULL;
 	size_t		 i;
 	int		 s = fd->status;
 
 	TAILQ_FOREACH(r, &hruns, entry) {
-		for (i = 0; i < r->np; i++)
-			if (r->p[i].fetchid == fd->fetchid && !r->p[i].done) {
-				p = &r->p[i];
+		for (i = 0; i < r->nt; i++)
+			if (r->t[i].fetchid == fd->fetchid && !r->t[i].done) {
+				t = &r->t[i];
 				break;
 			}
-		if (p != NULL)
+		if (t != NULL)
 			break;
 	}
-	if (p == NULL)
+	if (t == NULL)
 		return;
-	p->done = 1;
+	t->done = 1;
 	if (s == 0) {
-		p->st = H_UNKNOWN;
-		(void)snprintf(p->detail, sizeof(p->detail), "probe "
+		t->st = H_UNKNOWN;
+		(void)snprintf(t->detail, sizeof(t->detail), "probe "
 		    "unreachable: %s", fd->refused == CALL_SSRF ? "the "
 		    "upstream's address is not public" : "no answer");
 	} else {
-		(void)snprintf(p->detail, sizeof(p->detail), "probe HTTP %d",
+		(void)snprintf(t->detail, sizeof(t->detail), "probe HTTP %d",
 		    s);
-		if (p->expect != 0)
-			p->st = s == p->expect ? H_OK : H_INVALID;
+		if (t->expect != 0)
+			t->st = s == t->expect ? H_OK : H_INVALID;
 		else if (s < 400)
-			p->st = H_OK;
+			t->st = H_OK;
 		else if (s >= 500 || s == 429)
-			p->st = H_UNKNOWN;
+			t->st = H_UNKNOWN;
 		else
-			p->st = H_INVALID;
+			t->st = H_INVALID;
 	}
 	if (--r->pending == 0)
 		hrun_finish(r);
 }
 
+/* The worse verdict stays, with its detail. */
+static void
+hsecret_verdict(struct hsecret *hs, enum hstat st, const char *detail)
+{
+	if (st <= hs->st)
+		return;
+	hs->st = st;
+	strlcpy(hs->detail, detail, sizeof(hs->detail));
+}
+
 /*
- * Every verdict written, worst last (a secret of several tools keeps the
- * worst), then the report: {"checked", "invalid": [...], "all": [...]},
- * the rows GET /health shows.
+ * Each secret's verdict: its probes' (every secret a probed tool binds),
+ * "oauth refresh ok" for a refreshable OAuth secret of a tool without
+ * one; a failed refresh was judged already.
+ */
+static void
+hrun_judge(struct hrun *r)
+{
+	struct htool	*t;
+	struct hsecret	*hs;
+	json_t		*b;
+	size_t		 i, j;
+
+	for (i = 0; i < r->nt; i++) {
+		t = &r->t[i];
+		json_array_foreach(t->bindings, j, b) {
+			if ((hs = hrun_secret(r, json_integer_value(
+			    json_object_get(b, "secret_id")))) == NULL ||
+			    hs->failed)
+				continue;
+			if (t->done)
+				hsecret_verdict(hs, t->st, t->detail);
+			else if (t->hc == NULL && hs->oauth != OAUTH_NONE)
+				hsecret_verdict(hs, H_OK, "oauth refresh ok");
+		}
+	}
+}
+
+/*
+ * Every verdict written, then the report: {"checked", "invalid": [...],
+ * "all": [...]}, the rows GET /health shows with their owners.
  */
 static void
 hrun_finish(struct hrun *r)
@@ -353,7 +456,7 @@ hrun_finish(struct hrun *r)
 	struct vault_resp	 resp;
 	struct store_sel	 sel;
 	json_t			*marked, *all, *invalid, *o, *owners, *ow;
-	char			 id[32];
+	char			 id[32], now[32];
 	size_t			 i;
 
 	memset(&resp, 0, sizeof(resp));
@@ -362,10 +465,15 @@ hrun_finish(struct hrun *r)
 	if ((marked = json_object()) == NULL || (all = json_array()) == NULL ||
 	    (invalid = json_array()) == NULL || (owners = json_object()) == NULL)
 		fatal("%s: json", __func__);
+	hrun_judge(r);
+	now_iso(now, sizeof(now));
 	if (db_begin(&resp) == 0) {
-		if (hrun_mark(r, H_OK, marked) == -1 ||
-		    hrun_mark(r, H_UNKNOWN, marked) == -1 ||
-		    hrun_mark(r, H_INVALID, marked) == -1)
+		for (i = 0; i < r->ns; i++)
+			if (r->s[i].st != H_NONE && store_secret_mark(r->org_id,
+			    r->s[i].id, hstat_name[r->s[i].st], r->s[i].detail,
+			    now, marked_one, marked) == -1)
+				break;
+		if (i < r->ns)
 			db_fail(&resp, "health run");
 		else if (db_commit(&resp) == 0 &&
 		    (store_health(r->org_id, NULL, 0, health_row, all) == -1 ||
@@ -401,35 +509,28 @@ hrun_finish(struct hrun *r)
 	json_decref(invalid);
 	TAILQ_REMOVE(&hruns, r, entry);
 	nhruns--;
+	hrun_free(r);
+}
+
+static void
+hrun_free(struct hrun *r)
+{
+	size_t	 i;
+
+	for (i = 0; i < r->nt; i++) {
+		free(r->t[i].name);
+		free(r->t[i].base_url);
+		json_decref(r->t[i].bindings);
+		json_decref(r->t[i].hc);
+	}
 	free(r);
 }
-
-static int
-hrun_mark(struct hrun *r, enum hstat st, json_t *marked)
-{
-	struct hprobe	*p;
-	char		 now[32];
-	size_t		 i;
-
-	now_iso(now, sizeof(now));
-	for (i = 0; i < r->np; i++) {
-		p = &r->p[i];
-		if (p->st != st)
-			continue;
-		if (store_tool_secrets_mark(r->org_id, p->tool_id,
-		    hstat_name[st], p->detail, now, marked_one, marked) == -1)
-			return (-1);
-	}
-	return (0);
-}
-
 static int
 marked_one(const char *name, void *arg)
 {
 	json_object_set_new(arg, name, json_true());
 	return (0);
 }
-
 /* A row as GET /health shows it (vault_policy.c's view). */
 static int
 health_row(const struct store_secret_row *s, void *arg)
@@ -447,7 +548,6 @@ health_row(const struct store_secret_row *s, void *arg)
 	json_array_append_new(arg, o);
 	return (0);
 }
-
 /* Each secret's owner, by id: {"<id>": {"id", "email"}}. */
 static int
 owner_row(const struct store_secret_item *s, void *arg)
@@ -459,7 +559,6 @@ owner_row(const struct store_secret_item *s, void *arg)
 	    (json_int_t)s->owner_id, "email", s->owner_email));
 	return (0);
 }
-
 static int
 webhook_url(const char *url, void *arg)
 {
@@ -467,7 +566,6 @@ webhook_url(const char *url, void *arg)
 		*(char *)arg = '\0';
 	return (0);
 }
-
 /*
  * One alert per owner of a secret found invalid, to the webhook treg
  * would pick; none when the owner and the org's owners have none.  Best

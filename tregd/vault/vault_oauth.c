@@ -82,6 +82,8 @@ static int	 oauth_request(json_t *, struct pack *);
 static size_t	 form_add(char *, size_t, const char *, const char *);
 static void	 oauth_end(struct orefresh *, int, const char *);
 static void	 oauth_fail_note(int64_t, int64_t, const char *);
+static void	 oauth_fail_now(int64_t, int64_t, oauth_done_fn, void *,
+		    const char *);
 static int	 oauth_store(int64_t, int64_t, const char *, size_t);
 
 /* ------------------------------------------------------------------ */
@@ -158,6 +160,16 @@ oauth_is_stale(json_t *blob, time_t now)
 int
 oauth_stale(secret_get_fn get, int64_t org, int64_t sid)
 {
+	return (oauth_state(get, org, sid) == OAUTH_STALE);
+}
+
+/*
+ * OAUTH_NONE: not an oauth secret, or one tregd cannot refresh;
+ * OAUTH_FRESH: refreshable, its token alive; OAUTH_STALE: to refresh.
+ */
+int
+oauth_state(secret_get_fn get, int64_t org, int64_t sid)
+{
 	struct store_secret	 ss;
 	json_t			*blob;
 	time_t			 now = time(NULL);
@@ -170,7 +182,7 @@ oauth_stale(secret_get_fn get, int64_t org, int64_t sid)
 	rc = rc == 0 && strcmp(ss.kind, "oauth") == 0;
 	store_secret_clear(&ss);
 	if (!rc)
-		return (0);
+		return (OAUTH_NONE);
 	/*
 	 * Just refreshed: not again, whatever expiry the endpoint gave (a
 	 * token living less than a minute would be refreshed forever).
@@ -178,10 +190,13 @@ oauth_stale(secret_get_fn get, int64_t org, int64_t sid)
 	for (i = 0; i < OAUTH_FAILS; i++)
 		if (ofresh[i].sid == sid && ofresh[i].org == org &&
 		    ofresh[i].at + OAUTH_SKEW > now)
-			return (0);
+			return (OAUTH_FRESH);
 	if ((blob = oauth_blob(get, org, sid)) == NULL)
-		return (0);
-	rc = oauth_refreshable(blob) && oauth_is_stale(blob, time(NULL));
+		return (OAUTH_NONE);
+	if (!oauth_refreshable(blob))
+		rc = OAUTH_NONE;
+	else
+		rc = oauth_is_stale(blob, now) ? OAUTH_STALE : OAUTH_FRESH;
 	json_decref(blob);
 	return (rc);
 }
@@ -217,6 +232,15 @@ oauth_fail_note(int64_t org, int64_t sid, const char *detail)
 	ofails[i].sid = sid;
 	ofails[i].at = time(NULL);
 	strlcpy(ofails[i].detail, detail, sizeof(ofails[i].detail));
+}
+
+/* A refresh that cannot even start: noted, and told at once. */
+static void
+oauth_fail_now(int64_t org, int64_t sid, oauth_done_fn fn, void *arg,
+    const char *detail)
+{
+	oauth_fail_note(org, sid, detail);
+	fn(arg, sid, 0, detail);
 }
 
 static void
@@ -340,14 +364,16 @@ oauth_refresh(int64_t org, int64_t sid, oauth_done_fn fn, void *arg)
 		return;
 	}
 	if (r != NULL || norefreshes >= OAUTH_INFLIGHT_MAX) {
-		fn(arg, sid, 0, "oauth refresh failed: too many refreshes "
+		oauth_fail_now(org, sid, fn, arg,
+		    "oauth refresh failed: too many refreshes "
 		    "at once — try again in a moment");
 		return;
 	}
 	if ((blob = oauth_blob(store_secret_get, org, sid)) == NULL ||
 	    !oauth_refreshable(blob)) {
 		json_decref(blob);
-		fn(arg, sid, 0, "oauth refresh failed: the secret has no "
+		oauth_fail_now(org, sid, fn, arg,
+		    "oauth refresh failed: the secret has no "
 		    "refresh_token, client_id and client_secret");
 		return;
 	}
@@ -355,7 +381,8 @@ oauth_refresh(int64_t org, int64_t sid, oauth_done_fn fn, void *arg)
 	if (oauth_request(blob, &pk) == -1) {
 		pack_free(&pk);
 		json_decref(blob);
-		fn(arg, sid, 0, "oauth refresh failed: the secret's fields "
+		oauth_fail_now(org, sid, fn, arg,
+		    "oauth refresh failed: the secret's fields "
 		    "are too long");
 		return;
 	}

@@ -466,6 +466,13 @@ store_tool_secrets_mark(int64_t org, int64_t tool, const char *status,
 }
 
 int
+store_secret_mark(int64_t org, int64_t id, const char *status,
+    const char *detail, const char *at, store_text_fn fn, void *arg)
+{
+	return (ops->secret_mark(org, id, status, detail, at, fn, arg));
+}
+
+int
 store_webhook_set(int64_t org, int64_t user, const char *url)
 {
 	return (ops->webhook_set(org, user, url));

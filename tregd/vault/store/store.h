@@ -602,6 +602,8 @@ struct store_ops {
 		    const char *, const char *, store_text_fn, void *);
 	int	(*health)(int64_t, const char *, int64_t, store_secret_row_fn,
 		    void *);
+	int	(*secret_mark)(int64_t, int64_t, const char *, const char *,
+		    const char *, store_text_fn, void *);
 	int	(*webhook_set)(int64_t, int64_t, const char *);
 	int	(*webhook_find)(int64_t, int64_t, store_text_fn, void *);
 
@@ -892,6 +894,12 @@ int		 store_tool_secrets_mark(int64_t, int64_t, const char *,
  */
 int		 store_health(int64_t, const char *, int64_t,
 		    store_secret_row_fn, void *);
+/*
+ * org, secret, status, detail, checked_at: one secret's health (not a
+ * param's); fn gets its name when it was marked.
+ */
+int		 store_secret_mark(int64_t, int64_t, const char *,
+		    const char *, const char *, store_text_fn, void *);
 /* org, user, url (NULL: none): the membership's owner-alert webhook. */
 int		 store_webhook_set(int64_t, int64_t, const char *);
 /*

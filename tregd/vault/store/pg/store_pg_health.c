@@ -1,6 +1,7 @@
 /*
- * The PostgreSQL engine's side of credential health's owner alerts: a
- * membership's webhook_url (migration 13).
+ * The PostgreSQL engine's side of credential health: one secret's
+ * verdict, and the owners' alerts (a membership's webhook_url,
+ * migration 13).
  */
 
 #include <string.h>
@@ -8,7 +9,7 @@
 #include "log.h"
 #include "store_pg.h"
 
-static int	pg_webhook_row(const PGresult *, int, void *);
+static int	pg_health_text(const PGresult *, int, void *);
 
 int
 pg_webhook_set(int64_t org, int64_t user, const char *url)
@@ -39,14 +40,33 @@ pg_webhook_find(int64_t org, int64_t user, store_text_fn fn, void *arg)
 	pgq_init(&q);
 	pgq_int(&q, org);
 	pgq_int(&q, user);
-	return (pg_one(&st, &q, pg_webhook_row, &e));
+	return (pg_one(&st, &q, pg_health_text, &e));
 }
 
 static int
-pg_webhook_row(const PGresult *res, int i, void *arg)
+pg_health_text(const PGresult *res, int i, void *arg)
 {
 	struct store_each	*e = arg;
 
 	e->fn.text(pg_text(res, i, 0), e->arg);
 	return (0);
+}
+
+int
+pg_secret_mark(int64_t org, int64_t id, const char *status,
+    const char *detail, const char *at, store_text_fn fn, void *arg)
+{
+	static struct pg_stmt	 st = { "UPDATE secrets SET status = $1, "
+	    "status_detail = $2, checked_at = $3 WHERE org_id = $4 AND id = "
+	    "$5 AND kind <> 'param' RETURNING name", 0 };
+	struct store_each	 e = { .fn.text = fn, .arg = arg };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_text(&q, status);
+	pgq_text(&q, detail);
+	pgq_text(&q, at);
+	pgq_int(&q, org);
+	pgq_int(&q, id);
+	return (pg_each(&st, &q, pg_health_text, &e));
 }
