@@ -91,6 +91,7 @@ static void	ctl_reply(struct ctl_conn *, uint32_t, int, json_t *);
 static void	ctl_dispatch(struct imsgev *, struct imsg *);
 static void	ctl_reload_done(uint32_t, const struct ctl_reload_done *);
 static void	vault_request(struct blob *);
+static void	vault_request_again(void *, int64_t, int, const char *);
 static const struct vault_route *request_unpack(struct blob *,
 		    struct api_request *, struct vault_req *);
 static int	request_body(const struct api_request *, struct blob *,
@@ -795,6 +796,7 @@ vault_request(struct blob *b)
 	struct vault_req		 req;
 	struct vault_resp		 resp;
 	struct auth			 auth;
+	int64_t				 org = 0;
 
 	memset(&req, 0, sizeof(req));
 	memset(&resp, 0, sizeof(resp));
@@ -811,6 +813,8 @@ vault_request(struct blob *b)
 	vault_metrics_request();
 	if (resp.status != 0)
 		vault_respond(req.reqid, &resp);
+	else if (req.oauth_wait != 0)
+		org = auth.org_id;
 	vault_asker(0, 0);
 	json_decref(resp.body);
 	free(resp.text);
@@ -818,7 +822,20 @@ vault_request(struct blob *b)
 	free((char *)req.name);
 	free((char *)req.query);
 	auth_clear(&auth);
-	blob_free(b);
+	/*
+	 * An expired OAuth token the answer needs (a grant): the request
+	 * waits for its refresh and is answered again from the start.
+	 */
+	if (org != 0)
+		oauth_refresh(org, req.oauth_wait, vault_request_again, b);
+	else
+		blob_free(b);
+}
+
+static void
+vault_request_again(void *arg, int64_t sid, int ok, const char *detail)
+{
+	vault_request(arg);
 }
 
 /*

@@ -70,6 +70,8 @@ struct vault_req {
 	int		 proof_ok;
 	int		 stream;
 	int64_t		 t_in;		/* mono_ns() when it came in */
+	int64_t		 oauth_wait;	/* answered after this secret's
+					   refresh, asked again (vault.c) */
 };
 
 /*
