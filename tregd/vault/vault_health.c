@@ -494,9 +494,10 @@ hrun_finish(struct hrun *r)
 			    "status")), "invalid") == 0)
 				json_array_append(invalid, o);
 		}
-		resp_ok(&resp, json_pack("{s:I, s:O, s:O}", "checked",
+		/* treg's expiring (unrefreshable tokens near death): none. */
+		resp_ok(&resp, json_pack("{s:I, s:O, s:[], s:O}", "checked",
 		    (json_int_t)json_object_size(marked), "invalid", invalid,
-		    "all", all));
+		    "expiring", "all", all));
 	}
 	vault_respond(r->reqid, &resp);
 	if (resp.status == 200)
