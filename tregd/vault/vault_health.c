@@ -372,6 +372,8 @@ health_fetch_done(const struct fetch_done *fd, const char *body, size_t len)
 {
 	struct hrun	*r;
 	struct htool	*t = NULL;
+	const char	*why;
+	json_t		*j;
 	size_t		 i;
 	int		 s = fd->status;
 
@@ -388,10 +390,16 @@ health_fetch_done(const struct fetch_done *fd, const char *body, size_t len)
 		return;
 	t->done = 1;
 	if (s == 0) {
+		/* The relay's own words (never the upstream's): why. */
 		t->st = H_UNKNOWN;
+		why = NULL;
+		if ((j = json_loadb(body, len, 0, NULL)) != NULL)
+			why = json_string_value(json_object_get(j, "detail"));
 		(void)snprintf(t->detail, sizeof(t->detail), "probe "
 		    "unreachable: %s", fd->refused == CALL_SSRF ? "the "
-		    "upstream's address is not public" : "no answer");
+		    "upstream's address is not public" : why != NULL ? why :
+		    "no answer");
+		json_decref(j);
 	} else {
 		(void)snprintf(t->detail, sizeof(t->detail), "probe HTTP %d",
 		    s);
