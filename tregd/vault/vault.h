@@ -387,6 +387,11 @@ int		 oauth_failed(int64_t, int64_t, char *, size_t);
 void		 oauth_refresh(int64_t, int64_t, oauth_done_fn, void *);
 int		 oauth_fetch_done(const struct fetch_done *, const char *,
 		    size_t);
+/* Before a key is used: 0, or -1 waiting (*wait) or refused (502). */
+int		 oauth_check_ids(secret_get_fn, int64_t, const int64_t *,
+		    size_t, const char *, struct vault_resp *, int64_t *);
+int		 oauth_check(secret_get_fn, int64_t, json_t *, const char *,
+		    struct vault_resp *, int64_t *);
 /* vault_org.c: treg's sign-up webhook_url, checked (NULL: none). */
 int		 body_webhook(struct vault_req *, struct vault_resp *,
 		    const char **);

@@ -186,7 +186,6 @@ static int	 dot_segments(const char *);
 static void	 call_target(struct call_out *, const char *);
 static const char *call_now(time_t);
 static void	 day_utc(time_t, char *, size_t);
-static int	 call_oauth(struct vpend *, struct call_out *);
 static void	 call_oauth_done(void *, int64_t, int, const char *);
 
 /* ------------------------------------------------------------------ */
@@ -278,38 +277,6 @@ call_turn(void)
 		p->b = NULL;
 		call_pend_free(p);
 	}
-}
-
-/*
- * An OAuth access token a binding uses has expired (vault_oauth.c): the
- * call waits for its refresh, without a row, and is then decided again
- * from its request (call_oauth_done).  A refresh that failed in the
- * last minute refuses the call: 502, treg's "oauth refresh failed".
- * 0: go on; -1: refused (resp set) or waiting (p->oauth_sid).
- */
-static int
-call_oauth(struct vpend *p, struct call_out *out)
-{
-	json_t		*b;
-	size_t		 i;
-	int64_t		 sid;
-	char		 detail[128];
-
-	json_array_foreach(out->t.bindings, i, b) {
-		sid = json_integer_value(json_object_get(b, "secret_id"));
-		if (oauth_failed(p->auth.org_id, sid, detail,
-		    sizeof(detail))) {
-			resp_error(&p->resp, 502, "tool '%s': %s", out->t.name,
-			    detail);
-			p->why = "upstream";
-			return (-1);
-		}
-		if (oauth_stale(ccache_secret_get, p->auth.org_id, sid)) {
-			p->oauth_sid = sid;
-			return (-1);
-		}
-	}
-	return (0);
 }
 
 /* The refresh ended, either way: the call is decided again. */
@@ -437,8 +404,12 @@ call_decide(struct vpend *p)
 	 * as such: a 502, the tool's fault, not the caller's.
 	 */
 	p->why = NULL;
-	if (call_oauth(p, &out) == -1)
+	/* An expired OAuth token: refreshed first (p->oauth_sid), or 502. */
+	if (oauth_check(ccache_secret_get, p->auth.org_id, out.t.bindings,
+	    out.t.name, &p->resp, &p->oauth_sid) == -1) {
+		p->why = p->resp.status != 0 ? "upstream" : NULL;
 		goto done;
+	}
 	if (call_build(&p->auth, &in, &out, &p->pk, &p->resp) == 0)
 		p->refused = 0;
 	else if (p->resp.status == 502)

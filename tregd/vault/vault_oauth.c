@@ -7,8 +7,8 @@
  * token), and to be refreshable refresh_token, client_id, client_secret
  * and token_uri (Google's endpoint when absent), with expires_at (Unix
  * seconds) or expiry (ISO 8601).  It is stale when it expires within a
- * minute, or when its expiry is unknown (treg's rule: the refresh then
- * stamps one).  A refresh POSTs grant_type=refresh_token to token_uri
+ * minute (of unknown expiry it is used as it is; treg refreshes it).  A
+ * refresh POSTs grant_type=refresh_token to token_uri
  * through the relay (relay_fetch.c: the SSRF guard and TLS of /call),
  * the client authenticated in the body, or with HTTP Basic when the
  * secret says token_endpoint_auth_method client_secret_basic; the
@@ -130,7 +130,11 @@ oauth_refreshable(json_t *blob)
 	    nonempty(blob, "client_id") && nonempty(blob, "client_secret"));
 }
 
-/* Expired, about to, or of unknown expiry. */
+/*
+ * Expired or about to.  A token of unknown expiry is used as it is
+ * (treg refreshes it: tregd would then call a token endpoint on every
+ * use of a secret imported without one).
+ */
 static int
 oauth_is_stale(json_t *blob, time_t now)
 {
@@ -146,10 +150,10 @@ oauth_is_stale(json_t *blob, time_t now)
 	    "expiry"))) != NULL) {
 		memset(&tm, 0, sizeof(tm));
 		if (strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) == NULL)
-			return (1);
+			return (0);
 		at = (double)timegm(&tm);
 	} else
-		return (1);
+		return (0);
 	return (at <= (double)now + OAUTH_SKEW);
 }
 
@@ -515,4 +519,50 @@ oauth_end(struct orefresh *r, int ok, const char *detail)
 	free(r);
 	for (i = 0; i < nw; i++)
 		w[i].fn(w[i].arg, sid, ok, detail);
+}
+
+/* ------------------------------------------------------------------ */
+/* Before a key is used.                                               */
+
+/*
+ * Secrets ids[0..n) of org (read through get) about to be used for
+ * tool: 0 when none needs a refresh; -1 with *wait the secret whose
+ * expired token is to be refreshed first (resp untouched: the request
+ * waits, then is decided again), or -1 with resp set to 502 when its
+ * refresh failed in the last minute (treg's "oauth refresh failed").
+ */
+int
+oauth_check_ids(secret_get_fn get, int64_t org, const int64_t *ids,
+    size_t n, const char *tool, struct vault_resp *resp, int64_t *wait)
+{
+	char	 detail[128];
+	size_t	 i;
+
+	for (i = 0; i < n; i++) {
+		if (oauth_failed(org, ids[i], detail, sizeof(detail))) {
+			resp_error(resp, 502, "tool '%s': %s", tool, detail);
+			return (-1);
+		}
+		if (oauth_stale(get, org, ids[i])) {
+			*wait = ids[i];
+			return (-1);
+		}
+	}
+	return (0);
+}
+
+/* oauth_check_ids() on the secrets of bindings (a tool's, as stored). */
+int
+oauth_check(secret_get_fn get, int64_t org, json_t *bindings,
+    const char *tool, struct vault_resp *resp, int64_t *wait)
+{
+	int64_t	 ids[BINDINGS_MAX];
+	size_t	 i, n = 0;
+	json_t	*b;
+
+	json_array_foreach(bindings, i, b)
+		if (n < BINDINGS_MAX)
+			ids[n++] = json_integer_value(json_object_get(b,
+			    "secret_id"));
+	return (oauth_check_ids(get, org, ids, n, tool, resp, wait));
 }

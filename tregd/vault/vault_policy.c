@@ -558,33 +558,6 @@ grant_proof(struct vault_req *req, struct local_audit *la,
  * POST /tools/{name}/grant: the checks of SPEC.md section 7 in their
  * order, then the audit row, then the answer with the values.
  */
-/*
- * An OAuth secret the grant releases whose access token expired: the
- * request is asked again once it is refreshed (req->oauth_wait, nothing
- * answered, nothing written); one whose refresh failed in the last
- * minute is a 502.  0: go on, or -1.
- */
-static int
-grant_oauth(struct vault_req *req, const char *tool, const int64_t *ids,
-    size_t n, struct vault_resp *resp)
-{
-	int64_t	 org = req->auth->org_id;
-	char	 detail[128];
-	size_t	 i;
-
-	for (i = 0; i < n; i++) {
-		if (oauth_failed(org, ids[i], detail, sizeof(detail))) {
-			resp_error(resp, 502, "tool '%s': %s", tool, detail);
-			return (-1);
-		}
-		if (oauth_stale(store_secret_get, org, ids[i])) {
-			req->oauth_wait = ids[i];
-			return (-1);
-		}
-	}
-	return (0);
-}
-
 static void
 tool_grant(struct vault_req *req, struct vault_resp *resp)
 {
@@ -626,8 +599,9 @@ tool_grant(struct vault_req *req, struct vault_resp *resp)
 	if (inject != NULL && grant_proof(req, &la, ids,
 	    json_array_size(inject), resp) == -1)
 		goto out;
-	if (inject != NULL && grant_oauth(req, t.name, ids,
-	    json_array_size(inject), resp) == -1) {
+	/* An expired OAuth token: asked again once refreshed, or 502. */
+	if (oauth_check_ids(store_secret_get, a->org_id, ids, inject != NULL ?
+	    json_array_size(inject) : 0, t.name, resp, &req->oauth_wait) == -1) {
 		if (resp->status == 502)
 			resolution_refuse(a, t.name, argv, "local_run", resp);
 		goto out;
