@@ -85,6 +85,7 @@ static uint32_t			 fetch_next;
 
 static void	health_run(struct vault_req *, struct vault_resp *);
 static int	health_tool(const struct store_tool_item *, void *);
+static int	probe_method_ok(json_t *);
 static struct hsecret *hrun_secret(struct hrun *, int64_t);
 static void	hrun_refreshed(void *, int64_t, int, const char *);
 static void	hrun_probes(struct hrun *);
@@ -132,10 +133,33 @@ health_tool(const struct store_tool_item *t, void *arg)
 		json_decref(h->hc);
 		h->hc = NULL;
 	}
+	if (h->hc != NULL && !probe_method_ok(json_object_get(h->hc,
+	    "method"))) {
+		json_decref(h->hc);
+		h->hc = NULL;
+	}
 	if (h->hc != NULL)
 		h->expect = json_integer_value(json_object_get(h->hc,
 		    "expect_status"));
 	return (0);
+}
+
+/* A probe's method: absent (GET), or a method's shape (A-Z, short). */
+static int
+probe_method_ok(json_t *m)
+{
+	const char	*s;
+	size_t		 i;
+
+	if (m == NULL || json_is_null(m))
+		return (1);
+	if ((s = json_string_value(m)) == NULL || *s == '\0' ||
+	    strlen(s) > 15)
+		return (0);
+	for (i = 0; s[i] != '\0'; i++)
+		if (s[i] < 'A' || s[i] > 'Z')
+			return (0);
+	return (1);
 }
 
 /* The run's entry for secret id, made on first sight; NULL: too many. */
