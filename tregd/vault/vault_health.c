@@ -608,7 +608,7 @@ webhook_url(const char *url, void *arg)
 static void
 hrun_alert(int64_t org, json_t *invalid, json_t *owners)
 {
-	json_t		*groups, *g, *o, *ow;
+	json_t		*groups, *g, *o, *ow, *v;
 	const char	*key;
 	char		 id[32], url[URL_LEN_MAX + 1], *payload;
 	struct pack	 pk;
@@ -625,9 +625,11 @@ hrun_alert(int64_t org, json_t *invalid, json_t *owners)
 		snprintf(id, sizeof(id), "%lld", (long long)json_integer_value(
 		    json_object_get(ow, "id")));
 		if ((g = json_object_get(groups, id)) == NULL) {
-			g = json_pack("{s:O, s:[]}", "owner",
-			    json_object_get(ow, "email"),
-			    "invalid_credentials");
+			if ((v = json_object_get(ow, "email")) == NULL)
+				v = json_null();	/* the owner is gone */
+			if ((g = json_pack("{s:O, s:[]}", "owner", v,
+			    "invalid_credentials")) == NULL)
+				fatalx("%s: json_pack", __func__);
 			json_object_set_new(groups, id, g);
 		}
 		json_array_append(json_object_get(g, "invalid_credentials"), o);
