@@ -183,12 +183,18 @@ regress/unit/store_pg_test regress/unit/store_org_test \
 	    -o $@ $< regress/lib/pgdb.c $(TREGD_LIBOBJS) common/libcommon.a \
 	    $(LDLIBS) -latf-c
 
+# The egress proxy alone, driven by egress_proxy_test (atf-sh).
+regress/unit/egress_harness: regress/unit/egress_harness.c $(TREGD_LIBOBJS) \
+    common/libcommon.a
+	$(CC) $(CPPFLAGS) $(TEST_INC) $(CFLAGS) $(LDFLAGS) -o $@ $< \
+	    $(TREGD_LIBOBJS) common/libcommon.a $(LDLIBS)
+
 regress/unit/%_test: regress/unit/%_test.c $(TREGD_LIBOBJS) common/libcommon.a
 	$(CC) $(CPPFLAGS) $(TEST_INC) $(CFLAGS) $(LDFLAGS) -o $@ $< \
 	    $(TREGD_LIBOBJS) common/libcommon.a $(LDLIBS) -latf-c
 -include $(UNIT_PROGS:=.d)
 
-check-build: all $(UNIT_PROGS)
+check-build: all $(UNIT_PROGS) regress/unit/egress_harness
 
 # Test cases at once under kyua (each daemon has its own port, directories,
 # database and block of run users: regress/integration/lib.sh; the cases
@@ -267,6 +273,7 @@ bench: all
 fuzz:
 	$(MAKE) -C regress/fuzz run
 	$(MAKE) -C regress/fuzz http-run
+	$(MAKE) -C regress/fuzz egress-run
 
 clean:
 	rm -f $(addsuffix /*.o,$(BUILD_DIRS)) $(addsuffix /*.d,$(BUILD_DIRS)) \

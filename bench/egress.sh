@@ -43,7 +43,7 @@ openssl x509 -req -in "$T/up.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" \
     -CAcreateserial -days 2 -extfile "$T/up.ext" -out "$T/up.pem" >/dev/null 2>&1
 chmod 0644 "$T"/*.pem "$T/up.key"
 # What a run must read lies outside /tmp (a run has a /tmp of its own).
-P=$(mktemp -d "$top/bench/.egress.XXXXXX")
+P=$(mktemp -d /var/lib/tregd-bench.XXXXXX)
 chmod 0755 "$P"
 cat "/etc/ssl/certs/ca-certificates.crt" "$T/ca.pem" > "$P/direct-bundle.pem"
 chmod 0644 "$P/direct-bundle.pem"
@@ -138,12 +138,13 @@ CONF
 	if [ "$1" = direct ]; then
 		keyless=false
 	fi
-	curl -s -o /dev/null -H "X-Treg-Token: $tok" -d "$(jq -cn \
-	    --arg u "https://127.0.0.1:$up" --argjson k $keyless '{name: "b",
-	    base_url: $u, cli: {bin: "sh", enabled: true, keyless: $k,
-	    inject: [{secret: "k", via: "env", name: "KEY"},
-	    {secret: "k", via: "env", name: "GH_ENTERPRISE_TOKEN"}]}}')" \
-	    "http://127.0.0.1:$port/tools"
+	curl -sf -o /dev/null -H "X-Treg-Token: $tok" -d "$(jq -cn \
+	    --arg u "https://127.0.0.1:$up" --argjson k $keyless \
+	    --argjson s "$sid" '{name: "b", base_url: $u, cli: {bin: "sh",
+	    enabled: true, keyless: $k, inject: [{secret_id: $s, via: "env",
+	    name: "KEY"}, {secret_id: $s, via: "env",
+	    name: "GH_ENTERPRISE_TOKEN"}]}}')" \
+	    "http://127.0.0.1:$port/tools" || { echo "bench: no tool" >&2; exit 1; }
 }
 
 stop() {
@@ -154,7 +155,10 @@ stop() {
 run() {
 	curl -s -H "X-Treg-Token: $tok" -d "$(jq -cn --arg s "$1" \
 	    '{tool: "b", args: ["-c", $s], timeout_s: 300}')" \
-	    "http://127.0.0.1:$port/run" | jq -r .stdout
+	    "http://127.0.0.1:$port/run" > "$T/run.json"
+	jq -r .stdout "$T/run.json"
+	[ "$(jq -r .exit_code "$T/run.json")" = 0 ] ||
+	    echo "bench: a run failed: $(jq -c . "$T/run.json" | cut -c1-600)" >&2
 }
 
 # runs_p50: p50 ms of POST /run of `true`.

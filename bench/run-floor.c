@@ -167,6 +167,7 @@ fl_init(void *arg)
 
 	memset(&sp, 0, sizeof(sp));
 	sp.dir = r->dir;
+	sp.network = RUN_NET_HOST;	/* the floor makes no network namespace */
 	memset(&sr, 0, sizeof(sr));
 	sr.uid = r->uid;
 	sr.gid = r->uid;

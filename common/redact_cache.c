@@ -250,6 +250,16 @@ rcache_put(struct rcache *e)
 		rc_trim();
 }
 
+/* One more holder of a held set (a run's request, as long as it runs). */
+struct rcache *
+rcache_hold(struct rcache *e)
+{
+	if (e->refs <= 0)
+		fatalx("%s: a redaction set no one holds", __func__);
+	e->refs++;
+	return (e);
+}
+
 const struct redact_set *
 rcache_set(const struct rcache *e)
 {

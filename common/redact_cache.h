@@ -43,6 +43,7 @@ int	 rcache_get(int64_t, const void *, size_t, rcache_fn, void *,
 /* arg goes away: no callback for it any more. */
 void	 rcache_forget(void *);
 void	 rcache_put(struct rcache *);
+struct rcache *rcache_hold(struct rcache *);
 const struct redact_set *rcache_set(const struct rcache *);
 /* Every set, at the end: zeroed. */
 void	 rcache_clear(void);

@@ -24,11 +24,12 @@
 #   7 vault.c           the process and its dispatch: imsgs in, handlers
 #   6 vault_ctl.c       tregctl's commands, over the domain files
 #   5 domain            orgs, members, me, identity, mail, tools, secrets,
-#                       skills, runs, calls, grants (policy), audit, key
-#                       commands, projects and usage
+#                       skills, runs, calls, egress (a run's requests),
+#                       grants (policy), audit, key commands, projects
+#                       and usage
 #   4 rules             access, inject, mask, mask cost, deny, slots, the
 #                       caches, hosts, the registry's rows, validation, the
-#                       catalog
+#                       catalog, placeholders and egress lists (keyless)
 #   3 crypto            the keyring (memory, database) and its commands
 #   2 vault_req.c       the answers, the sends to the other processes,
 #                       the request's fields, the process's state
@@ -127,7 +128,8 @@ vault_layer() {
 	tregd/vault/vault_policy.c|tregd/vault/vault_audit.c|\
 	tregd/vault/vault_ctl_key.c|tregd/vault/vault_identity.c|\
 	tregd/vault/vault_mail.c|tregd/vault/vault_project.c|\
-	tregd/vault/vault_health.c|tregd/vault/vault_oauth.c)
+	tregd/vault/vault_egress.c|tregd/vault/vault_health.c|\
+	tregd/vault/vault_oauth.c)
 		echo 5 ;;
 	tregd/vault/vault_crypto.c|tregd/vault/vault_keyring.c|\
 	tregd/vault/vault_keydb.c)

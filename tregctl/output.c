@@ -105,6 +105,7 @@ static const struct column runs_columns[] = {
 	{ "TOOL",	"tool",		NULL },
 	{ "EXIT",	"exit_code",	NULL },
 	{ "MS",		"duration_ms",	NULL },
+	{ "REQS",	"requests",	NULL },
 	{ "WHERE",	"where",	NULL },
 	{ "CREATED",	"created_at",	NULL },
 	{ "ARGV",	"argv",		fmt_argv },
@@ -120,6 +121,9 @@ static const struct column audit_columns[] = {
 	{ "ACTION",	"action",	NULL },
 	{ "REFUSED",	"refused_by",	NULL },
 	{ "STATUS",	"status_code",	NULL },
+	{ "WHERE",	"where",	NULL },
+	{ "RUN",	"run_id",	NULL },
+	{ "HOST",	"host",		NULL },
 	{ "CREATED",	"created_at",	NULL },
 	{ NULL,		NULL,		NULL }
 };

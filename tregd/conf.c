@@ -244,7 +244,7 @@ conf_defaults(struct tregd_conf *c)
 	c->run_processes = DEF_RUN_PROCESSES;
 	c->run_memory = DEF_RUN_MEMORY;
 	c->run_network = RUN_NET_PROXY;
-	c->run_egress_conns = 32;
+	c->run_egress_conns = DEF_RUN_EGRESS_CONNS;
 	c->run_pool = DEF_RUN_POOL;
 	strlcpy(c->run_path, TREGD_RUN_PATH, sizeof(c->run_path));
 	strlcpy(c->run_dir, TREGD_RUN_DIR, sizeof(c->run_dir));
@@ -395,8 +395,13 @@ print_isolation(FILE *fp, const struct tregd_conf *c)
 		print_size(fp, c->run_memory);
 		fputc('\n', fp);
 	}
-	if (!c->run_network)
+	if (c->run_network == RUN_NET_NONE)
 		fputs("run network no\n", fp);
+	else if (c->run_network == RUN_NET_HOST)
+		fputs("run network host\n", fp);
+	if (c->run_egress_conns != DEF_RUN_EGRESS_CONNS)
+		fprintf(fp, "run egress connections %d\n",
+		    c->run_egress_conns);
 	if (c->run_pool != DEF_RUN_POOL)
 		fprintf(fp, "run pool %d\n", c->run_pool);
 }

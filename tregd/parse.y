@@ -137,7 +137,7 @@ static int	 uidrange_set(const char *);
 %token	REQUESTS TLS TOTAL WRITE
 %token	MEMORY NETWORK PROCESSES TMPSIZE USERS
 %token	DATABASE PASSWORD_FILE POSTGRESQL SQLITE
-%token	POOL
+%token	POOL EGRESS
 %token	METRICS
 %token	VAULT WORKERS
 %token	CA CONNECT
@@ -416,7 +416,30 @@ runopt		: ALLOW allowlist
 			}
 			conf->run_memory = $2;
 		}
-		| NETWORK yesno		{ conf->run_network = $2; }
+		| NETWORK NO		{ conf->run_network = RUN_NET_NONE; }
+		| NETWORK YES		{ conf->run_network = RUN_NET_PROXY; }
+		| NETWORK STRING {
+			/* "yes" (older configurations) is "proxy". */
+			if (strcmp($2, "proxy") == 0)
+				conf->run_network = RUN_NET_PROXY;
+			else if (strcmp($2, "host") == 0)
+				conf->run_network = RUN_NET_HOST;
+			else {
+				yyerror("run network %s: proxy, no or host",
+				    $2);
+				YYERROR;
+			}
+		}
+		| EGRESS CONNECTIONS NUMBER {
+			if ($3 < RUN_EGRESS_CONNS_MIN ||
+			    $3 > RUN_EGRESS_CONNS_MAX) {
+				yyerror("run egress connections %lld out of "
+				    "range (%d..%d)", $3, RUN_EGRESS_CONNS_MIN,
+				    RUN_EGRESS_CONNS_MAX);
+				YYERROR;
+			}
+			conf->run_egress_conns = $3;
+		}
 		| POOL NUMBER {
 			if ($2 < 0 || $2 > RUN_POOL_MAX) {
 				yyerror("run pool %lld out of range (0..%d)",
@@ -611,6 +634,7 @@ static const struct keyword keywords[] = {
 	{ "database",		DATABASE },
 	{ "development",	DEVELOPMENT },
 	{ "directory",		DIRECTORY },
+	{ "egress",		EGRESS },
 	{ "filesize",		FILESIZE },
 	{ "from",		FROM },
 	{ "group",		GROUP },

@@ -70,6 +70,58 @@ run_order_pack(struct pack *pk, const struct run_order *o)
 	pack_u32(pk, o->nmask);
 	for (i = 0; i < o->nmask; i++)
 		pack_bytes(pk, o->mask[i], o->masklen[i]);
+	pack_u32(pk, o->nhosts);
+	for (i = 0; i < o->nhosts; i++)
+		pack_str(pk, o->hosts[i]);
+}
+
+/*
+ * An egress host for a run's /etc/hosts and its listeners: "name:port"
+ * (letters, digits, '.', '-', '_') or "[IPv6]:port", port 1..65535.
+ * Nothing else may reach a line of /etc/hosts.
+ */
+int
+run_host_ok(const char *s, char *name, size_t namelen, uint16_t *port)
+{
+	const char	*colon = strrchr(s, ':'), *p, *end;
+	char		*ep;
+	unsigned long	 v;
+	size_t		 n;
+
+	if (colon == NULL || colon == s || colon[1] == '\0' ||
+	    colon[1] == '0' || strlen(colon + 1) > 5)
+		return (0);
+	for (p = colon + 1; *p != '\0'; p++)
+		if (*p < '0' || *p > '9')
+			return (0);
+	v = strtoul(colon + 1, &ep, 10);
+	if (v < 1 || v > 65535)
+		return (0);
+	p = s;
+	end = colon;
+	if (*s == '[') {
+		if (end[-1] != ']' || end - s < 4)
+			return (0);
+		for (p = s + 1; p < end - 1; p++)
+			if (!((*p >= '0' && *p <= '9') || (*p >= 'a' &&
+			    *p <= 'f') || (*p >= 'A' && *p <= 'F') ||
+			    *p == ':' || *p == '.'))
+				return (0);
+		p = s + 1;
+		end--;
+	} else
+		for (; p < end; p++)
+			if (!((*p >= '0' && *p <= '9') || (*p >= 'a' &&
+			    *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+			    *p == '.' || *p == '-' || *p == '_'))
+				return (0);
+	n = end - (*s == '[' ? s + 1 : s);
+	if (n == 0 || n >= namelen || n >= HOST_LEN_MAX)
+		return (0);
+	memcpy(name, *s == '[' ? s + 1 : s, n);
+	name[n] = '\0';
+	*port = (uint16_t)v;
+	return (1);
 }
 
 /* An entry is "NAME=value" with a non-empty name of safe characters. */
@@ -95,8 +147,9 @@ run_order_unpack(const void *buf, size_t len, size_t envskip,
 {
 	struct unpack	 up;
 	const char	*s, **argv;
-	char		**env;
+	char		**env, name[HOST_LEN_MAX];
 	size_t		 i, n;
+	uint16_t	 port;
 
 	memset(o, 0, sizeof(*o));
 	unpack_init(&up, buf, len);
@@ -133,6 +186,22 @@ run_order_unpack(const void *buf, size_t len, size_t envskip,
 	for (i = 0; i < o->nmask; i++)
 		if (unpack_bytes(&up, &n) == NULL)
 			return (-1);
+	o->packed_masklen = up.p - o->packed_mask;
+	*why = "hosts";
+	if (!up.bad && up.left > 0) {
+		o->nhosts = unpack_u32(&up);
+		if (up.bad || o->nhosts > RUN_HOSTS_MAX)
+			return (-1);
+		if ((o->hosts = calloc(o->nhosts + 1, sizeof(*o->hosts))) ==
+		    NULL)
+			fatal("%s: calloc", __func__);
+		for (i = 0; i < o->nhosts; i++) {
+			if ((s = unpack_str(&up)) == NULL ||
+			    !run_host_ok(s, name, sizeof(name), &port))
+				return (-1);
+			o->hosts[i] = s;
+		}
+	}
 	*why = "bin";
 	if (unpack_done(&up) == -1 || o->bin == NULL || *o->bin == '\0' ||
 	    strchr(o->bin, '/') != NULL || strlen(o->bin) >= CONF_BIN_LEN)

@@ -262,7 +262,8 @@ enum imsg_type {
 	 * side; exec <-> relay is a channel of its own, made by the parent.
 	 */
 	/* relay -> exec, once at start */
-	IMSG_EGRESS_CA,		/* blob: PEM of the run CA's certificate */
+	IMSG_EGRESS_CA,		/* PEM of the run CA's certificate, one
+				   message (exec takes at most 16 KB) */
 	/* exec -> relay */
 	IMSG_EGRESS_LISTEN,	/* fd + struct egress_listen */
 	IMSG_EGRESS_END,	/* struct egress_end: the run ended */
@@ -526,12 +527,17 @@ struct egress_end {
  *                       key id from its secret and session token)
  *   nsecrets, secrets[] the run's redaction set (as IMSG_CALL_START's),
  *                       for the answers' masking
+ *   tool                optional: the tool's name, for the one-line texts
+ *                       a run gets ("... is not on the egress list of X")
  */
 struct egress_grant {
 	uint32_t	 runid;
 	uint32_t	 timeout_s;	/* the run's: the grant dies with it */
 	uint32_t	 allow_private;	/* relay allow-private */
 	uint32_t	 maxconns;	/* run egress connections */
+	uint32_t	 passthrough;	/* "tls": "passthrough" (a keyless
+					   false profile): splice by SNI,
+					   one record per connection */
 	int64_t		 org_id;
 	int64_t		 user_id;
 	int64_t		 tool_id;	/* its redaction set's cache key */
@@ -769,17 +775,22 @@ struct run_order {
 	size_t		 nmask;
 	const char	*packed_mask;	/* unpacked: exec's, and its bytes */
 	size_t		 packed_masklen;
+	const char	**hosts;	/* nhosts "host:port" (run_start) */
+	size_t		 nhosts;
 };
+#define RUN_HOSTS_MAX		64	/* egress hosts a run's order names */
 struct pack;
 void	 run_order_pack(struct pack *, const struct run_order *);
 /*
  * Unpacked in place: argv and env are calloc'd (env with envskip free
  * entries first, for exec's own), the strings point into buf, and so
  * does packed_mask.  -1 and *why on a malformed order (argv and env may
- * be set: the caller frees them).
+ * be set: the caller frees them, and hosts).  An order without its
+ * hosts (a vault before keyless runs) has none.
  */
 int	 run_order_unpack(const void *, size_t, size_t, struct run_order *,
 	    const char **);
+int	 run_host_ok(const char *, char *, size_t, uint16_t *);
 extern const double metrics_run_le[METRICS_RUN_BUCKETS];
 extern const double metrics_run_le[METRICS_RUN_BUCKETS];
 const char *run_outcome_name(uint32_t);	/* enum run_outcome: "ok" ... */

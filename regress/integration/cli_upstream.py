@@ -19,6 +19,7 @@ headers (as a list of [name, value]) and the body as text.  Answers:
                              target and the body as received
   /gzip-echo                 the same, gzip-encoded whatever the request
                              accepted (an upstream that ignores identity)
+  /slow?s=N                  the echo after N seconds (a slow upstream)
   anything else              404 {"message": "Not Found"}
 
 Usage: cli_upstream.py PORTFILE LOGFILE CERT KEY   (CERT "-": plain HTTP)
@@ -32,6 +33,7 @@ import os
 import re
 import ssl
 import sys
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -110,6 +112,10 @@ class Handler(BaseHTTPRequestHandler):
         self.record(body)
         path = urllib.parse.urlsplit(self.path).path
         auth = self.headers.get("Authorization", "")
+        if path == "/slow":
+            q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+            time.sleep(float(q.get("s", ["5"])[0]))
+            return self.echo(body, auth, False)
         if path in ("/echo", "/gzip-echo"):
             return self.echo(body, auth, path == "/gzip-echo")
         if path == "/api/v3/user" and self.command == "GET":

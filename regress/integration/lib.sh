@@ -284,6 +284,12 @@ expect_not_in_log() {
 	fi
 }
 
+# runs_left DIR: what is left in a run directory base but the CA bundle
+# exec keeps there for every run (made at its start, not a run's).
+runs_left() {
+	ls -A "$1" | grep -vx 'ca-bundle.pem'
+}
+
 # run_procs PATTERN: pids of run processes whose command line matches the
 # awk regular expression PATTERN.  Under a root daemon a run has a uid of
 # the daemon's "run users" (run_users_range); otherwise the daemon's own

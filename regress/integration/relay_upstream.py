@@ -85,6 +85,18 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def body(self):
+        if "chunked" in self.headers.get("Transfer-Encoding", ""):
+            # The egress proxy streams a run's chunked body as it came.
+            data = b""
+            while True:
+                n = int(self.rfile.readline().split(b";")[0], 16)
+                if n == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n",
+                                                        b""):
+                        pass
+                    return data
+                data += self.rfile.read(n)
+                self.rfile.readline()
         n = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(n) if n else b""
 

@@ -156,6 +156,19 @@ ATF_TC_BODY(a_leaf_is_refused_for_another_host, tc)
 	egress_ca_free();
 }
 
+/* A CN holds 64 bytes: a longer name (an S3 bucket's) is in SAN only. */
+ATF_TC_WITHOUT_HEAD(a_leaf_for_a_name_longer_than_a_cn);
+ATF_TC_BODY(a_leaf_for_a_name_longer_than_a_cn, tc)
+{
+	const char	*h = "my-rather-long-bucket-name-for-the-logs-of-2026.s3.us-west-2."
+			    "amazonaws.com";
+
+	ATF_REQUIRE(strlen(h) > 64);
+	ATF_REQUIRE(egress_ca_init() == 0);
+	ATF_CHECK_EQ(handshake(h, h, NULL), X509_V_OK);
+	egress_ca_free();
+}
+
 ATF_TC_WITHOUT_HEAD(leaves_are_kept_and_the_cache_is_bounded);
 ATF_TC_BODY(leaves_are_kept_and_the_cache_is_bounded, tc)
 {
@@ -197,6 +210,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, a_leaf_for_a_name_verifies_against_the_run_ca);
 	ATF_TP_ADD_TC(tp, a_leaf_for_an_ip_literal_names_the_address);
 	ATF_TP_ADD_TC(tp, a_leaf_is_refused_for_another_host);
+	ATF_TP_ADD_TC(tp, a_leaf_for_a_name_longer_than_a_cn);
 	ATF_TP_ADD_TC(tp, leaves_are_kept_and_the_cache_is_bounded);
 	return (atf_no_error());
 }

@@ -131,8 +131,67 @@ ATF_TC_BODY(run_order_refuses_what_exec_must_not_run, tc)
 	pack_free(&pk);
 }
 
+ATF_TC_WITHOUT_HEAD(run_order_hosts);
+ATF_TC_BODY(run_order_hosts, tc)
+{
+	static const char *good[] = { "api.github.com:443", "localhost:8080",
+	    "[::1]:443" };
+	static const char *bad[] = { "*.github.com:443", "http://x:80",
+	    "x y:443", "x:0", "x:65536", "x", ":443", "x:44a", "[::1:443",
+	    "x\n127.0.0.1 evil:443" };
+	struct run_order	 o, u;
+	struct pack		 pk;
+	const char		*why, *one[1];
+	char			 name[HOST_LEN_MAX];
+	uint16_t		 port;
+	size_t			 i, k;
+
+	order(&o, "gh", 1, 0, "A=b");
+	o.hosts = good;
+	o.nhosts = 3;
+	pack_init(&pk);
+	run_order_pack(&pk, &o);
+	ATF_REQUIRE_EQ(run_order_unpack(pk.buf, pk.len, 0, &u, &why), 0);
+	ATF_REQUIRE_EQ(u.nhosts, 3);
+	ATF_CHECK_STREQ(u.hosts[0], "api.github.com:443");
+	ATF_CHECK_STREQ(u.hosts[2], "[::1]:443");
+	ATF_CHECK(run_host_ok(u.hosts[2], name, sizeof(name), &port));
+	ATF_CHECK_STREQ(name, "::1");
+	ATF_CHECK_EQ(port, 443);
+	ATF_CHECK(run_host_ok(u.hosts[1], name, sizeof(name), &port));
+	ATF_CHECK_STREQ(name, "localhost");
+	ATF_CHECK_EQ(port, 8080);
+	free(u.argv);
+	free(u.env);
+	free(u.hosts);
+	/* A vault that sends no hosts: an order of old, no host. */
+	k = pk.len - 4 - 3 * 5 - strlen(good[0]) - strlen(good[1]) -
+	    strlen(good[2]);
+	ATF_REQUIRE_EQ(run_order_unpack(pk.buf, k, 0, &u, &why), 0);
+	ATF_CHECK_EQ(u.nhosts, 0);
+	ATF_CHECK(u.hosts == NULL);
+	free(u.argv);
+	free(u.env);
+	pack_free(&pk);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		one[0] = bad[i];
+		o.hosts = one;
+		o.nhosts = 1;
+		pack_init(&pk);
+		run_order_pack(&pk, &o);
+		ATF_CHECK_EQ_MSG(run_order_unpack(pk.buf, pk.len, 0, &u, &why),
+		    -1, "case %zu", i);
+		ATF_CHECK_STREQ_MSG(why, "hosts", "case %zu", i);
+		free(u.argv);
+		free(u.env);
+		free(u.hosts);
+		pack_free(&pk);
+	}
+}
+
 ATF_TP_ADD_TCS(tp)
 {
+	ATF_TP_ADD_TC(tp, run_order_hosts);
 	ATF_TP_ADD_TC(tp, run_order_reads_back_as_packed);
 	ATF_TP_ADD_TC(tp, run_order_refuses_what_exec_must_not_run);
 	return (atf_no_error());

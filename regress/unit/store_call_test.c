@@ -36,6 +36,8 @@
 static void	 open_engine(const atf_tc_t *, int);
 static int	 collect_tool(const struct store_tool_url *, void *);
 static int	 first_call(const struct store_calls_row *, void *);
+static int	 each_call(const struct store_calls_row *, void *);
+static int	 each_run(const struct store_runs_row *, void *);
 static void	 sql(int, const char *);
 static int64_t	 regv(void);
 static int64_t	 a_call(void);
@@ -382,6 +384,126 @@ the_registry_version_moves_with_registry_writes_only_body(
 	store_close();
 }
 
+/* The ids, run ids and hosts of a page, in order. */
+struct seen {
+	int64_t		 id[8], run[8], requests[8];
+	char		 host[8][64], place[8][16];
+	int		 n;
+};
+
+static int
+each_call(const struct store_calls_row *r, void *arg)
+{
+	struct seen	*s = arg;
+
+	if (s->n < 8) {
+		s->id[s->n] = r->id;
+		s->run[s->n] = r->c.run_id;
+		strlcpy(s->host[s->n], r->c.target_host != NULL ?
+		    r->c.target_host : "(null)", sizeof(s->host[0]));
+		strlcpy(s->place[s->n], r->c.place != NULL ? r->c.place :
+		    "(null)", sizeof(s->place[0]));
+		s->n++;
+	}
+	return (0);
+}
+
+static int
+each_run(const struct store_runs_row *r, void *arg)
+{
+	struct seen	*s = arg;
+
+	if (s->n < 8) {
+		s->id[s->n] = r->id;
+		s->requests[s->n++] = r->requests;
+	}
+	return (0);
+}
+
+/*
+ * A keyless run's requests (schema 13): each a call record naming its
+ * run, listed by run newest first and only in the run's org, counted
+ * on the run's row as they are written, one rolled back not counted.
+ */
+static void
+a_runs_requests_are_listed_and_counted_body(const atf_tc_t *tc, int pg)
+{
+	struct store_run	 r;
+	struct store_call	 c;
+	struct seen		 s;
+	int64_t			 run1, run2, id[4];
+	int			 i;
+
+	open_engine(tc, pg);
+	memset(&r, 0, sizeof(r));
+	r.org_id = 1;
+	r.user_id = 1;
+	r.user_email = "a@example.com";
+	r.tool = "v1";
+	r.argv = "[]";
+	r.created_at = "2026-01-02T00:00:00Z";
+	ATF_REQUIRE(store_run_insert(&r, &run1) == 0);
+	r.created_at = "2026-01-02T00:00:01Z";
+	ATF_REQUIRE(store_run_insert(&r, &run2) == 0);
+	memset(&c, 0, sizeof(c));
+	c.org_id = 1;
+	c.user_id = 1;
+	c.user_email = "a@example.com";
+	c.tool_name = "v1";
+	c.method = "GET";
+	c.path = "/user";
+	c.kind = "call";
+	c.created_at = "2026-01-02T00:00:02Z";
+	c.place = "run";
+	c.target_host = "api.x.com";
+	for (i = 0; i < 4; i++) {
+		/* run1, run2, run1, and a relayed call of no run. */
+		c.run_id = i == 3 ? 0 : i == 1 ? run2 : run1;
+		c.place = i == 3 ? NULL : "run";
+		c.target_host = i == 3 ? NULL : i == 2 ? "uploads.x.com:8443" :
+		    "api.x.com";
+		ATF_REQUIRE(store_begin() == 0);
+		ATF_REQUIRE(store_call_insert(&c, &id[i]) == 0);
+		ATF_REQUIRE(store_commit() == 0);
+	}
+	/* A record rolled back is neither listed nor counted. */
+	c.run_id = run1;
+	ATF_REQUIRE(store_begin() == 0);
+	ATF_REQUIRE(store_call_insert(&c, NULL) == 0);
+	store_rollback();
+
+	memset(&s, 0, sizeof(s));
+	ATF_REQUIRE(store_calls_run_page(1, run1, 0, each_call, &s) == 0);
+	ATF_REQUIRE_EQ(s.n, 2);
+	ATF_CHECK_EQ(s.id[0], id[2]);
+	ATF_CHECK_EQ(s.id[1], id[0]);
+	ATF_CHECK_EQ(s.run[0], run1);
+	ATF_CHECK_STREQ(s.host[0], "uploads.x.com:8443");
+	ATF_CHECK_STREQ(s.host[1], "api.x.com");
+	ATF_CHECK_STREQ(s.place[1], "run");
+	/* Paged with before_id, as GET /calls. */
+	memset(&s, 0, sizeof(s));
+	ATF_REQUIRE(store_calls_run_page(1, run1, id[2], each_call, &s) == 0);
+	ATF_CHECK(s.n == 1 && s.id[0] == id[0]);
+	/* Another org's read of the run finds nothing. */
+	memset(&s, 0, sizeof(s));
+	ATF_REQUIRE(store_calls_run_page(2, run1, 0, each_call, &s) == 0);
+	ATF_CHECK_EQ(s.n, 0);
+	/* The whole log still lists every record, a relayed call's bare. */
+	memset(&s, 0, sizeof(s));
+	ATF_REQUIRE(store_calls_page(1, 0, each_call, &s) == 0);
+	ATF_REQUIRE_EQ(s.n, 4);
+	ATF_CHECK(s.run[0] == 0 && strcmp(s.place[0], "(null)") == 0 &&
+	    strcmp(s.host[0], "(null)") == 0);
+	/* GET /runs: each run's requests. */
+	memset(&s, 0, sizeof(s));
+	ATF_REQUIRE(store_runs_page(1, 0, 0, each_run, &s) == 0);
+	ATF_REQUIRE_EQ(s.n, 2);
+	ATF_CHECK(s.id[0] == run2 && s.requests[0] == 1);
+	ATF_CHECK(s.id[1] == run1 && s.requests[1] == 2);
+	store_close();
+}
+
 #define BOTH(name)							\
 ATF_TC_WITHOUT_HEAD(name##_sqlite);					\
 ATF_TC_BODY(name##_sqlite, tc) { name##_body(tc, 0); }			\
@@ -399,6 +521,7 @@ BOTH(reads_share_a_read_transaction_ended_before_a_write)
 BOTH(tools_by_host_are_the_orgs_own)
 BOTH(a_call_end_shows_in_calls_page)
 BOTH(the_registry_version_moves_with_registry_writes_only)
+BOTH(a_runs_requests_are_listed_and_counted)
 
 ATF_TP_ADD_TCS(tp)
 {
@@ -421,5 +544,7 @@ ATF_TP_ADD_TCS(tp)
 	    the_registry_version_moves_with_registry_writes_only_sqlite);
 	ATF_TP_ADD_TC(tp,
 	    the_registry_version_moves_with_registry_writes_only_pg);
+	ATF_TP_ADD_TC(tp, a_runs_requests_are_listed_and_counted_sqlite);
+	ATF_TP_ADD_TC(tp, a_runs_requests_are_listed_and_counted_pg);
 	return (atf_no_error());
 }

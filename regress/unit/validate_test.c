@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "vault.h"
 
 static int	 url_ok(const char *, int, char *, size_t);
@@ -463,6 +464,150 @@ ATF_TC_BODY(cli_limits, tc)
 	json_decref(in);
 }
 
+/* SPEC 6a: keyless (default true), tls, egress, sign, as stored. */
+ATF_TC_WITHOUT_HEAD(cli_keyless_fields_are_checked_and_canonical);
+ATF_TC_BODY(cli_keyless_fields_are_checked_and_canonical, tc)
+{
+	json_t	*in, *out, *eg;
+	char	 err[256];
+
+	/* The defaults are not stored. */
+	in = parse("{\"bin\": \"sh\", \"keyless\": true, \"tls\": "
+	    "\"intercept\"}");
+	ATF_REQUIRE_MSG(cli_check(in, 0, &out, err, sizeof(err)) == 0, "%s",
+	    err);
+	ATF_CHECK(json_object_get(out, "keyless") == NULL);
+	ATF_CHECK(json_object_get(out, "tls") == NULL);
+	ATF_CHECK(json_object_get(out, "egress") == NULL);
+	json_decref(out);
+	json_decref(in);
+
+	in = parse("{\"bin\": \"sh\", \"keyless\": false, \"tls\": "
+	    "\"passthrough\", \"egress\": [\"API.Example.com\", "
+	    "\"api.example.com:443\", \"up.example.com:8443\", "
+	    "\"*.AmazonAWS.com\", \"http://localhost:8080\", "
+	    "\"http://h.example\"], \"inject\": [{\"via\": \"env\", "
+	    "\"name\": \"AWS_SECRET_ACCESS_KEY\", \"secret_id\": 3, "
+	    "\"sign\": \"aws-sigv4\"}]}");
+	ATF_REQUIRE_MSG(cli_check(in, 0, &out, err, sizeof(err)) == 0, "%s",
+	    err);
+	ATF_CHECK(json_is_false(json_object_get(out, "keyless")));
+	ATF_CHECK_STREQ(json_string_value(json_object_get(out, "tls")),
+	    "passthrough");
+	eg = json_object_get(out, "egress");
+	/* Lower case, ports spelled out, each once. */
+	ATF_REQUIRE_EQ(json_array_size(eg), 5);
+	ATF_CHECK_STREQ(json_string_value(json_array_get(eg, 0)),
+	    "api.example.com:443");
+	ATF_CHECK_STREQ(json_string_value(json_array_get(eg, 1)),
+	    "up.example.com:8443");
+	ATF_CHECK_STREQ(json_string_value(json_array_get(eg, 2)),
+	    "*.amazonaws.com:443");
+	ATF_CHECK_STREQ(json_string_value(json_array_get(eg, 3)),
+	    "http://localhost:8080");
+	ATF_CHECK_STREQ(json_string_value(json_array_get(eg, 4)),
+	    "http://h.example:80");
+	ATF_CHECK_STREQ(json_string_value(json_object_get(json_array_get(
+	    json_object_get(out, "inject"), 0), "sign")), "aws-sigv4");
+	json_decref(out);
+	json_decref(in);
+
+	/* The aws catalog profile's entries are signed, its hosts known. */
+	in = parse("{\"bin\": \"aws\"}");
+	ATF_REQUIRE_MSG(cli_check(in, 0, &out, err, sizeof(err)) == 0, "%s",
+	    err);
+	ATF_CHECK_STREQ(json_string_value(json_object_get(json_array_get(
+	    json_object_get(out, "inject"), 1), "sign")), "aws-sigv4");
+	ATF_CHECK_STREQ(catalog_egress("aws"), "*.amazonaws.com");
+	ATF_CHECK(strstr(catalog_egress("gh"), "codeload.github.com") !=
+	    NULL);
+	ATF_CHECK(catalog_egress("sh") == NULL);
+	json_decref(out);
+	json_decref(in);
+}
+
+ATF_TC_WITHOUT_HEAD(cli_keyless_refusals_say_why);
+ATF_TC_BODY(cli_keyless_refusals_say_why, tc)
+{
+	static const struct {
+		const char	*in, *why;
+	} bad[] = {
+		{ "{\"bin\": \"sh\", \"keyless\": \"no\"}",
+		    "'keyless' must be true or false" },
+		{ "{\"bin\": \"sh\", \"tls\": \"none\"}",
+		    "'tls' must be one of intercept, passthrough" },
+		{ "{\"bin\": \"sh\", \"tls\": \"passthrough\"}",
+		    "'passthrough' needs \"keyless\": false" },
+		{ "{\"bin\": \"sh\", \"egress\": \"api.example.com\"}",
+		    "'egress' must be a list of at most 32 hosts" },
+		{ "{\"bin\": \"sh\", \"egress\": [7]}",
+		    "cli.egress[0] must be a string" },
+		{ "{\"bin\": \"sh\", \"egress\": [\"\"]}",
+		    "cli.egress[0] must be a string" },
+		{ "{\"bin\": \"sh\", \"egress\": [\"ok.example\", "
+		    "\"https://x.example\"]}",
+		    "cli.egress[1]: 'https://x.example': only http://" },
+		{ "{\"bin\": \"sh\", \"egress\": [\"x.example:0\"]}",
+		    "the port must be a number from 1 to 65535" },
+		{ "{\"bin\": \"sh\", \"egress\": [\"x.example:99999\"]}",
+		    "the port must be a number from 1 to 65535" },
+		{ "{\"bin\": \"sh\", \"egress\": [\"x.example:\"]}",
+		    "the port must be a number" },
+		{ "{\"bin\": \"sh\", \"egress\": [\"x.example/path\"]}",
+		    "is not a host name" },
+		{ "{\"bin\": \"sh\", \"egress\": [\"a*.example.com\"]}",
+		    "is not a host name" },
+		{ "{\"bin\": \"sh\", \"egress\": [\"user@x.example\"]}",
+		    "is not a host name" },
+		{ "{\"bin\": \"sh\", \"egress\": [\"[::1]:443\"]}",
+		    "is not a host name" },
+		{ "{\"bin\": \"sh\", \"egress\": [\"*.com\"]}",
+		    "a wildcard needs a domain of two labels" },
+		{ "{\"bin\": \"sh\", \"egress\": [\"http://*.x.example\"]}",
+		    "not a *.domain" },
+		{ "{\"bin\": \"sh\", \"inject\": [{\"via\": \"env\", "
+		    "\"name\": \"A\", \"sign\": \"hmac\"}]}",
+		    "'sign' must be one of aws-sigv4" },
+		{ "{\"bin\": \"sh\", \"inject\": [{\"via\": \"argv\", "
+		    "\"argv\": [\"{secret}\"], \"sign\": \"aws-sigv4\"}]}",
+		    "'sign' needs via env" },
+	};
+	json_t	*in, *out, *eg;
+	char	 err[256], host[300];
+	size_t	 i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		in = parse(bad[i].in);
+		err[0] = '\0';
+		ATF_CHECK_MSG(cli_check(in, 0, &out, err, sizeof(err)) == -1,
+		    "accepted: %s", bad[i].in);
+		ATF_CHECK_MSG(strstr(err, bad[i].why) != NULL, "%s: '%s'",
+		    bad[i].in, err);
+		json_decref(in);
+	}
+	/* Bounded: EGRESS_HOSTS_MAX entries of EGRESS_ENTRY_MAX bytes. */
+	in = parse("{\"bin\": \"sh\"}");
+	eg = json_array();
+	for (i = 0; i <= EGRESS_HOSTS_MAX; i++) {
+		snprintf(host, sizeof(host), "h%zu.example.com", i);
+		json_array_append_new(eg, json_string(host));
+	}
+	json_object_set_new(in, "egress", eg);
+	ATF_CHECK(cli_check(in, 0, &out, err, sizeof(err)) == -1);
+	json_array_remove(eg, 0);
+	ATF_CHECK(cli_check(in, 0, &out, err, sizeof(err)) == 0);
+	json_decref(out);
+	memset(host, 'a', sizeof(host));
+	for (i = 60; i < EGRESS_ENTRY_MAX + 1; i += 61)
+		host[i] = '.';
+	host[EGRESS_ENTRY_MAX + 1] = '\0';
+	json_array_set_new(eg, 0, json_string(host));
+	ATF_CHECK(cli_check(in, 0, &out, err, sizeof(err)) == -1);
+	ATF_CHECK(strstr(err, "cli.egress[0] must be a string of 1 to") !=
+	    NULL);
+	json_decref(in);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, base_url_refuses_internal_spellings);
@@ -480,5 +625,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, cli_profile_is_checked_and_canonical);
 	ATF_TP_ADD_TC(tp, cli_profile_refusals);
 	ATF_TP_ADD_TC(tp, cli_limits);
+	ATF_TP_ADD_TC(tp, cli_keyless_fields_are_checked_and_canonical);
+	ATF_TP_ADD_TC(tp, cli_keyless_refusals_say_why);
 	return (atf_no_error());
 }

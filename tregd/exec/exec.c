@@ -11,7 +11,11 @@
  * one per tool and version of its secrets (common/redact_cache.c, made
  * by a thread of its own, never on this loop).  It keeps a
  * pool of sandboxes ready ("run pool"), refilled one per turn of its loop
- * after answers.
+ * after answers.  A proxied run's listeners (made inside its network
+ * namespace by its CLI before execve, sbx_egress_make) come back on its
+ * order socket and go on to the relay (IMSG_EGRESS_LISTEN); its end is
+ * IMSG_EGRESS_END.  The run CA the relay sends at start joins the CA
+ * bundle runs see.
  */
 
 #include <sys/types.h>
@@ -22,6 +26,7 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 
+#include <arpa/inet.h>
 #include <linux/capability.h>
 
 #include <dirent.h>
@@ -55,6 +60,8 @@
 /* After the leader died and its group was killed: how long to wait for EOF. */
 #define RUN_DRAIN_MS	500
 #define RUN_EARLY_CANCEL 64
+#define RUN_CA_PEM_MAX	16384	/* the run CA's certificate, in PEM */
+#define RUN_PROXY_URL	"http://127.0.0.1:3128"
 
 struct run;
 
@@ -79,6 +86,7 @@ struct run {
 	int			 cancelled;	/* the client went away */
 	const char		*offline;	/* why it has no network, or NULL */
 	size_t			 nown;		/* env[0..nown): exec's own */
+	size_t			 nca;		/* of them, the CA bundle's */
 	int			 paused;	/* the client is not reading */
 	uint32_t		 timeout_s;
 	struct timespec		 start;
@@ -94,13 +102,20 @@ struct run {
 	const char		*bin;
 	char			**argv;
 	char			**env;
-	int			 network;
+	int			 network;	/* RUN_NET_* */
 	char			 dir[PATH_MAX];
+	/* RUN_NET_PROXY: its /etc/hosts lines, its listeners' ports */
+	char			*etc_hosts;
+	uint16_t		 ports[SBX_PORTS_MAX];
+	size_t			 nports;
+	struct event		 ev_egress;	/* its listeners, coming */
+	int			 egress_wait;	/* ev_egress is set */
+	int			 egress_sent;	/* the relay knows the run */
 };
 TAILQ_HEAD(run_list, run);
 
 static struct tregd_conf	 exec_conf;
-static struct imsgev		 iev_parent, iev_frontend;
+static struct imsgev		 iev_parent, iev_frontend, iev_relay;
 /* Each vault worker's: a run's end goes to the one that holds its record. */
 static struct imsgev		 iev_vaults[VAULT_WORKERS_MAX];
 static int			 nvaults;
@@ -113,7 +128,14 @@ static struct run_list		 runs = TAILQ_HEAD_INITIALIZER(runs);
 /* Run orders waiting for their redaction set. */
 static struct run_list		 waiting = TAILQ_HEAD_INITIALIZER(waiting);
 static int			 as_root;
-static int			 exec_ca;	/* <run dir>/ca-bundle.pem made */
+static int			 exec_prepared;	/* exec_prepare() is done */
+static int			 exec_pool_network;	/* the pool's run network */
+/* A proxied run's way out (SPEC 6a): every client library's names. */
+static const char *const	 proxy_vars[] = { "HTTPS_PROXY", "HTTP_PROXY",
+    "https_proxy", "http_proxy", "ALL_PROXY" };
+static const char *const	 noproxy_vars[] = { "NO_PROXY", "no_proxy" };
+#define RUN_ENV_PROXY	(sizeof(proxy_vars) / sizeof(proxy_vars[0]) + \
+			    sizeof(noproxy_vars) / sizeof(noproxy_vars[0]))
 /* The variables that name a CA bundle, for OpenSSL, Go, Node, Python. */
 static const char *const	 ca_vars[] = { "SSL_CERT_FILE",
     "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
@@ -132,12 +154,14 @@ static void	exec_imsg_run_start(struct imsgev *, struct imsg *);
 static void	exec_imsg_run_data(struct imsgev *, struct imsg *);
 static void	exec_imsg_run_cancel(struct imsgev *, struct imsg *);
 static void	exec_imsg_run_pause(struct imsgev *, struct imsg *);
+static void	exec_imsg_egress_ca(struct imsgev *, struct imsg *);
 static void	exec_closed(struct imsgev *);
 static void	exec_sig(int, short, void *);
 
 #define FROM_PARENT	IMSG_FROM(PROC_PARENT)
 #define FROM_FRONTEND	IMSG_FROM(PROC_FRONTEND)
 #define FROM_VAULT	IMSG_FROM(PROC_VAULT)
+#define FROM_RELAY	IMSG_FROM(PROC_RELAY)
 
 /* What the parent sends before IMSG_CONF_END: settings and channels. */
 static const struct imsg_handler exec_start_imsgs[] = {
@@ -159,18 +183,19 @@ static const struct imsg_handler exec_imsgs[] = {
 	{ IMSG_RUN_CANCEL, FROM_FRONTEND, 0,		exec_imsg_run_cancel },
 	{ IMSG_RUN_PAUSE, FROM_FRONTEND, 0,		exec_imsg_run_pause },
 	{ IMSG_RUN_RESUME, FROM_FRONTEND, 0,		exec_imsg_run_pause },
+	/* The run CA's certificate, once at the relay's start. */
+	{ IMSG_EGRESS_CA, FROM_RELAY, IMSG_LEN_ANY,	exec_imsg_egress_ca },
 };
 
 static struct proc_peer	 exec_peers[] = {
 	{ PROC_FRONTEND,	&iev_frontend,	exec_dispatch, 0 },
+	{ PROC_RELAY,		&iev_relay,	exec_dispatch, 0 },
 };
 #define NPEERS	(sizeof(exec_peers) / sizeof(exec_peers[0]))
 static void	exec_kill_runs(void);
 static void	exec_atexit(void);
 static void	exec_sigchld(int, short, void *);
 static void	exec_prepare(void);
-static int	exec_ca_append(int, const char *);
-static void	exec_ca_bundle(void);
 static void	exec_drop_caps(void);
 static void	exec_start(struct blob *);
 static void	exec_set_ready(void *, struct rcache *);
@@ -201,6 +226,12 @@ static void	exec_refill(int, short, void *);
 static void	exec_refill_soon(void);
 static void	exec_zygote(int, short, void *);
 static void	run_stages(const struct run *, int64_t);
+static int	run_network(const struct run_start *, struct run *);
+static void	run_egress_plan(struct run *, const struct run_order *);
+static int	run_hosts_has(const char *, size_t, const char *);
+static int	run_env_net(struct run *, size_t);
+static void	run_egress_read(int, short, void *);
+static void	run_egress_end(struct run *);
 
 __dead void
 exec_main(int debug, int verbose)
@@ -285,78 +316,45 @@ exec_prepare(void)
 			rm_tree_at(dfd, de->d_name, 1, 0);
 	closedir(d);
 	close(dfd);
-	exec_ca_bundle();
+	if (exec_ca_bundle(&exec_conf) == -1)
+		fatalx("cannot make the runs' CA bundle");
+	exec_prepared = 1;
+	exec_pool_network = exec_conf.run_network;
 
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == -1)
 		fatal("PR_SET_CHILD_SUBREAPER");
 }
 
-/* File path appended to fd; 0, or -1 with errno. */
-static int
-exec_ca_append(int fd, const char *path)
-{
-	char	 buf[8192];
-	ssize_t	 n;
-	int	 in, rc = 0;
-
-	if ((in = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return (-1);
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(fd, buf, n) != n) {
-			rc = -1;
-			break;
-		}
-	if (n == -1)
-		rc = -1;
-	close(in);
-	/* A file whose last line lacks its newline must not join the next. */
-	if (rc == 0 && write(fd, "\n", 1) != 1)
-		rc = -1;
-	return (rc);
-}
-
 /*
- * The CAs a run's CLIs trust: the system's bundle and `relay ca' (the
- * private CA the operator's upstreams use), at <run dir>/ca-bundle.pem,
- * named by the variables CLIs read (exec_start); an init binds it into
- * its run's view (exec_child.c).  Without `relay ca' there is none:
- * the system's bundle is theirs already.
+ * The relay's run CA, once at its start: into the bundle, and the pool's
+ * sandboxes, bound to the bundle before it, are made again.
  */
 static void
-exec_ca_bundle(void)
+exec_imsg_egress_ca(struct imsgev *iev, struct imsg *imsg)
 {
-	char	 path[PATH_MAX], tmp[PATH_MAX];
-	int	 fd;
+	static const char	 begin[] = "-----BEGIN CERTIFICATE-----";
 
-	exec_ca = 0;
-	if (snprintf(path, sizeof(path), "%s/%s", exec_conf.run_dir,
-	    RUN_CA_BUNDLE) >= (int)sizeof(path) || snprintf(tmp, sizeof(tmp),
-	    "%s/.%s", exec_conf.run_dir, RUN_CA_BUNDLE) >= (int)sizeof(tmp))
-		fatalx("run directory %s: path too long", exec_conf.run_dir);
-	if (unlink(path) == -1 && errno != ENOENT)
-		fatal("unlink %s", path);
-	if (exec_conf.relay_ca[0] == '\0')
-		return;
-	(void)unlink(tmp);
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0644)) == -1)
-		fatal("open %s", tmp);
-	if (fchmod(fd, 0644) == -1)
-		fatal("fchmod %s", tmp);
-	if (exec_ca_append(fd, TREGD_CA_BUNDLE) == -1)
-		log_warn("exec: %s", TREGD_CA_BUNDLE);
-	if (exec_ca_append(fd, exec_conf.relay_ca) == -1)
-		fatal("relay ca %s", exec_conf.relay_ca);
-	if (fsync(fd) == -1 || close(fd) == -1 || rename(tmp, path) == -1)
-		fatal("%s", path);
-	exec_ca = 1;
+	if (imsg->datalen < sizeof(begin) || imsg->datalen > RUN_CA_PEM_MAX ||
+	    memcmp(imsg->data, begin, sizeof(begin) - 1) != 0 ||
+	    memchr(imsg->data, '\0', imsg->datalen) != NULL)
+		fatalx("%s: bad IMSG_EGRESS_CA from %s", __func__, iev->name);
+	exec_ca_set(imsg->data, imsg->datalen);
+	if (!exec_prepared)
+		return;			/* exec_prepare() writes it */
+	if (exec_ca_bundle(&exec_conf) == -1)
+		log_warnx("the run CA is not in the runs' CA bundle: "
+		    "proxied runs' TLS will fail");
+	sbx_pool_flush(exec_pool_network);
+	exec_refill_soon();
 }
 
 /*
  * Keep only what runs need: change uid and gid (setgroups too), signal a
  * run's processes, give and take back a run directory, make a run's
- * namespaces and mounts (CAP_SYS_ADMIN) and up its loopback
- * (CAP_NET_ADMIN).  The bounding set goes first when CAP_SETPCAP allows
+ * namespaces and mounts (CAP_SYS_ADMIN), up its loopback
+ * (CAP_NET_ADMIN) and, in its CLI before execve, bind a proxied run's
+ * listeners on ports like 443 in its own network namespace
+ * (CAP_NET_BIND_SERVICE; exec itself opens no socket).  The bounding set goes first when CAP_SETPCAP allows
  * (a service manager may have taken it already: the bounding set is
  * then its, and what is not permitted now is not asked for).
  */
@@ -367,7 +365,8 @@ exec_drop_caps(void)
 	struct __user_cap_data_struct	 data[2];
 	const int	 keep[] = { CAP_SETUID, CAP_SETGID, CAP_KILL,
 			    CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER,
-			    CAP_SYS_ADMIN, CAP_NET_ADMIN };
+			    CAP_SYS_ADMIN, CAP_NET_ADMIN,
+			    CAP_NET_BIND_SERVICE };
 	uint64_t	 mask = 0, have;
 	size_t		 i;
 	int		 c;
@@ -441,6 +440,8 @@ exec_atexit(void)
 	}
 	sbx_cleanup();
 	rcache_clear();
+	/* The CA bundle is made again at start: nothing stays behind. */
+	exec_ca_remove(&exec_conf);
 }
 
 static void
@@ -468,9 +469,15 @@ exec_imsg_vault(struct imsgev *iev, struct imsg *imsg)
 	    exec_closed);
 }
 
+/* A reload that changed "run network": the pool is made again so. */
 static void
 exec_imsg_reload_end(struct imsgev *iev, struct imsg *imsg)
 {
+	if (exec_conf.run_network == exec_pool_network)
+		return;
+	exec_pool_network = exec_conf.run_network;
+	sbx_pool_flush(exec_pool_network);
+	exec_refill_soon();
 }
 
 static void
@@ -608,16 +615,22 @@ exec_start(struct blob *b)
 	memcpy(&rs, b->head, sizeof(rs));
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		fatal("%s: calloc", __func__);
+	if (run_network(&rs, r) == -1)
+		fatalx("%s: bad run order (network)", __func__);
 	/*
 	 * PATH, HOME, TMPDIR, XDG_CONFIG_HOME, XDG_CACHE_HOME, LANG, LC_ALL,
-	 * and the CA bundle's variables.
+	 * the CA bundle's variables, a proxied run's proxy variables.
 	 */
-	n = RUN_ENV_OWN + (exec_ca ? sizeof(ca_vars) / sizeof(ca_vars[0]) : 0);
+	r->nca = exec_ca_made() ? sizeof(ca_vars) / sizeof(ca_vars[0]) : 0;
+	n = RUN_ENV_OWN + r->nca + (r->network == RUN_NET_PROXY ?
+	    RUN_ENV_PROXY : 0);
 	r->nown = n;
 	if (run_order_unpack(b->data, b->datalen, n, &o, &why) == -1)
 		fatalx("%s: bad run order (%s)", __func__, why);
 	if (rs.timeout_s < 1 || rs.timeout_s > RUN_TIMEOUT_MAX)
 		fatalx("%s: bad run order (timeout)", __func__);
+	run_egress_plan(r, &o);
+	free(o.hosts);
 	r->bin = o.bin;
 	r->argv = (char **)o.argv;
 	r->env = o.env;
@@ -631,11 +644,6 @@ exec_start(struct blob *b)
 	r->sb.slot = -1;
 	r->out[0].fd = r->out[1].fd = -1;
 	r->timeout_s = rs.timeout_s;
-	r->network = rs.network && exec_conf.run_network;
-	if (!exec_conf.run_network)
-		r->offline = "the server's runs have none (run network no)";
-	else if (!rs.network)
-		r->offline = "the tool's CLI profile says \"network\": false";
 	TAILQ_INSERT_TAIL(&waiting, r, entry);
 	switch (rcache_get(rs.tool_id, o.packed_mask, o.packed_masklen,
 	    exec_set_ready, r, &r->rset)) {
@@ -647,6 +655,89 @@ exec_start(struct blob *b)
 	default:
 		fatalx("%s: bad run order (secrets)", __func__);
 	}
+}
+
+/*
+ * How the run reaches the network (SPEC 6a): the vault's choice, where
+ * the operator's "run network no" always wins, and a vault that says
+ * "network" without knowing of the proxy (1) means the host's under "run
+ * network host".  -1 on a value that is none.
+ */
+static int
+run_network(const struct run_start *rs, struct run *r)
+{
+	if (rs->network > RUN_NET_HOST)
+		return (-1);
+	r->network = rs->network;
+	if (exec_conf.run_network == RUN_NET_NONE) {
+		r->network = RUN_NET_NONE;
+		r->offline = "the server's runs have none (run network no)";
+	} else if (r->network == RUN_NET_NONE)
+		r->offline = "the tool's CLI profile says \"network\": false";
+	else if (exec_conf.run_network == RUN_NET_HOST)
+		r->network = RUN_NET_HOST;
+	/* No namespaces (logged at start): the host's, and no proxy. */
+	if (!sbx_mounts())
+		r->network = RUN_NET_HOST;
+	return (0);
+}
+
+/*
+ * A proxied run's /etc/hosts lines (each egress host by name at
+ * 127.0.0.1: not a literal, not localhost) and its listeners' ports:
+ * the proxy's first, then each egress port once.
+ */
+static void
+run_egress_plan(struct run *r, const struct run_order *o)
+{
+	struct in_addr	 a4;
+	char		 name[HOST_LEN_MAX], *lines = NULL;
+	size_t		 i, k, len = 0, cap = 0;
+	uint16_t	 port;
+
+	if (r->network != RUN_NET_PROXY)
+		return;
+	r->ports[r->nports++] = EGRESS_PROXY_PORT;
+	for (i = 0; i < o->nhosts; i++) {
+		if (!run_host_ok(o->hosts[i], name, sizeof(name), &port))
+			fatalx("%s: bad run order (hosts)", __func__);
+		for (k = 0; k < r->nports && r->ports[k] != port; k++)
+			;
+		if (k == r->nports && r->nports < SBX_PORTS_MAX)
+			r->ports[r->nports++] = port;
+		if (o->hosts[i][0] == '[' || inet_pton(AF_INET, name,
+		    &a4) == 1 || strcasecmp(name, "localhost") == 0 ||
+		    run_hosts_has(lines, len, name))
+			continue;
+		if (len + strlen(name) + 12 > cap) {
+			cap = (cap + strlen(name) + 12) * 2;
+			if ((lines = realloc(lines, cap)) == NULL)
+				fatal("%s: realloc", __func__);
+		}
+		len += snprintf(lines + len, cap - len, "127.0.0.1\t%s\n",
+		    name);
+	}
+	if (lines == NULL && (lines = strdup("")) == NULL)
+		fatal("%s: strdup", __func__);
+	r->etc_hosts = lines;
+}
+
+/* Whether the /etc/hosts lines so far name host (another port's). */
+static int
+run_hosts_has(const char *lines, size_t len, const char *host)
+{
+	const char	*p, *end = lines + len;
+	size_t		 n = strlen(host);
+
+	for (p = lines; p != NULL && p < end; ) {
+		p += sizeof("127.0.0.1\t") - 1;
+		if ((size_t)(end - p) > n && strncasecmp(p, host, n) == 0 &&
+		    p[n] == '\n')
+			return (1);
+		if ((p = memchr(p, '\n', end - p)) != NULL)
+			p++;
+	}
+	return (0);
 }
 
 /* The run's set is ready (NULL: it could not be made): start it. */
@@ -702,10 +793,8 @@ exec_go(struct run *r)
 	    (r->env[5] = strdup("LANG=C.UTF-8")) == NULL ||
 	    (r->env[6] = strdup("LC_ALL=C.UTF-8")) == NULL)
 		fatal("%s: asprintf", __func__);
-	for (i = 0; i + RUN_ENV_OWN < r->nown; i++)
-		if (asprintf(&r->env[RUN_ENV_OWN + i], "%s=%s/%s", ca_vars[i],
-		    exec_conf.run_dir, RUN_CA_BUNDLE) == -1)
-			fatal("%s: asprintf", __func__);
+	if (run_env_net(r, RUN_ENV_OWN) != (int)r->nown)
+		fatalx("%s: the run's own variables", __func__);
 	TAILQ_INSERT_TAIL(&runs, r, entry);
 	nruns++;
 	exec_metrics_running(1);
@@ -713,6 +802,31 @@ exec_go(struct run *r)
 	for (i = 0; i < r->nown; i++)
 		free(r->env[i]);
 	exec_args_free(r);
+}
+
+/*
+ * From env[k]: the CA bundle's variables, a proxied run's proxy
+ * (NO_PROXY empty: every name goes through it).  The next k.
+ */
+static int
+run_env_net(struct run *r, size_t k)
+{
+	size_t	 i;
+
+	for (i = 0; i < r->nca; i++)
+		if (asprintf(&r->env[k++], "%s=%s/%s", ca_vars[i],
+		    exec_conf.run_dir, RUN_CA_BUNDLE) == -1)
+			fatal("%s: asprintf", __func__);
+	if (r->network != RUN_NET_PROXY)
+		return ((int)k);
+	for (i = 0; i < sizeof(proxy_vars) / sizeof(proxy_vars[0]); i++)
+		if (asprintf(&r->env[k++], "%s=%s", proxy_vars[i],
+		    RUN_PROXY_URL) == -1)
+			fatal("%s: asprintf", __func__);
+	for (i = 0; i < sizeof(noproxy_vars) / sizeof(noproxy_vars[0]); i++)
+		if (asprintf(&r->env[k++], "%s=", noproxy_vars[i]) == -1)
+			fatal("%s: asprintf", __func__);
+	return ((int)k);
 }
 
 /* argv and env point into the blob, which held secrets: zeroed. */
@@ -785,10 +899,19 @@ run_spawn(struct run *r, const char *path, char **argv, char **env,
 	sp.env = env;
 	sp.dir = r->dir;
 	sp.network = network;
+	sp.etc_hosts = r->etc_hosts;
+	sp.ports = r->ports;
+	sp.nports = r->nports;
 	clock_gettime(CLOCK_MONOTONIC, &r->start);
 	if (sbx_spawn(&exec_conf, &sp, &r->sb, rd) == -1)
 		goto fail;
 	r->t_spawned = mono_ns();
+	if (r->sb.egress != -1) {
+		event_set(&r->ev_egress, r->sb.egress, EV_READ | EV_PERSIST,
+		    run_egress_read, r);
+		event_add(&r->ev_egress, NULL);
+		r->egress_wait = 1;
+	}
 	r->out[0].fd = rd[0];
 	r->out[1].fd = rd[1];
 	for (i = 0; i < 2; i++) {
@@ -822,6 +945,66 @@ run_spawn(struct run *r, const char *path, char **argv, char **env,
 	rx.failed = 1;
 	run_report(r, &rx);
 	run_free(r);
+}
+
+/*
+ * A proxied run's listeners, from its CLI before its execve: each to the
+ * relay with its port and kind.  The order socket closes after one
+ * message (or at EOF: the CLI failed before, and said why on stderr).
+ */
+static void
+run_egress_read(int fd, short event, void *arg)
+{
+	struct run		*r = arg;
+	struct egress_listen	 el;
+	int			 fds[SBX_PORTS_MAX], n, i;
+	uint16_t		 ports[SBX_PORTS_MAX];
+
+	n = sbx_egress_recv(fd, fds, ports, SBX_PORTS_MAX);
+	if (n == -2 && event != 0)
+		return;			/* not yet */
+	if (n == -1)
+		log_warnx("run %u: a bad listener message from its sandbox",
+		    r->runid);
+	for (i = 0; i < n; i++) {
+		memset(&el, 0, sizeof(el));
+		el.runid = r->runid;
+		el.port = ports[i];
+		el.kind = ports[i] == EGRESS_PROXY_PORT && i == 0 ?
+		    EGRESS_PROXY : EGRESS_TRANSPARENT;
+		if (imsgev_compose(&iev_relay, IMSG_EGRESS_LISTEN, 0, fds[i],
+		    &el, sizeof(el)) == -1)
+			fatal("%s: compose", __func__);
+		r->egress_sent = 1;
+	}
+	if (n > 0)
+		log_debug("run %u: %d egress listeners to the relay", r->runid,
+		    n);
+	event_del(&r->ev_egress);
+	r->egress_wait = 0;
+	close(r->sb.egress);
+	r->sb.egress = -1;
+}
+
+/*
+ * The run ended: its listeners, if they had not come yet, go with its
+ * socket; the relay closes those it has, and the run's connections.
+ */
+static void
+run_egress_end(struct run *r)
+{
+	struct egress_end	 ee;
+
+	if (r->egress_wait)
+		run_egress_read(r->sb.egress, 0, r);
+	if (!r->egress_sent)
+		return;
+	memset(&ee, 0, sizeof(ee));
+	ee.runid = r->runid;
+	if (imsgev_compose(&iev_relay, IMSG_EGRESS_END, 0, -1, &ee,
+	    sizeof(ee)) == -1)
+		fatal("%s: compose", __func__);
+	r->egress_sent = 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1113,6 +1296,12 @@ exec_refill(int fd, short event, void *arg)
 	int64_t	 t0 = mono_ns();
 	int	 more;
 
+	/*
+	 * Proxied sandboxes bind the CA bundle: none is made in advance
+	 * before the relay's run CA is in it (it comes at the start).
+	 */
+	if (exec_conf.run_network == RUN_NET_PROXY && !exec_ca_run())
+		return;
 	more = sbx_refill(&exec_conf, nruns);
 	/* bench/run.sh -v: how long exec's loop was busy making one. */
 	if (log_getverbose() >= 1)
@@ -1156,6 +1345,8 @@ run_free(struct run *r)
 		run_out_close(&r->out[i]);
 		redact_free(r->out[i].rd);
 	}
+	run_egress_end(r);
+	free(r->etc_hosts);
 	if (r->made_dir)
 		rm_dir(r->dir);
 	sbx_release(&r->sb);

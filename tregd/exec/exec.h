@@ -8,6 +8,13 @@
 
 #include "tregd.h"
 
+/* exec_ca.c */
+int	 exec_ca_bundle(const struct tregd_conf *);
+void	 exec_ca_set(const void *, size_t);
+int	 exec_ca_made(void);
+int	 exec_ca_run(void);
+void	 exec_ca_remove(const struct tregd_conf *);
+
 /* exec_metrics.c */
 void	 exec_metrics_start(struct imsgev *);
 void	 exec_metrics_running(int);
@@ -25,7 +32,9 @@ struct sbx_run {		/* one run's place in the sandbox */
 	gid_t		 gid;
 	int		 change_uid;	/* 0: the run keeps the daemon's uid */
 	int		 ready;		/* an init made in advance */
-	int		 go;		/* ready: its order pipe, exec's end */
+	int		 go;		/* ready: its order socket, exec's end */
+	int		 egress;	/* RUN_NET_PROXY: where its listeners
+					   come back (sbx_egress_recv); -1 */
 	int		 rd[2];		/* ready: its stdout, stderr */
 	struct sbx_stamps st;		/* once it ended (namespaces only) */
 };
@@ -34,11 +43,17 @@ struct sbx_spec {		/* what the CLI gets */
 	char		**argv;
 	char		**env;
 	const char	*dir;		/* HOME */
-	int		 network;	/* 0: loopback only */
+	int		 network;	/* RUN_NET_NONE, _PROXY, _HOST */
+	/* RUN_NET_PROXY: the run's /etc/hosts lines, its listeners' ports */
+	const char	*etc_hosts;
+	const uint16_t	*ports;		/* ports[0]: EGRESS_PROXY_PORT */
+	size_t		 nports;
 	/* tregd -T child: called instead of execve, returns the exit code */
 	int		(*test)(const struct tregd_conf *,
 			    const struct sbx_run *);
 };
+/* A run's listeners: 1 + a port per egress host, at most. */
+#define SBX_PORTS_MAX	(1 + RUN_HOSTS_MAX)
 void	 sbx_init(const struct tregd_conf *);
 void	 sbx_zygote(void);
 int	 sbx_zygote_fd(void);
@@ -58,5 +73,7 @@ void	 sbx_stop(void);
 void	 sbx_cleanup(void);
 const char *sbx_memory_limit(void);
 int	 sbx_isolated(void);
+int	 sbx_egress_recv(int, int *, uint16_t *, size_t);
+void	 sbx_pool_flush(int);
 
 #endif /* EXEC_H */

@@ -18,6 +18,8 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 
+#include <netinet/in.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -60,15 +62,18 @@ struct sbx_hidden {
 };
 
 static void	sbx_limits(const struct tregd_conf *);
+static void	sbx_egress_make(const struct sbx_spec *, int, int, int);
+static int	sbx_egress_listen(uint16_t, int);
 static int	sbx_mkdir_p(const char *);
 static int	sbx_beneath(const char *, const char *);
-static int	sbx_hide(const struct sbx_child *, struct sbx_hidden *);
+static int	sbx_hide(const struct sbx_child *, struct sbx_hidden *, int);
 static int	sbx_cover(struct sbx_hidden *, const char *, const char *,
 		    int);
 static int	sbx_keep(int, const char *, int);
 static int	sbx_cover_cgroups(const struct sbx_child *,
 		    struct sbx_hidden *);
 static int	sbx_devpts(void);
+static int	sbx_net_files(const struct sbx_child *, const char *, int);
 static int	sbx_test_procs(void);
 static int	sbx_test_memory(long long);
 static void	sbx_say(const char *, ...)
@@ -164,7 +169,7 @@ sbx_cli(const struct sbx_child *c)
 	const struct sbx_run	*sr = c->sr;
 	struct sbx_spec		 order;
 	pid_t			 ppid = getppid();
-	int			 err = c->err, go = -1;
+	int			 err = c->err, go = -1, pre = -1;
 
 	sbx_signals();
 	/* A ready init's order pipe: above stdio, then SBX_GO_FD. */
@@ -185,14 +190,19 @@ sbx_cli(const struct sbx_child *c)
 		sbx_fail(err, "chdir");
 	/*
 	 * Ready: the run is what exec sends.  Still root, so no process of
-	 * the run's uid exists before its run.
+	 * the run's uid exists before its run.  A proxied run's proxy
+	 * listener is there before its order: off the run's path.
 	 */
+	if (go != -1 && sp->network == RUN_NET_PROXY)
+		pre = sbx_egress_listen(EGRESS_PROXY_PORT, err);
 	if (go != -1) {
 		order.dir = sp->dir;
 		order.network = sp->network;
 		if (sbx_order_recv(SBX_GO_FD, &order, &sbx_order_buf,
 		    &sbx_order_len) == -1)
 			_exit(127);	/* exec is gone */
+		if (order.nports > 0)
+			sbx_egress_make(&order, SBX_GO_FD, err, pre);
 		close(SBX_GO_FD);
 		sp = &order;
 	}
@@ -228,6 +238,160 @@ sbx_cli(const struct sbx_child *c)
 		    __ATOMIC_RELEASE);
 	execve(sp->path, sp->argv, sp->env);
 	sbx_fail(err, sp->argv[0]);
+}
+
+/*
+ * RUN_NET_PROXY, in the CLI before it becomes the run user (root in the
+ * run's network namespace may bind any port): the egress hosts' lines
+ * appended to the run's /etc/hosts (its init bound a file of its own
+ * there), and a listener on 127.0.0.1 for each port, sent to exec on
+ * the order's socket, their ports as the payload.  exec hands them to
+ * the relay; until the relay accepts, connections wait in the backlog.
+ * These descriptors are close-on-exec: the CLI never holds them.  pre:
+ * the proxy's, made before the order, or -1.
+ */
+static void
+sbx_egress_make(const struct sbx_spec *sp, int sock, int err, int pre)
+{
+	struct msghdr		 msg;
+	struct iovec		 iov;
+	struct cmsghdr		*cm;
+	union {
+		struct cmsghdr	 hdr;
+		char		 buf[CMSG_SPACE(SBX_PORTS_MAX * sizeof(int))];
+	}			 cb;
+	int			 fds[SBX_PORTS_MAX], fd;
+	size_t			 i, len = strlen(sp->etc_hosts);
+	ssize_t			 n;
+
+	if (len > 0 && (fd = open("/etc/hosts", O_WRONLY | O_APPEND |
+	    O_CLOEXEC)) != -1) {
+		n = write(fd, sp->etc_hosts, len);
+		close(fd);
+		if (n != (ssize_t)len)
+			sbx_fail(err, "/etc/hosts");
+	}
+	for (i = 0; i < sp->nports; i++) {
+		if (sp->ports[i] == EGRESS_PROXY_PORT && pre != -1) {
+			fds[i] = pre;
+			pre = -1;
+		} else
+			fds[i] = sbx_egress_listen(sp->ports[i], err);
+	}
+	memset(&msg, 0, sizeof(msg));
+	memset(&cb, 0, sizeof(cb));
+	iov.iov_base = (void *)sp->ports;
+	iov.iov_len = sp->nports * sizeof(*sp->ports);
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cb.buf;
+	msg.msg_controllen = CMSG_SPACE(sp->nports * sizeof(int));
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sp->nports * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, sp->nports * sizeof(int));
+	while ((n = sendmsg(sock, &msg, MSG_NOSIGNAL)) == -1 && errno == EINTR)
+		;
+	if (n != (ssize_t)iov.iov_len)
+		_exit(127);		/* exec is gone */
+	for (i = 0; i < sp->nports; i++)
+		close(fds[i]);
+}
+
+/* A listening socket on 127.0.0.1:port, in the run's namespace. */
+static int
+sbx_egress_listen(uint16_t port, int err)
+{
+	struct sockaddr_in	 sin;
+	int			 fd, on = 1;
+
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		sbx_fail(err, "egress listener");
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) == -1 ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    listen(fd, SOMAXCONN) == -1)
+		sbx_fail(err, "egress listener");
+	return (fd);
+}
+
+/*
+ * In exec: a run's listeners, as its CLI sent them (sbx_egress_make) on
+ * exec's end of the order socket: how many (their ports in ports), 0
+ * when the socket closed without them, -2 when nothing came yet, -1 on
+ * a message that is not that (its descriptors closed).  Each is checked to be a TCP socket
+ * listening on 127.0.0.1 at the port it came with.
+ */
+int
+sbx_egress_recv(int sock, int *fds, uint16_t *ports, size_t max)
+{
+	struct sockaddr_in	 sin;
+	socklen_t		 slen;
+	struct msghdr		 msg;
+	struct iovec		 iov;
+	struct cmsghdr		*cm;
+	union {
+		struct cmsghdr	 hdr;
+		char		 buf[CMSG_SPACE(SBX_PORTS_MAX * sizeof(int))];
+	}			 cb;
+	ssize_t			 n;
+	size_t			 i, nfd = 0;
+	int			 v, bad = 0;
+
+	memset(&msg, 0, sizeof(msg));
+	iov.iov_base = ports;
+	iov.iov_len = max * sizeof(*ports);
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cb.buf;
+	msg.msg_controllen = sizeof(cb.buf);
+	while ((n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT)) ==
+	    -1 && errno == EINTR)
+		;
+	if (n == -1 && errno == EAGAIN)
+		return (-2);
+	if (n <= 0)
+		return (n == 0 ? 0 : -1);
+	for (cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm))
+		if (cm->cmsg_level == SOL_SOCKET &&
+		    cm->cmsg_type == SCM_RIGHTS && nfd == 0) {
+			nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (i = 0; i < nfd; i++) {
+				memcpy(&v, CMSG_DATA(cm) + i * sizeof(int),
+				    sizeof(v));
+				if (i < max)
+					fds[i] = v;
+				else
+					close(v);
+			}
+		}
+	if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || nfd == 0 ||
+	    nfd > max || (size_t)n != nfd * sizeof(*ports))
+		bad = 1;
+	for (i = 0; !bad && i < nfd; i++) {
+		slen = sizeof(v);
+		if (getsockopt(fds[i], SOL_SOCKET, SO_ACCEPTCONN, &v,
+		    &slen) == -1 || v != 1) {
+			bad = 1;
+			break;
+		}
+		slen = sizeof(sin);
+		if (getsockname(fds[i], (struct sockaddr *)&sin, &slen) ==
+		    -1 || slen != sizeof(sin) || sin.sin_family != AF_INET ||
+		    sin.sin_addr.s_addr != htonl(INADDR_LOOPBACK) ||
+		    ntohs(sin.sin_port) != ports[i])
+			bad = 1;
+	}
+	if (bad) {
+		for (i = 0; i < nfd && i < max; i++)
+			close(fds[i]);
+		return (-1);
+	}
+	return ((int)nfd);
 }
 
 /* The CLI's limits (its stderr is the run's by now). */
@@ -341,9 +505,12 @@ sbx_order_recv(int fd, struct sbx_spec *sp, char **bufp, size_t *lenp)
 		got += n;
 	}
 	if (o.len == 0 || o.len > SBX_ORDER_MAX || (o.argc < 1 && !o.test) ||
-	    o.argc > o.len || o.envc > o.len)
+	    o.argc > o.len || o.envc > o.len || o.nports > SBX_PORTS_MAX ||
+	    (o.nports > 0) != (sp->network == RUN_NET_PROXY))
 		return (-1);
-	vlen = ((size_t)o.argc + o.envc + 2) * sizeof(*v);
+	/* The vectors, the ports, then the strings. */
+	vlen = ((size_t)o.argc + o.envc + 2) * sizeof(*v) +
+	    sizeof(o.ports);
 	if ((map = mmap(NULL, vlen + o.len, PROT_READ | PROT_WRITE,
 	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
 		return (-1);
@@ -358,13 +525,18 @@ sbx_order_recv(int fd, struct sbx_spec *sp, char **bufp, size_t *lenp)
 	if (end[-1] != '\0')
 		return (-1);
 	sp->path = p = buf;
-	for (i = 0; i < o.argc + o.envc; i++) {
+	for (i = 0; i < o.argc + o.envc + (o.nports > 0); i++) {
 		if ((p = memchr(p, '\0', end - p)) == NULL || ++p >= end)
 			return (-1);
-		v[i + (i >= o.argc)] = p;
+		if (i < o.argc + o.envc)
+			v[i + (i >= o.argc)] = p;
 	}
 	sp->argv = v;
 	sp->env = v + o.argc + 1;
+	sp->etc_hosts = o.nports > 0 ? p : NULL;
+	sp->nports = o.nports;
+	sp->ports = (uint16_t *)(v + o.argc + o.envc + 2);
+	memcpy((uint16_t *)sp->ports, o.ports, sizeof(o.ports));
 	sp->test = o.test ? sbx_selftest_run : NULL;
 	return (0);
 }
@@ -501,8 +673,14 @@ sbx_mounts_make(const struct sbx_child *c)
 	struct sbx_hidden	 h;
 	struct mount_attr	 ma;
 	char			 opt[128], ca[PATH_MAX], src[64];
+	char			 resolv[PATH_MAX];
 	size_t			 i;
-	int			 cafd = -1, fd;
+	int			 cafd = -1, fd, netns;
+
+	/* Its own network: its own names, no resolver (SPEC 6a). */
+	netns = c->sp->network != RUN_NET_HOST;
+	if (!netns || realpath("/etc/resolv.conf", resolv) == NULL)
+		resolv[0] = '\0';
 
 	/*
 	 * The CA bundle exec made (exec_ca_bundle), found before the run
@@ -520,7 +698,7 @@ sbx_mounts_make(const struct sbx_child *c)
 	/* First: what is kept of the hidden is bound from /proc/self/fd. */
 	if (mount("proc", "/proc", "proc", fl | MS_NOEXEC, NULL) == -1)
 		return (-1);
-	if (sbx_hide(c, &h) == -1)
+	if (sbx_hide(c, &h, netns) == -1)
 		return (-1);
 	if (mount("tmpfs", conf->state, "tmpfs", fl | MS_RDONLY | MS_NOEXEC,
 	    "size=4k,mode=0") == -1 && errno != ENOENT)
@@ -547,8 +725,15 @@ sbx_mounts_make(const struct sbx_child *c)
 		close(fd);
 		if (mount(src, ca, NULL, MS_BIND, NULL) == -1)
 			return (-1);
+		/* A proxied run trusts the run CA wherever it looks. */
+		if (c->sp->network == RUN_NET_PROXY &&
+		    mount(src, TREGD_CA_BUNDLE, NULL, MS_BIND, NULL) == -1 &&
+		    errno != ENOENT)
+			return (-1);
 		close(cafd);
 	}
+	if (netns && sbx_net_files(c, resolv, h.n) == -1)
+		return (-1);
 	if (mount(NULL, conf->run_dir, NULL, MS_REMOUNT | MS_RDONLY | fl,
 	    "size=64k,mode=0755") == -1)
 		return (-1);
@@ -590,8 +775,10 @@ sbx_beneath(const char *path, const char *dir)
  * their modes say (tregd.8, CAVEATS).
  */
 static int
-sbx_hide(const struct sbx_child *c, struct sbx_hidden *h)
+sbx_hide(const struct sbx_child *c, struct sbx_hidden *h, int netns)
 {
+	/* A run with a network of its own has no resolver to keep. */
+	const char		*resolv = netns ? NULL : "/etc/resolv.conf";
 	const char *const	 skip[] = { "/run", "/var/run", "/tmp",
 				    "/var/tmp", "/dev/shm" };
 	char			*dir = h->sockdir, *p;
@@ -613,10 +800,10 @@ sbx_hide(const struct sbx_child *c, struct sbx_hidden *h)
 		    sbx_cover(h, dir, NULL, 0) == -1)
 			return (-1);
 	}
-	if (sbx_cover(h, "/run", "/etc/resolv.conf", 0) == -1)
+	if (sbx_cover(h, "/run", resolv, 0) == -1)
 		return (-1);
 	if (lstat("/var/run", &st) == 0 && S_ISDIR(st.st_mode) &&
-	    sbx_cover(h, "/var/run", "/etc/resolv.conf", 0) == -1)
+	    sbx_cover(h, "/var/run", resolv, 0) == -1)
 		return (-1);
 	return (sbx_cover_cgroups(c, h));
 }
@@ -717,6 +904,64 @@ sbx_cover_cgroups(const struct sbx_child *c, struct sbx_hidden *h)
 		if (fd[i] != -1)
 			close(fd[i]);
 	return (rc == -1 ? -1 : 0);
+}
+
+/*
+ * A run in a network namespace of its own (SPEC 6a): a small tmpfs at
+ * <run dir base>/.net, root's, holding the run's hosts file
+ * (localhost; a proxied run's CLI appends its egress hosts before it
+ * becomes the run user) and an empty resolv.conf, bound over
+ * /etc/hosts and over what /etc/resolv.conf names.  When that is under
+ * a covered directory (a resolver's stub in /run), an empty file there
+ * does, the cover still writable (ncovers: sealed afterwards).
+ */
+static int
+sbx_net_files(const struct sbx_child *c, const char *resolv, int ncovers)
+{
+	static const char	 hosts[] = "127.0.0.1\tlocalhost\n"
+				    "::1\tlocalhost\n";
+	const unsigned long	 fl = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+	char			 dir[PATH_MAX], path[PATH_MAX], *p;
+	int			 fd;
+	ssize_t			 n;
+
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/.net", c->conf->run_dir) >=
+	    sizeof(dir) || mkdir(dir, 0755) == -1 ||
+	    mount("tmpfs", dir, "tmpfs", fl, "size=64k,mode=0755") == -1)
+		return (-1);
+	if ((size_t)snprintf(path, sizeof(path), "%s/hosts", dir) >=
+	    sizeof(path))
+		return (-1);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+	    0644)) == -1)
+		return (-1);
+	n = write(fd, hosts, sizeof(hosts) - 1);
+	close(fd);
+	if (n != (ssize_t)sizeof(hosts) - 1 || (mount(path, "/etc/hosts",
+	    NULL, MS_BIND, NULL) == -1 && errno != ENOENT))
+		return (-1);
+	if (resolv[0] == '\0')
+		return (0);
+	if (ncovers > 0 && (sbx_beneath(resolv, "/run") ||
+	    sbx_beneath(resolv, "/var/run"))) {
+		snprintf(path, sizeof(path), "%s", resolv);
+		if ((p = strrchr(path, '/')) == NULL)
+			return (-1);
+		*p = '\0';
+		if (sbx_mkdir_p(path) == -1 || (fd = open(resolv, O_WRONLY |
+		    O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) == -1)
+			return (-1);
+		close(fd);
+		return (0);
+	}
+	if ((size_t)snprintf(path, sizeof(path), "%s/resolv.conf", dir) >=
+	    sizeof(path))
+		return (-1);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+	    0644)) == -1)
+		return (-1);
+	close(fd);
+	return (mount(path, resolv, NULL, MS_BIND, NULL));
 }
 
 /*

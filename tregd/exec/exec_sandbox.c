@@ -10,7 +10,8 @@
  *
  * The modes, chosen once at start and logged:
  *  - namespaces (root with CAP_SYS_ADMIN): the run's init is cloned in
- *    new PID, mount, IPC and UTS namespaces (and network ones when asked)
+ *    new PID, mount, IPC and UTS namespaces (and a network one, loopback
+ *    only, unless "run network host": SPEC 6a)
  *    by the zygote (exec_zygote.c), never by exec.  A clone copies the
  *    address space of its maker, and exec's holds other runs' secrets:
  *    the cached redaction sets of every recent tool of every org
@@ -131,6 +132,8 @@ static int	sbx_init_send(const struct tregd_conf *,
 static int	sbx_clone_init(const struct tregd_conf *,
 		    const struct sbx_spec *, struct sbx_run *, int *);
 static void	sbx_zygote_wait(void);
+static void	sbx_keep_egress(struct sbx_run *, int,
+		    const struct sbx_spec *);
 #ifndef TREGD_SANITIZE
 static int	sbx_cli_entry(void *);
 #endif
@@ -464,6 +467,7 @@ sbx_alloc(struct sbx_run *sr, int network)
 		memmove(sbx_pool, sbx_pool + 1, --sbx_npool *
 		    sizeof(*sbx_pool));
 		sr->ready = 1;
+		sr->egress = -1;
 		return (0);
 	}
 	for (i = 0; i < sbx_count; i++) {
@@ -486,7 +490,7 @@ sbx_alloc(struct sbx_run *sr, int network)
 		sr->change_uid = sbx_mode == SBX_UIDS ||
 		    sbx_mode == SBX_NAMESPACES;
 		memset(&sbx_status[s], 0, sizeof(sbx_status[s]));
-		sr->go = sr->rd[0] = sr->rd[1] = -1;
+		sr->go = sr->rd[0] = sr->rd[1] = sr->egress = -1;
 		return (0);
 	}
 	log_warnx("no free uid in run users for another run");
@@ -582,7 +586,7 @@ sbx_spawn(const struct tregd_conf *conf, const struct sbx_spec *sp,
 	if (sr->ready) {
 		sr->ready = 0;
 		if (sbx_order_send(sr->go, sp) == 0) {
-			close(sr->go);
+			sbx_keep_egress(sr, sr->go, sp);
 			sr->go = -1;
 			rd[0] = sr->rd[0];
 			rd[1] = sr->rd[1];
@@ -659,8 +663,9 @@ sbx_init_send(const struct tregd_conf *conf, const struct sbx_spec *sp,
 	int			 fds[ZYG_NFD], i, rc = -1;
 
 	memset(&m, 0, sizeof(m));
+	/* The order's is a socket: a proxied run's listeners come back. */
 	if (pipe2(po, O_CLOEXEC) == -1 || pipe2(pe, O_CLOEXEC) == -1 ||
-	    pipe2(pg, O_CLOEXEC) == -1) {
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pg) == -1) {
 		log_warn("%s: pipe2", __func__);
 		goto done;
 	}
@@ -724,10 +729,25 @@ sbx_clone_init(const struct tregd_conf *conf, const struct sbx_spec *sp,
 		close(go);
 		return (-1);
 	}
-	if (sbx_order_send(go, sp) == -1)
+	if (sbx_order_send(go, sp) == -1) {
 		log_warnx("%s: the init died before its order", __func__);
-	close(go);
+		close(go);
+	} else
+		sbx_keep_egress(sr, go, sp);
 	return (0);
+}
+
+/*
+ * A proxied run's order socket stays open in sr->egress: its CLI sends
+ * its listeners back on it (sbx_egress_recv).  Any other is closed.
+ */
+static void
+sbx_keep_egress(struct sbx_run *sr, int go, const struct sbx_spec *sp)
+{
+	if (sp->network == RUN_NET_PROXY && sp->nports > 0)
+		sr->egress = go;
+	else
+		close(go);
 }
 
 /*
@@ -851,6 +871,29 @@ sbx_refill(const struct tregd_conf *conf, int inflight)
 		return (0);
 	}
 	return (0);
+}
+
+/*
+ * The pool's inits go (killed, reaped as a drained run's): they were
+ * made for another network, or before the run CA came (their CA bundle
+ * is the old one).  The pool is made again with network.
+ */
+void
+sbx_pool_flush(int network)
+{
+	int	 i;
+
+	sbx_zygote_wait();
+	for (i = 0; i < sbx_npool; i++) {
+		if (sbx_pool[i].pid > 0) {
+			kill(sbx_pool[i].pid, SIGKILL);
+			sbx_drain[sbx_pool[i].slot] = sbx_pool[i].pid;
+		} else
+			sbx_release(&sbx_pool[i]);
+		sbx_pool_close(&sbx_pool[i]);
+	}
+	sbx_npool = 0;
+	sbx_pool_network = network;
 }
 
 /* A pooled init's pipes, exec's ends. */

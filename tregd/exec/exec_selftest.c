@@ -76,7 +76,7 @@ sbx_selftest(void)
 		err(1, "%s", dir);
 	memset(&sp, 0, sizeof(sp));
 	sp.dir = dir;
-	sp.network = 1;
+	sp.network = RUN_NET_NONE;
 	sp.test = sbx_selftest_run;
 	if (sbx_spawn(&conf, &sp, &sr, po) == -1)
 		errx(1, "cannot start the sandbox");

@@ -302,6 +302,13 @@ sbx_order_send(int fd, const struct sbx_spec *sp)
 		len += strlen(sp->argv[i]) + 1;
 	for (i = 0; !o.test && sp->env[i] != NULL; i++, o.envc++)
 		len += strlen(sp->env[i]) + 1;
+	if (sp->network == RUN_NET_PROXY) {
+		if (sp->nports > SBX_PORTS_MAX || sp->etc_hosts == NULL)
+			return (-1);
+		o.nports = sp->nports;
+		memcpy(o.ports, sp->ports, sp->nports * sizeof(*o.ports));
+		len += strlen(sp->etc_hosts) + 1;
+	}
 	if (len > SBX_ORDER_MAX || (buf = malloc(len)) == NULL)
 		return (-1);
 	o.len = len;
@@ -311,6 +318,8 @@ sbx_order_send(int fd, const struct sbx_spec *sp)
 		p = stpcpy(p, sp->argv[i]) + 1;
 	for (i = 0; i < o.envc; i++)
 		p = stpcpy(p, sp->env[i]) + 1;
+	if (sp->network == RUN_NET_PROXY)
+		p = stpcpy(p, sp->etc_hosts) + 1;
 	iov[0].iov_base = &o;
 	iov[0].iov_len = sizeof(o);
 	iov[1].iov_base = buf;

@@ -41,7 +41,7 @@ struct sbx_child {
 };
 
 #define SBX_STATUS_SET	0x40000000	/* the init left the CLI's status */
-#define SBX_GO_FD	3		/* the CLI's order pipe, until execve */
+#define SBX_GO_FD	3		/* the CLI's order socket, until execve */
 
 /*
  * The zygote is a small program of its own (tregd/zygote/zygote.c,
@@ -66,6 +66,14 @@ struct sbx_order {
 	uint32_t	 argc;
 	uint32_t	 envc;
 	uint32_t	 test;	/* tregd -T child: the selftest, no execve */
+	/*
+	 * RUN_NET_PROXY: the listeners the CLI makes in the run's network
+	 * namespace before it becomes the run user, sent back to exec on
+	 * this socket (SCM_RIGHTS, their ports as the payload); the run's
+	 * /etc/hosts lines follow the environment as one more string.
+	 */
+	uint32_t	 nports;
+	uint16_t	 ports[SBX_PORTS_MAX];
 };
 
 #define ZYG_MAGIC	0x7a796734	/* "zyg4" */

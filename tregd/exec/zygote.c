@@ -289,13 +289,14 @@ zyg_make(const struct zyg_make *m, const int *fds)
 	struct sbx_run		 sr;
 	int			 flags, i;
 
-	if (m->slot < 0 || (unsigned int)m->slot >= sbx_count) {
+	if (m->slot < 0 || (unsigned int)m->slot >= sbx_count ||
+	    m->network < RUN_NET_NONE || m->network > RUN_NET_HOST) {
 		errno = EINVAL;
 		return (-1);
 	}
 	memset(&sp, 0, sizeof(sp));
 	sp.dir = m->dir;
-	sp.network = m->network != 0;
+	sp.network = m->network;
 	memset(&sr, 0, sizeof(sr));
 	sr.slot = m->slot;
 	sr.uid = m->uid;
@@ -313,7 +314,8 @@ zyg_make(const struct zyg_make *m, const int *fds)
 	    CLONE_PARENT;
 	if (sbx_mode == SBX_USERNS)
 		flags |= CLONE_NEWUSER;
-	if (!sp.network)
+	/* Its own network, loopback only, unless the operator said host. */
+	if (sp.network != RUN_NET_HOST)
 		flags |= CLONE_NEWNET;
 	return (clone(sbx_init_main, zyg_stack + sizeof(zyg_stack), flags,
 	    &c));
@@ -354,7 +356,7 @@ sbx_init_main(void *arg)
 	(void)setsid();
 	if (sbx_mode == SBX_USERNS && sbx_idmap() == -1)
 		sbx_fail(c->err, "uid_map");
-	if (!sp->network && sbx_loopback() == -1)
+	if (sp->network != RUN_NET_HOST && sbx_loopback() == -1)
 		sbx_fail(c->err, "loopback");
 	if (sbx_mounts_make(c) == -1)
 		sbx_fail(c->err, "mount");

@@ -161,6 +161,8 @@ parent_main(struct tregd_conf *conf, const char *conffile, int debug,
 	/* A socketpair per pair that talks: each worker has its own. */
 	parent_connect(child_frontend, child_exec);
 	parent_connect(child_frontend, child_relay);
+	/* A proxied run's listeners, made in its sandbox (SPEC 6a). */
+	parent_connect(child_exec, child_relay);
 	for (i = 0; i < nworkers; i++) {
 		parent_connect(child_vault[i], child_frontend);
 		parent_connect(child_vault[i], child_exec);
@@ -185,6 +187,10 @@ parent_main(struct tregd_conf *conf, const char *conffile, int debug,
 	signal_add(&ev_sigchld, NULL);
 
 	mail_conf_check(&parent_conf);
+	if (parent_conf.run_network == RUN_NET_HOST)
+		log_warnx("run network host: server runs share this host's "
+		    "network (its loopback services too), and keyless runs "
+		    "are refused");
 	log_info("tregd %s started", TREGD_VERSION);
 	event_dispatch();
 	parent_shutdown(1);
@@ -196,7 +202,6 @@ parent_config(void)
 	return (&parent_conf);
 }
 
-/* The relay talks to the frontend and the vault only, never to exec. */
 static void
 parent_check_users(void)
 {

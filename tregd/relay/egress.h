@@ -23,7 +23,7 @@
 
 #include <stdint.h>
 
-struct egress_grant;		/* egress_proxy.c */
+struct egress_grant;		/* tregd.h, in egress_proxy.c's grant */
 struct egress_conn;		/* egress_proxy.c */
 
 struct egress_lsn {
@@ -55,5 +55,11 @@ void	 egress_conn_closed(struct egress_run *);	/* nconns-- */
 /* egress_proxy.c */
 void	 egress_conn_start(struct egress_run *, int, uint16_t, uint16_t);
 void	 egress_run_free(struct egress_run *);	/* grant and connections */
+/* from the vault (relay.c's dispatch): worker, head, packed data */
+#define EGRESS_GRANT_MAX	((size_t)REDSET_MAX * 8 * SECRET_LEN_MAX)
+#define EGRESS_VERDICT_MAX	4096
+void	 egress_grant_recv(int, const void *, const char *, size_t);
+void	 egress_verdict_recv(int, const void *, const char *, size_t);
+void	 egress_revoke(int, uint32_t);
 
 #endif /* EGRESS_H */

@@ -174,7 +174,9 @@ leaf_make(const char *host)
 	ip = inet_pton(AF_INET, host, a) == 1 ||
 	    inet_pton(AF_INET6, host, a) == 1;
 	snprintf(san, sizeof(san), "%s:%s", ip ? "IP" : "DNS", host);
-	if ((x = cert_new(host, LEAF_SECS, leaf_key)) == NULL)
+	/* A CN holds 64 bytes at most; clients read subjectAltName. */
+	if ((x = cert_new(strlen(host) <= 64 ? host : "tregd run leaf",
+	    LEAF_SECS, leaf_key)) == NULL)
 		return (NULL);
 	if (!X509_set_issuer_name(x, X509_get_subject_name(ca_cert)) ||
 	    !cert_ext(x, ca_cert, NID_basic_constraints, "critical,CA:FALSE") ||

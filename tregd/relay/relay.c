@@ -36,16 +36,18 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "egress.h"
 #include "pack.h"
 #include "proc.h"
 #include "redact.h"
 #include "redact_cache.h"
 #include "relay.h"
+#include "egress.h"
 #include "sandbox.h"
 
 #define CA_FILE_MAX	(4 * 1024 * 1024)
 struct tregd_conf		 relay_conf;
-static struct imsgev		 iev_parent, iev_frontend;
+static struct imsgev		 iev_parent, iev_frontend, iev_exec;
 static struct imsgev		 iev_vaults[VAULT_WORKERS_MAX];
 static int			 nvaults;
 static struct blob_list		 relay_blobs =
@@ -63,7 +65,13 @@ static void	relay_imsg_call_start(struct imsgev *, struct imsg *);
 static void	relay_imsg_call_data(struct imsgev *, struct imsg *);
 static void	relay_imsg_call_cancel(struct imsgev *, struct imsg *);
 static void	relay_imsg_call_pause(struct imsgev *, struct imsg *);
+static void	relay_imsg_egress_blob(struct imsgev *, struct imsg *);
+static void	relay_imsg_egress_revoke(struct imsgev *, struct imsg *);
+static void	relay_blob_done(struct blob *);
 static void	relay_closed(struct imsgev *);
+static void	relay_imsg_egress_listen(struct imsgev *, struct imsg *);
+static void	relay_imsg_egress_end(struct imsgev *, struct imsg *);
+static void	relay_egress_ca(void);
 static void	relay_sig(int, short, void *);
 static char	*relay_ca_load(size_t *, size_t *);
 static int	relay_read(const char *, char **, size_t *);
@@ -76,10 +84,12 @@ static void	relay_go(struct rcall *, int);
 static struct rcall *relay_find(uint32_t);
 static void	relay_free(struct rcall *);
 static void	relay_set_ready(void *, struct rcache *);
+static void	relay_begin(struct rcall *);
 
 #define FROM_PARENT	IMSG_FROM(PROC_PARENT)
 #define FROM_FRONTEND	IMSG_FROM(PROC_FRONTEND)
 #define FROM_VAULT	IMSG_FROM(PROC_VAULT)
+#define FROM_EXEC	IMSG_FROM(PROC_EXEC)
 
 /* What the parent sends before IMSG_CONF_END: settings and channels. */
 static const struct imsg_handler relay_start_imsgs[] = {
@@ -103,10 +113,23 @@ static const struct imsg_handler relay_imsgs[] = {
 	{ IMSG_CALL_CANCEL, FROM_FRONTEND, 0,		relay_imsg_call_cancel },
 	{ IMSG_CALL_PAUSE, FROM_FRONTEND, 0,		relay_imsg_call_pause },
 	{ IMSG_CALL_RESUME, FROM_FRONTEND, 0,		relay_imsg_call_pause },
+	/* A keyless run's listeners and its end (egress_listen.c). */
+	{ IMSG_EGRESS_LISTEN, FROM_EXEC, sizeof(struct egress_listen),
+	    relay_imsg_egress_listen },
+	{ IMSG_EGRESS_END, FROM_EXEC, sizeof(struct egress_end),
+	    relay_imsg_egress_end },
+	/* Keyless runs: a run's grant, its end, a verdict (egress_proxy.c). */
+	{ IMSG_EGRESS_GRANT, FROM_VAULT, IMSG_LEN_ANY,
+	    relay_imsg_egress_blob },
+	{ IMSG_EGRESS_REVOKE, FROM_VAULT, sizeof(struct egress_end),
+	    relay_imsg_egress_revoke },
+	{ IMSG_EGRESS_VERDICT, FROM_VAULT, IMSG_LEN_ANY,
+	    relay_imsg_egress_blob },
 };
 
 static struct proc_peer	 relay_peers[] = {
 	{ PROC_FRONTEND,	&iev_frontend,	relay_dispatch, 0 },
+	{ PROC_EXEC,		&iev_exec,	relay_dispatch, 0 },
 };
 #define NPEERS	(sizeof(relay_peers) / sizeof(relay_peers[0]))
 
@@ -137,6 +160,7 @@ relay_main(int debug, int verbose)
 	evdns_base_load_hosts(dns, "/etc/hosts");
 	rhttp_init(ca, calen, casys);
 	free(ca);
+	relay_egress_ca();
 
 	sandbox_nodump();
 	if (pw != NULL)
@@ -152,6 +176,48 @@ relay_main(int debug, int verbose)
 	for (i = 0; i < nvaults; i++)
 		imsgev_coalesce(&iev_vaults[i]);
 	proc_child_run(relay_sig);
+}
+
+/*
+ * The run CA (egress_ca.c), made now, its certificate to exec for the
+ * runs' CA bundle.  Without it keyless runs' TLS cannot be intercepted:
+ * the relay stops (so does tregd) rather than serve half.
+ */
+static void
+relay_egress_ca(void)
+{
+	char	*pem;
+	size_t	 len;
+
+	if (egress_ca_init() == -1 || (pem = egress_ca_pem(&len)) == NULL)
+		fatalx("relay: cannot make the run CA");
+	if (imsgev_compose(&iev_exec, IMSG_EGRESS_CA, 0, -1, pem, len) == -1)
+		fatal("%s: compose", __func__);
+	free(pem);
+}
+
+/* exec: a run's listener, made in its network namespace. */
+static void
+relay_imsg_egress_listen(struct imsgev *iev, struct imsg *imsg)
+{
+	struct egress_listen	 el;
+
+	memcpy(&el, imsg->data, sizeof(el));
+	if (imsg->fd == -1 || (el.kind != EGRESS_PROXY &&
+	    el.kind != EGRESS_TRANSPARENT) || el.port == 0)
+		fatalx("bad IMSG_EGRESS_LISTEN from %s", iev->name);
+	egress_listen_add(el.runid, el.port, el.kind, imsg->fd);
+	imsg->fd = -1;
+}
+
+/* exec: the run ended; its listeners and connections go. */
+static void
+relay_imsg_egress_end(struct imsgev *iev, struct imsg *imsg)
+{
+	struct egress_end	 ee;
+
+	memcpy(&ee, imsg->data, sizeof(ee));
+	egress_run_end(ee.runid);
 }
 
 static void
@@ -254,6 +320,59 @@ relay_imsg_call_start(struct imsgev *iev, struct imsg *imsg)
 		relay_start(b);
 }
 
+/*
+ * A run's grant (the egress list, its placeholders and their values,
+ * the redaction set) or a verdict on one of its requests: blobs, as a
+ * call.
+ */
+static void
+relay_imsg_egress_blob(struct imsgev *iev, struct imsg *imsg)
+{
+	struct blob	*b;
+
+	if (imsg->hdr.type == IMSG_EGRESS_GRANT)
+		b = blob_start(&relay_blobs, imsg, iev->peer,
+		    sizeof(struct egress_grant), EGRESS_GRANT_MAX);
+	else
+		b = blob_start(&relay_blobs, imsg, iev->peer,
+		    sizeof(struct egress_verdict), EGRESS_VERDICT_MAX);
+	if (b == NULL)
+		fatalx("bad imsg %u from %s", imsg->hdr.type, iev->name);
+	if (b->datalen == 0)
+		relay_blob_done(b);
+}
+
+static void
+relay_imsg_egress_revoke(struct imsgev *iev, struct imsg *imsg)
+{
+	struct egress_end	 ee;
+
+	memcpy(&ee, imsg->data, sizeof(ee));
+	egress_revoke(iev->peer - PROC_WORKER(0), ee.runid);
+}
+
+/* A whole blob, by its type; freed. */
+static void
+relay_blob_done(struct blob *b)
+{
+	int	 worker = b->peer - PROC_WORKER(0);
+
+	switch (b->type) {
+	case IMSG_CALL_START:
+		relay_start(b);
+		return;
+	case IMSG_EGRESS_GRANT:
+		egress_grant_recv(worker, b->head, b->data, b->datalen);
+		break;
+	case IMSG_EGRESS_VERDICT:
+		egress_verdict_recv(worker, b->head, b->data, b->datalen);
+		break;
+	default:
+		fatalx("%s: blob of type %u", __func__, b->type);
+	}
+	blob_free(b);
+}
+
 static void
 relay_imsg_call_data(struct imsgev *iev, struct imsg *imsg)
 {
@@ -264,7 +383,7 @@ relay_imsg_call_data(struct imsgev *iev, struct imsg *imsg)
 	if (bad)
 		fatalx("bad IMSG_DATA from %s", iev->name);
 	if (b != NULL)
-		relay_start(b);
+		relay_blob_done(b);
 }
 
 static void
@@ -273,7 +392,16 @@ relay_imsg_call_cancel(struct imsgev *iev, struct imsg *imsg)
 	struct rcall	*rc;
 
 	/* Not here yet (the vault has it): the frontend repeats. */
-	if ((rc = relay_find(imsg->hdr.id)) == NULL || rc->cancelled)
+	if ((rc = relay_find(imsg->hdr.id)) == NULL)
+		return;
+	relay_cancel(rc);
+}
+
+/* The call's client went away: it ends, whatever it was doing. */
+void
+relay_cancel(struct rcall *rc)
+{
+	if (rc->cancelled)
 		return;
 	rc->cancelled = 1;
 	if (rc->resolving) {
@@ -313,7 +441,8 @@ relay_find(uint32_t reqid)
 	struct rcall	*rc;
 
 	TAILQ_FOREACH(rc, &rcalls, entry)
-		if (rc->reqid == reqid && rc->fetch == NULL)
+		if (rc->sink == NULL && rc->fetch == NULL &&
+		    rc->reqid == reqid)
 			return (rc);
 	return (NULL);
 }
@@ -495,23 +624,23 @@ relay_start(struct blob *b)
 		relay_begin(rc);
 }
 
-/* A request of the vault's own (relay_fetch.c), with its set. */
+/*
+ * A call made here (a run's request, egress_req.c): its url, method,
+ * sink and redaction set are set; the same checks, resolution, client
+ * and answer as the vault's calls.
+ */
 void
-relay_enter(struct rcall *rc)
+relay_call(struct rcall *rc)
 {
+	rc->cfd = -1;
+	clock_gettime(CLOCK_MONOTONIC, &rc->start);
 	TAILQ_INSERT_TAIL(&rcalls, rc, entry);
 	ncalls++;
 	relay_begin(rc);
 }
 
-struct imsgev *
-relay_vault(int worker)
-{
-	return (&iev_vaults[worker]);
-}
-
 /* The call with its redaction set: check, resolve, connect. */
-void
+static void
 relay_begin(struct rcall *rc)
 {
 	struct evdns_getaddrinfo_request *req;
@@ -677,10 +806,6 @@ relay_send_head(struct rcall *rc, int status, int refused, const char *data,
 {
 	struct call_head	 ch;
 
-	if (rc->fetch != NULL) {
-		rfetch_head(rc, status, refused, data, len);
-		return;
-	}
 	memset(&ch, 0, sizeof(ch));
 	ch.status = status;
 	ch.refused = refused;
@@ -688,6 +813,14 @@ relay_send_head(struct rcall *rc, int status, int refused, const char *data,
 	ch.user_id = rc->user_id;
 	rc->status = status;
 	rc->head_sent = 1;
+	if (rc->sink != NULL) {
+		rc->sink->head(rc, status, data, len);
+		return;
+	}
+	if (rc->fetch != NULL) {
+		rfetch_head(rc, status, refused, data, len);
+		return;
+	}
 	if (imsgev_send_blob(&iev_frontend, IMSG_CALL_HEAD, rc->reqid, &ch,
 	    sizeof(ch), data, len) == -1)
 		fatal("%s: send", __func__);
@@ -699,6 +832,11 @@ relay_send_body(struct rcall *rc, const void *data, size_t len)
 	const char	*p = data;
 	size_t		 n;
 
+	if (rc->sink != NULL) {
+		rc->bytes += len;
+		rc->sink->body(rc, data, len);
+		return;
+	}
 	if (rc->fetch != NULL) {
 		rfetch_body(rc, data, len);
 		return;
@@ -720,8 +858,12 @@ relay_send_body(struct rcall *rc, const void *data, size_t len)
  * answers come (a decoded one can come a thousand times faster).
  */
 int
-relay_backlog(void)
+relay_backlog(struct rcall *rc)
 {
+	if (rc->sink != NULL)
+		return (rc->sink->backlog(rc));
+	if (rc->fetch != NULL)		/* kept bounded in relay_fetch.c */
+		return (0);
 	return (imsgbuf_queuelen(&iev_frontend.ibuf) > RELAY_BACKLOG_MAX);
 }
 
@@ -733,6 +875,13 @@ relay_refuse(struct rcall *rc, int status, uint32_t why, const char *detail)
 	int	 n;
 
 	rc->refused = why;
+	if (rc->sink != NULL) {
+		rc->status = status;
+		rc->head_sent = 1;
+		rc->sink->refuse(rc, status, detail);
+		relay_finish(rc, 0);
+		return;
+	}
 	n = snprintf(buf, sizeof(buf), "{\"detail\":\"%s\"}", detail);
 	relay_send_head(rc, status, 1, buf, n);
 	relay_finish(rc, 0);
@@ -754,6 +903,7 @@ relay_finish(struct rcall *rc, int failed)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (rc->rd != NULL)
 		rc->redacted += redact_count(rc->rd);
+	/* The vault's own request: its answer, no call record. */
 	if (rc->fetch != NULL) {
 		rfetch_done(rc);
 		relay_free(rc);
@@ -771,6 +921,11 @@ relay_finish(struct rcall *rc, int failed)
 	    sizeof(cd)) == -1)
 		fatal("%s: compose", __func__);
 	imsgev_flush(&iev_vaults[rc->worker]);
+	if (rc->sink != NULL) {
+		rc->sink->end(rc, failed);
+		relay_free(rc);
+		return;
+	}
 	memset(&ce, 0, sizeof(ce));
 	ce.redacted = rc->redacted;
 	ce.failed = failed;
@@ -807,6 +962,56 @@ relay_free(struct rcall *rc)
 	rcache_put(rc->rset);
 	rfetch_free(rc->fetch);
 	freezero(rc, sizeof(*rc));
+}
+
+/* Vault worker's channel (relay_fetch.c answers there). */
+struct imsgev *
+relay_vault(int worker)
+{
+	if (worker < 0 || worker >= nvaults)
+		fatalx("%s: no vault worker %d", __func__, worker);
+	return (&iev_vaults[worker]);
+}
+
+/* A blob to a vault worker (a run's request, for its verdict). */
+void
+relay_vault_send(int worker, uint32_t type, uint32_t id, const void *head,
+    size_t headlen, const void *data, size_t len)
+{
+	if (worker < 0 || worker >= nvaults)
+		fatalx("%s: no vault worker %d", __func__, worker);
+	if (imsgev_send_blob(&iev_vaults[worker], type, id, head, headlen,
+	    data, len) == -1)
+		fatal("%s: send", __func__);
+}
+
+/* How a request that never went upstream ended, for its record. */
+void
+relay_vault_done(int worker, const struct call_done *cd)
+{
+	if (worker < 0 || worker >= nvaults)
+		fatalx("%s: no vault worker %d", __func__, worker);
+	if (imsgev_compose(&iev_vaults[worker], IMSG_CALL_DONE, 0, -1, cd,
+	    sizeof(*cd)) == -1)
+		fatal("%s: compose", __func__);
+}
+
+/*
+ * The egress harness (regress/unit/egress_harness.c) stands for vault
+ * worker 0 on fd: what the relay sends it and its answers go through the
+ * relay's own channel code and dispatch table.
+ */
+void
+relay_test_vault(int fd)
+{
+	imsgev_init(&iev_vaults[0], fd, PROC_WORKER(0), "vault 0",
+	    relay_dispatch, relay_closed, NULL);
+	iev_vaults[0].kind = PROC_VAULT;
+	nvaults = 1;
+	/* Names from the hosts file only (localhost). */
+	if ((dns = evdns_base_new(proc_base, 0)) == NULL)
+		fatalx("evdns_base_new");
+	evdns_base_load_hosts(dns, "/etc/hosts");
 }
 
 /* tregd -T relay: the real filter, then what it must refuse. */

@@ -43,6 +43,29 @@ enum rbody { RB_NONE, RB_LENGTH, RB_CHUNKED, RB_CLOSE, RB_DRAIN };
 enum rchunk { RC_SIZE, RC_DATA, RC_CRLF, RC_TRAILER };
 
 struct rconn;
+struct rcall;
+struct rfetch;
+
+/*
+ * Where a call's answer goes when it is not the frontend's: the egress
+ * proxy writes it to a run's connection (egress_req.c).  The same reading
+ * (relay_resp.c) and the same client (relay_http.c) serve both.
+ *   request  the request to the upstream, written by the owner (its
+ *            body streamed from the run);
+ *   written  the upstream took what was queued (more body may go);
+ *   head, body, end  the answer, as relay_send_head/body, relay_finish;
+ *   refuse   tregd's own refusal (detail: one line, no secret);
+ *   backlog  1: the run's side has too much queued, wait.
+ */
+struct rsink {
+	void	(*request)(struct rcall *, struct evbuffer *);
+	void	(*written)(struct rcall *);
+	void	(*head)(struct rcall *, int, const char *, size_t);
+	void	(*body)(struct rcall *, const void *, size_t);
+	void	(*end)(struct rcall *, int);
+	void	(*refuse)(struct rcall *, int, const char *);
+	int	(*backlog)(struct rcall *);
+};
 
 /* An upstream's address (IPv4 or IPv6, with the port). */
 union raddr {
@@ -51,13 +74,16 @@ union raddr {
 	struct sockaddr_in6	 sin6;
 };
 
-struct rfetch;
 struct rcall {
 	TAILQ_ENTRY(rcall)	 entry;
-	struct rfetch		*fetch;		/* the vault's own (relay_fetch.c) */
 	uint32_t		 reqid;		/* the frontend's */
 	uint32_t		 callid;	/* the vault's */
 	int			 worker;	/* the vault worker that sent it */
+	const struct rsink	*sink;		/* NULL: the frontend's */
+	struct rfetch		*fetch;		/* the vault's own (relay_fetch.c) */
+	void			*sink_arg;
+	uint32_t		 runid;		/* a run's request: its pool */
+	int			 total_s;	/* its timeout, 0: the conf's */
 	int			 allow_private;
 	int64_t			 org_id;	/* for the request log */
 	int64_t			 user_id;
@@ -129,9 +155,13 @@ void	 relay_send_head(struct rcall *, int, int, const char *, size_t);
 void	 relay_send_body(struct rcall *, const void *, size_t);
 void	 relay_finish(struct rcall *, int);
 void	 relay_refuse(struct rcall *, int, uint32_t, const char *);
-int	 relay_backlog(void);
-void	 relay_enter(struct rcall *);
-void	 relay_begin(struct rcall *);
+int	 relay_backlog(struct rcall *);
+void	 relay_call(struct rcall *);
+void	 relay_cancel(struct rcall *);
+void	 relay_vault_send(int, uint32_t, uint32_t, const void *, size_t,
+	    const void *, size_t);
+void	 relay_vault_done(int, const struct call_done *);
+void	 relay_test_vault(int);
 struct imsgev *relay_vault(int);
 
 /* relay_fetch.c: the vault's own requests (credential health) */
@@ -149,6 +179,8 @@ void	 rhttp_pause(struct rcall *, int);
 void	 rhttp_end(struct rcall *, int);
 void	 rhttp_fail(struct rcall *, int, const char *);
 struct evbuffer *rhttp_input(struct rcall *);
+struct evbuffer *rhttp_output(struct rcall *);
+void	 rhttp_drop_run(uint32_t);
 
 /* relay_resp.c */
 void	 rresp_input(struct rcall *);

@@ -60,13 +60,11 @@ rfetch_imsg_start(struct imsgev *iev, struct imsg *imsg)
 	rc->fetch->fetchid = fs.fetchid;
 	rc->worker = iev->peer - PROC_WORKER(0);
 	rc->allow_private = fs.allow_private != 0;
-	rc->cfd = -1;
 	rc->set = empty_set;
-	clock_gettime(CLOCK_MONOTONIC, &rc->start);
 	if (rfetch_unpack(rc, (const char *)imsg->data + sizeof(fs),
 	    len - sizeof(fs)) == -1)
 		fatalx("bad IMSG_FETCH_START strings from %s", iev->name);
-	relay_enter(rc);
+	relay_call(rc);
 }
 
 /* method, url, nheaders, headers[], body: as a call's, without a set. */

@@ -10,7 +10,8 @@
  * TCP connect and the TLS handshake, `relay timeout total' the call.
  * A connection whose answer ended cleanly goes to the idle pool, keyed
  * by the org, scheme, host, port and the checked address, for the
- * org's next call (keep-alive: a connection never serves two orgs);
+ * org's next call (keep-alive: a connection never serves two orgs; a
+ * keyless run's serve that run only, relay/egress_req.c);
  * an idle one that the upstream closes or talks on is dropped.  Reading the answer is relay_resp.c's.
  */
 
@@ -49,6 +50,8 @@ struct rconn {
 	SSL			*ssl;		/* the bufferevent's */
 	struct rcall		*rc;		/* NULL: idle */
 	int64_t			 org_id;	/* the only org it serves */
+	uint32_t		 runid;		/* and run, */
+	int			 run;		/* if it is a run's */
 	int			 tls;
 	char			 host[HOST_LEN_MAX];
 	long			 port;
@@ -70,6 +73,7 @@ static void	 rh_attach(struct rcall *, int);
 static char	*rh_headers(struct rcall *, char *, int *);
 static void	 rh_request(struct rcall *);
 static void	 rh_read(struct bufferevent *, void *);
+static void	 rh_write(struct bufferevent *, void *);
 static void	 rh_event(struct bufferevent *, short, void *);
 static void	 rh_idle_event(struct bufferevent *, short, void *);
 static void	 rh_idle_read(struct bufferevent *, void *);
@@ -167,7 +171,8 @@ rhttp_start(struct rcall *rc)
 	evtimer_set(&rc->tmo_connect, rh_tmo_connect, rc);
 	evtimer_set(&rc->tmo_total, rh_tmo_total, rc);
 	rc->timers = 1;
-	tv.tv_sec = relay_conf.relay_timeout_total;
+	tv.tv_sec = rc->total_s > 0 ? rc->total_s :
+	    relay_conf.relay_timeout_total;
 	tv.tv_usec = 0;
 	evtimer_add(&rc->tmo_total, &tv);
 	if ((c = rh_idle_find(rc)) != NULL) {
@@ -178,6 +183,7 @@ rhttp_start(struct rcall *rc)
 		rc->conn = c;
 		bufferevent_set_timeouts(c->bev, NULL, NULL);
 		bufferevent_setcb(c->bev, rh_read, NULL, rh_event, rc);
+		bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 		rh_request(rc);
 		return (0);
 	}
@@ -198,7 +204,8 @@ rh_idle_find(struct rcall *rc)
 	int		 i;
 
 	TAILQ_FOREACH(c, &idle, entry) {
-		if (c->org_id != rc->org_id || c->tls != rc->tls ||
+		if (c->org_id != rc->org_id || c->runid != rc->runid ||
+		    c->run != (rc->sink != NULL) || c->tls != rc->tls ||
 		    c->port != rc->port ||
 		    strcasecmp(c->host, rc->host) != 0)
 			continue;
@@ -268,6 +275,8 @@ rh_attach(struct rcall *rc, int fd)
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		fatal("%s: calloc", __func__);
 	c->org_id = rc->org_id;
+	c->runid = rc->runid;
+	c->run = rc->sink != NULL;
 	c->tls = rc->tls;
 	c->port = rc->port;
 	strlcpy(c->host, rc->host, sizeof(c->host));
@@ -366,6 +375,13 @@ rh_request(struct rcall *rc)
 	size_t		 i, len;
 	int		 body, host = 0;
 
+	/* A run's request: its owner writes it and streams its body. */
+	if (rc->sink != NULL) {
+		bufferevent_setcb(rc->conn->bev, rh_read, rh_write, rh_event,
+		    rc);
+		rc->sink->request(rc, out);
+		return;
+	}
 	body = rc->bodylen > 0 || strcmp(rc->method, "POST") == 0 ||
 	    strcmp(rc->method, "PUT") == 0 || strcmp(rc->method, "PATCH") == 0;
 	/* The fixed parts below take 88 bytes at most. */
@@ -410,6 +426,17 @@ rh_read(struct bufferevent *bev, void *arg)
 	relay_cork(1);
 	rc->got = 1;
 	rresp_input(rc);
+	relay_cork(0);
+}
+
+/* The upstream took what was queued: a run's body may go on. */
+static void
+rh_write(struct bufferevent *bev, void *arg)
+{
+	struct rcall	*rc = arg;
+
+	relay_cork(1);
+	rc->sink->written(rc);
 	relay_cork(0);
 }
 
@@ -516,6 +543,26 @@ rhttp_input(struct rcall *rc)
 	return (bufferevent_get_input(rc->conn->bev));
 }
 
+/* NULL while there is no connection (connecting, or gone). */
+struct evbuffer *
+rhttp_output(struct rcall *rc)
+{
+	if (rc->conn == NULL || rc->cfd != -1)
+		return (NULL);
+	return (bufferevent_get_output(rc->conn->bev));
+}
+
+/* The run ended: its kept connections go (never another run's). */
+void
+rhttp_drop_run(uint32_t runid)
+{
+	struct rconn	*c, *t;
+
+	TAILQ_FOREACH_SAFE(c, &idle, entry, t)
+		if (c->run && c->runid == runid)
+			rh_conn_free(c);
+}
+
 /*
  * The answer ended: a connection whose answer was read to its end,
  * whose request went out whole and that may stay open waits for the
@@ -536,6 +583,7 @@ rhttp_end(struct rcall *rc, int keep)
 			rh_conn_free(TAILQ_FIRST(&idle));
 		bufferevent_setcb(c->bev, rh_idle_read, NULL, rh_idle_event,
 		    c);
+		bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
 		bufferevent_set_timeouts(c->bev, &tv, NULL);
 		bufferevent_enable(c->bev, EV_READ);
 		TAILQ_INSERT_TAIL(&idle, c, entry);

@@ -64,7 +64,7 @@ rresp_input(struct rcall *rc)
 	do {
 		if (rc->paused)
 			return;
-		if (rc->head_sent && relay_backlog()) {
+		if (rc->head_sent && relay_backlog(rc)) {
 			rr_stall(rc, 1);
 			return;
 		}

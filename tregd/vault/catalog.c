@@ -37,10 +37,13 @@ const struct catalog_cli catalog_clis[] = {
 	    .env = { { "OPENAI_API_KEY" } } },
 	{ .bin = "stripe", .auth_mechanism = "env",
 	    .env = { { "STRIPE_API_KEY" } },
+	    .egress = "api.stripe.com files.stripe.com",
 	    .deny = { { "", "--live", NULL, "uses the live-mode key" } } },
 	{ .bin = "gh", .auth_mechanism = "env",
 	    .env = { { "GH_TOKEN" } },
 	    .home = "github.com api.github.com", .away = "GH_ENTERPRISE_TOKEN",
+	    .egress = "api.github.com uploads.github.com github.com "
+		"codeload.github.com objects.githubusercontent.com",
 	    .deny = {
 		{ "extension|extensions|ext", NULL, NULL,
 		    "runs an extension's code with the key" },
@@ -55,7 +58,8 @@ const struct catalog_cli catalog_clis[] = {
 	{ .bin = "render", .auth_mechanism = "env",
 	    .env = { { "RENDER_API_KEY" } } },
 	{ .bin = "vercel", .auth_mechanism = "env",
-	    .env = { { "VERCEL_TOKEN" } } },
+	    .env = { { "VERCEL_TOKEN" } },
+	    .egress = "api.vercel.com vercel.com" },
 	{ .bin = "wrangler", .auth_mechanism = "env",
 	    .env = { { "CLOUDFLARE_API_TOKEN" } } },
 	{ .bin = "doctl", .auth_mechanism = "env",
@@ -90,11 +94,15 @@ const struct catalog_cli catalog_clis[] = {
 	    .env = { { "SENTRY_AUTH_TOKEN" } } },
 	/*
 	 * One JSON secret {"access_key_id", "secret_access_key"}; a session
-	 * token is a third entry of the profile's own (tregd.8).
+	 * token is a third entry of the profile's own (tregd.8), marked
+	 * "sign": "aws-sigv4" too: the egress proxy signs each request
+	 * again with the real key (SPEC 6a).
 	 */
 	{ .bin = "aws", .auth_mechanism = "env",
-	    .env = { { "AWS_ACCESS_KEY_ID", "access_key_id" },
-		{ "AWS_SECRET_ACCESS_KEY", "secret_access_key" } },
+	    .env = { { "AWS_ACCESS_KEY_ID", "access_key_id", "aws-sigv4" },
+		{ "AWS_SECRET_ACCESS_KEY", "secret_access_key",
+		    "aws-sigv4" } },
+	    .egress = "*.amazonaws.com",
 	    .deny = {
 		{ "configure export-credentials", NULL, NULL, PRINTS_KEY },
 		{ "sts get-session-token|get-federation-token", NULL, NULL,
@@ -163,9 +171,19 @@ catalog_inject(const struct catalog_cli *c, const char *host)
 		if (ce->field != NULL)
 			json_object_set_new(e, "secret_field",
 			    json_string(ce->field));
+		if (ce->sign != NULL)
+			json_object_set_new(e, "sign", json_string(ce->sign));
 		json_array_append_new(arr, e);
 	}
 	return (arr);
+}
+
+const char *
+catalog_egress(const char *bin)
+{
+	const struct catalog_cli	*c;
+
+	return ((c = catalog_find(bin)) != NULL ? c->egress : NULL);
 }
 
 json_t *

@@ -15,6 +15,7 @@
 struct catalog_env {
 	const char	*name;
 	const char	*field;		/* NULL: the secret as stored */
+	const char	*sign;		/* NULL, or "aws-sigv4" (SPEC 6a) */
 };
 
 /*
@@ -48,6 +49,11 @@ struct catalog_cli {
 	const char		*away;
 	struct catalog_rule	 deny[CATALOG_RULE_MAX + 1];
 	const char		*unsupported;	/* NULL, or why not */
+	/*
+	 * The hosts its runs reach besides the base_url's (SPEC 6a),
+	 * space-separated cli.egress entries; NULL: none.
+	 */
+	const char		*egress;
 };
 
 extern const struct catalog_cli	 catalog_clis[];
@@ -55,6 +61,8 @@ extern const struct catalog_cli	 catalog_clis[];
 const struct catalog_cli *catalog_find(const char *);
 /* The entry's inject list for a tool on host, as cli_check stores it. */
 json_t		*catalog_inject(const struct catalog_cli *, const char *);
+/* The egress hosts a CLI of bin reaches (cli.egress entries), or NULL. */
+const char	*catalog_egress(const char *);
 /* treg's errors list: output pattern -> run-report verdict. */
 json_t		*catalog_errors(const struct catalog_cli *);
 /* A mechanism the server can inject: env or argv. */

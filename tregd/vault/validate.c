@@ -57,6 +57,10 @@ static int	 inject_list_check(json_t *, const struct catalog_cli *,
 static int	 env_plain_check(json_t *, json_t *, char *, size_t);
 static int	 inject_check(json_t *, int, json_t **, const char *, char *,
 		    size_t);
+static int	 keyless_check(json_t *, json_t *, char *, size_t);
+static int	 sign_check(json_t *, json_t *, const char *, const char *,
+		    char *, size_t);
+static int	 egress_list_check(json_t *, json_t *, char *, size_t);
 
 /* ------------------------------------------------------------------ */
 /* base_url and the SSRF check.                                        */
@@ -874,6 +878,33 @@ static const char *const mechanisms[] = {
 	"env", "argv", "config_file", "device", NULL
 };
 static const char *const vias[] = { "env", "argv", NULL };
+static const char *const signs[] = { "aws-sigv4", NULL };
+static const char *const tls_modes[] = { "intercept", "passthrough", NULL };
+
+/*
+ * An entry's "sign": a value the egress proxy signs again with (SPEC
+ * 6a), of an env entry: the relay tells an AWS key id from its secret
+ * by the variable's name.
+ */
+static int
+sign_check(json_t *e, json_t *o, const char *via, const char *ctx,
+    char *err, size_t errlen)
+{
+	const char	*sign = NULL;
+
+	if (json_object_get(e, "sign") == NULL ||
+	    json_is_null(json_object_get(e, "sign")))
+		return (0);
+	if (enum_field(e, "sign", signs, NULL, &sign, ctx, err, errlen) == -1)
+		return (-1);
+	if (strcmp(via, "env") != 0) {
+		snprintf(err, errlen, "%s: 'sign' needs via env (the variable's "
+		    "name says which part of the key it is)", ctx);
+		return (-1);
+	}
+	json_object_set_new(o, "sign", json_string(sign));
+	return (0);
+}
 
 /* One inject entry into its canonical form. */
 static int
@@ -965,6 +996,8 @@ inject_check(json_t *e, int local, json_t **out, const char *ctx,
 		json_object_set_new(o, "format", json_string(format));
 	if (field != NULL)
 		json_object_set_new(o, "secret_field", json_string(field));
+	if (sign_check(e, o, via, ctx, err, errlen) == -1)
+		goto fail;
 	*out = o;
 	return (0);
  fail:
@@ -1089,8 +1122,9 @@ cli_check(json_t *in, int local, json_t **out, char *err, size_t errlen)
  * cli_check_host: in is a CLI profile object, or NULL/null (no profile:
  * *out NULL), of a tool on host (NULL: not known).  *out gets {bin,
  * enabled, auth_mechanism, inject, deny} and env, network, deny_defaults,
- * errors when they say something; each deny pattern is compiled here
- * (PCRE2, bounded) so a bad or too costly one is refused at registration.
+ * errors, keyless, tls, egress when they say something; each deny
+ * pattern is compiled here (PCRE2, bounded) so a bad or too costly one
+ * is refused at registration.
  */
 int
 cli_check_host(json_t *in, const char *host, int local, json_t **out,
@@ -1143,7 +1177,9 @@ cli_check_host(json_t *in, const char *host, int local, json_t **out,
 
 	if (inject_list_check(json_object_get(in, "inject"), cat, host, local,
 	    o, err, errlen) == -1 || env_plain_check(json_object_get(in, "env"),
-	    o, err, errlen) == -1)
+	    o, err, errlen) == -1 || keyless_check(in, o, err, errlen) == -1 ||
+	    egress_list_check(json_object_get(in, "egress"), o, err,
+	    errlen) == -1)
 		goto fail;
 
 	if ((arr = json_array()) == NULL)
@@ -1179,4 +1215,173 @@ cli_check_host(json_t *in, const char *host, int local, json_t **out,
  fail:
 	json_decref(o);
 	return (-1);
+}
+
+/* ------------------------------------------------------------------ */
+/* Keyless runs: the profile's keyless, tls and egress (SPEC 6a).      */
+
+/*
+ * "keyless" (default true) and "tls" ("intercept", the default, or
+ * "passthrough"), kept in o only when they differ from the default.
+ * Passthrough splices a connection unread: no placeholder could be
+ * swapped in it, so only a profile whose run holds the real key may.
+ */
+static int
+keyless_check(json_t *in, json_t *o, char *err, size_t errlen)
+{
+	const char	*tls = "intercept";
+	int		 keyless = 1;
+
+	if (bool_field(in, "keyless", &keyless, err, errlen) == -1)
+		return (-1);
+	if (!json_is_null(json_object_get(in, "tls")) && enum_field(in, "tls",
+	    tls_modes, "intercept", &tls, "cli", err, errlen) == -1)
+		return (-1);
+	if (strcmp(tls, "passthrough") == 0 && keyless) {
+		snprintf(err, errlen, "cli: 'tls': 'passthrough' needs "
+		    "\"keyless\": false (a connection passed through cannot "
+		    "have a placeholder swapped for the key)");
+		return (-1);
+	}
+	if (!keyless)
+		json_object_set_new(o, "keyless", json_false());
+	if (strcmp(tls, "passthrough") == 0)
+		json_object_set_new(o, "tls", json_string(tls));
+	return (0);
+}
+
+/*
+ * One entry of an egress list: "host", "host:port", "*.domain" (any
+ * host below domain, not domain itself) or "http://host:port" (plain
+ * HTTP, that host and port only); port 443 unless given (80 for
+ * http:// without one).  Names are lower-cased; no IPv6 literal, no
+ * path, no user info.
+ */
+int
+egress_entry_parse(const char *s, struct egress_host *eh, char *err,
+    size_t errlen)
+{
+	const char	*p = s, *colon, *errstr = NULL;
+	char		 port[8];
+	size_t		 n, i;
+
+	memset(eh, 0, sizeof(*eh));
+	eh->port = 443;
+	if (strncasecmp(p, "http://", 7) == 0) {
+		eh->http = 1;
+		eh->port = 80;
+		p += 7;
+	} else if (strstr(p, "://") != NULL) {
+		snprintf(err, errlen, "'%.64s': only http:// may be named "
+		    "(https is the default: name the host alone)", s);
+		return (-1);
+	}
+	if (*p == '[') {
+		snprintf(err, errlen, "'%.64s' is not a host name: an IPv6 "
+		    "address cannot be named, name its host", s);
+		return (-1);
+	}
+	if (strncmp(p, "*.", 2) == 0) {
+		eh->wildcard = 1;
+		p += 2;
+	}
+	if ((colon = strchr(p, ':')) != NULL) {
+		n = strlen(colon + 1);
+		if (n == 0 || n >= sizeof(port) ||
+		    strspn(colon + 1, "0123456789") != n) {
+			snprintf(err, errlen, "'%.64s': the port must be a "
+			    "number from 1 to 65535", s);
+			return (-1);
+		}
+		memcpy(port, colon + 1, n + 1);
+		eh->port = strtonum(port, 1, 65535, &errstr);
+		if (errstr != NULL) {
+			snprintf(err, errlen, "'%.64s': the port must be a "
+			    "number from 1 to 65535", s);
+			return (-1);
+		}
+		n = colon - p;
+	} else
+		n = strlen(p);
+	if (n == 0 || n >= sizeof(eh->host)) {
+		snprintf(err, errlen, "'%.64s' names no host (or one over "
+		    "%zu bytes)", s, sizeof(eh->host) - 1);
+		return (-1);
+	}
+	for (i = 0; i < n; i++)
+		eh->host[i] = tolower((unsigned char)p[i]);
+	eh->host[n] = '\0';
+	if (!host_name_valid(eh->host) || strchr(eh->host, '*') != NULL) {
+		snprintf(err, errlen, "'%.64s' is not a host name, a "
+		    "host:port, a *.domain or an http://host:port", s);
+		return (-1);
+	}
+	if (eh->wildcard && eh->http) {
+		snprintf(err, errlen, "'%.64s': plain http:// is allowed "
+		    "only for one named host, not a *.domain", s);
+		return (-1);
+	}
+	if (eh->wildcard && strchr(eh->host, '.') == NULL) {
+		snprintf(err, errlen, "'%.64s': a wildcard needs a domain "
+		    "of two labels at least (*.example.com)", s);
+		return (-1);
+	}
+	return (0);
+}
+
+/* The canonical spelling: ports always written out. */
+void
+egress_entry_print(const struct egress_host *eh, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s:%u", eh->http ? "http://" : "",
+	    eh->wildcard ? "*." : "", eh->host, eh->port);
+}
+
+/*
+ * cli.egress: at most EGRESS_HOSTS_MAX entries, each a string of at
+ * most EGRESS_ENTRY_MAX bytes that egress_entry_parse() reads; kept in
+ * their canonical spelling, each once.  Left out or null: the default
+ * (the base_url's host and the catalog's, at run time); an empty list
+ * is a run that may reach no host.
+ */
+static int
+egress_list_check(json_t *in, json_t *o, char *err, size_t errlen)
+{
+	struct egress_host	 eh;
+	json_t			*arr, *v, *w;
+	char			 buf[EGRESS_ENTRY_MAX + 16], why[256];
+	size_t			 i, j;
+
+	if (in == NULL || json_is_null(in))
+		return (0);
+	if (!json_is_array(in) || json_array_size(in) > EGRESS_HOSTS_MAX) {
+		snprintf(err, errlen, "cli: 'egress' must be a list of at most "
+		    "%d hosts (host, host:port, *.domain or "
+		    "http://host:port)", EGRESS_HOSTS_MAX);
+		return (-1);
+	}
+	if ((arr = json_array()) == NULL)
+		fatal("%s: json_array", __func__);
+	json_object_set_new(o, "egress", arr);
+	json_array_foreach(in, i, v) {
+		if (!json_is_string(v) || json_string_length(v) == 0 ||
+		    json_string_length(v) > EGRESS_ENTRY_MAX ||
+		    strlen(json_string_value(v)) != json_string_length(v)) {
+			snprintf(err, errlen, "cli.egress[%zu] must be a "
+			    "string of 1 to %d bytes", i, EGRESS_ENTRY_MAX);
+			return (-1);
+		}
+		if (egress_entry_parse(json_string_value(v), &eh, why,
+		    sizeof(why)) == -1) {
+			snprintf(err, errlen, "cli.egress[%zu]: %s", i, why);
+			return (-1);
+		}
+		egress_entry_print(&eh, buf, sizeof(buf));
+		json_array_foreach(arr, j, w)
+			if (strcmp(json_string_value(w), buf) == 0)
+				break;
+		if (j == json_array_size(arr))
+			json_array_append_new(arr, json_string(buf));
+	}
+	return (0);
 }

@@ -82,6 +82,7 @@ static void	vault_imsg_ends_sync(struct imsgev *, struct imsg *);
 static void	vault_imsg_run_exit(struct imsgev *, struct imsg *);
 static void	vault_imsg_call_done(struct imsgev *, struct imsg *);
 static void	vault_imsg_fetch_done(struct imsgev *, struct imsg *);
+static void	vault_imsg_egress_call(struct imsgev *, struct imsg *);
 static void	vault_closed(struct imsgev *);
 static void	vault_metrics_tick(int, short, void *);
 static void	vault_ends_sync(struct imsg *);
@@ -134,13 +135,16 @@ static const struct imsg_handler vault_imsgs[] = {
 	/* The frontend: API requests and /call decisions (blobs). */
 	{ IMSG_API_REQUEST, FROM_FRONTEND, IMSG_LEN_ANY, vault_imsg_api_request },
 	{ IMSG_CALL_REQUEST, FROM_FRONTEND, IMSG_LEN_ANY, vault_imsg_call_request },
-	{ IMSG_DATA,	FROM_FRONTEND, IMSG_LEN_ANY,	vault_imsg_request_data },
+	{ IMSG_DATA,	FROM_FRONTEND | FROM_RELAY, IMSG_LEN_ANY,
+	    vault_imsg_request_data },
 	{ IMSG_ENDS_SYNC, FROM_FRONTEND, sizeof(uint32_t), vault_imsg_ends_sync },
 	/* The ends of what the vault started. */
 	{ IMSG_RUN_EXIT, FROM_EXEC, sizeof(struct run_exit), vault_imsg_run_exit },
 	{ IMSG_CALL_DONE, FROM_RELAY, sizeof(struct call_done),
 	    vault_imsg_call_done },
 	{ IMSG_FETCH_DONE, FROM_RELAY, IMSG_LEN_ANY,	vault_imsg_fetch_done },
+	/* A keyless run's request, before it goes upstream (blob). */
+	{ IMSG_EGRESS_CALL, FROM_RELAY, IMSG_LEN_ANY, vault_imsg_egress_call },
 };
 
 static struct proc_peer	 vault_peers[] = {
@@ -242,6 +246,7 @@ vault_ends_sync(struct imsg *imsg)
 static void
 vault_sig(int sig, short event, void *arg)
 {
+	egress_flush();
 	run_ends_flush();
 	call_flush();
 	hosts_stop();
@@ -603,12 +608,24 @@ vault_imsg_call_request(struct imsgev *iev, struct imsg *imsg)
 		call_request(b);
 }
 
+/*
+ * A blob's chunk: the frontend's requests, the relay's egress requests
+ * (each kept apart by the peer it came from).
+ */
 static void
 vault_imsg_request_data(struct imsgev *iev, struct imsg *imsg)
 {
 	struct blob	*b;
 	int		 bad;
 
+	if (iev == vault_relay) {
+		b = blob_add(&vault_blobs, imsg, PROC_RELAY, &bad);
+		if (bad)
+			fatalx("bad IMSG_DATA from relay");
+		if (b != NULL)
+			egress_call(b);
+		return;
+	}
 	b = blob_add(&vault_blobs, imsg, PROC_FRONTEND, &bad);
 	if (bad)
 		fatalx("bad IMSG_DATA from frontend");
@@ -968,4 +985,22 @@ request_answer(const struct vault_route *r, struct vault_req *req,
 		free(text);
 		resp->status = 0;
 	}
+}
+
+/*
+ * IMSG_EGRESS_CALL: one request of a keyless run's CLI; its strings are
+ * short (a method, a host, a path without query values, a line of why),
+ * so the blob is bounded small.
+ */
+static void
+vault_imsg_egress_call(struct imsgev *iev, struct imsg *imsg)
+{
+	struct blob	*b;
+
+	b = blob_start(&vault_blobs, imsg, PROC_RELAY,
+	    sizeof(struct egress_call), 4 * HTTP_HEADERS_MAX);
+	if (b == NULL)
+		fatalx("bad IMSG_EGRESS_CALL from relay");
+	if (b->datalen == 0)
+		egress_call(b);
 }

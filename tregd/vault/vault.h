@@ -149,6 +149,12 @@ void		 vault_run_start(uint32_t, const struct run_start *,
 		    const void *, size_t, int64_t, int64_t);
 void		 vault_call_start(uint32_t, const struct call_start *,
 		    const void *, size_t);		/* to the relay */
+/* Keyless runs' egress, to the relay (tregd.h's seam). */
+void		 vault_egress_grant(const struct egress_grant *, const void *,
+		    size_t);
+void		 vault_egress_revoke(uint32_t);
+void		 vault_egress_verdict(const struct egress_verdict *,
+		    const char *);
 /* A refused call's status and JSON detail (org, user: 0 unknown). */
 void		 vault_call_refused(uint32_t, int, int64_t, int64_t,
 		    const char *, size_t);
@@ -354,6 +360,8 @@ void		 secs_clear(struct secs *);
  */
 int		 inject_value(const struct isecret *, json_t *, const char *,
 		    const char *, struct vault_resp *, char **, size_t *);
+/* tmpl (NULL: "{secret}") applied to val; freezero() it. */
+char		*inject_format(const char *, const char *, size_t, size_t *);
 /* Whether a binding or inject entry may name field of a kind secret. */
 int		 inject_field_allowed(const char *, const char *);
 /* Shorter than 8 bytes once trimmed: "too short to be masked reliably". */
@@ -448,6 +456,18 @@ int		 bindings_check(json_t *, int, json_t **, char *, size_t);
 int		 cli_check(json_t *, int, json_t **, char *, size_t);
 int		 cli_check_host(json_t *, const char *, int, json_t **, char *,
 		    size_t);
+/* cli.egress (SPEC 6a): an entry read, and spelled canonically. */
+#define EGRESS_HOSTS_MAX	32	/* entries of cli.egress */
+#define EGRESS_ENTRY_MAX	260	/* bytes of one entry */
+struct egress_host {
+	char		 host[254];	/* lower case, without "*." */
+	uint16_t	 port;
+	int		 wildcard;	/* "*.host": any name below it */
+	int		 http;		/* "http://": plain HTTP */
+};
+int		 egress_entry_parse(const char *, struct egress_host *, char *,
+		    size_t);
+void		 egress_entry_print(const struct egress_host *, char *, size_t);
 
 /* vault_registry.c (with vault_registry.h): a tool as the run path needs it. */
 struct tool_row {
@@ -512,6 +532,28 @@ int		 call_view_before(struct vault_req *, struct vault_resp *);
 int		 call_cap_field(json_t *, int *, int *, int64_t *,
 		    struct vault_resp *);
 void		 call_view_after(struct vault_req *, struct vault_resp *);
+
+/* A record whose end the relay tells with IMSG_CALL_DONE: its callid. */
+uint32_t	 call_track(int64_t, int64_t);
+
+/*
+ * vault_egress.c: the requests of a keyless run's CLI (SPEC 6a), each
+ * judged by the deny rules and on record before it goes upstream.
+ */
+struct egress_who {
+	uint32_t	 runid;
+	int64_t		 audit_id;	/* the run's row */
+	int64_t		 org_id;
+	int64_t		 user_id;
+	const char	*email;
+	const char	*tool;
+};
+/* The run's grant to the relay (packed: tregd.h), the run known here. */
+void		 egress_run_start(const struct egress_who *,
+		    const struct egress_grant *, const void *, size_t);
+void		 vault_egress_end(uint32_t);	/* revoked, forgotten */
+void		 egress_call(struct blob *);	/* IMSG_EGRESS_CALL */
+void		 egress_flush(void);		/* the pending, decided */
 
 /* vault_call_cache.c: a call's decision's reads per registry version */
 int		 ccache_begin(void);
@@ -588,5 +630,40 @@ void	 vault_metrics_request(void);
 size_t		 placeholder_prefix(const char *, size_t);
 int		 placeholder_make(const char *, size_t, char *, size_t,
 		    size_t *);
+
+/*
+ * vault_keyless.c: what a keyless run holds in place of its values, and
+ * the hosts its egress may reach (SPEC 6a).
+ */
+struct psub {
+	char		*ph;		/* the placeholder */
+	size_t		 phlen;
+	char		*val;		/* the real value (freezero'd) */
+	size_t		 len;
+	const char	*sign;		/* "" or "aws-sigv4" */
+	char		 name[NAME_LEN_MAX + 1];	/* env name, "" */
+};
+#define PSUBS_MAX	INJECT_MAX	/* one value per inject entry */
+struct psubs {
+	struct psub	 v[PSUBS_MAX];
+	size_t		 n;
+};
+struct psubs	*psubs_new(void);
+void		 psubs_free(struct psubs *);
+/*
+ * The placeholder of the len bytes at val, made once per value of a run
+ * (sign, name: of the inject entry that first used it).  NULL when the
+ * value has too few letters and digits to stand in for.
+ */
+const struct psub *psubs_get(struct psubs *, const char *, size_t,
+		    const char *, const char *);
+/* The egress list of a run of tool t (cli.egress, or the default). */
+json_t		*egress_list(const struct tool_row *);
+/* Its entries that name one host, as "host:port", for exec. */
+size_t		 egress_list_hosts(json_t *, const char **, size_t);
+/* The grant's packed part (tregd.h): hosts, placeholders, mask. */
+struct pack;
+void		 egress_grant_pack(struct pack *, json_t *,
+		    const struct psubs *, const struct redset *);
 
 #endif /* VAULT_H */

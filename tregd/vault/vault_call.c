@@ -513,22 +513,34 @@ static void
 call_start(struct vpend *p)
 {
 	struct call_start	 cs;
-	struct vcall		*vc;
+
+	memset(&cs, 0, sizeof(cs));
+	cs.callid = call_track(p->audit_id, p->auth.org_id);
+	cs.allow_private = vault_conf.relay_allow_private;
+	cs.org_id = p->auth.org_id;
+	cs.user_id = p->auth.user_id;
+	vault_call_start(p->reqid, &cs, p->pk.buf, p->pk.len);
+}
+
+/*
+ * A record the relay will tell the end of (IMSG_CALL_DONE with its
+ * callid): a relayed call's, or a keyless run's request's
+ * (vault_egress.c).  Its end is appended as call_done() says.
+ */
+uint32_t
+call_track(int64_t audit_id, int64_t org_id)
+{
+	struct vcall	*vc;
 
 	if ((vc = calloc(1, sizeof(*vc))) == NULL)
 		fatal("%s: calloc", __func__);
 	vc->callid = next_callid++;
 	if (next_callid == 0)
 		next_callid = 1;
-	vc->audit_id = p->audit_id;
-	vc->org_id = p->auth.org_id;
+	vc->audit_id = audit_id;
+	vc->org_id = org_id;
 	TAILQ_INSERT_TAIL(&vcalls, vc, entry);
-	memset(&cs, 0, sizeof(cs));
-	cs.callid = vc->callid;
-	cs.allow_private = vault_conf.relay_allow_private;
-	cs.org_id = p->auth.org_id;
-	cs.user_id = p->auth.user_id;
-	vault_call_start(p->reqid, &cs, p->pk.buf, p->pk.len);
+	return (vc->callid);
 }
 
 /* Answer a refusal (X-Treg-Error); its row, if any, was written. */

@@ -171,6 +171,17 @@ subst(const char *tmpl, const char *val, size_t vlen, size_t *outlen)
 	return (out);
 }
 
+/*
+ * A format or argv template applied to val (a keyless run's placeholder,
+ * SPEC 6a): the same rule as inject_value()'s, for bytes already taken
+ * out of a secret.  The caller freezero()s it.
+ */
+char *
+inject_format(const char *tmpl, const char *val, size_t vlen, size_t *outlen)
+{
+	return (subst(tmpl != NULL ? tmpl : "{secret}", val, vlen, outlen));
+}
+
 /* What a JSON value is, for a detail that never shows the value. */
 static const char *
 json_what(json_t *v)

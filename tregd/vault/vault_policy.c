@@ -63,11 +63,12 @@ static int	 marked_name(const char *, void *);
 static json_t	*text_or_null(const char *);
 static json_t	*int_or_null(int, int64_t);
 static json_t	*call_view(const struct store_calls_row *);
+static void	 call_view_where(const struct store_calls_row *, json_t *);
 static int	 calls_row_visible(const struct auth *,
 		    const struct store_calls_row *);
 static int	 calls_row(const struct store_calls_row *, void *);
 static json_t	*calls_query(int64_t, const struct auth *, size_t, int64_t,
-		    json_t *(*)(const struct store_calls_row *));
+		    int64_t, json_t *(*)(const struct store_calls_row *));
 static int	 health_view(const struct store_secret_row *, void *);
 static json_t	*audit_view(const struct store_calls_row *);
 
@@ -851,7 +852,29 @@ call_view(const struct store_calls_row *r)
 	if (o == NULL)
 		fatalx("%s: json_pack", __func__);
 	json_object_set_new(o, "outcome", text_or_null(call_outcome(r)));
+	call_view_where(r, o);
 	return (o);
+}
+
+/*
+ * Where a record came from (SPEC 6a, 8): a keyless run's request names
+ * its run ("s12", as GET /runs shows it) and the host it went to; a
+ * relayed call is "relay", a grant, denial or report "local".
+ */
+static void
+call_view_where(const struct store_calls_row *r, json_t *o)
+{
+	const struct store_call	*c = &r->c;
+	char			 id[32];
+
+	if (c->run_id != 0) {
+		snprintf(id, sizeof(id), "s%lld", (long long)c->run_id);
+		json_object_set_new(o, "run_id", json_string(id));
+	} else
+		json_object_set_new(o, "run_id", json_null());
+	json_object_set_new(o, "where", json_string(c->place != NULL ?
+	    c->place : strcmp(c->kind, "call") == 0 ? "relay" : "local"));
+	json_object_set_new(o, "host", text_or_null(c->target_host));
 }
 
 static int
@@ -893,6 +916,7 @@ audit_view(const struct store_calls_row *r)
 	    "created_at", c->created_at);
 	if (o == NULL)
 		fatalx("%s: json_pack", __func__);
+	call_view_where(r, o);
 	return (o);
 }
 
@@ -939,16 +963,21 @@ calls_row(const struct store_calls_row *r, void *arg)
 
 static json_t *
 calls_query(int64_t org, const struct auth *a, size_t limit, int64_t before,
-    json_t *(*view)(const struct store_calls_row *))
+    int64_t run, json_t *(*view)(const struct store_calls_row *))
 {
 	struct calls_page	 pg;
+	int			 rc;
 
 	pg.auth = a;
 	pg.limit = limit;
 	pg.view = view;
 	if ((pg.list = json_array()) == NULL)
 		fatal("%s: json_array", __func__);
-	if (store_calls_page(org, before, calls_row, &pg) != 0) {
+	if (run != 0)
+		rc = store_calls_run_page(org, run, before, calls_row, &pg);
+	else
+		rc = store_calls_page(org, before, calls_row, &pg);
+	if (rc != 0) {
 		json_decref(pg.list);
 		return (NULL);
 	}
@@ -969,7 +998,7 @@ calls_list(struct vault_req *req, struct vault_resp *resp)
 	json_t			*arr;
 	const char		*err = NULL;
 	char			 buf[32];
-	long long		 limit = CALLS_LIMIT_DEF, before = 0;
+	long long		 limit = CALLS_LIMIT_DEF, before = 0, run = 0;
 
 	if (query_param(req->query, "limit", buf, sizeof(buf)) == 0) {
 		limit = strtonum(buf, 1, CALLS_LIMIT_MAX, &err);
@@ -987,10 +1016,20 @@ calls_list(struct vault_req *req, struct vault_resp *resp)
 			return;
 		}
 	}
+	/* A run's requests: its id as GET /runs shows it, or the number. */
+	if (query_param(req->query, "run_id", buf, sizeof(buf)) == 0) {
+		run = strtonum(buf[0] == 's' ? buf + 1 : buf, 1, LLONG_MAX,
+		    &err);
+		if (err != NULL) {
+			resp_error(resp, 422, "run_id must be the id of a "
+			    "server run (s12, or 12)");
+			return;
+		}
+	}
 	if ((calls_alive = hosts_alive(&ncalls_alive)) == NULL)
 		arr = NULL;
 	else
-		arr = calls_query(a->org_id, a, limit, before, call_view);
+		arr = calls_query(a->org_id, a, limit, before, run, call_view);
 	free(calls_alive);
 	calls_alive = NULL;
 	if (arr == NULL) {
@@ -1047,7 +1086,8 @@ ctl_show_audit(const struct ctl_request *cr, json_t **reply)
 			    cr->org);
 		return (-1);
 	}
-	if ((*reply = calls_query(org, NULL, limit, 0, audit_view)) == NULL) {
+	if ((*reply = calls_query(org, NULL, limit, 0, 0,
+	    audit_view)) == NULL) {
 		*reply = ctl_errorf("database error");
 		return (-1);
 	}

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "pack.h"
 #include "vault.h"
 
 struct tregd_conf	 vault_conf;
@@ -371,6 +372,42 @@ vault_call_start(uint32_t reqid, const struct call_start *cs,
 	if (imsgev_send_blob(vault_relay, IMSG_CALL_START, reqid, cs,
 	    sizeof(*cs), pk, len) == -1)
 		fatal("%s: send to relay", __func__);
+}
+
+/* A keyless run's grant, before its IMSG_RUN_START (tregd.h). */
+void
+vault_egress_grant(const struct egress_grant *g, const void *pk, size_t len)
+{
+	if (imsgev_send_blob(vault_relay, IMSG_EGRESS_GRANT, g->runid, g,
+	    sizeof(*g), pk, len) == -1)
+		fatal("%s: send to relay", __func__);
+}
+
+/* The run ended: its grant goes (the relay closes what is left). */
+void
+vault_egress_revoke(uint32_t runid)
+{
+	struct egress_end	 ee;
+
+	memset(&ee, 0, sizeof(ee));
+	ee.runid = runid;
+	if (imsgev_compose(vault_relay, IMSG_EGRESS_REVOKE, runid, -1, &ee,
+	    sizeof(ee)) == -1)
+		fatal("%s: send to relay", __func__);
+}
+
+/* The verdict on one request of a run's CLI, its detail packed. */
+void
+vault_egress_verdict(const struct egress_verdict *v, const char *detail)
+{
+	struct pack	 pk;
+
+	pack_init(&pk);
+	pack_str(&pk, detail != NULL ? detail : "");
+	if (imsgev_send_blob(vault_relay, IMSG_EGRESS_VERDICT, v->reqid, v,
+	    sizeof(*v), pk.buf, pk.len) == -1)
+		fatal("%s: send to relay", __func__);
+	pack_free(&pk);
 }
 
 void

@@ -47,6 +47,7 @@ struct vrun {
 	uint32_t		 reqid;
 	int64_t			 audit_id;	/* its runs row */
 	int			 slot;		/* vault_slots.c */
+	int			 granted;	/* the relay holds its grant */
 	int64_t			 org_id;
 	int64_t			 user_id;
 	char			 email[256];
@@ -82,12 +83,20 @@ struct runp {
 	struct secs	*secs;
 	struct redset	*mask;		/* what exec masks in the output */
 	struct strv	 env, xargs;
+	int		 network;	/* RUN_NET_* */
+	struct psubs	*subs;		/* keyless: placeholders, else NULL */
+	json_t		*egress;	/* RUN_NET_PROXY: the egress list */
 	struct pack	 order;		/* for exec */
 	char		*argv;		/* masked JSON, for the record */
 	int64_t		 t_in, t_audit;
 };
 
 static struct vrun_list	 vruns = TAILQ_HEAD_INITIALIZER(vruns);
+/*
+ * A run id is the worker's index in the top 8 bits and a count below:
+ * the relay and exec know a run by it whichever worker started it.
+ */
+#define RUNID_COUNT_MASK	0x00ffffffU
 static uint32_t		 next_runid = 1;
 /*
  * The ends waiting for their commit: kept until it succeeds, each with
@@ -111,6 +120,7 @@ static int	run_tool(const struct auth *, struct runp *,
 static int	run_tool_access(const struct auth *, struct runp *,
 		    struct vault_resp *);
 static int	run_tool_bin(struct runp *, struct vault_resp *);
+static int	run_network(struct runp *, struct vault_resp *);
 static int	run_cli_deny(const struct auth *, struct runp *,
 		    struct vault_resp *);
 static int	run_slot(const struct auth *, struct runp *,
@@ -122,14 +132,19 @@ static struct vrun *run_record(struct vault_req *, struct runp *,
 		    struct vault_resp *);
 static void	run_order(struct runp *);
 static void	run_send(struct vault_req *, struct runp *, struct vrun *);
+static void	run_grant(struct runp *, const struct vrun *);
 static int	secs_tool(struct secs *, int64_t, const struct tool_row *,
 		    struct vault_resp *);
 static int	run_inject(int64_t, const struct tool_row *, struct secs *,
 		    struct redset *, struct strv *, struct strv *,
-		    struct vault_resp *);
+		    struct psubs *, struct vault_resp *);
 static int	run_inject_argv(const struct tool_row *, struct isecret *,
-		    json_t *, struct redset *, struct strv *,
+		    json_t *, struct redset *, struct strv *, struct psubs *,
 		    struct vault_resp *);
+static int	run_keyless_value(const struct tool_row *, struct isecret *,
+		    json_t *, const char *, struct redset *, struct psubs *,
+		    struct vault_resp *, char **, size_t *);
+static uint32_t	run_id_next(void);
 static char	*env_kv(const char *, const char *, size_t, size_t *);
 static void	strv_add(struct strv *, char *, size_t);
 static void	strv_clear(struct strv *);
@@ -235,6 +250,7 @@ run_post(struct vault_req *req, struct vault_resp *resp)
 	    run_tool(a, &rp, resp) == -1 ||
 	    run_tool_access(a, &rp, resp) == -1 ||
 	    run_tool_bin(&rp, resp) == -1 ||
+	    run_network(&rp, resp) == -1 ||
 	    run_cli_deny(a, &rp, resp) == -1 ||
 	    run_slot(a, &rp, resp) == -1 ||
 	    run_secrets(a, &rp, resp) == -1 ||
@@ -262,6 +278,9 @@ runp_init(struct runp *rp)
 	if ((rp->mask = calloc(1, sizeof(*rp->mask))) == NULL)
 		fatal("%s: calloc", __func__);
 	rp->env.n = rp->xargs.n = 0;
+	rp->network = RUN_NET_NONE;
+	rp->subs = NULL;
+	rp->egress = NULL;
 	pack_init(&rp->order);
 	rp->argv = NULL;
 	rp->t_in = mono_ns();
@@ -279,6 +298,8 @@ runp_clear(struct runp *rp)
 	pack_free(&rp->order);
 	strv_clear(&rp->env);
 	strv_clear(&rp->xargs);
+	psubs_free(rp->subs);
+	json_decref(rp->egress);
 	secs_clear(rp->secs);
 	free(rp->secs);
 	free(rp->argv);
@@ -339,6 +360,40 @@ run_tool_bin(struct runp *rp, struct vault_resp *resp)
 }
 
 /*
+ * 5b. How the run reaches the network (SPEC 6a): none when the profile
+ * says "network": false or the server "run network no"; the host's when
+ * the operator chose "run network host", which a keyless profile cannot
+ * run with (nothing would swap its placeholders); else the egress proxy,
+ * with the run's egress list.  A keyless profile's run through the proxy
+ * holds placeholders (rp->subs); a "network": false one is not keyless.
+ */
+static int
+run_network(struct runp *rp, struct vault_resp *resp)
+{
+	json_t	*cli = rp->t.cli;
+	int	 keyless = !json_is_false(json_object_get(cli, "keyless"));
+
+	if (json_is_false(json_object_get(cli, "network")) ||
+	    vault_conf.run_network == RUN_NET_NONE)
+		rp->network = RUN_NET_NONE;
+	else if (vault_conf.run_network == RUN_NET_HOST) {
+		if (keyless) {
+			resp_error(resp, 422, "keyless runs need the egress "
+			    "proxy: run network proxy");
+			return (-1);
+		}
+		rp->network = RUN_NET_HOST;
+	} else
+		rp->network = RUN_NET_PROXY;
+	if (rp->network != RUN_NET_PROXY)
+		return (0);
+	rp->egress = egress_list(&rp->t);
+	if (keyless)
+		rp->subs = psubs_new();
+	return (0);
+}
+
+/*
  * 5a. cli.deny, as for grants: audited as DENY.  The decision's snapshot
  * ends here: the refusal's row is written outside it.
  */
@@ -395,7 +450,7 @@ run_secrets(const struct auth *a, struct runp *rp, struct vault_resp *resp)
 		return (-1);
 	}
 	switch (run_inject(a->org_id, &rp->t, rp->secs, rp->mask, &rp->env,
-	    &rp->xargs, resp)) {
+	    &rp->xargs, rp->subs, resp)) {
 	case RUN_INJECT_OK:
 		return (0);
 	case RUN_INJECT_TOOMANY:
@@ -448,9 +503,7 @@ run_record(struct vault_req *req, struct runp *rp, struct vault_resp *resp)
 	}
 	if ((vr = calloc(1, sizeof(*vr))) == NULL)
 		fatal("%s: calloc", __func__);
-	vr->runid = next_runid++;
-	if (next_runid == 0)
-		next_runid = 1;
+	vr->runid = run_id_next();
 	vr->reqid = req->reqid;
 	vr->audit_id = audit_id;
 	vr->slot = rp->slot;
@@ -466,11 +519,27 @@ run_record(struct vault_req *req, struct runp *rp, struct vault_resp *resp)
 	return (vr);
 }
 
-/* The order for exec (proto.c): bin, argv (bin, args, inject's), env, mask. */
+/* The worker's index above, a count below that never reads 0. */
+static uint32_t
+run_id_next(void)
+{
+	uint32_t	 id;
+
+	id = (slots_worker() << 24) | (next_runid & RUNID_COUNT_MASK);
+	if (++next_runid > RUNID_COUNT_MASK)
+		next_runid = 1;
+	return (id);
+}
+
+/*
+ * The order for exec (proto.c): bin, argv (bin, args, inject's), env,
+ * mask, and the egress hosts a run through the proxy names.
+ */
 static void
 run_order(struct runp *rp)
 {
 	struct run_order	 o;
+	const char		*hosts[RUN_HOSTS_MAX];
 	const char		**argv;
 	size_t			*len, i, n;
 	json_t			*v;
@@ -501,6 +570,10 @@ run_order(struct runp *rp)
 	o.mask = rp->mask->v;
 	o.masklen = rp->mask->len;
 	o.nmask = rp->mask->n;
+	if (rp->network == RUN_NET_PROXY) {
+		o.hosts = hosts;
+		o.nhosts = egress_list_hosts(rp->egress, hosts, RUN_HOSTS_MAX);
+	}
 	run_order_pack(&rp->order, &o);
 	free(argv);
 	free(len);
@@ -519,8 +592,13 @@ run_send(struct vault_req *req, struct runp *rp, struct vrun *vr)
 	rs.stream = req->stream;
 	rs.cpu = vault_conf.run_cpu;
 	rs.filesize = vault_conf.run_filesize;
-	rs.network = !json_is_false(json_object_get(rp->t.cli, "network"));
+	rs.network = rp->network;
 	rs.tool_id = rp->t.id;
+	/* The grant first: the run's first connection finds it there. */
+	if (rp->network == RUN_NET_PROXY) {
+		run_grant(rp, vr);
+		vr->granted = 1;
+	}
 	vault_run_start(req->reqid, &rs, rp->order.buf, rp->order.len,
 	    req->auth->org_id, req->auth->user_id);
 	TAILQ_INSERT_TAIL(&vruns, vr, entry);
@@ -531,6 +609,45 @@ run_send(struct vault_req *req, struct runp *rp, struct vrun *vr)
 		    (long long)(rp->t_in - req->t_in) / 1000,
 		    (long long)(rp->t_audit - rp->t_in) / 1000,
 		    (long long)(mono_ns() - rp->t_audit) / 1000);
+}
+
+/*
+ * IMSG_EGRESS_GRANT (tregd.h) of a run through the proxy: what it may
+ * reach, the placeholders of a keyless one with their values, its
+ * redaction set; vault_egress.c keeps who ran it for its requests'
+ * records.
+ */
+static void
+run_grant(struct runp *rp, const struct vrun *vr)
+{
+	struct egress_grant	 g;
+	struct egress_who	 w;
+	struct pack		 pk;
+	const char		*tls;
+
+	tls = json_string_value(json_object_get(rp->t.cli, "tls"));
+	memset(&g, 0, sizeof(g));
+	g.runid = vr->runid;
+	g.timeout_s = rp->timeout;
+	g.allow_private = vault_conf.relay_allow_private;
+	g.maxconns = vault_conf.run_egress_conns;
+	g.passthrough = rp->subs == NULL && tls != NULL &&
+	    strcmp(tls, "passthrough") == 0;
+	g.org_id = vr->org_id;
+	g.user_id = vr->user_id;
+	g.tool_id = rp->t.id;
+	g.audit_id = vr->audit_id;
+	memset(&w, 0, sizeof(w));
+	w.runid = vr->runid;
+	w.audit_id = vr->audit_id;
+	w.org_id = vr->org_id;
+	w.user_id = vr->user_id;
+	w.email = vr->email;
+	w.tool = vr->tool;
+	pack_init(&pk);
+	egress_grant_pack(&pk, rp->egress, rp->subs, rp->mask);
+	egress_run_start(&w, &g, pk.buf, pk.len);
+	pack_free(&pk);
 }
 
 /* "NAME=value" in a fresh buffer (freezero'd with the strv). */
@@ -558,15 +675,26 @@ env_kv(const char *name, const char *val, size_t vlen, size_t *len)
  */
 static int
 run_inject_argv(const struct tool_row *t, struct isecret *sc, json_t *e,
-    struct redset *mask, struct strv *xargs, struct vault_resp *resp)
+    struct redset *mask, struct strv *xargs, struct psubs *subs,
+    struct vault_resp *resp)
 {
 	const char	*w;
 	json_t		*v;
 	char		*val;
 	size_t		 n, vlen;
+	int		 rc;
 
 	json_array_foreach(json_object_get(e, "argv"), n, v) {
 		w = json_string_value(v);
+		if (subs != NULL && !sc->param && w != NULL &&
+		    strstr(w, "{secret}") != NULL) {
+			/* Keyless: the word holds the placeholder. */
+			if ((rc = run_keyless_value(t, sc, e, w, mask, subs,
+			    resp, &val, &vlen)) != RUN_INJECT_OK)
+				return (rc);
+			strv_add(xargs, val, vlen);
+			continue;
+		}
 		if (inject_value(sc, e, w, t->name, resp, &val, &vlen) == -1)
 			return (RUN_INJECT_FAIL);
 		strv_add(xargs, val, vlen);
@@ -578,17 +706,56 @@ run_inject_argv(const struct tool_row *t, struct isecret *sc, json_t *e,
 }
 
 /*
+ * A keyless run's value of inject entry e (SPEC 6a): the real value (as
+ * inject_value() takes it out of the secret) into mask and subs, which
+ * gives its placeholder; tmpl (a format or an argv word) applied to the
+ * placeholder into *out.  A value too poor in letters and digits to
+ * stand in for is the tool's to fix: 502.
+ */
+static int
+run_keyless_value(const struct tool_row *t, struct isecret *sc, json_t *e,
+    const char *tmpl, struct redset *mask, struct psubs *subs,
+    struct vault_resp *resp, char **out, size_t *outlen)
+{
+	const struct psub	*ps;
+	const char		*name;
+	char			*val;
+	size_t			 vlen;
+	int			 rc;
+
+	if (inject_value(sc, e, NULL, t->name, resp, &val, &vlen) == -1)
+		return (RUN_INJECT_FAIL);
+	name = json_string_value(json_object_get(e, "name"));
+	ps = psubs_get(subs, val, vlen, json_string_value(json_object_get(e,
+	    "sign")), name);
+	rc = redset_add(mask, val, vlen);
+	freezero(val, vlen + 1);
+	if (rc == -1)
+		return (RUN_INJECT_TOOMANY);
+	if (ps == NULL) {
+		resp_error(resp, 502, "tool '%s': the secret '%s' has too few "
+		    "letters and digits for a placeholder — give the profile "
+		    "\"keyless\": false", t->name, sc->name);
+		return (RUN_INJECT_FAIL);
+	}
+	*out = inject_format(tmpl, ps->ph, ps->phlen, outlen);
+	return (RUN_INJECT_OK);
+}
+
+/*
  * The inject entries, each with its secret put in (env entries as
  * NAME=value into env, argv words into xargs, what is secret of them
  * into mask), then the profile's plain settings (cli.env, never masked:
  * they are not secrets), then the other secrets the tool is bound to
- * into mask.  RUN_INJECT_FAIL with resp set (502 when an entry does not
- * resolve, the tool's fault).
+ * into mask.  A keyless run (subs non-NULL) gets the placeholders of
+ * its values instead, the values going into mask and subs; params are
+ * settings and go in as they are.  RUN_INJECT_FAIL with resp set (502
+ * when an entry does not resolve, the tool's fault).
  */
 static int
 run_inject(int64_t org, const struct tool_row *t, struct secs *secs,
     struct redset *mask, struct strv *env, struct strv *xargs,
-    struct vault_resp *resp)
+    struct psubs *subs, struct vault_resp *resp)
 {
 	struct isecret	*sc;
 	const char	*via, *name;
@@ -609,7 +776,7 @@ run_inject(int64_t org, const struct tool_row *t, struct secs *secs,
 			return (RUN_INJECT_FAIL);
 		via = json_string_value(json_object_get(e, "via"));
 		if (via != NULL && strcmp(via, "argv") == 0) {
-			if ((rc = run_inject_argv(t, sc, e, mask, xargs,
+			if ((rc = run_inject_argv(t, sc, e, mask, xargs, subs,
 			    resp)) != RUN_INJECT_OK)
 				return (rc);
 			continue;
@@ -619,6 +786,16 @@ run_inject(int64_t org, const struct tool_row *t, struct secs *secs,
 			resp_error(resp, 502, "tool '%s': cli.inject[%zu] has "
 			    "no variable name", t->name, i);
 			return (RUN_INJECT_FAIL);
+		}
+		if (subs != NULL && !sc->param) {
+			if ((rc = run_keyless_value(t, sc, e, json_string_value(
+			    json_object_get(e, "format")), mask, subs, resp,
+			    &val, &vlen)) != RUN_INJECT_OK)
+				return (rc);
+			kv = env_kv(name, val, vlen, &len);
+			strv_add(env, kv, len);
+			freezero(val, vlen + 1);
+			continue;
 		}
 		if (inject_value(sc, e, json_string_value(json_object_get(e,
 		    "format")), t->name, resp, &val, &vlen) == -1)
@@ -817,6 +994,9 @@ run_exit(uint32_t reqid, const struct run_exit *rxp)
 	if (vr == NULL || vr->reqid != reqid)
 		fatalx("%s: IMSG_RUN_EXIT for no run from exec", __func__);
 	TAILQ_REMOVE(&vruns, vr, entry);
+	/* Its placeholders are worth nothing from now on. */
+	if (vr->granted)
+		vault_egress_end(vr->runid);
 
 	/* The slot goes with the end's commit: see run_ends_flush(). */
 	if (rx.notfound || rx.failed) {
@@ -964,6 +1144,11 @@ runs_row(const struct store_runs_row *r, void *arg)
 	    "created_at", r->created_at);
 	if (o == NULL)
 		fatalx("%s: json", __func__);
+	/* A server run's egress requests (GET /calls?run_id= lists them). */
+	if (r->src == 's')
+		json_object_set_new(o, "requests", json_integer(r->requests));
+	else
+		json_object_set_new(o, "requests", json_null());
 	if (pg->auth == NULL)	/* tregctl names the org of each row */
 		json_object_set_new(o, "org", json_string(r->org_slug));
 	json_array_append_new(pg->list, o);

@@ -824,22 +824,37 @@ ctl_key_rotate(const struct ctl_request *cr, json_t **reply)
 	return (0);
 }
 
-/* A via: argv secret is in /proc/PID/cmdline, readable by local users. */
+/*
+ * What registration warns of (SPEC 6, 6a): a profile whose run holds the
+ * real key ("keyless": false), and, where the run holds it, a via: argv
+ * secret, which is in /proc/PID/cmdline, readable by local users.  A
+ * keyless run's argv holds a placeholder, worth nothing.
+ */
 void
 tool_argv_warning(json_t *view, json_t *tool)
 {
-	json_t	*e;
+	json_t	*cli, *e;
 	size_t	 i;
+	int	 argv = 0;
 
-	json_array_foreach(json_object_get(json_object_get(tool, "cli"),
-	    "inject"), i, e)
+	cli = json_object_get(tool, "cli");
+	json_array_foreach(json_object_get(cli, "inject"), i, e)
 		if (json_is_string(json_object_get(e, "via")) &&
 		    strcmp(json_string_value(json_object_get(e, "via")),
-		    "argv") == 0) {
-			json_object_set_new(view, "warning", json_string(
-			    "a secret injected via argv is visible to every "
-			    "local user in /proc/PID/cmdline while the CLI "
-			    "runs; prefer via env"));
-			return;
-		}
+		    "argv") == 0)
+			argv = 1;
+	if (json_is_false(json_object_get(cli, "keyless")))
+		json_object_set_new(view, "warning", json_string(argv ?
+		    "\"keyless\": false: the run's CLI holds the real key "
+		    "(in its environment, files and /proc), and a secret "
+		    "injected via argv is visible to every local user in "
+		    "/proc/PID/cmdline while the CLI runs" :
+		    "\"keyless\": false: the run's CLI holds the real key "
+		    "(in its environment, files and /proc) and can send it "
+		    "anywhere it reaches; keep it for non-HTTP uses"));
+	else if (argv && json_is_false(json_object_get(cli, "network")))
+		json_object_set_new(view, "warning", json_string(
+		    "a secret injected via argv is visible to every "
+		    "local user in /proc/PID/cmdline while the CLI "
+		    "runs; prefer via env"));
 }

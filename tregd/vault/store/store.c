@@ -206,6 +206,13 @@ store_runs_page(int64_t org, char before_src, int64_t before_id,
 }
 
 int
+store_calls_run_page(int64_t org, int64_t run_id, int64_t before_id,
+    store_calls_fn fn, void *arg)
+{
+	return (ops->calls_run_page(org, run_id, before_id, fn, arg));
+}
+
+int
 store_calls_page(int64_t org, int64_t before_id, store_calls_fn fn,
     void *arg)
 {

@@ -145,6 +145,10 @@ struct store_call {
 	int64_t		 duration_ms;
 	const char	*created_at;
 	int64_t		 host;		/* the instance that wrote it, 0 */
+	/* A keyless run's request (SPEC 6a), schema 13; 0/NULL: none. */
+	int64_t		 run_id;	/* its run's row (runs.id) */
+	const char	*place;		/* "run"; NULL: the kind says */
+	const char	*target_host;	/* the host it went to */
 };
 
 /*
@@ -166,6 +170,7 @@ struct store_runs_row {
 	const char	*created_at;
 	const char	*org_slug;
 	int64_t		 host;		/* 's': the instance that ran it, 0 */
+	int64_t		 requests;	/* 's': its egress requests, schema 13 */
 };
 typedef int	(*store_runs_fn)(const struct store_runs_row *, void *);
 
@@ -649,6 +654,10 @@ struct store_ops {
 	int	(*runs_tools)(int64_t, const char *const *, size_t, char,
 		    int64_t, int, store_runs_fn, void *);
 
+	/* ops: keyless runs' requests (schema 13) */
+	int	(*calls_run_page)(int64_t, int64_t, int64_t, store_calls_fn,
+		    void *);
+
 	/* ops: treg compatibility */
 	/* identity tokens and sign-in codes (store_*_identity.c) */
 	int	(*identity_insert)(int64_t, const uint8_t [STORE_HASH_LEN],
@@ -758,6 +767,13 @@ int		 store_runs_page(int64_t, char, int64_t, store_runs_fn,
 		    void *);
 /* GET /calls of org (0: every org), ids below before_id (0: all). */
 int		 store_calls_page(int64_t, int64_t, store_calls_fn, void *);
+/*
+ * GET /calls?run_id=: the requests of one run (its runs.id) of org,
+ * newest first, ids below before_id (0: all), on their own index.  A
+ * call written with run_id counts in that run's requests (GET /runs).
+ */
+int		 store_calls_run_page(int64_t, int64_t, int64_t,
+		    store_calls_fn, void *);
 int		 store_org_by_slug(const char *, int64_t *);
 /* The sealed values of an org's secrets other than params. */
 int		 store_org_secrets_sealed(int64_t, store_sealed_fn, void *);

@@ -168,6 +168,9 @@ const struct store_ops store_pg_ops = {
 	.run_ends_insert = pg_run_ends_insert,
 	.runs_tools = pg_runs_tools,
 
+	/* keyless runs' requests */
+	.calls_run_page = pg_calls_run_page,
+
 	/* treg compatibility */
 
 	/* the keyring in the database (storage helper) */

@@ -104,6 +104,7 @@ int	pg_run_end_insert(const struct store_run_end *);
 int	pg_call_insert(const struct store_call *, int64_t *);
 int	pg_runs_page(int64_t, char, int64_t, store_runs_fn, void *);
 int	pg_calls_page(int64_t, int64_t, store_calls_fn, void *);
+int	pg_calls_run_page(int64_t, int64_t, int64_t, store_calls_fn, void *);
 int	pg_org_by_slug(const char *, int64_t *);
 int	pg_org_secrets_sealed(int64_t, store_sealed_fn, void *);
 int	pg_sealed_count(const void *, size_t, int64_t *);

@@ -26,9 +26,10 @@
 	"WHEN r.exit_code IS NULL THEN NULL "				\
 	"WHEN r.timed_out <> 0 THEN 'timed_out' "			\
 	"WHEN r.exit_code = 0 THEN 'ok' ELSE 'failed' END AS outcome, "	\
-	"r.created_at, o.slug, r.host FROM runs r "			\
-	"JOIN orgs o ON o.id = r.org_id "				\
-	"LEFT JOIN run_ends e ON e.run_id = r.id WHERE "		\
+	"r.created_at, o.slug, r.host, coalesce(q.n, 0) AS requests "	\
+	"FROM runs r JOIN orgs o ON o.id = r.org_id "			\
+	"LEFT JOIN run_ends e ON e.run_id = r.id "			\
+	"LEFT JOIN run_requests q ON q.run_id = r.id WHERE "		\
 	"(e.outcome IS NULL OR e.outcome <> 'not_run') AND "
 #define RUNS_S_KEY							\
 	" AND ($2::text IS NULL OR (r.created_at <= $2 AND "		\
@@ -39,7 +40,8 @@
 	"(SELECT CASE WHEN p.exit_code = 0 THEN 'ok' ELSE 'failed' "	\
 	"END "								\
 	"FROM calls p WHERE p.grant_id = c.id AND p.action = 'REPORT' "	\
-	"ORDER BY p.id LIMIT 1), c.created_at, o.slug, NULL::bigint "	\
+	"ORDER BY p.id LIMIT 1), c.created_at, o.slug, NULL::bigint, "	\
+	"0::bigint "							\
 	"FROM calls c "							\
 	"JOIN orgs o ON o.id = c.org_id WHERE "				\
 	"c.kind = 'local_run' AND "					\
@@ -67,7 +69,8 @@ static struct pg_stmt	 runs_tool = { RUNS_S "r.org_id = $1 AND "
 	"c.kind, c.action, coalesce(e.refused_by, c.refused_by), "	\
 	"c.argv, c.exit_code, c.verdict, c.grant_id, "			\
 	"coalesce(e.duration_ms, c.duration_ms), "			\
-	"c.created_at, o.slug, e.bytes, c.host FROM calls c "		\
+	"c.created_at, o.slug, e.bytes, c.host, c.run_id, c.place, "	\
+	"c.target_host FROM calls c "					\
 	"JOIN orgs o ON o.id = c.org_id "				\
 	"LEFT JOIN call_ends e ON e.call_id = c.id "			\
 	"WHERE ($2 = 0 OR c.id < $2) AND "
@@ -77,6 +80,10 @@ static struct pg_stmt	 calls_org = { CALLS_COLS "c.org_id = $1" CALLS_END,
 			    0 };
 static struct pg_stmt	 calls_all = { CALLS_COLS "$1::bigint = 0" CALLS_END,
 			    0 };
+/* One run's requests ($3), on calls_run (run_id, id). */
+static struct pg_stmt	 calls_run = { CALLS_COLS "c.org_id = $1 AND "
+			    "c.run_id = $3 ORDER BY c.run_id DESC, c.id DESC "
+			    "LIMIT 64", 0 };
 
 static int	 pg_returning_id(struct pg_stmt *, const struct pgq *,
 		    int64_t *);
@@ -144,9 +151,14 @@ pg_call_insert(const struct store_call *c, int64_t *id)
 	static struct pg_stmt	 st = { "INSERT INTO calls (org_id, user_id, "
 	    "user_email, tool_name, method, path, status_code, kind, action, "
 	    "refused_by, argv, exit_code, verdict, grant_id, duration_ms, "
-	    "created_at, host) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-	    "$10, $11, $12, $13, $14, $15, $16, $17) RETURNING id", 0 };
+	    "created_at, host, run_id, place, target_host) VALUES ($1, $2, "
+	    "$3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, "
+	    "$17, $18, $19, $20) RETURNING id", 0 };
+	static struct pg_stmt	 count = { "INSERT INTO run_requests "
+	    "(run_id, org_id, n) VALUES ($1, $2, 1) ON CONFLICT (run_id) DO "
+	    "UPDATE SET n = run_requests.n + 1", 0 };
 	struct pgq		 q;
+	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_int(&q, c->org_id);
@@ -166,7 +178,21 @@ pg_call_insert(const struct store_call *c, int64_t *id)
 	pgq_intif(&q, c->has_duration, c->duration_ms);
 	pgq_text(&q, c->created_at);
 	pgq_intif(&q, c->host != 0, c->host);
-	return (pg_returning_id(&st, &q, id));
+	pgq_intif(&q, c->run_id != 0, c->run_id);
+	pgq_text(&q, c->place);
+	pgq_text(&q, c->target_host);
+	if (pg_returning_id(&st, &q, id) == -1)
+		return (-1);
+	if (c->run_id == 0)
+		return (0);
+	/* One more request of its run, in the transaction of its record. */
+	pgq_init(&q);
+	pgq_int(&q, c->run_id);
+	pgq_int(&q, c->org_id);
+	if ((res = pg_run(&count, &q)) == NULL)
+		return (-1);
+	PQclear(res);
+	return (0);
 }
 
 /* $1..$5 of a runs page: org, the row it starts after (at NULL: none). */
@@ -299,6 +325,7 @@ runs_row(const PGresult *res, int i, store_runs_fn fn, void *arg)
 	r.created_at = pg_text(res, i, 8);
 	r.org_slug = pg_text(res, i, 9);
 	r.host = pg_null(res, i, 10) ? 0 : pg_int(res, i, 10);
+	r.requests = pg_null(res, i, 11) ? 0 : pg_int(res, i, 11);
 	return (fn(&r, arg));
 }
 
@@ -359,7 +386,36 @@ calls_row(const PGresult *res, int i, store_calls_fn fn, void *arg)
 	r.has_bytes = !pg_null(res, i, 18);
 	r.bytes = pg_int(res, i, 18);
 	r.c.host = pg_null(res, i, 19) ? 0 : pg_int(res, i, 19);
+	r.c.run_id = pg_null(res, i, 20) ? 0 : pg_int(res, i, 20);
+	r.c.place = pg_ntext(res, i, 21);
+	r.c.target_host = pg_ntext(res, i, 22);
 	return (fn(&r, arg));
+}
+
+int
+pg_calls_run_page(int64_t org, int64_t run, int64_t before_id,
+    store_calls_fn fn, void *arg)
+{
+	struct pgq	 q;
+	PGresult	*res;
+	int64_t		 id = before_id;
+	int		 i, n, rc = 0;
+
+	do {
+		pgq_init(&q);
+		pgq_int(&q, org);
+		pgq_int(&q, id);
+		pgq_int(&q, run);
+		if ((res = pg_run(&calls_run, &q)) == NULL)
+			return (-1);
+		n = PQntuples(res);
+		for (i = 0; i < n && rc == 0; i++)
+			rc = calls_row(res, i, fn, arg);
+		if (n > 0)
+			id = pg_int(res, n - 1, 0);
+		PQclear(res);
+	} while (n == 64 && rc == 0);
+	return (rc < 0 ? -1 : 0);
 }
 
 /* batched run ends */

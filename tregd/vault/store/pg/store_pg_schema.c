@@ -313,7 +313,7 @@ static const char *const migrations[] = {
 	 */
 	"SELECT 1",
 
-	/* 11: reserved for keyless runs' calls table (see the sqlite 11). */
+	/* 11: nothing (see the sqlite 11). */
 	"SELECT 1",
 
 	/* 12: projects (see the sqlite migration 12). */
@@ -332,7 +332,18 @@ static const char *const migrations[] = {
 	"ALTER TABLE invites ADD COLUMN project_access TEXT;"
 	PG_BUMP("projects") PG_REG_BUMP("projects"),
 
-	/* 13: a membership's webhook_url (see the sqlite migration 13). */
+	/* 13: keyless runs' requests (see the sqlite 13). */
+	"ALTER TABLE calls ADD COLUMN run_id BIGINT;"
+	"ALTER TABLE calls ADD COLUMN place TEXT;"
+	"ALTER TABLE calls ADD COLUMN target_host TEXT;"
+	"CREATE INDEX calls_run ON calls(run_id, id) WHERE run_id IS NOT NULL;"
+	"CREATE TABLE run_requests ("
+	"  run_id BIGINT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,"
+	"  org_id BIGINT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+	"  n BIGINT NOT NULL);"
+	PG_BUMP("run_requests"),
+
+	/* 14: a membership's webhook_url (see the sqlite migration 14). */
 	"ALTER TABLE memberships ADD COLUMN webhook_url TEXT;",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))

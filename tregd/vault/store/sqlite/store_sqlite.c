@@ -196,6 +196,9 @@ const struct store_ops store_sqlite_ops = {
 	.run_ends_insert = sq_run_ends_insert,
 	.runs_tools = sq_runs_tools,
 
+	/* keyless runs' requests */
+	.calls_run_page = sq_calls_run_page,
+
 	/* treg compatibility */
 
 	/* the keyring in the database (storage helper) */

@@ -90,6 +90,8 @@ int		 sq_run_end_insert(const struct store_run_end *);
 int		 sq_call_insert(const struct store_call *, int64_t *);
 int		 sq_runs_page(int64_t, char, int64_t, store_runs_fn, void *);
 int		 sq_calls_page(int64_t, int64_t, store_calls_fn, void *);
+int		 sq_calls_run_page(int64_t, int64_t, int64_t, store_calls_fn,
+		    void *);
 
 /* vault_org.c, vault_policy.c, vault_ctl.c */
 /* store_sqlite_org.c, store_sqlite_member.c, store_sqlite_policy.c */

@@ -14,6 +14,7 @@
 #define KEY_TIME_MAX	"~"	/* sorts after every ISO 8601 time */
 
 static int	sq_row_time(const char *, int64_t, char *, size_t);
+static int	sq_run_request_count(const struct store_call *);
 static int	sq_runs_rows(sqlite3_stmt *, store_runs_fn, void *);
 static int	sq_runs_row(sqlite3_stmt *, void *);
 static int	sq_calls_row(sqlite3_stmt *, void *);
@@ -72,10 +73,15 @@ sq_call_insert(const struct store_call *c, int64_t *id)
 	if ((st = db_prepare("INSERT INTO calls (org_id, user_id, user_email, "
 	    "tool_name, method, path, status_code, kind, action, refused_by, "
 	    "argv, exit_code, verdict, grant_id, duration_ms, created_at, "
-	    "host) VALUES (:org, :user, :email, :tool, :method, :path, "
-	    ":status, :kind, :action, :refused_by, :argv, :exit, :verdict, "
-	    ":grant, :ms, :at, :host)")) == NULL)
+	    "host, run_id, place, target_host) VALUES (:org, :user, :email, "
+	    ":tool, :method, :path, :status, :kind, :action, :refused_by, "
+	    ":argv, :exit, :verdict, :grant, :ms, :at, :host, :run, :place, "
+	    ":target)")) == NULL)
 		return (-1);
+	if (c->run_id != 0)
+		sq_int(st, ":run", c->run_id);
+	sq_text(st, ":place", c->place);
+	sq_text(st, ":target", c->target_host);
 	if (c->host != 0)
 		sq_int(st, ":host", c->host);
 	sq_int(st, ":org", c->org_id);
@@ -98,7 +104,24 @@ sq_call_insert(const struct store_call *c, int64_t *id)
 	if (c->has_duration)
 		sq_int(st, ":ms", c->duration_ms);
 	sq_text(st, ":at", c->created_at);
-	return (sq_insert(st, id));
+	if (sq_insert(st, id) == -1)
+		return (-1);
+	return (c->run_id != 0 ? sq_run_request_count(c) : 0);
+}
+
+/* One more request of its run, in the transaction of its record. */
+static int
+sq_run_request_count(const struct store_call *c)
+{
+	sqlite3_stmt	*st;
+
+	if ((st = db_prepare("INSERT INTO run_requests (run_id, org_id, n) "
+	    "VALUES (:run, :org, 1) ON CONFLICT (run_id) DO UPDATE SET "
+	    "n = n + 1")) == NULL)
+		return (-1);
+	sq_int(st, ":run", c->run_id);
+	sq_int(st, ":org", c->org_id);
+	return (sq_done(st));
 }
 
 /* The time of the row a page starts below: 0, 1 no such row, -1. */
@@ -144,6 +167,7 @@ sq_runs_row(sqlite3_stmt *st, void *arg)
 	r.created_at = sq_ctext(st, "created_at");
 	r.org_slug = sq_ctext(st, "slug");
 	r.host = sq_cint(st, "host");
+	r.requests = sq_cint(st, "requests");
 	return (e->fn.runs(&r, e->arg));
 }
 
@@ -160,17 +184,19 @@ sq_runs_row(sqlite3_stmt *st, void *arg)
 	"coalesce(e.exit_code, r.exit_code) AS exit_code, "		\
 	"coalesce(e.duration_ms, r.duration_ms) AS duration_ms, "	\
 	"r.created_at AS created_at, o.slug AS slug, r.host AS host, "	\
+	"coalesce(q.n, 0) AS requests, "				\
 	"CASE WHEN e.outcome IS NOT NULL THEN e.outcome "		\
 	"WHEN r.exit_code IS NULL THEN NULL "				\
 	"WHEN r.timed_out THEN 'timed_out' "				\
 	"WHEN r.exit_code = 0 THEN 'ok' ELSE 'failed' END AS outcome "	\
 	"FROM runs r JOIN orgs o ON o.id = r.org_id "			\
 	"LEFT JOIN run_ends e ON e.run_id = r.id "			\
+	"LEFT JOIN run_requests q ON q.run_id = r.id "			\
 	"WHERE (e.outcome IS NULL OR e.outcome != 'not_run') "		\
 	"AND (r.created_at, r.id) < (:rt, :rid) "
 #define RUNS_ARM_LOCAL							\
 	"SELECT 'l', c.id, c.user_email, c.tool_name, c.argv, NULL, "	\
-	"NULL, c.created_at, o.slug, NULL, "				\
+	"NULL, c.created_at, o.slug, NULL, 0, "				\
 	"(SELECT CASE WHEN p.exit_code = 0 "				\
 	"THEN 'ok' ELSE 'failed' END FROM calls p WHERE "		\
 	"p.grant_id = c.id AND p.action = 'REPORT' ORDER BY p.id "	\
@@ -277,6 +303,8 @@ sq_runs_tools(int64_t org, const char *const *tools, size_t ntools,
 	"c.verdict AS verdict, c.grant_id AS grant_id, "		\
 	"coalesce(e.duration_ms, c.duration_ms) AS duration_ms, "	\
 	"c.created_at AS created_at, e.bytes AS bytes, c.host AS host, " \
+	"c.run_id AS run_id, c.place AS place, "			\
+	"c.target_host AS target_host, "				\
 	"o.slug AS slug FROM calls c JOIN orgs o ON o.id = c.org_id "	\
 	"LEFT JOIN call_ends e ON e.call_id = c.id "
 
@@ -332,7 +360,28 @@ sq_calls_row(sqlite3_stmt *st, void *arg)
 	r.bytes = sq_cint(st, "bytes");
 	r.org_slug = sq_ctext(st, "slug");
 	r.c.host = sq_cint(st, "host");
+	r.c.run_id = sq_cint(st, "run_id");
+	r.c.place = sq_cntext(st, "place");
+	r.c.target_host = sq_cntext(st, "target_host");
 	return (e->fn.calls(&r, e->arg));
+}
+
+/* One run's requests, on calls_run (run_id, id). */
+int
+sq_calls_run_page(int64_t org, int64_t run, int64_t bid, store_calls_fn fn,
+    void *arg)
+{
+	struct store_each	 e = { .fn.calls = fn, .arg = arg };
+	sqlite3_stmt		*st;
+
+	if ((st = db_prepare(CALLS_SELECT "WHERE c.run_id = :run AND "
+	    "c.id < :before AND c.org_id = :org ORDER BY c.run_id DESC, "
+	    "c.id DESC")) == NULL)
+		return (-1);
+	sq_int(st, ":run", run);
+	sq_int(st, ":org", org);
+	sq_int(st, ":before", bid > 0 ? bid : INT64_MAX);
+	return (sq_each(st, sq_calls_row, &e));
 }
 
 /* batched run ends */

@@ -340,8 +340,8 @@ static const char *const migrations[] = {
 	NULL,
 
 	/*
-	 * 11: reserved for the calls table of keyless runs (another
-	 * branch); the lead puts that migration here when merging.
+	 * 11: nothing.  It was held for keyless runs' calls, which came
+	 * as 13 so that a database that passed 12 meanwhile gets them too.
 	 */
 	"SELECT 1;",
 
@@ -368,7 +368,24 @@ static const char *const migrations[] = {
 	SQ_REG_BUMP("projects") SQ_MARK("projects"),
 
 	/*
-	 * 13 (issue 24): credential health's owner alerts.  A membership's
+	 * 13 (issue 23): each request of a keyless run's CLI is a call
+	 * record naming its run (runs.id), where it came from ("run") and
+	 * the host it went to; a run's requests are listed on their own
+	 * index and counted as they are written (GET /runs' requests: one
+	 * row read per run, not a count over its requests).
+	 */
+	"ALTER TABLE calls ADD COLUMN run_id INTEGER;"
+	"ALTER TABLE calls ADD COLUMN place TEXT;"
+	"ALTER TABLE calls ADD COLUMN target_host TEXT;"
+	"CREATE INDEX calls_run ON calls(run_id, id) WHERE run_id IS NOT NULL;"
+	"CREATE TABLE run_requests ("
+	"  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,"
+	"  org_id INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+	"  n INTEGER NOT NULL);"
+	SQ_MARK("run_requests"),
+
+	/*
+	 * 14 (issue 24): credential health's owner alerts.  A membership's
 	 * webhook_url (treg's, set at sign-up) gets the invalid credentials
 	 * of a health run (vault_health.c); NULL: none.
 	 */
