@@ -1,5 +1,5 @@
 /*
- * store_health_test: credential health through store.h (migration 13):
+ * store_health_test: credential health through store.h (migration 14):
  * one secret's verdict (never a param's), and the webhook an owner's
  * alert goes to (the owner's membership of the org, else another of
  * theirs, else an owner's of the org).  In make check's first pass on

@@ -1,7 +1,7 @@
 /*
  * The PostgreSQL engine's side of credential health: one secret's
  * verdict, and the owners' alerts (a membership's webhook_url,
- * migration 13).
+ * migration 14).
  */
 
 #include <string.h>

@@ -1,6 +1,6 @@
 /*
  * The sqlite engine's side of credential health: one secret's verdict,
- * and the owners' alerts (a membership's webhook_url, migration 13).
+ * and the owners' alerts (a membership's webhook_url, migration 14).
  */
 
 #include <string.h>
