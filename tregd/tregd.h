@@ -456,7 +456,11 @@ struct call_done {
 struct fetch_start {
 	uint32_t	 fetchid;	/* the vault's */
 	uint32_t	 allow_private;
+	uint32_t	 timeout_s;	/* whole request; 0: relay timeout */
 };
+#define FETCH_PROBE_S		15	/* treg's probe timeout */
+#define FETCH_REFRESH_S		30
+#define FETCH_ALERT_S		10	/* treg's webhook timeout */
 #define FETCH_REQ_MAX	(IMSG_DATA_MAX - sizeof(struct fetch_start))
 #define FETCH_BODY_MAX	(16 * 1024)
 struct fetch_done {

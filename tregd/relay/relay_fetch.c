@@ -60,6 +60,8 @@ rfetch_imsg_start(struct imsgev *iev, struct imsg *imsg)
 	rc->fetch->fetchid = fs.fetchid;
 	rc->worker = iev->peer - PROC_WORKER(0);
 	rc->allow_private = fs.allow_private != 0;
+	rc->total_s = fs.timeout_s > 0 && fs.timeout_s < 3600 ?
+	    (int)fs.timeout_s : 0;
 	rc->set = empty_set;
 	if (rfetch_unpack(rc, (const char *)imsg->data + sizeof(fs),
 	    len - sizeof(fs)) == -1)

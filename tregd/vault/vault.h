@@ -162,8 +162,12 @@ void		 vault_call_refused(uint32_t, int, int64_t, int64_t,
 int		 vault_read_peer(struct imsgev *);
 void		 vault_cork(int);	/* 1: hold the sends, 0: send */
 void		 vault_mail_send(const struct mail_send *);
-/* fetchid, allow_private, packed request: IMSG_FETCH_START (the relay). */
-void		 vault_fetch_start(uint32_t, int, const void *, size_t);	/* by the parent */
+/*
+ * fetchid, allow_private, timeout, packed request: IMSG_FETCH_START (the
+ * relay).
+ */
+void		 vault_fetch_start(uint32_t, int, uint32_t, const void *,
+		    size_t);	/* by the parent */
 void		 db_fail(struct vault_resp *, const char *);	/* 500, 503 + log */
 /* store_begin(), store_commit(), or db_fail(): 0, or -1 with resp set. */
 int		 db_begin(struct vault_resp *);

@@ -14,12 +14,13 @@
  * expired (vault_oauth.c): a refresh that fails marks the secret invalid
  * ("oauth refresh failed: ...") and its tools are not probed; a tool
  * without a probe marks its refreshable OAuth secrets ok ("oauth refresh
- * ok"), its other secrets keep their verdict (treg's health.py).  GET /health shows
- * status, detail and checked_at.  The owners of the secrets found invalid
- * are alerted as treg alerts them: one POST {"owner", "invalid_credentials"}
- * to the webhook_url of the owner's membership (of this org first, else
- * another of theirs, else an owner's of this org), through the relay's
- * SSRF guard too; what the webhook answers changes nothing.
+ * ok"), its other secrets keep their verdict (treg's health.py).  GET
+ * /health shows status, detail and checked_at.  The owners of the
+ * secrets found invalid are alerted as treg alerts them: one POST
+ * {"owner", "invalid_credentials"} to the webhook_url of the owner's
+ * membership (of this org first, else another of theirs, else an
+ * owner's of this org), through the relay's SSRF guard too; what the
+ * webhook answers changes nothing.
  *
  * The vault never opens a socket: each probe is an IMSG_FETCH_START to
  * the relay (vault_req.c sends it), which makes it through the same SSRF
@@ -269,13 +270,14 @@ hrun_probes(struct hrun *r)
 		pack_init(&pk);
 		if (probe_build(r->org_id, t, &pk, t->detail,
 		    sizeof(t->detail)) == -1) {
-			/* A binding that does not resolve is the key's fault. */
+			/* A binding that does not resolve: the key's fault. */
 			t->st = H_INVALID;
 			t->done = 1;
 		} else {
 			t->fetchid = ++fetch_next;
 			vault_fetch_start(t->fetchid,
-			    vault_conf.relay_allow_private, pk.buf, pk.len);
+			    vault_conf.relay_allow_private, FETCH_PROBE_S,
+			    pk.buf, pk.len);
 			r->pending++;
 		}
 		pack_free(&pk);
@@ -495,7 +497,8 @@ hrun_finish(struct hrun *r)
 	memset(&sel, 0, sizeof(sel));
 	sel.org = r->org_id;
 	if ((marked = json_object()) == NULL || (all = json_array()) == NULL ||
-	    (invalid = json_array()) == NULL || (owners = json_object()) == NULL)
+	    (invalid = json_array()) == NULL ||
+	    (owners = json_object()) == NULL)
 		fatal("%s: json", __func__);
 	hrun_judge(r);
 	now_iso(now, sizeof(now));
@@ -654,7 +657,8 @@ hrun_alert(int64_t org, json_t *invalid, json_t *owners)
 		pack_bytes(&pk, payload, strlen(payload));
 		if (pk.len <= FETCH_REQ_MAX)
 			vault_fetch_start(++fetch_next,
-			    vault_conf.relay_allow_private, pk.buf, pk.len);
+			    vault_conf.relay_allow_private, FETCH_ALERT_S,
+			    pk.buf, pk.len);
 		else
 			log_warnx("health: an alert of org %lld is too large "
 			    "to send", (long long)org);

@@ -36,7 +36,7 @@
 #include "pack.h"
 #include "vault.h"
 
-#define OAUTH_SKEW		60	/* seconds: stale this close to expiry */
+#define OAUTH_SKEW		60	/* s: stale this close to expiry */
 #define OAUTH_FAIL_KEEP		60	/* seconds a failure is remembered */
 #define OAUTH_INFLIGHT_MAX	64
 #define OAUTH_WAITERS_MAX	64
@@ -402,7 +402,7 @@ oauth_refresh(int64_t org, int64_t sid, oauth_done_fn fn, void *arg)
 	TAILQ_INSERT_TAIL(&orefreshes, r, entry);
 	norefreshes++;
 	vault_fetch_start(r->fetchid, vault_conf.relay_allow_private,
-	    pk.buf, pk.len);
+	    FETCH_REFRESH_S, pk.buf, pk.len);
 	pack_free(&pk);
 }
 

@@ -472,8 +472,8 @@ vault_mail_send(const struct mail_send *m)
 
 /* A request of the vault's own (vault_health.c), in one message. */
 void
-vault_fetch_start(uint32_t fetchid, int allow_private, const void *pk,
-    size_t len)
+vault_fetch_start(uint32_t fetchid, int allow_private, uint32_t timeout_s,
+    const void *pk, size_t len)
 {
 	struct fetch_start	 fs;
 	struct iovec		 iov[2];
@@ -481,6 +481,7 @@ vault_fetch_start(uint32_t fetchid, int allow_private, const void *pk,
 	memset(&fs, 0, sizeof(fs));
 	fs.fetchid = fetchid;
 	fs.allow_private = allow_private != 0;
+	fs.timeout_s = timeout_s;
 	iov[0].iov_base = &fs;
 	iov[0].iov_len = sizeof(fs);
 	iov[1].iov_base = (void *)pk;
