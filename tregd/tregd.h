@@ -275,6 +275,14 @@ enum imsg_type {
 	/* vault -> relay: its record and verdict */
 	IMSG_EGRESS_VERDICT,	/* blob: struct egress_verdict + packed */
 
+	/*
+	 * Credential health (vault_health.c, relay_fetch.c): a bounded
+	 * request the vault itself makes (a probe, a token refresh, an
+	 * owner's webhook), through the relay's SSRF guard and TLS.
+	 */
+	IMSG_FETCH_START,	/* struct fetch_start + packed (vault) */
+	IMSG_FETCH_DONE,	/* struct fetch_done + body (relay) */
+
 	/* tregctl <-> vault (control socket) */
 	IMSG_CTL_REQUEST,	/* struct ctl_request */
 	IMSG_CTL_REPLY,		/* blob: struct ctl_reply + JSON document */
@@ -336,6 +344,7 @@ enum api_route {
 	ROUTE_RUNS_LIST,		/* GET /runs */
 	ROUTE_CALLS_LIST,		/* GET /calls */
 	ROUTE_HEALTH,			/* GET /health */
+	ROUTE_HEALTH_RUN,		/* POST /health/run */
 	ROUTE_OPENAPI,			/* GET /openapi.json (frontend) */
 	ROUTE_SKILL_MD,			/* GET /skill.md (frontend) */
 	ROUTE_AUTH_ME,			/* GET /auth/me */
@@ -435,6 +444,30 @@ struct call_done {
 	uint32_t	 duration_ms;
 	uint64_t	 bytes;		/* body bytes sent to the client */
 	uint32_t	 redacted;
+};
+
+/*
+ * vault -> relay: a request of the vault's own, in one message (its
+ * size is bounded by FETCH_REQ_MAX).  Packed: method, url, nheaders,
+ * headers[] ("Name: value"), body.  The answer comes back as
+ * IMSG_FETCH_DONE to the worker that asked, its body cut at
+ * FETCH_BODY_MAX; nothing of it reaches the frontend.
+ */
+struct fetch_start {
+	uint32_t	 fetchid;	/* the vault's */
+	uint32_t	 allow_private;
+	uint32_t	 timeout_s;	/* whole request; 0: relay timeout */
+};
+#define FETCH_PROBE_S		15	/* treg's probe timeout */
+#define FETCH_REFRESH_S		30
+#define FETCH_ALERT_S		10	/* treg's webhook timeout */
+#define FETCH_REQ_MAX	(IMSG_DATA_MAX - sizeof(struct fetch_start))
+#define FETCH_BODY_MAX	(16 * 1024)
+struct fetch_done {
+	uint32_t	 fetchid;
+	uint32_t	 status;	/* 0: no answer */
+	uint32_t	 refused;	/* enum call_refusal */
+	uint32_t	 truncated;	/* the body was longer */
 };
 
 /* vault -> exec: a run order.  Strings follow, packed (see pack.h). */

@@ -289,6 +289,8 @@ def main():
     check("GET", "/runs", "/runs?limit=10", token=tok, want=200)
     check("GET", "/calls", "/calls?limit=10", token=tok, want=200)
     check("GET", "/health", "/health", token=tok, want=200)
+    check("POST", "/health/run", "/health/run", token=tok, want=200)
+    check("POST", "/health/run", "/health/run", want=401)
 
     check("DELETE", "/bundles/{bundle_id}", "/bundles/%d" % b["id"],
           token=tok, want=200)

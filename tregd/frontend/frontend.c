@@ -141,6 +141,7 @@ static const struct route_pat routes[] = {
 	{ EVHTTP_REQ_GET,	"/runs",			ROUTE_RUNS_LIST },
 	{ EVHTTP_REQ_GET,	"/calls",			ROUTE_CALLS_LIST },
 	{ EVHTTP_REQ_GET,	"/health",			ROUTE_HEALTH },
+	{ EVHTTP_REQ_POST,	"/health/run",			ROUTE_HEALTH_RUN },
 	{ EVHTTP_REQ_GET,	"/openapi.json",		ROUTE_OPENAPI },
 	{ EVHTTP_REQ_GET,	"/skill.md",		ROUTE_SKILL_MD },
 	{ EVHTTP_REQ_GET,	"/auth/me",			ROUTE_AUTH_ME },

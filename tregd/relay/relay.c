@@ -107,6 +107,8 @@ static const struct imsg_handler relay_imsgs[] = {
 	/* A call the vault decided: a blob from that worker. */
 	{ IMSG_CALL_START, FROM_VAULT, IMSG_LEN_ANY,	relay_imsg_call_start },
 	{ IMSG_DATA,	FROM_VAULT, IMSG_LEN_ANY,	relay_imsg_call_data },
+	/* A request of the vault's own: credential health. */
+	{ IMSG_FETCH_START, FROM_VAULT, IMSG_LEN_ANY,	rfetch_imsg_start },
 	/* The frontend speaks for a call's client. */
 	{ IMSG_CALL_CANCEL, FROM_FRONTEND, 0,		relay_imsg_call_cancel },
 	{ IMSG_CALL_PAUSE, FROM_FRONTEND, 0,		relay_imsg_call_pause },
@@ -439,7 +441,8 @@ relay_find(uint32_t reqid)
 	struct rcall	*rc;
 
 	TAILQ_FOREACH(rc, &rcalls, entry)
-		if (rc->sink == NULL && rc->reqid == reqid)
+		if (rc->sink == NULL && rc->fetch == NULL &&
+		    rc->reqid == reqid)
 			return (rc);
 	return (NULL);
 }
@@ -814,6 +817,10 @@ relay_send_head(struct rcall *rc, int status, int refused, const char *data,
 		rc->sink->head(rc, status, data, len);
 		return;
 	}
+	if (rc->fetch != NULL) {
+		rfetch_head(rc, status, refused, data, len);
+		return;
+	}
 	if (imsgev_send_blob(&iev_frontend, IMSG_CALL_HEAD, rc->reqid, &ch,
 	    sizeof(ch), data, len) == -1)
 		fatal("%s: send", __func__);
@@ -828,6 +835,10 @@ relay_send_body(struct rcall *rc, const void *data, size_t len)
 	if (rc->sink != NULL) {
 		rc->bytes += len;
 		rc->sink->body(rc, data, len);
+		return;
+	}
+	if (rc->fetch != NULL) {
+		rfetch_body(rc, data, len);
 		return;
 	}
 	while (len > 0) {
@@ -851,6 +862,8 @@ relay_backlog(struct rcall *rc)
 {
 	if (rc->sink != NULL)
 		return (rc->sink->backlog(rc));
+	if (rc->fetch != NULL)		/* kept bounded in relay_fetch.c */
+		return (0);
 	return (imsgbuf_queuelen(&iev_frontend.ibuf) > RELAY_BACKLOG_MAX);
 }
 
@@ -890,6 +903,12 @@ relay_finish(struct rcall *rc, int failed)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (rc->rd != NULL)
 		rc->redacted += redact_count(rc->rd);
+	/* The vault's own request: its answer, no call record. */
+	if (rc->fetch != NULL) {
+		rfetch_done(rc);
+		relay_free(rc);
+		return;
+	}
 	memset(&cd, 0, sizeof(cd));
 	cd.callid = rc->callid;
 	cd.status = rc->status;
@@ -941,7 +960,17 @@ relay_free(struct rcall *rc)
 	if (rc->waiting)
 		rcache_forget(rc);
 	rcache_put(rc->rset);
+	rfetch_free(rc->fetch);
 	freezero(rc, sizeof(*rc));
+}
+
+/* Vault worker's channel (relay_fetch.c answers there). */
+struct imsgev *
+relay_vault(int worker)
+{
+	if (worker < 0 || worker >= nvaults)
+		fatalx("%s: no vault worker %d", __func__, worker);
+	return (&iev_vaults[worker]);
 }
 
 /* A blob to a vault worker (a run's request, for its verdict). */

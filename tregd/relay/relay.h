@@ -44,6 +44,7 @@ enum rchunk { RC_SIZE, RC_DATA, RC_CRLF, RC_TRAILER };
 
 struct rconn;
 struct rcall;
+struct rfetch;
 
 /*
  * Where a call's answer goes when it is not the frontend's: the egress
@@ -79,6 +80,7 @@ struct rcall {
 	uint32_t		 callid;	/* the vault's */
 	int			 worker;	/* the vault worker that sent it */
 	const struct rsink	*sink;		/* NULL: the frontend's */
+	struct rfetch		*fetch;		/* the vault's own (relay_fetch.c) */
 	void			*sink_arg;
 	uint32_t		 runid;		/* a run's request: its pool */
 	int			 total_s;	/* its timeout, 0: the conf's */
@@ -160,6 +162,14 @@ void	 relay_vault_send(int, uint32_t, uint32_t, const void *, size_t,
 	    const void *, size_t);
 void	 relay_vault_done(int, const struct call_done *);
 void	 relay_test_vault(int);
+struct imsgev *relay_vault(int);
+
+/* relay_fetch.c: the vault's own requests (credential health) */
+void	 rfetch_imsg_start(struct imsgev *, struct imsg *);
+void	 rfetch_head(struct rcall *, int, int, const char *, size_t);
+void	 rfetch_body(struct rcall *, const void *, size_t);
+void	 rfetch_done(struct rcall *);
+void	 rfetch_free(struct rfetch *);
 
 /* relay_http.c */
 void	 rhttp_init(const char *, size_t, size_t);

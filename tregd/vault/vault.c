@@ -81,6 +81,7 @@ static void	vault_imsg_request_data(struct imsgev *, struct imsg *);
 static void	vault_imsg_ends_sync(struct imsgev *, struct imsg *);
 static void	vault_imsg_run_exit(struct imsgev *, struct imsg *);
 static void	vault_imsg_call_done(struct imsgev *, struct imsg *);
+static void	vault_imsg_fetch_done(struct imsgev *, struct imsg *);
 static void	vault_imsg_egress_call(struct imsgev *, struct imsg *);
 static void	vault_closed(struct imsgev *);
 static void	vault_metrics_tick(int, short, void *);
@@ -91,6 +92,7 @@ static void	ctl_reply(struct ctl_conn *, uint32_t, int, json_t *);
 static void	ctl_dispatch(struct imsgev *, struct imsg *);
 static void	ctl_reload_done(uint32_t, const struct ctl_reload_done *);
 static void	vault_request(struct blob *);
+static void	vault_request_again(void *, int64_t, int, const char *);
 static const struct vault_route *request_unpack(struct blob *,
 		    struct api_request *, struct vault_req *);
 static int	request_body(const struct api_request *, struct blob *,
@@ -140,6 +142,7 @@ static const struct imsg_handler vault_imsgs[] = {
 	{ IMSG_RUN_EXIT, FROM_EXEC, sizeof(struct run_exit), vault_imsg_run_exit },
 	{ IMSG_CALL_DONE, FROM_RELAY, sizeof(struct call_done),
 	    vault_imsg_call_done },
+	{ IMSG_FETCH_DONE, FROM_RELAY, IMSG_LEN_ANY,	vault_imsg_fetch_done },
 	/* A keyless run's request, before it goes upstream (blob). */
 	{ IMSG_EGRESS_CALL, FROM_RELAY, IMSG_LEN_ANY, vault_imsg_egress_call },
 };
@@ -380,7 +383,7 @@ vault_index_routes(void)
 		vault_skill_routes, vault_run_routes,
 		vault_policy_routes, vault_member_routes,
 		vault_me_routes, vault_identity_routes, vault_mail_routes,
-		vault_project_routes
+		vault_project_routes, vault_health_routes
 	};
 	const struct vault_route	*r;
 	size_t				 i;
@@ -656,6 +659,22 @@ vault_imsg_call_done(struct imsgev *iev, struct imsg *imsg)
 	call_done(&cd);
 }
 
+/* A request of the vault's own came back: status and bounded body. */
+static void
+vault_imsg_fetch_done(struct imsgev *iev, struct imsg *imsg)
+{
+	struct fetch_done	 fd;
+	size_t			 len = imsg->hdr.len - IMSG_HEADER_SIZE;
+
+	if (len < sizeof(fd) || len > sizeof(fd) + FETCH_BODY_MAX)
+		fatalx("bad IMSG_FETCH_DONE from relay");
+	memcpy(&fd, imsg->data, sizeof(fd));
+	if (oauth_fetch_done(&fd, (const char *)imsg->data + sizeof(fd),
+	    len - sizeof(fd)) == 0)
+		health_fetch_done(&fd, (const char *)imsg->data + sizeof(fd),
+		    len - sizeof(fd));
+}
+
 static void
 vault_closed(struct imsgev *iev)
 {
@@ -794,6 +813,7 @@ vault_request(struct blob *b)
 	struct vault_req		 req;
 	struct vault_resp		 resp;
 	struct auth			 auth;
+	int64_t				 org = 0;
 
 	memset(&req, 0, sizeof(req));
 	memset(&resp, 0, sizeof(resp));
@@ -810,6 +830,8 @@ vault_request(struct blob *b)
 	vault_metrics_request();
 	if (resp.status != 0)
 		vault_respond(req.reqid, &resp);
+	else if (req.oauth_wait != 0)
+		org = auth.org_id;
 	vault_asker(0, 0);
 	json_decref(resp.body);
 	free(resp.text);
@@ -817,7 +839,20 @@ vault_request(struct blob *b)
 	free((char *)req.name);
 	free((char *)req.query);
 	auth_clear(&auth);
-	blob_free(b);
+	/*
+	 * An expired OAuth token the answer needs (a grant): the request
+	 * waits for its refresh and is answered again from the start.
+	 */
+	if (org != 0)
+		oauth_refresh(org, req.oauth_wait, vault_request_again, b);
+	else
+		blob_free(b);
+}
+
+static void
+vault_request_again(void *arg, int64_t sid, int ok, const char *detail)
+{
+	vault_request(arg);
 }
 
 /*

@@ -70,6 +70,8 @@ struct vault_req {
 	int		 proof_ok;
 	int		 stream;
 	int64_t		 t_in;		/* mono_ns() when it came in */
+	int64_t		 oauth_wait;	/* answered after this secret's
+					   refresh, asked again (vault.c) */
 };
 
 /*
@@ -159,7 +161,13 @@ void		 vault_call_refused(uint32_t, int, int64_t, int64_t,
 /* What a peer sent, taken in now: 0, or -1 when it cannot be read. */
 int		 vault_read_peer(struct imsgev *);
 void		 vault_cork(int);	/* 1: hold the sends, 0: send */
-void		 vault_mail_send(const struct mail_send *);	/* by the parent */
+void		 vault_mail_send(const struct mail_send *);
+/*
+ * fetchid, allow_private, timeout, packed request: IMSG_FETCH_START (the
+ * relay).
+ */
+void		 vault_fetch_start(uint32_t, int, uint32_t, const void *,
+		    size_t);	/* by the parent */
 void		 db_fail(struct vault_resp *, const char *);	/* 500, 503 + log */
 /* store_begin(), store_commit(), or db_fail(): 0, or -1 with resp set. */
 int		 db_begin(struct vault_resp *);
@@ -380,6 +388,27 @@ int		 mask_cost_users(int64_t, int64_t, struct vault_resp *);
 
 /* vault_policy.c: deny rules' routes, grants, reports, the call log */
 extern const struct vault_route vault_policy_routes[];
+/* vault_health.c: POST /health/run; a probe's answer (vault.c). */
+extern const struct vault_route vault_health_routes[];
+/* vault_oauth.c: OAuth access tokens refreshed server-side. */
+typedef void	(*oauth_done_fn)(void *, int64_t, int, const char *);
+int		 oauth_stale(secret_get_fn, int64_t, int64_t);
+enum { OAUTH_NONE, OAUTH_FRESH, OAUTH_STALE };
+int		 oauth_state(secret_get_fn, int64_t, int64_t);
+int		 oauth_failed(int64_t, int64_t, char *, size_t);
+void		 oauth_refresh(int64_t, int64_t, oauth_done_fn, void *);
+int		 oauth_fetch_done(const struct fetch_done *, const char *,
+		    size_t);
+/* Before a key is used: 0, or -1 waiting (*wait) or refused (502). */
+int		 oauth_check_ids(secret_get_fn, int64_t, const int64_t *,
+		    size_t, const char *, struct vault_resp *, int64_t *);
+int		 oauth_check(secret_get_fn, int64_t, json_t *, const char *,
+		    struct vault_resp *, int64_t *);
+/* vault_org.c: treg's sign-up webhook_url, checked (NULL: none). */
+int		 body_webhook(struct vault_req *, struct vault_resp *,
+		    const char **);
+void		 health_fetch_done(const struct fetch_done *, const char *,
+		    size_t);
 
 /* vault_audit.c: the local-run audit rows and the refusals on record */
 /* One row of the local-run audit (calls, kind 'local_run'). */

@@ -73,6 +73,7 @@ struct vpend {
 	int64_t			 audit_id;
 	int			 refused;
 	int			 counted;	/* 1 with others, -1 alone */
+	int64_t			 oauth_sid;	/* waits for its refresh */
 };
 TAILQ_HEAD(vpend_list, vpend);
 #define CALL_STARTS_MAX	64	/* calls in one transaction */
@@ -126,6 +127,7 @@ static unsigned int		 tcache_next;
 
 static struct vcall_list vcalls = TAILQ_HEAD_INITIALIZER(vcalls);
 static struct vpend_list vpends = TAILQ_HEAD_INITIALIZER(vpends);
+static struct vpend_list waiting = TAILQ_HEAD_INITIALIZER(waiting);
 static int		 npends;
 static struct event	 starts_ev;
 static int		 starts_armed;
@@ -184,6 +186,7 @@ static int	 dot_segments(const char *);
 static void	 call_target(struct call_out *, const char *);
 static const char *call_now(time_t);
 static void	 day_utc(time_t, char *, size_t);
+static void	 call_oauth_done(void *, int64_t, int, const char *);
 
 /* ------------------------------------------------------------------ */
 /* The request.                                                        */
@@ -257,11 +260,30 @@ call_turn(void)
 	vault_cork(1);
 	while ((p = TAILQ_FIRST(&vpends)) != NULL) {
 		TAILQ_REMOVE(&vpends, p, entry);
-		call_answer(p, fail);
-		call_pend_free(p);
+		if (p->oauth_sid != 0)
+			TAILQ_INSERT_TAIL(&waiting, p, entry);
+		else {
+			call_answer(p, fail);
+			call_pend_free(p);
+		}
 	}
 	vault_cork(0);
 	npends = 0;
+	/* After the turn: a refresh that ends at once queues a new one. */
+	while ((p = TAILQ_FIRST(&waiting)) != NULL) {
+		TAILQ_REMOVE(&waiting, p, entry);
+		oauth_refresh(p->auth.org_id, p->oauth_sid, call_oauth_done,
+		    p->b);
+		p->b = NULL;
+		call_pend_free(p);
+	}
+}
+
+/* The refresh ended, either way: the call is decided again. */
+static void
+call_oauth_done(void *arg, int64_t sid, int ok, const char *detail)
+{
+	call_request(arg);
 }
 
 /*
@@ -285,8 +307,11 @@ call_decide_all(void)
 			resp_error(&p->resp, 503, "the database cannot be "
 			    "read — try again in a moment");
 		}
-		blob_free(p->b);
-		p->b = NULL;
+		/* A call waiting for a refresh keeps its request. */
+		if (p->oauth_sid == 0) {
+			blob_free(p->b);
+			p->b = NULL;
+		}
 	}
 	if (rc == 0) {
 		ccache_end();
@@ -379,6 +404,12 @@ call_decide(struct vpend *p)
 	 * as such: a 502, the tool's fault, not the caller's.
 	 */
 	p->why = NULL;
+	/* An expired OAuth token: refreshed first (p->oauth_sid), or 502. */
+	if (oauth_check(ccache_secret_get, p->auth.org_id, out.t.bindings,
+	    out.t.name, &p->resp, &p->oauth_sid) == -1) {
+		p->why = p->resp.status != 0 ? "upstream" : NULL;
+		goto done;
+	}
 	if (call_build(&p->auth, &in, &out, &p->pk, &p->resp) == 0)
 		p->refused = 0;
 	else if (p->resp.status == 502)

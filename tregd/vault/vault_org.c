@@ -256,6 +256,34 @@ body_email_person(struct vault_resp *resp, const char *email)
 	return (-1);
 }
 
+/*
+ * treg's sign-up field webhook_url: where the owner's alerts of invalid
+ * credentials go (vault_health.c).  The rules of a base_url: http(s), no
+ * credentials in it, no internal address unless `relay allow-private'
+ * (the relay checks the addresses it resolves to again when it posts).
+ * *url NULL when absent or empty.  0, or -1 with resp set (422).
+ */
+int
+body_webhook(struct vault_req *req, struct vault_resp *resp,
+    const char **url)
+{
+	char	 host[HOST_LEN_MAX], err[256];
+
+	*url = NULL;
+	if (body_str(req, resp, "webhook_url", 0, URL_LEN_MAX, url) == -1)
+		return (-1);
+	if (*url != NULL && **url == '\0')
+		*url = NULL;
+	if (*url == NULL)
+		return (0);
+	if (url_check_base(*url, vault_conf.relay_allow_private, host,
+	    sizeof(host), err, sizeof(err)) == -1) {
+		resp_error(resp, 422, "field 'webhook_url': %s", err);
+		return (-1);
+	}
+	return (0);
+}
+
 /* ------------------------------------------------------------------ */
 /* Users and orgs.                                                     */
 
@@ -264,6 +292,7 @@ users_create(struct vault_req *req, struct vault_resp *resp)
 {
 	char	 email[EMAIL_LEN_MAX + 1], slug[NAME_LEN_MAX + 1];
 	char	 token[TOKEN_LEN + 1], now[STORE_TIME_MAX];
+	const char *hook = NULL;
 	int64_t	 uid, oid;
 	int	 rc, is_agent;
 
@@ -273,7 +302,8 @@ users_create(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	if (body_email(req, resp, email, sizeof(email)) == -1 ||
-	    body_email_person(resp, email) == -1)
+	    body_email_person(resp, email) == -1 ||
+	    body_webhook(req, resp, &hook) == -1)
 		return;
 	if (store_begin() == -1) {
 		db_fail(resp, "begin");
@@ -291,6 +321,7 @@ users_create(struct vault_req *req, struct vault_resp *resp)
 	}
 	if (rc == -1 || org_insert(email, &oid, slug, sizeof(slug)) == -1 ||
 	    membership_new(uid, oid, ROLE_OWNER, NULL, 1, NULL, token) != 0 ||
+	    (hook != NULL && store_webhook_set(oid, uid, hook) == -1) ||
 	    store_commit() == -1) {
 		explicit_bzero(token, sizeof(token));
 		db_fail(resp, "signup");

@@ -600,6 +600,13 @@ tool_grant(struct vault_req *req, struct vault_resp *resp)
 	if (inject != NULL && grant_proof(req, &la, ids,
 	    json_array_size(inject), resp) == -1)
 		goto out;
+	/* An expired OAuth token: asked again once refreshed, or 502. */
+	if (oauth_check_ids(store_secret_get, a->org_id, ids, inject != NULL ?
+	    json_array_size(inject) : 0, t.name, resp, &req->oauth_wait) == -1) {
+		if (resp->status == 502)
+			resolution_refuse(a, t.name, argv, "local_run", resp);
+		goto out;
+	}
 	if ((items = grant_render(a->org_id, &t, inject, ids,
 	    resp)) == NULL) {
 		if (resp->status == 502)

@@ -8,6 +8,7 @@
  */
 
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <errno.h>
 #include <stdarg.h>
@@ -467,4 +468,25 @@ void
 vault_mail_send(const struct mail_send *m)
 {
 	imsgev_compose(vault_parent, IMSG_MAIL_SEND, 0, -1, m, sizeof(*m));
+}
+
+/* A request of the vault's own (vault_health.c), in one message. */
+void
+vault_fetch_start(uint32_t fetchid, int allow_private, uint32_t timeout_s,
+    const void *pk, size_t len)
+{
+	struct fetch_start	 fs;
+	struct iovec		 iov[2];
+
+	memset(&fs, 0, sizeof(fs));
+	fs.fetchid = fetchid;
+	fs.allow_private = allow_private != 0;
+	fs.timeout_s = timeout_s;
+	iov[0].iov_base = &fs;
+	iov[0].iov_len = sizeof(fs);
+	iov[1].iov_base = (void *)pk;
+	iov[1].iov_len = len;
+	if (len > FETCH_REQ_MAX || imsgev_composev(vault_relay,
+	    IMSG_FETCH_START, 0, -1, iov, 2) == -1)
+		fatal("%s: send to relay", __func__);
 }

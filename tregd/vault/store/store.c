@@ -473,6 +473,25 @@ store_tool_secrets_mark(int64_t org, int64_t tool, const char *status,
 }
 
 int
+store_secret_mark(int64_t org, int64_t id, const char *status,
+    const char *detail, const char *at, store_text_fn fn, void *arg)
+{
+	return (ops->secret_mark(org, id, status, detail, at, fn, arg));
+}
+
+int
+store_webhook_set(int64_t org, int64_t user, const char *url)
+{
+	return (ops->webhook_set(org, user, url));
+}
+
+int
+store_webhook_find(int64_t org, int64_t user, store_text_fn fn, void *arg)
+{
+	return (ops->webhook_find(org, user, fn, arg));
+}
+
+int
 store_health(int64_t org, const char *access, int64_t user,
     store_secret_row_fn fn, void *arg)
 {

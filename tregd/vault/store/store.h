@@ -607,6 +607,10 @@ struct store_ops {
 		    const char *, const char *, store_text_fn, void *);
 	int	(*health)(int64_t, const char *, int64_t, store_secret_row_fn,
 		    void *);
+	int	(*secret_mark)(int64_t, int64_t, const char *, const char *,
+		    const char *, store_text_fn, void *);
+	int	(*webhook_set)(int64_t, int64_t, const char *);
+	int	(*webhook_find)(int64_t, int64_t, store_text_fn, void *);
 
 	/* ops: vault_tool.c */
 	int	(*ref_get)(enum store_object, int64_t, int64_t, const char *,
@@ -906,6 +910,20 @@ int		 store_tool_secrets_mark(int64_t, int64_t, const char *,
  */
 int		 store_health(int64_t, const char *, int64_t,
 		    store_secret_row_fn, void *);
+/*
+ * org, secret, status, detail, checked_at: one secret's health (not a
+ * param's); fn gets its name when it was marked.
+ */
+int		 store_secret_mark(int64_t, int64_t, const char *,
+		    const char *, const char *, store_text_fn, void *);
+/* org, user, url (NULL: none): the membership's owner-alert webhook. */
+int		 store_webhook_set(int64_t, int64_t, const char *);
+/*
+ * org, user: fn gets the webhook an alert about the user's secrets in
+ * org goes to (0), or is not called (1): the user's membership of org,
+ * else another of theirs, else an owner's of org (treg's fallbacks).
+ */
+int		 store_webhook_find(int64_t, int64_t, store_text_fn, void *);
 
 /* vault_tool.c */
 enum store_sel_by store_sel_by(const struct store_sel *);

@@ -128,6 +128,9 @@ const struct store_ops store_pg_ops = {
 	.grant_find = pg_grant_find,
 	.tool_secrets_mark = pg_tool_secrets_mark,
 	.health = pg_health,
+	.secret_mark = pg_secret_mark,
+	.webhook_set = pg_webhook_set,
+	.webhook_find = pg_webhook_find,
 
 	/* vault_tool.c */
 	.ref_get = pg_ref_get,

@@ -162,6 +162,11 @@ int		 pg_invite_by_id(int64_t, store_invite_fn, void *);
 int		 pg_invite_use(int64_t);
 int		 pg_invite_delete(int64_t, int64_t);
 int		 pg_grant_find(int64_t, int64_t, int64_t, const char *);
+/* store_pg_health.c */
+int		 pg_secret_mark(int64_t, int64_t, const char *,
+		    const char *, const char *, store_text_fn, void *);
+int		 pg_webhook_set(int64_t, int64_t, const char *);
+int		 pg_webhook_find(int64_t, int64_t, store_text_fn, void *);
 int		 pg_tool_secrets_mark(int64_t, int64_t, const char *,
 		    const char *, const char *, store_text_fn, void *);
 int		 pg_health(int64_t, const char *, int64_t,

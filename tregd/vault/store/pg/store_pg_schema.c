@@ -342,6 +342,9 @@ static const char *const migrations[] = {
 	"  org_id BIGINT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
 	"  n BIGINT NOT NULL);"
 	PG_BUMP("run_requests"),
+
+	/* 14: a membership's webhook_url (see the sqlite migration 14). */
+	"ALTER TABLE memberships ADD COLUMN webhook_url TEXT;",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -156,6 +156,9 @@ const struct store_ops store_sqlite_ops = {
 	.grant_find = sq_grant_find,
 	.tool_secrets_mark = sq_tool_secrets_mark,
 	.health = sq_health,
+	.secret_mark = sq_secret_mark,
+	.webhook_set = sq_webhook_set,
+	.webhook_find = sq_webhook_find,
 
 	/* vault_tool.c */
 	.ref_get = sq_ref_get,

@@ -135,6 +135,11 @@ int		 sq_invite_by_id(int64_t, store_invite_fn, void *);
 int		 sq_invite_use(int64_t);
 int		 sq_invite_delete(int64_t, int64_t);
 int		 sq_grant_find(int64_t, int64_t, int64_t, const char *);
+/* store_sqlite_health.c */
+int		 sq_secret_mark(int64_t, int64_t, const char *,
+		    const char *, const char *, store_text_fn, void *);
+int		 sq_webhook_set(int64_t, int64_t, const char *);
+int		 sq_webhook_find(int64_t, int64_t, store_text_fn, void *);
 int		 sq_tool_secrets_mark(int64_t, int64_t, const char *,
 		    const char *, const char *, store_text_fn, void *);
 int		 sq_health(int64_t, const char *, int64_t,

@@ -383,6 +383,13 @@ static const char *const migrations[] = {
 	"  org_id INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
 	"  n INTEGER NOT NULL);"
 	SQ_MARK("run_requests"),
+
+	/*
+	 * 14 (issue 24): credential health's owner alerts.  A membership's
+	 * webhook_url (treg's, set at sign-up) gets the invalid credentials
+	 * of a health run (vault_health.c); NULL: none.
+	 */
+	"ALTER TABLE memberships ADD COLUMN webhook_url TEXT;",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 
