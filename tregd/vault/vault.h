@@ -530,7 +530,17 @@ void		 call_done(const struct call_done *);	/* from the relay */
 void		 call_flush(void);		/* the pending end records */
 void		 call_exits_read(void);	/* the relay's word, committed */
 /* daily_call_cap and used_today of a membership into a view: 0 or -1. */
+/* vault_callcap.c: the membership's daily_call_cap, read with a decision. */
+struct call_capv {
+	int			 has;
+	int64_t			 cap;
+};
+int		 call_cap_check(const struct auth *, const char *,
+		    struct call_capv *, struct vault_resp *);
+int		 call_cap(const struct auth *, const char *,
+		    const struct call_capv *, struct vault_resp *);
 int		 call_usage(int64_t, int64_t, json_t *);
+void		 call_day(time_t, char *, size_t);
 /* Around the member routes: daily_call_cap checked, stored, shown. */
 int		 call_view_before(struct vault_req *, struct vault_resp *);
 int		 call_cap_field(json_t *, int *, int *, int64_t *,

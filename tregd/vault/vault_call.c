@@ -50,11 +50,6 @@ struct vcall {
 };
 TAILQ_HEAD(vcall_list, vcall);
 
-/* The membership's daily_call_cap, as read with the call's decision. */
-struct call_capv {
-	int			 has;
-	int64_t			 cap;
-};
 
 /* A call of this turn: decided, then written with the turn's. */
 struct vpend {
@@ -166,12 +161,8 @@ static int	 call_by_url(const struct auth *, const char *,
 		    struct call_out *, struct vault_resp *, const char **);
 static int	 call_match_fn(const struct store_tool_url *, void *);
 static int	 call_tool_load(int64_t, const char *, struct tool_row *);
-static int	 call_cap_check(const struct auth *, struct call_capv *,
-		    struct vault_resp *);
 static int	 call_same_caller(const struct vpend *, const struct vpend *);
 static int	 call_caps_take(void);
-static int	 call_cap(const struct auth *, const struct call_capv *,
-		    struct vault_resp *);
 static void	 call_starts_timer(int, short, void *);
 static void	 call_start(struct vpend *);
 static int	 call_build(const struct auth *, struct call_in *,
@@ -185,7 +176,6 @@ static int	 header_bound(json_t *, const char *, size_t);
 static int	 dot_segments(const char *);
 static void	 call_target(struct call_out *, const char *);
 static const char *call_now(time_t);
-static void	 day_utc(time_t, char *, size_t);
 static void	 call_oauth_done(void *, int64_t, int, const char *);
 
 /* ------------------------------------------------------------------ */
@@ -254,7 +244,7 @@ call_turn(void)
 	if (npends == 0)
 		return;
 	strlcpy(turn.now, call_now(t), sizeof(turn.now));
-	day_utc(t, turn.day, sizeof(turn.day));
+	call_day(t, turn.day, sizeof(turn.day));
 	call_decide_all();
 	fail = call_turn_write();
 	vault_cork(1);
@@ -394,7 +384,7 @@ call_decide(struct vpend *p)
 		goto done;
 	}
 	/* Over the cap: refused before a secret is unsealed. */
-	if ((rc = call_cap_check(&p->auth, &p->cap, &p->resp)) != 0) {
+	if ((rc = call_cap_check(&p->auth, turn.day, &p->cap, &p->resp)) != 0) {
 		p->why = rc == 1 ? "cap" : NULL;
 		goto done;
 	}
@@ -471,7 +461,7 @@ call_row(struct vpend *p)
 	if (p->refused)
 		return (call_audit(&p->auth, tool, p->method, p->logpath,
 		    p->why, p->resp.status, NULL));
-	if (p->counted == 1 || call_cap(&p->auth, &p->cap, &p->resp) == 0)
+	if (p->counted == 1 || call_cap(&p->auth, turn.day, &p->cap, &p->resp) == 0)
 		return (call_audit(&p->auth, tool, p->method, p->logpath,
 		    NULL, 0, &p->audit_id));
 	if (p->resp.status != 429)
@@ -949,45 +939,7 @@ call_now(time_t t)
 	return (buf);
 }
 
-static void
-day_utc(time_t t, char *buf, size_t len)
-{
-	struct tm	 tm;
 
-	gmtime_r(&t, &tm);
-	strftime(buf, len, "%Y-%m-%d", &tm);
-}
-
-/*
- * With the decision's reads: a caller already at the cap is refused (1)
- * before anything is unsealed.  The count itself is taken with the
- * call's row (call_cap()).
- */
-static int
-call_cap_check(const struct auth *a, struct call_capv *cv,
-    struct vault_resp *resp)
-{
-	int64_t		 used = 0;
-
-	memset(cv, 0, sizeof(*cv));
-	if (ccache_cap_get(a->org_id, a->user_id, &cv->has,
-	    &cv->cap) == -1) {
-		db_fail(resp, "daily call cap");
-		return (-1);
-	}
-	if (!cv->has)
-		return (0);
-	if (store_call_used(a->org_id, a->user_id, turn.day, &used) == -1) {
-		db_fail(resp, "daily call count");
-		return (-1);
-	}
-	if (used < cv->cap)
-		return (0);
-	resp_error(resp, 429, "daily usage limit reached (%lld/%lld) — ask "
-	    "an admin to raise your cap", (long long)used,
-	    (long long)cv->cap);
-	return (1);
-}
 
 static int
 call_same_caller(const struct vpend *p, const struct vpend *q)
@@ -1030,48 +982,7 @@ call_caps_take(void)
 	return (0);
 }
 
-/* One call counted: 0, or -1 with the refusal (429) in resp. */
-static int
-call_cap(const struct auth *a, const struct call_capv *cv,
-    struct vault_resp *resp)
-{
-	int64_t		 used = 0;
-	int		 rc;
 
-	rc = store_call_cap_take(a->org_id, a->user_id, turn.day, 1,
-	    cv->has ? cv->cap : INT64_MAX);
-	if (rc == 1 && (rc = store_call_used(a->org_id, a->user_id, turn.day,
-	    &used)) == 0) {
-		resp_error(resp, 429, "daily usage limit reached (%lld/%lld) "
-		    "— ask an admin to raise your cap", (long long)used,
-		    (long long)cv->cap);
-		return (-1);
-	}
-	if (rc == -1) {
-		db_fail(resp, "daily call count");
-		return (-1);
-	}
-	return (0);
-}
-
-/* The membership's cap and today's count, for the member views. */
-int
-call_usage(int64_t org, int64_t user, json_t *view)
-{
-	char		 day[16];
-	int64_t		 cap, used = 0;
-	int		 has;
-
-	day_utc(time(NULL), day, sizeof(day));
-	if (store_call_cap_get(org, user, &has, &cap) == -1 ||
-	    store_call_used(org, user, day, &used) == -1)
-		return (-1);
-	/* No cap is -1, as treg shows it. */
-	json_object_set_new(view, "daily_call_cap", json_integer(has ? cap :
-	    -1));
-	json_object_set_new(view, "used_today", json_integer(used));
-	return (0);
-}
 
 /* ------------------------------------------------------------------ */
 /* The request for the relay, with the key in it.                      */
