@@ -500,19 +500,6 @@ store_health(int64_t org, const char *access, int64_t user,
 
 /* vault_tool.c */
 
-/* For the engines: the rule of store_sel that picks the rows. */
-enum store_sel_by
-store_sel_by(const struct store_sel *sel)
-{
-	if (sel->id > 0)
-		return (STORE_SEL_ID);
-	if (sel->name != NULL)
-		return (STORE_SEL_NAME);
-	if (sel->bundle > 0)
-		return (STORE_SEL_BUNDLE);
-	return (STORE_SEL_ALL);
-}
-
 int
 store_ref_get(enum store_object what, int64_t org, int64_t id,
     const char *name, struct store_ref *ref)

@@ -403,6 +403,19 @@ enum store_sel_by {
 	STORE_SEL_MAX
 };
 
+/* For the engines: the rule of store_sel that picks the rows. */
+static inline enum store_sel_by
+store_sel_by(const struct store_sel *sel)
+{
+	if (sel->id > 0)
+		return (STORE_SEL_ID);
+	if (sel->name != NULL)
+		return (STORE_SEL_NAME);
+	if (sel->bundle > 0)
+		return (STORE_SEL_BUNDLE);
+	return (STORE_SEL_ALL);
+}
+
 /*
  * An object's owner and names, for the edit and reference checks; the
  * detail is a secret's kind or a tool's skill ("" when none).
@@ -926,7 +939,6 @@ int		 store_webhook_set(int64_t, int64_t, const char *);
 int		 store_webhook_find(int64_t, int64_t, store_text_fn, void *);
 
 /* vault_tool.c */
-enum store_sel_by store_sel_by(const struct store_sel *);
 /* Object id (name NULL) or name of org: 0 and *ref, 1 none, -1. */
 int		 store_ref_get(enum store_object, int64_t, int64_t,
 		    const char *, struct store_ref *);

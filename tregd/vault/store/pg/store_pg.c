@@ -40,7 +40,7 @@ static void		 pg_close(void);
 static int		 pg_check(char *, size_t);
 static int		 pg_backup(const char *);
 static int64_t		 pg_version(void);
-static const char	*pg_error(void);
+
 static int		 pg_begin(void);
 static int		 pg_commit(void);
 static void		 pg_rollback(void);
@@ -321,7 +321,8 @@ pg_version_seen(int64_t v)
 	pg_seen_ok = 1;
 }
 
-static const char *
+/* The last error's text (also for store_pg_conn.c, not through store.c). */
+const char *
 pg_error(void)
 {
 	return (pg_errbuf);

@@ -68,6 +68,8 @@ void		 pg_copy(char *, size_t, const PGresult *, int, int);
 int		 pg_session(void);
 void		 pg_found(void);
 
+const char	*pg_error(void);
+
 /* store_pg_conn.c: a lost connection made again */
 int		 pg_pin(PGconn *);
 void		 pg_unpin(void);

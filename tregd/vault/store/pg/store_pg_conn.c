@@ -156,7 +156,7 @@ void
 pg_lost_start(void)
 {
 	log_warnx("database: the connection to PostgreSQL is lost (%s); "
-	    "requests answer 503 while it is made again", store_error());
+	    "requests answer 503 while it is made again", pg_error());
 	pg_lost_at = time(NULL);
 	pg_attempts = 0;
 	pg_backoff_ms = PG_BACKOFF_MIN_MS;
