@@ -129,6 +129,7 @@ static struct run_list		 runs = TAILQ_HEAD_INITIALIZER(runs);
 static struct run_list		 waiting = TAILQ_HEAD_INITIALIZER(waiting);
 static int			 as_root;
 static int			 exec_prepared;	/* exec_prepare() is done */
+static int			 exec_stopping;	/* a peer is gone: tregd stops */
 static int			 exec_pool_network;	/* the pool's run network */
 /* A proxied run's way out (SPEC 6a): every client library's names. */
 static const char *const	 proxy_vars[] = { "HTTPS_PROXY", "HTTP_PROXY",
@@ -586,7 +587,13 @@ run_pause(uint32_t reqid, int pause)
 static void
 exec_closed(struct imsgev *iev)
 {
-	/* At shutdown a peer may go first: the runs die all the same. */
+	/*
+	 * At shutdown a peer may go first (the relay, the lightest, often
+	 * does): the runs die all the same, and their ends are not told to
+	 * the vault, which would record a run the stop cut off as failed;
+	 * unrecorded, it reads interrupted, as SPEC 6 says.
+	 */
+	exec_stopping = 1;
 	exec_kill_runs();
 	proc_peer_lost(iev);
 }
@@ -1330,6 +1337,11 @@ exec_flush(struct imsgev *iev)
 static void
 run_report(const struct run *r, struct run_exit *rx)
 {
+	if (exec_stopping) {
+		log_debug("run %u: cut off by the stop, its end not recorded",
+		    r->runid);
+		return;
+	}
 	rx->runid = r->runid;
 	if (imsgev_compose(&iev_vaults[r->worker], IMSG_RUN_EXIT, r->reqid,
 	    -1, rx, sizeof(*rx)) == -1)
