@@ -280,4 +280,5 @@ clean:
 	    common/libcommon.a tregd/parse.c tregd/frontend/openapi_doc.c \
 	    tregd/frontend/skill_doc.c \
 	    tregd/exec/zygote/tregd-zygote tregd/tregd tregctl/tregctl \
-	    $(UNIT_PROGS) $(UNIT_PROGS:=.d) $(FLAGS_STAMP)
+	    $(UNIT_PROGS) $(UNIT_PROGS:=.d) regress/unit/egress_harness \
+	    regress/unit/egress_harness.d $(FLAGS_STAMP)
