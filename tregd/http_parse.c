@@ -371,6 +371,9 @@ parse_header(const char *p, size_t len, struct http_head *h, int *host,
 	} else if (name_is(p, nlen, "X-Request-Id")) {
 		h->reqid.p = v;
 		h->reqid.len = vlen;
+	} else if (name_is(p, nlen, "X-Treg-Client") && h->client.p == NULL) {
+		h->client.p = v;
+		h->client.len = vlen;
 	}
 	return (0);
 }
@@ -711,6 +714,28 @@ json_depth_ok(const char *s, size_t len)
 		}
 	}
 	return (1);
+}
+
+/*
+ * X-Treg-Client into out (len bytes, "" when absent): the runtime treg's
+ * client says it runs in ("claude-code", "codex", "cli"), for the audit
+ * rows only (attribution, never authentication).  As treg keeps it: the
+ * part before a '/' (a version), lower case, letters, digits, '-', '_'
+ * and '.' only, the rest dropped, at most len - 1 bytes.
+ */
+void
+http_client_copy(const struct http_head *h, char *out, size_t len)
+{
+	size_t	 i, o = 0;
+	int	 c;
+
+	for (i = 0; h->client.p != NULL && i < h->client.len &&
+	    h->client.p[i] != '/' && o + 1 < len; i++) {
+		c = tolower((unsigned char)h->client.p[i]);
+		if (isalnum(c) || c == '-' || c == '_' || c == '.')
+			out[o++] = c;
+	}
+	out[o] = '\0';
 }
 
 /*

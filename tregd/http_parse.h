@@ -51,6 +51,7 @@ struct http_head {
 	struct http_str	 proof;		/* X-Treg-Run-Proof */
 	struct http_str	 org;		/* X-Treg-Org */
 	struct http_str	 reqid;		/* X-Request-Id */
+	struct http_str	 client;	/* X-Treg-Client (the first) */
 	const char	*detail;	/* why the head was refused */
 	/* A proxy's request (http_parse_proxy_head) only: */
 	struct http_str	 authority;	/* CONNECT's or absolute-form's */
@@ -96,5 +97,6 @@ int	 http_route_match(const struct route_pat *, size_t, const char *, int,
 int	 json_depth_ok(const char *, size_t);
 
 int	 http_org_copy(const struct http_head *, char *, size_t);
+void	 http_client_copy(const struct http_head *, char *, size_t);
 
 #endif /* HTTP_PARSE_H */

@@ -64,6 +64,7 @@
 #define RUN_USERS_MAX		65536	/* uids in "run users" */
 #define TOKEN_HASH_LEN		32
 #define ORG_SEL_MAX		NAME_LEN_MAX	/* X-Treg-Org: a slug or an id */
+#define CLIENT_NAME_MAX		32	/* X-Treg-Client, normalised */
 
 /* What the vault sends exec and the relay: both check it on receipt. */
 #define REDSET_MAX		512	/* values of one redaction set */
@@ -381,6 +382,7 @@ struct api_request {
 	uint32_t	 stream;	/* POST /run asked for a stream */
 	char		 peer[64];	/* client address, for the log */
 	char		 org[ORG_SEL_MAX + 1];	/* X-Treg-Org, "" none */
+	char		 client[CLIENT_NAME_MAX + 1];	/* X-Treg-Client */
 };
 
 struct api_response {
@@ -405,6 +407,7 @@ struct call_request {
 	uint32_t	 bodylen;
 	char		 peer[64];
 	char		 org[ORG_SEL_MAX + 1];	/* X-Treg-Org, "" none */
+	char		 client[CLIENT_NAME_MAX + 1];	/* X-Treg-Client */
 };
 
 /* vault -> relay: a call to make.  Strings follow, packed (pack.h). */

@@ -860,6 +860,7 @@ front_api_fill(struct http_conn *conn, const struct http_head *h,
 		explicit_bzero(hash, sizeof(hash));
 	}
 	strlcpy(ar->peer, http_peer(conn), sizeof(ar->peer));
+	http_client_copy(h, ar->client, sizeof(ar->client));
 	return (0);
 }
 

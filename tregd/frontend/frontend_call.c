@@ -282,6 +282,7 @@ front_call(struct http_conn *conn, const struct http_head *h,
 		token_hash(h->token.p, h->token.len, cr.token_hash);
 	}
 	strlcpy(cr.peer, http_peer(conn), sizeof(cr.peer));
+	http_client_copy(h, cr.client, sizeof(cr.client));
 
 	tlen = h->path.len - strlen(CALL_PREFIX);
 	if (h->query.len > 0)

@@ -943,6 +943,7 @@ request_auth(const struct api_request *ar, const struct vault_route *r,
 		return (-1);
 	}
 	req->auth = auth;
+	strlcpy(auth->client, ar->client, sizeof(auth->client));
 	vault_asker(auth->org_id, auth->user_id);
 	return (auth_enter(req, resp, rc, r->min_role));
 }

@@ -56,6 +56,8 @@ struct auth {
 	int64_t		 projects[PROJECT_ACCESS_MAX];
 	char		 email[256];
 	char		 org_slug[NAME_LEN_MAX + 1];
+	/* X-Treg-Client of this request, for its audit row (never cached). */
+	char		 client[CLIENT_NAME_MAX + 1];
 };
 
 struct vault_req {

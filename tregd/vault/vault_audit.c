@@ -119,6 +119,7 @@ audit_local(const struct auth *a, const struct local_audit *la)
 	c.org_id = a->org_id;
 	c.user_id = a->user_id;
 	c.user_email = a->email;
+	c.client = a->client;
 	c.tool_name = la->tool;
 	/* treg's audit shows the action where a call shows its method. */
 	c.method = la->action;

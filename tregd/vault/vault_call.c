@@ -370,6 +370,7 @@ call_decide(struct vpend *p)
 		    "database" : "invalid token", cr.peer);
 		goto done;
 	}
+	strlcpy(p->auth.client, cr.client, sizeof(p->auth.client));
 	p->has_auth = 1;
 	call_log_path(in.target, in.query, p->logpath, sizeof(p->logpath));
 	if (call_resolve(&p->auth, &in, &out, &p->resp, &p->why) == -1)
@@ -558,6 +559,7 @@ call_audit(const struct auth *a, const char *tool, const char *method,
 	c.org_id = a->org_id;
 	c.user_id = a->user_id;
 	c.user_email = a->email;
+	c.client = a->client;
 	c.tool_name = tool;
 	c.method = method;
 	c.path = path;

@@ -875,6 +875,9 @@ call_view_where(const struct store_calls_row *r, json_t *o)
 	json_object_set_new(o, "where", json_string(c->place != NULL ?
 	    c->place : strcmp(c->kind, "call") == 0 ? "relay" : "local"));
 	json_object_set_new(o, "host", text_or_null(c->target_host));
+	/* The runtime it came from (X-Treg-Client), "" unreported. */
+	json_object_set_new(o, "client", json_string(c->client != NULL ?
+	    c->client : ""));
 }
 
 static int

@@ -845,6 +845,7 @@ run_audit_start(const struct auth *a, const char *tool, const char *argv)
 	r.org_id = a->org_id;
 	r.user_id = a->user_id;
 	r.user_email = a->email;
+	r.client = a->client;
 	r.tool = tool;
 	r.argv = argv;
 	r.created_at = now;
@@ -1149,6 +1150,9 @@ runs_row(const struct store_runs_row *r, void *arg)
 		json_object_set_new(o, "requests", json_integer(r->requests));
 	else
 		json_object_set_new(o, "requests", json_null());
+	/* The runtime it came from (X-Treg-Client), "" unreported. */
+	json_object_set_new(o, "client", json_string(r->client != NULL ?
+	    r->client : ""));
 	if (pg->auth == NULL)	/* tregctl names the org of each row */
 		json_object_set_new(o, "org", json_string(r->org_slug));
 	json_array_append_new(pg->list, o);

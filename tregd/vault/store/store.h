@@ -107,6 +107,7 @@ struct store_run {
 	const char	*argv;			/* JSON, masked */
 	const char	*created_at;
 	int64_t		 host;			/* the instance; 0: none */
+	const char	*client;		/* X-Treg-Client, NULL: "" */
 };
 
 /* How a server run ended, appended (the run row never changes). */
@@ -128,6 +129,7 @@ struct store_call {
 	int64_t		 org_id;
 	int64_t		 user_id;
 	const char	*user_email;
+	const char	*client;	/* X-Treg-Client, NULL: "" */
 	const char	*tool_name;
 	const char	*method;
 	const char	*path;
@@ -171,6 +173,7 @@ struct store_runs_row {
 	const char	*org_slug;
 	int64_t		 host;		/* 's': the instance that ran it, 0 */
 	int64_t		 requests;	/* 's': its egress requests, schema 13 */
+	const char	*client;	/* X-Treg-Client, schema 15; NULL: "" */
 };
 typedef int	(*store_runs_fn)(const struct store_runs_row *, void *);
 

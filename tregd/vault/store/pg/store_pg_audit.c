@@ -26,7 +26,8 @@
 	"WHEN r.exit_code IS NULL THEN NULL "				\
 	"WHEN r.timed_out <> 0 THEN 'timed_out' "			\
 	"WHEN r.exit_code = 0 THEN 'ok' ELSE 'failed' END AS outcome, "	\
-	"r.created_at, o.slug, r.host, coalesce(q.n, 0) AS requests "	\
+	"r.created_at, o.slug, r.host, coalesce(q.n, 0) AS requests, "	\
+	"r.client "							\
 	"FROM runs r JOIN orgs o ON o.id = r.org_id "			\
 	"LEFT JOIN run_ends e ON e.run_id = r.id "			\
 	"LEFT JOIN run_requests q ON q.run_id = r.id WHERE "		\
@@ -41,7 +42,7 @@
 	"END "								\
 	"FROM calls p WHERE p.grant_id = c.id AND p.action = 'REPORT' "	\
 	"ORDER BY p.id LIMIT 1), c.created_at, o.slug, NULL::bigint, "	\
-	"0::bigint "							\
+	"0::bigint, c.client "						\
 	"FROM calls c "							\
 	"JOIN orgs o ON o.id = c.org_id WHERE "				\
 	"c.kind = 'local_run' AND "					\
@@ -70,7 +71,7 @@ static struct pg_stmt	 runs_tool = { RUNS_S "r.org_id = $1 AND "
 	"c.argv, c.exit_code, c.verdict, c.grant_id, "			\
 	"coalesce(e.duration_ms, c.duration_ms), "			\
 	"c.created_at, o.slug, e.bytes, c.host, c.run_id, c.place, "	\
-	"c.target_host FROM calls c "					\
+	"c.target_host, c.client FROM calls c "				\
 	"JOIN orgs o ON o.id = c.org_id "				\
 	"LEFT JOIN call_ends e ON e.call_id = c.id "			\
 	"WHERE ($2 = 0 OR c.id < $2) AND "
@@ -109,8 +110,8 @@ int
 pg_run_insert(const struct store_run *r, int64_t *id)
 {
 	static struct pg_stmt	 st = { "INSERT INTO runs (org_id, user_id, "
-	    "user_email, tool, argv, created_at, host) VALUES ($1, $2, $3, "
-	    "$4, $5, $6, $7) RETURNING id", 0 };
+	    "user_email, tool, argv, created_at, host, client) VALUES ($1, $2, "
+	    "$3, $4, $5, $6, $7, $8) RETURNING id", 0 };
 	struct pgq		 q;
 
 	pgq_init(&q);
@@ -121,6 +122,7 @@ pg_run_insert(const struct store_run *r, int64_t *id)
 	pgq_text(&q, r->argv);
 	pgq_text(&q, r->created_at);
 	pgq_intif(&q, r->host != 0, r->host);
+	pgq_text(&q, r->client != NULL ? r->client : "");
 	return (pg_returning_id(&st, &q, id));
 }
 
@@ -151,9 +153,9 @@ pg_call_insert(const struct store_call *c, int64_t *id)
 	static struct pg_stmt	 st = { "INSERT INTO calls (org_id, user_id, "
 	    "user_email, tool_name, method, path, status_code, kind, action, "
 	    "refused_by, argv, exit_code, verdict, grant_id, duration_ms, "
-	    "created_at, host, run_id, place, target_host) VALUES ($1, $2, "
-	    "$3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, "
-	    "$17, $18, $19, $20) RETURNING id", 0 };
+	    "created_at, host, run_id, place, target_host, client) VALUES ($1, "
+	    "$2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
+	    "$16, $17, $18, $19, $20, $21) RETURNING id", 0 };
 	static struct pg_stmt	 count = { "INSERT INTO run_requests "
 	    "(run_id, org_id, n) VALUES ($1, $2, 1) ON CONFLICT (run_id) DO "
 	    "UPDATE SET n = run_requests.n + 1", 0 };
@@ -181,6 +183,7 @@ pg_call_insert(const struct store_call *c, int64_t *id)
 	pgq_intif(&q, c->run_id != 0, c->run_id);
 	pgq_text(&q, c->place);
 	pgq_text(&q, c->target_host);
+	pgq_text(&q, c->client != NULL ? c->client : "");
 	if (pg_returning_id(&st, &q, id) == -1)
 		return (-1);
 	if (c->run_id == 0)
@@ -326,6 +329,7 @@ runs_row(const PGresult *res, int i, store_runs_fn fn, void *arg)
 	r.org_slug = pg_text(res, i, 9);
 	r.host = pg_null(res, i, 10) ? 0 : pg_int(res, i, 10);
 	r.requests = pg_null(res, i, 11) ? 0 : pg_int(res, i, 11);
+	r.client = pg_ntext(res, i, 12);
 	return (fn(&r, arg));
 }
 
@@ -389,6 +393,7 @@ calls_row(const PGresult *res, int i, store_calls_fn fn, void *arg)
 	r.c.run_id = pg_null(res, i, 20) ? 0 : pg_int(res, i, 20);
 	r.c.place = pg_ntext(res, i, 21);
 	r.c.target_host = pg_ntext(res, i, 22);
+	r.c.client = pg_ntext(res, i, 23);
 	return (fn(&r, arg));
 }
 

@@ -345,6 +345,10 @@ static const char *const migrations[] = {
 
 	/* 14: a membership's webhook_url (see the sqlite migration 14). */
 	"ALTER TABLE memberships ADD COLUMN webhook_url TEXT;",
+
+	/* 15: the client a run or call came from (see the sqlite 15). */
+	"ALTER TABLE runs ADD COLUMN client TEXT;"
+	"ALTER TABLE calls ADD COLUMN client TEXT;",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -27,9 +27,10 @@ sq_run_insert(const struct store_run *r, int64_t *id)
 	sqlite3_stmt	*st;
 
 	if ((st = db_prepare("INSERT INTO runs (org_id, user_id, user_email, "
-	    "tool, argv, created_at, host) VALUES (:org, :user, :email, :tool, "
-	    ":argv, :at, :host)")) == NULL)
+	    "tool, argv, created_at, host, client) VALUES (:org, :user, "
+	    ":email, :tool, :argv, :at, :host, :client)")) == NULL)
 		return (-1);
+	sq_text(st, ":client", r->client != NULL ? r->client : "");
 	if (r->host != 0)
 		sq_int(st, ":host", r->host);
 	sq_int(st, ":org", r->org_id);
@@ -73,11 +74,12 @@ sq_call_insert(const struct store_call *c, int64_t *id)
 	if ((st = db_prepare("INSERT INTO calls (org_id, user_id, user_email, "
 	    "tool_name, method, path, status_code, kind, action, refused_by, "
 	    "argv, exit_code, verdict, grant_id, duration_ms, created_at, "
-	    "host, run_id, place, target_host) VALUES (:org, :user, :email, "
-	    ":tool, :method, :path, :status, :kind, :action, :refused_by, "
-	    ":argv, :exit, :verdict, :grant, :ms, :at, :host, :run, :place, "
-	    ":target)")) == NULL)
+	    "host, run_id, place, target_host, client) VALUES (:org, :user, "
+	    ":email, :tool, :method, :path, :status, :kind, :action, "
+	    ":refused_by, :argv, :exit, :verdict, :grant, :ms, :at, :host, "
+	    ":run, :place, :target, :client)")) == NULL)
 		return (-1);
+	sq_text(st, ":client", c->client != NULL ? c->client : "");
 	if (c->run_id != 0)
 		sq_int(st, ":run", c->run_id);
 	sq_text(st, ":place", c->place);
@@ -168,6 +170,7 @@ sq_runs_row(sqlite3_stmt *st, void *arg)
 	r.org_slug = sq_ctext(st, "slug");
 	r.host = sq_cint(st, "host");
 	r.requests = sq_cint(st, "requests");
+	r.client = sq_cntext(st, "client");
 	return (e->fn.runs(&r, e->arg));
 }
 
@@ -184,7 +187,7 @@ sq_runs_row(sqlite3_stmt *st, void *arg)
 	"coalesce(e.exit_code, r.exit_code) AS exit_code, "		\
 	"coalesce(e.duration_ms, r.duration_ms) AS duration_ms, "	\
 	"r.created_at AS created_at, o.slug AS slug, r.host AS host, "	\
-	"coalesce(q.n, 0) AS requests, "				\
+	"coalesce(q.n, 0) AS requests, r.client AS client, "		\
 	"CASE WHEN e.outcome IS NOT NULL THEN e.outcome "		\
 	"WHEN r.exit_code IS NULL THEN NULL "				\
 	"WHEN r.timed_out THEN 'timed_out' "				\
@@ -196,7 +199,7 @@ sq_runs_row(sqlite3_stmt *st, void *arg)
 	"AND (r.created_at, r.id) < (:rt, :rid) "
 #define RUNS_ARM_LOCAL							\
 	"SELECT 'l', c.id, c.user_email, c.tool_name, c.argv, NULL, "	\
-	"NULL, c.created_at, o.slug, NULL, 0, "				\
+	"NULL, c.created_at, o.slug, NULL, 0, c.client, "		\
 	"(SELECT CASE WHEN p.exit_code = 0 "				\
 	"THEN 'ok' ELSE 'failed' END FROM calls p WHERE "		\
 	"p.grant_id = c.id AND p.action = 'REPORT' ORDER BY p.id "	\
@@ -304,7 +307,7 @@ sq_runs_tools(int64_t org, const char *const *tools, size_t ntools,
 	"coalesce(e.duration_ms, c.duration_ms) AS duration_ms, "	\
 	"c.created_at AS created_at, e.bytes AS bytes, c.host AS host, " \
 	"c.run_id AS run_id, c.place AS place, "			\
-	"c.target_host AS target_host, "				\
+	"c.target_host AS target_host, c.client AS client, "		\
 	"o.slug AS slug FROM calls c JOIN orgs o ON o.id = c.org_id "	\
 	"LEFT JOIN call_ends e ON e.call_id = c.id "
 
@@ -363,6 +366,7 @@ sq_calls_row(sqlite3_stmt *st, void *arg)
 	r.c.run_id = sq_cint(st, "run_id");
 	r.c.place = sq_cntext(st, "place");
 	r.c.target_host = sq_cntext(st, "target_host");
+	r.c.client = sq_cntext(st, "client");
 	return (e->fn.calls(&r, e->arg));
 }
 

@@ -390,6 +390,15 @@ static const char *const migrations[] = {
 	 * of a health run (vault_health.c); NULL: none.
 	 */
 	"ALTER TABLE memberships ADD COLUMN webhook_url TEXT;",
+
+	/*
+	 * 15 (issue 24): the runtime a server run, a call or a grant came
+	 * from, as treg's client says it in X-Treg-Client ("claude-code",
+	 * "codex", "cli"), normalised (http_client_copy()): attribution on
+	 * the audit rows, never authentication.  NULL on older rows: "".
+	 */
+	"ALTER TABLE runs ADD COLUMN client TEXT;"
+	"ALTER TABLE calls ADD COLUMN client TEXT;",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 
