@@ -2,6 +2,7 @@
  * Small helpers shared by the processes.
  */
 
+#include <ctype.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,4 +108,29 @@ mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+}
+
+/*
+ * The len bytes at in percent-encoded into out (room for 3 * len): the
+ * unreserved characters of RFC 3986 as they are, every other byte as %XX.
+ * Returns the bytes written (no NUL).
+ */
+size_t
+pct_encode(char *out, const char *in, size_t len)
+{
+	static const char	 hex[] = "0123456789ABCDEF";
+	size_t			 i, n = 0;
+	unsigned char		 c;
+
+	for (i = 0; i < len; i++) {
+		c = (unsigned char)in[i];
+		if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~')
+			out[n++] = c;
+		else {
+			out[n++] = '%';
+			out[n++] = hex[c >> 4];
+			out[n++] = hex[c & 0xf];
+		}
+	}
+	return (n);
 }

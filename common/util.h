@@ -20,5 +20,6 @@ void	token_new(char [TOKEN_LEN + 1], uint8_t [32]);
 int	token_wellformed(const char *, size_t);
 /* CLOCK_MONOTONIC in ns: the stage stamps of a run. */
 int64_t	mono_ns(void);
+size_t	pct_encode(char *, const char *, size_t);
 
 #endif /* UTIL_H */

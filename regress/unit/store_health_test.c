@@ -43,8 +43,6 @@ __lsan_default_options(void)
 static void
 setup(const atf_tc_t *tc)
 {
-	struct store_params	 p;
-	char			 err[STORE_ERROR_MAX], conninfo[512];
 	const char		*seed = "INSERT INTO users (email, created_at) "
 	    "VALUES ('ann@example.com', '" AT "'), ('bob@example.com', '"
 	    AT "'), ('cat@example.com', '" AT "');"
@@ -52,20 +50,7 @@ setup(const atf_tc_t *tc)
 	    "('acme', 'Acme', '" AT "'), ('other', 'Other', '" AT "')";
 	int			 on_pg;
 
-	memset(&p, 0, sizeof(p));
-	on_pg = atf_tc_has_config_var(tc, "engine") &&
-	    strcmp(atf_tc_get_config_var(tc, "engine"), "pg") == 0;
-	if (on_pg) {
-		ATF_REQUIRE(atf_tc_has_config_var(tc, "pg_host"));
-		pgdb_create(tc, "store_health", conninfo, sizeof(conninfo));
-		p.engine = STORE_POSTGRESQL;
-		p.conninfo = conninfo;
-	} else {
-		p.engine = STORE_SQLITE;
-		p.path = ":memory:";
-	}
-	err[0] = '\0';
-	ATF_REQUIRE_MSG(store_open(&p, err, sizeof(err)) == 0, "%s", err);
+	on_pg = pgdb_store_open(tc, "store_health");
 	ATF_REQUIRE((on_pg ? pg_exec(seed) : db_exec(seed)) == 0);
 }
 

@@ -447,33 +447,48 @@ relay_find(uint32_t reqid)
 	return (NULL);
 }
 
-static int
-relay_unpack(struct rcall *rc, struct blob *b)
+/*
+ * method, url, nheaders, headers[], body of a request the vault asks
+ * for (a call's, a fetch's), from u into rc: 0, or -1 (a bad message).
+ */
+int
+relay_unpack_request(struct rcall *rc, struct unpack *u)
 {
-	struct unpack	 u;
-	const char	*s, *key;
-	size_t		 len, i, n, keylen;
+	const char	*s;
+	size_t		 len, i, n;
 
-	unpack_init(&u, b->data, b->datalen);
-	if ((s = unpack_str(&u)) == NULL || (rc->method = strdup(s)) == NULL)
+	if ((s = unpack_str(u)) == NULL || (rc->method = strdup(s)) == NULL)
 		return (-1);
-	if ((s = unpack_str(&u)) == NULL || (rc->url = strdup(s)) == NULL)
+	if ((s = unpack_str(u)) == NULL || (rc->url = strdup(s)) == NULL)
 		return (-1);
-	n = unpack_u32(&u);
+	n = unpack_u32(u);
 	if (n > RELAY_HEADERS_MAX ||
 	    (rc->headers = calloc(n + 1, sizeof(char *))) == NULL)
 		return (-1);
 	for (i = 0; i < n; i++) {
-		if ((s = unpack_str(&u)) == NULL ||
+		if ((s = unpack_str(u)) == NULL ||
 		    (rc->headers[i] = strdup(s)) == NULL)
 			return (-1);
 		rc->nheaders++;
 	}
-	if ((s = unpack_bytes(&u, &len)) == NULL ||
+	if ((s = unpack_bytes(u, &len)) == NULL ||
 	    (rc->body = malloc(len + 1)) == NULL)
 		return (-1);
 	memcpy(rc->body, s, len);
 	rc->bodylen = len;
+	return (0);
+}
+
+static int
+relay_unpack(struct rcall *rc, struct blob *b)
+{
+	struct unpack	 u;
+	const char	*key;
+	size_t		 len, i, n, keylen;
+
+	unpack_init(&u, b->data, b->datalen);
+	if (relay_unpack_request(rc, &u) == -1)
+		return (-1);
 	/* The rest is the redaction set: its bytes are the cache's key. */
 	key = u.p;
 	keylen = u.left;

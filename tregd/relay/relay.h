@@ -148,6 +148,8 @@ struct rcall {
 TAILQ_HEAD(rcall_list, rcall);
 
 /* relay.c */
+struct unpack;
+int	 relay_unpack_request(struct rcall *, struct unpack *);
 extern struct tregd_conf	 relay_conf;
 int	 relay_addr_ok(const struct rcall *, const struct sockaddr *);
 void	 relay_cork(int);

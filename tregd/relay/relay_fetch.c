@@ -74,29 +74,10 @@ static int
 rfetch_unpack(struct rcall *rc, const void *data, size_t datalen)
 {
 	struct unpack	 u;
-	const char	*s;
-	size_t		 len, i, n;
 
 	unpack_init(&u, data, datalen);
-	if ((s = unpack_str(&u)) == NULL || (rc->method = strdup(s)) == NULL)
+	if (relay_unpack_request(rc, &u) == -1)
 		return (-1);
-	if ((s = unpack_str(&u)) == NULL || (rc->url = strdup(s)) == NULL)
-		return (-1);
-	n = unpack_u32(&u);
-	if (n > RELAY_HEADERS_MAX ||
-	    (rc->headers = calloc(n + 1, sizeof(char *))) == NULL)
-		return (-1);
-	for (i = 0; i < n; i++) {
-		if ((s = unpack_str(&u)) == NULL ||
-		    (rc->headers[i] = strdup(s)) == NULL)
-			return (-1);
-		rc->nheaders++;
-	}
-	if ((s = unpack_bytes(&u, &len)) == NULL ||
-	    (rc->body = malloc(len + 1)) == NULL)
-		return (-1);
-	memcpy(rc->body, s, len);
-	rc->bodylen = len;
 	return (unpack_done(&u));
 }
 

@@ -993,9 +993,8 @@ call_caps_take(void)
 static char *
 query_set(char *q, const char *name, const char *val, size_t vlen)
 {
-	static const char	 hex[] = "0123456789ABCDEF";
 	char			*out, *p, *e;
-	size_t			 n = 0, nl = strlen(name), i, size;
+	size_t			 n = 0, nl = strlen(name), size;
 
 	size = strlen(q) + nl + 3 * vlen + 3;
 	if ((out = malloc(size)) == NULL)
@@ -1016,15 +1015,7 @@ query_set(char *q, const char *name, const char *val, size_t vlen)
 	memcpy(out + n, name, nl);
 	n += nl;
 	out[n++] = '=';
-	for (i = 0; i < vlen; i++) {
-		if (isalnum((unsigned char)val[i]) || strchr("-._~", val[i]))
-			out[n++] = val[i];
-		else {
-			out[n++] = '%';
-			out[n++] = hex[(unsigned char)val[i] >> 4];
-			out[n++] = hex[(unsigned char)val[i] & 0xf];
-		}
-	}
+	n += pct_encode(out + n, val, vlen);
 	out[n] = '\0';
 	freezero(q, strlen(q) + 1);
 	return (out);

@@ -366,8 +366,7 @@ probe_build(int64_t org, const struct htool *t, struct pack *pk,
 static char *
 query_add(char *url, const char *name, const char *val, size_t vlen)
 {
-	static const char	 hex[] = "0123456789ABCDEF";
-	size_t			 ul = strlen(url), nl = strlen(name), i, n;
+	size_t			 ul = strlen(url), nl = strlen(name), n;
 	char			*out;
 
 	if ((out = malloc(ul + nl + 3 * vlen + 3)) == NULL)
@@ -378,15 +377,7 @@ query_add(char *url, const char *name, const char *val, size_t vlen)
 	memcpy(out + n, name, nl);
 	n += nl;
 	out[n++] = '=';
-	for (i = 0; i < vlen; i++) {
-		if (isalnum((unsigned char)val[i]) || strchr("-._~", val[i]))
-			out[n++] = val[i];
-		else {
-			out[n++] = '%';
-			out[n++] = hex[(unsigned char)val[i] >> 4];
-			out[n++] = hex[(unsigned char)val[i] & 0xf];
-		}
-	}
+	n += pct_encode(out + n, val, vlen);
 	out[n] = '\0';
 	freezero(url, ul + 1);
 	return (out);
