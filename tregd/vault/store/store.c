@@ -766,10 +766,11 @@ runs_merge_add(const struct store_runs_row *r, void *arg)
 	c->outcome = strdup(r->outcome);
 	c->created_at = strdup(r->created_at);
 	c->org_slug = strdup(r->org_slug);
+	c->client = r->client != NULL ? strdup(r->client) : NULL;
 	m->n++;
 	if (c->user_email == NULL || c->tool == NULL || c->argv == NULL ||
 	    c->outcome == NULL || c->created_at == NULL ||
-	    c->org_slug == NULL) {
+	    c->org_slug == NULL || (r->client != NULL && c->client == NULL)) {
 		m->failed = 1;
 		return (-1);
 	}
@@ -802,6 +803,7 @@ runs_merge_free(struct runs_merge *m)
 		free((char *)m->v[i].outcome);
 		free((char *)m->v[i].created_at);
 		free((char *)m->v[i].org_slug);
+		free((char *)m->v[i].client);
 	}
 	free(m->v);
 }
