@@ -292,6 +292,19 @@ slurp(const char *path, size_t *len)
 	return (buf);
 }
 
+/* A port given on the command line (the test's), or exit. */
+static uint16_t
+port_arg(const char *s)
+{
+	const char	*errstr;
+	long long	 n;
+
+	n = strtonum(s, 1, 65535, &errstr);
+	if (errstr != NULL)
+		errx(1, "port %s is %s", s, errstr);
+	return ((uint16_t)n);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -360,11 +373,11 @@ main(int argc, char *argv[])
 	grant(1, hosts1, vals1, secrets1);
 	grant(2, hosts2, vals2, secrets2);
 	lsn_open(&lp, 1, EGRESS_PROXY_PORT, EGRESS_PROXY);
-	lsn_open(&lt, 1, atoi(argv[2]), EGRESS_TRANSPARENT);
+	lsn_open(&lt, 1, port_arg(argv[2]), EGRESS_TRANSPARENT);
 	lsn_open(&lp2, 2, EGRESS_PROXY_PORT, EGRESS_PROXY);
 	memset(&lh2, 0, sizeof(lh2));
 	if (argc > 3)
-		lsn_open(&lh2, 1, atoi(argv[3]), EGRESS_TRANSPARENT);
+		lsn_open(&lh2, 1, port_arg(argv[3]), EGRESS_TRANSPARENT);
 
 	snprintf(path, sizeof(path), "%s/ports.tmp", argv[1]);
 	if ((f = fopen(path, "w")) == NULL)

@@ -264,22 +264,14 @@ oauth_fail_clear(int64_t org, int64_t sid)
 static size_t
 form_add(char *out, size_t n, const char *name, const char *val)
 {
-	static const char	 hex[] = "0123456789ABCDEF";
-	size_t			 i;
+	size_t	 nl = strlen(name);
 
 	if (n > 0)
 		out[n++] = '&';
-	n += strlen(strcpy(out + n, name));
+	memcpy(out + n, name, nl);
+	n += nl;
 	out[n++] = '=';
-	for (i = 0; val[i] != '\0'; i++) {
-		if (isalnum((unsigned char)val[i]) || strchr("-._~", val[i]))
-			out[n++] = val[i];
-		else {
-			out[n++] = '%';
-			out[n++] = hex[(unsigned char)val[i] >> 4];
-			out[n++] = hex[(unsigned char)val[i] & 0xf];
-		}
-	}
+	n += pct_encode(out + n, val, strlen(val));
 	out[n] = '\0';
 	return (n);
 }
