@@ -75,4 +75,9 @@ int	 conf_mail_address(const char *);
 int	 size_parse(const char *, long long *);
 int	 path_within(const char *, const char *);
 
+/* conf_macro.c: the macros parse.y's lexer expands. */
+int		 symset(const char *, const char *, int);
+const char	*symget(const char *);
+void		 symclear(int);
+
 #endif /* CONF_H */

@@ -55,14 +55,6 @@ struct file {
 	char			 iobuf[BUFSIZ];	/* zeroed at close */
 };
 
-struct sym {
-	TAILQ_ENTRY(sym)	 entry;
-	int			 persist;	/* -D: beats the file */
-	char			*name;
-	char			*val;
-};
-TAILQ_HEAD(symhead, sym);
-
 struct lexstr {
 	TAILQ_ENTRY(lexstr)	 entry;
 	size_t			 len;
@@ -86,7 +78,6 @@ typedef struct {
 #define YYSTYPE_IS_DECLARED 1
 
 static struct files	 files = TAILQ_HEAD_INITIALIZER(files);
-static struct symhead	 symhead = TAILQ_HEAD_INITIALIZER(symhead);
 static struct lexstrs	 lexstrs = TAILQ_HEAD_INITIALIZER(lexstrs);
 static struct file	*file, *topfile;
 static int		 nfiles;
@@ -115,9 +106,6 @@ static void	 lex_strs_free(void);
 static struct file *pushfile(const char *, int);
 static int	 popfile(void);
 static void	 closefile(struct file *);
-static int	 symset(const char *, const char *, int);
-static const char *symget(const char *);
-static void	 symclear(int);
 static void	 where_set(struct where *);
 static int	 listen_add(const char *, long long, int, int);
 static int	 http_seconds(long long, const char *, int *);
@@ -1073,89 +1061,6 @@ popfile(void)
 	closefile(file);
 	file = prev;
 	return (file != NULL ? 0 : EOF);
-}
-
-/* A -D macro (persist) wins over one of the same name in the file. */
-static int
-symset(const char *name, const char *val, int persist)
-{
-	struct sym	*sym;
-
-	TAILQ_FOREACH(sym, &symhead, entry)
-		if (strcmp(sym->name, name) == 0)
-			break;
-	if (sym != NULL) {
-		if (sym->persist && !persist)
-			return (0);
-		TAILQ_REMOVE(&symhead, sym, entry);
-		free(sym->name);
-		freezero(sym->val, strlen(sym->val) + 1);
-		free(sym);
-	}
-	if ((sym = calloc(1, sizeof(*sym))) == NULL)
-		return (-1);
-	if ((sym->name = strdup(name)) == NULL) {
-		free(sym);
-		return (-1);
-	}
-	if ((sym->val = strdup(val)) == NULL) {
-		free(sym->name);
-		free(sym);
-		return (-1);
-	}
-	sym->persist = persist;
-	TAILQ_INSERT_TAIL(&symhead, sym, entry);
-	return (0);
-}
-
-static const char *
-symget(const char *name)
-{
-	struct sym	*sym;
-
-	TAILQ_FOREACH(sym, &symhead, entry)
-		if (strcmp(sym->name, name) == 0)
-			return (sym->val);
-	return (NULL);
-}
-
-/* Forget the file's macros; with all set, the -D ones too. */
-static void
-symclear(int all)
-{
-	struct sym	*sym, *next;
-
-	for (sym = TAILQ_FIRST(&symhead); sym != NULL; sym = next) {
-		next = TAILQ_NEXT(sym, entry);
-		if (sym->persist && !all)
-			continue;
-		TAILQ_REMOVE(&symhead, sym, entry);
-		free(sym->name);
-		freezero(sym->val, strlen(sym->val) + 1);
-		free(sym);
-	}
-}
-
-int
-cmdline_symset(char *s)
-{
-	const char	*eq, *p;
-	char		*name;
-	int		 ret;
-
-	if (s == NULL || (eq = strchr(s, '=')) == NULL)
-		return (-1);
-	if (!macro_name_ok(s, eq - s))
-		return (-1);
-	/* A newline in a value would throw the line numbers off. */
-	for (p = eq + 1; *p != '\0'; p++)
-		if (iscntrl((unsigned char)*p) && *p != '\t')
-			return (-1);
-	if ((name = strndup(s, eq - s)) == NULL)
-		return (-1);
-	ret = symset(name, eq + 1, 1);
-	free(name);
-	return (ret);
 }
 
 static void
