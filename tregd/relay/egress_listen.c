@@ -20,6 +20,8 @@
 #include <sys/types.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <errno.h>
 #include <event.h>
@@ -158,7 +160,7 @@ egress_accept(int fd, short event, void *arg)
 {
 	struct egress_lsn	*l = arg;
 	struct egress_run	*run = l->run;
-	int			 s, i;
+	int			 s, i, one = 1;
 
 	for (i = 0; i < EGRESS_ACCEPT_BURST; i++) {
 		if (run->ended || run->grant == NULL)
@@ -183,6 +185,11 @@ egress_accept(int fd, short event, void *arg)
 			close(s);
 			continue;
 		}
+		/*
+		 * Answers go out as they come (a head, then a body): with
+		 * Nagle a CLI that delays its ACKs waited 40 ms for each.
+		 */
+		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		run->nconns++;
 		egress_accepted(run, s, l->port, l->kind);
 	}
