@@ -192,10 +192,7 @@ static size_t			 held;		/* run output kept, total */
 static void	front_apply_conf(void);
 static void	front_tls_apply(void);
 static void	front_dispatch(struct imsgev *, struct imsg *);
-static void	front_imsg_conf(struct imsgev *, struct imsg *);
 static void	front_imsg_listen(struct imsgev *, struct imsg *);
-static void	front_imsg_peer(struct imsgev *, struct imsg *);
-static void	front_imsg_vault(struct imsgev *, struct imsg *);
 static void	front_imsg_tls(struct imsgev *, struct imsg *);
 static void	front_imsg_conf_end(struct imsgev *, struct imsg *);
 static void	front_imsg_serve(struct imsgev *, struct imsg *);
@@ -245,11 +242,11 @@ static uint32_t	front_new_id(void);
 
 /* What the parent sends before IMSG_CONF_END: settings and channels. */
 static const struct imsg_handler front_start_imsgs[] = {
-	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	front_imsg_conf },
+	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	proc_imsg_conf },
 	{ IMSG_CONF_LISTEN, FROM_PARENT, sizeof(uint32_t),	front_imsg_listen },
 	{ IMSG_CONF_METRICS, FROM_PARENT, sizeof(uint32_t),	front_imsg_listen },
-	{ IMSG_CONF_PEER, FROM_PARENT, sizeof(uint32_t),	front_imsg_peer },
-	{ IMSG_CONF_VAULT, FROM_PARENT, sizeof(uint32_t),	front_imsg_vault },
+	{ IMSG_CONF_PEER, FROM_PARENT, sizeof(uint32_t),	proc_imsg_peer },
+	{ IMSG_CONF_VAULT, FROM_PARENT, sizeof(uint32_t),	proc_imsg_vault },
 	{ IMSG_CONF_TLS_CERT, FROM_PARENT, IMSG_LEN_ANY,	front_imsg_tls },
 	{ IMSG_CONF_TLS_KEY, FROM_PARENT, IMSG_LEN_ANY,		front_imsg_tls },
 	{ IMSG_DATA,	FROM_PARENT, IMSG_LEN_ANY,		front_imsg_tls },
@@ -258,7 +255,7 @@ static const struct imsg_handler front_start_imsgs[] = {
 /* Every message the frontend takes once it serves, and from whom. */
 static const struct imsg_handler front_imsgs[] = {
 	/* A reload's settings and certificate; the go to serve. */
-	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	front_imsg_conf },
+	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	proc_imsg_conf },
 	{ IMSG_CONF_TLS_CERT, FROM_PARENT, IMSG_LEN_ANY,	front_imsg_tls },
 	{ IMSG_CONF_TLS_KEY, FROM_PARENT, IMSG_LEN_ANY,		front_imsg_tls },
 	{ IMSG_DATA,	FROM_PARENT, IMSG_LEN_ANY,		front_imsg_tls },
@@ -289,6 +286,11 @@ static struct proc_peer	 front_peers[] = {
 };
 #define NPEERS	(sizeof(front_peers) / sizeof(front_peers[0]))
 
+static const struct proc_child front_child = {
+	PROC_FRONTEND, &front_conf, front_peers, NPEERS, iev_vaults, &nvaults,
+	front_dispatch, front_closed
+};
+
 static int
 front_req_cmp(struct front_req *a, struct front_req *b)
 {
@@ -304,11 +306,8 @@ frontend_main(int debug, int verbose)
 	int			 i;
 
 	http_init(proc_base, front_request, front_gone);
-	proc_child_init(PROC_FRONTEND, &iev_parent, debug, verbose,
-	    front_dispatch, front_closed, IMSG_HANDLERS(front_start_imsgs));
-	if (!proc_peers_complete(front_peers, NPEERS) ||
-	    nvaults != front_conf.vault_workers)
-		fatalx("frontend: incomplete configuration");
+	proc_child_init(&front_child, &iev_parent, debug, verbose,
+	    IMSG_HANDLERS(front_start_imsgs));
 	metrics_vault_workers(nvaults);
 	front_call_init(&front_conf, &iev_relay);
 
@@ -403,12 +402,6 @@ front_dispatch(struct imsgev *iev, struct imsg *imsg)
 	imsgev_dispatch(IMSG_HANDLERS(front_imsgs), iev, imsg);
 }
 
-static void
-front_imsg_conf(struct imsgev *iev, struct imsg *imsg)
-{
-	proc_conf_recv(imsg, &front_conf);
-}
-
 /* A bound socket: the API's (IMSG_CONF_LISTEN) or GET /metrics'. */
 static void
 front_imsg_listen(struct imsgev *iev, struct imsg *imsg)
@@ -426,19 +419,6 @@ front_imsg_listen(struct imsgev *iev, struct imsg *imsg)
 		fatalx("bad imsg %u from parent", imsg->hdr.type);
 	fds[(*n)++] = imsg->fd;
 	imsg->fd = -1;
-}
-
-static void
-front_imsg_peer(struct imsgev *iev, struct imsg *imsg)
-{
-	proc_peer_recv(imsg, front_peers, NPEERS, front_closed);
-}
-
-static void
-front_imsg_vault(struct imsgev *iev, struct imsg *imsg)
-{
-	proc_vault_recv(imsg, iev_vaults, &nvaults, front_dispatch,
-	    front_closed);
 }
 
 static void
