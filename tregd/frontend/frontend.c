@@ -208,6 +208,7 @@ static void	front_imsg_metrics_exec(struct imsgev *, struct imsg *);
 static void	front_closed(struct imsgev *);
 static void	front_request(struct http_conn *, const struct http_head *,
 		    const char *, size_t);
+static void	front_metrics(struct http_conn *, const struct http_head *);
 static int	front_gone(void *, int);
 static int	front_vault_pick(void);
 static int	front_vault_pick_run(void);
@@ -950,6 +951,29 @@ front_api(struct http_conn *conn, const struct http_head *h,
 	json_decref(body);
 }
 
+/* A request on a metrics listener: GET /metrics, else 404. */
+static void
+front_metrics(struct http_conn *conn, const struct http_head *h)
+{
+	struct evbuffer	*eb;
+	size_t		 len;
+
+	if ((h->method != HTTP_M_GET && h->method != HTTP_M_HEAD) ||
+	    h->path.len != strlen("/metrics") ||
+	    memcmp(h->path.p, "/metrics", h->path.len) != 0) {
+		http_error(conn, 404, "not found");
+		return;
+	}
+	http_set_log(conn, "/metrics", 0, 0);
+	if ((eb = evbuffer_new()) == NULL)
+		fatal("%s: evbuffer_new", __func__);
+	metrics_text(eb);
+	len = evbuffer_get_length(eb);
+	http_reply(conn, 200, "text/plain; version=0.0.4; charset=utf-8",
+	    (const char *)evbuffer_pullup(eb, -1), len);
+	evbuffer_free(eb);
+}
+
 /* A request read whole: the paths the frontend answers, then the API. */
 static void
 front_request(struct http_conn *conn, const struct http_head *h,
@@ -962,7 +986,7 @@ front_request(struct http_conn *conn, const struct http_head *h,
 
 	clock_gettime(CLOCK_MONOTONIC, &t_in);
 	if (http_is_metrics(conn)) {
-		metrics_serve(conn, h);
+		front_metrics(conn, h);
 		return;
 	}
 	memset(&m, 0, sizeof(m));
