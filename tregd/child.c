@@ -25,6 +25,19 @@ static int		proc_peers_complete(const struct proc_peer *, size_t);
 
 static struct imsgev	*log_iev;	/* the parent channel */
 static const struct proc_child *child;	/* this process (proc_child_init) */
+
+static void	proc_imsg_peer(struct imsgev *, struct imsg *);
+static void	proc_imsg_vault(struct imsgev *, struct imsg *);
+
+/* What every child takes from the parent at its start. */
+static const struct imsg_handler child_start_imsgs[] = {
+	{ IMSG_CONF, IMSG_FROM(PROC_PARENT), sizeof(struct tregd_conf),
+	    proc_imsg_conf },
+	{ IMSG_CONF_PEER, IMSG_FROM(PROC_PARENT), sizeof(uint32_t),
+	    proc_imsg_peer },
+	{ IMSG_CONF_VAULT, IMSG_FROM(PROC_PARENT), sizeof(uint32_t),
+	    proc_imsg_vault },
+};
 struct event_base	*proc_base;	/* the event base */
 
 const char *const proc_names[PROC_MAX] = {
@@ -70,9 +83,10 @@ child_log_sink(int pri, const char *line)
 /*
  * Set up a re-executed child: name it, route its log lines to the parent
  * and read its configuration synchronously (it needs it to know where to
- * chroot) with the start-up rows of its table, leaving later messages
- * buffered for the event loop.  Every peer channel of c, and a channel
- * to each vault worker where c takes them, must have come.
+ * chroot), leaving later messages buffered for the event loop.  The
+ * settings, the peer channels of c and, where c takes them, a channel to
+ * each vault worker are taken here, and must all have come; what else
+ * the child takes at its start is in start (may be NULL).
  */
 void
 proc_child_init(const struct proc_child *c, struct imsgev *parent,
@@ -114,7 +128,12 @@ proc_child_init(const struct proc_child *c, struct imsgev *parent,
 			if (imsg.datalen != 0)
 				fatalx("bad IMSG_CONF_END");
 			done = 1;
-		} else
+		} else if (imsg.hdr.type == IMSG_CONF ||
+		    imsg.hdr.type == IMSG_CONF_PEER ||
+		    (imsg.hdr.type == IMSG_CONF_VAULT && c->vaults != NULL))
+			imsgev_dispatch(IMSG_HANDLERS(child_start_imsgs),
+			    parent, &imsg);
+		else
 			imsgev_dispatch(start, nstart, parent, &imsg);
 		imsg_free(&imsg);
 	}
@@ -178,7 +197,7 @@ conf_terminate(struct tregd_conf *conf)
  * IMSG_CONF_PEER: the parent hands over a channel to another core
  * process.  It must be one of the peers this process expects, once.
  */
-void
+static void
 proc_imsg_peer(struct imsgev *iev, struct imsg *imsg)
 {
 	struct proc_peer	*peers = child->peers;
@@ -205,13 +224,13 @@ proc_imsg_peer(struct imsgev *iev, struct imsg *imsg)
  * messages are tagged PROC_WORKER(n), so a worker can only answer what
  * was asked of it.
  */
-void
+static void
 proc_imsg_vault(struct imsgev *iev, struct imsg *imsg)
 {
 	struct imsgev	*ievs = child->vaults;
 	uint32_t	 n;
 
-	if (imsg->fd == -1 || imsg->datalen != sizeof(n) || ievs == NULL)
+	if (imsg->fd == -1 || imsg->datalen != sizeof(n))
 		fatalx("bad IMSG_CONF_VAULT");
 	memcpy(&n, imsg->data, sizeof(n));
 	if (n >= VAULT_WORKERS_MAX || ievs[n].dispatch != NULL)

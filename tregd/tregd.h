@@ -727,8 +727,8 @@ struct proc_peer {
 /*
  * A child as its start sees it: where IMSG_CONF goes, the peer channels
  * it expects (IMSG_CONF_PEER) and, unless vaults is NULL, a channel to
- * each vault worker (IMSG_CONF_VAULT).  proc_imsg_conf, proc_imsg_peer
- * and proc_imsg_vault are the rows of its tables that take them.
+ * each vault worker (IMSG_CONF_VAULT); proc_child_init takes them.  A
+ * reload's IMSG_CONF goes to proc_imsg_conf too.
  */
 struct proc_child {
 	enum tregd_proc		 self;
@@ -744,8 +744,6 @@ void	 proc_child_init(const struct proc_child *, struct imsgev *, int,
 	    int, const struct imsg_handler *, size_t);
 void	 proc_conf_recv(struct imsg *, struct tregd_conf *);
 void	 proc_imsg_conf(struct imsgev *, struct imsg *);
-void	 proc_imsg_peer(struct imsgev *, struct imsg *);
-void	 proc_imsg_vault(struct imsgev *, struct imsg *);
 struct passwd *proc_getpw(const char *);
 void	 conf_terminate(struct tregd_conf *);
 const char *proc_worker_name(int);	/* "vault 0" ... */

@@ -161,13 +161,6 @@ static void	exec_sig(int, short, void *);
 #define FROM_VAULT	IMSG_FROM(PROC_VAULT)
 #define FROM_RELAY	IMSG_FROM(PROC_RELAY)
 
-/* What the parent sends before IMSG_CONF_END: settings and channels. */
-static const struct imsg_handler exec_start_imsgs[] = {
-	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	proc_imsg_conf },
-	{ IMSG_CONF_PEER, FROM_PARENT, sizeof(uint32_t),	proc_imsg_peer },
-	{ IMSG_CONF_VAULT, FROM_PARENT, sizeof(uint32_t),	proc_imsg_vault },
-};
-
 /* Every message exec takes once it serves, and from whom. */
 static const struct imsg_handler exec_imsgs[] = {
 	/* A reload: limits and paths apply to the next runs. */
@@ -242,8 +235,8 @@ exec_main(int debug, int verbose)
 {
 	struct sandbox_paths	 paths;
 
-	proc_child_init(&exec_child, &iev_parent, debug, verbose,
-	    IMSG_HANDLERS(exec_start_imsgs));
+	proc_child_init(&exec_child, &iev_parent, debug, verbose, NULL,
+	    0);
 
 	exec_prepare();
 	if (atexit(exec_atexit) != 0)

@@ -241,13 +241,13 @@ static uint32_t	front_new_id(void);
 #define FROM_EXEC	IMSG_FROM(PROC_EXEC)
 #define FROM_RELAY	IMSG_FROM(PROC_RELAY)
 
-/* What the parent sends before IMSG_CONF_END: settings and channels. */
+/*
+ * What else the parent sends before IMSG_CONF_END (child.c takes the
+ * settings and the channels).
+ */
 static const struct imsg_handler front_start_imsgs[] = {
-	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	proc_imsg_conf },
 	{ IMSG_CONF_LISTEN, FROM_PARENT, sizeof(uint32_t),	front_imsg_listen },
 	{ IMSG_CONF_METRICS, FROM_PARENT, sizeof(uint32_t),	front_imsg_listen },
-	{ IMSG_CONF_PEER, FROM_PARENT, sizeof(uint32_t),	proc_imsg_peer },
-	{ IMSG_CONF_VAULT, FROM_PARENT, sizeof(uint32_t),	proc_imsg_vault },
 	{ IMSG_CONF_TLS_CERT, FROM_PARENT, IMSG_LEN_ANY,	front_imsg_tls },
 	{ IMSG_CONF_TLS_KEY, FROM_PARENT, IMSG_LEN_ANY,		front_imsg_tls },
 	{ IMSG_DATA,	FROM_PARENT, IMSG_LEN_ANY,		front_imsg_tls },

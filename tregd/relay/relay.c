@@ -88,13 +88,6 @@ static void	relay_begin(struct rcall *);
 #define FROM_VAULT	IMSG_FROM(PROC_VAULT)
 #define FROM_EXEC	IMSG_FROM(PROC_EXEC)
 
-/* What the parent sends before IMSG_CONF_END: settings and channels. */
-static const struct imsg_handler relay_start_imsgs[] = {
-	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	proc_imsg_conf },
-	{ IMSG_CONF_PEER, FROM_PARENT, sizeof(uint32_t),	proc_imsg_peer },
-	{ IMSG_CONF_VAULT, FROM_PARENT, sizeof(uint32_t),	proc_imsg_vault },
-};
-
 /* Every message the relay takes once it serves, and from whom. */
 static const struct imsg_handler relay_imsgs[] = {
 	/* A reload: timeouts apply to new calls; the CA stays. */
@@ -144,8 +137,8 @@ relay_main(int debug, int verbose)
 	size_t			 calen, casys;
 	int			 i;
 
-	proc_child_init(&relay_child, &iev_parent, debug, verbose,
-	    IMSG_HANDLERS(relay_start_imsgs));
+	proc_child_init(&relay_child, &iev_parent, debug, verbose, NULL,
+	    0);
 	if (geteuid() == 0)
 		pw = proc_getpw(TREGD_RELAY_USER);
 

@@ -110,10 +110,11 @@ static int	vault_init_lock(void);
 #define FROM_EXEC	IMSG_FROM(PROC_EXEC)
 #define FROM_RELAY	IMSG_FROM(PROC_RELAY)
 
-/* What the parent sends before IMSG_CONF_END: settings and channels. */
+/*
+ * What else the parent sends before IMSG_CONF_END (child.c takes the
+ * settings and the channels).
+ */
 static const struct imsg_handler vault_start_imsgs[] = {
-	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	proc_imsg_conf },
-	{ IMSG_CONF_PEER, FROM_PARENT, sizeof(uint32_t), proc_imsg_peer },
 	{ IMSG_CONF_WORKER, FROM_PARENT, IMSG_LEN_ANY,	vault_imsg_worker },
 };
 
