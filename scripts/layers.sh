@@ -39,6 +39,9 @@
 #                       store.c (what both need is in store.h)
 #
 # and nothing below vault.c but vault_req.c names an imsg.
+#
+# No header of common/, tregd/ or tregctl/ includes itself again through
+# the headers it includes (an include circle): the line names the circle.
 
 top=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$top" || exit 2
@@ -80,6 +83,7 @@ engine_header() {
 
 files=$(find common tregd tregctl -name '*.[chy]' ! -name parse.c \
     ! -name openapi_doc.c | sort)
+edges=""
 for f in $files; do
 	dirs=$(allowed "$f")
 	for h in $(sed -n 's/^#[ \t]*include[ \t]*"\([^"]*\)".*/\1/p' "$f"); do
@@ -102,6 +106,10 @@ for f in $files; do
 			    "store.c name an engine"
 			bad=1
 		fi
+		case "$f" in
+		*.h)	[ -n "$found" ] && edges="$edges$f ${found%%:*}/$h
+" ;;
+		esac
 	done
 	for h in $(sed -n 's/^#[ \t]*include[ \t]*<\(sqlite3\.h\|libpq-fe\.h\)>.*/\1/p' "$f"); do
 		case "$h:$f" in
@@ -114,6 +122,36 @@ for f in $files; do
 		esac
 	done
 done
+# Include circles among the headers: a walk from each header along its
+# includes; meeting a header still on the path closes a circle.
+out=$(printf '%s' "$edges" | awk '
+	{ n[$1]++; to[$1, n[$1]] = $2; node[$1]; node[$2] }
+	# path: the headers from the start to h, each followed by a blank.
+	function walk(h, path,    i, c) {
+		if (h in onpath) {
+			c = substr(path, index(" " path, " " h " "))
+			gsub(/ /, " -> ", c)
+			c = c h
+			if (!(c in said)) {
+				said[c]
+				printf "%s: an include circle: %s\n", h, c
+			}
+			return
+		}
+		if (h in done)
+			return
+		onpath[h]
+		for (i = 1; i <= n[h]; i++)
+			walk(to[h, i], path h " ")
+		delete onpath[h]
+		done[h]
+	}
+	END { for (h in node) walk(h, "") }')
+if [ -n "$out" ]; then
+	echo "$out"
+	bad=1
+fi
+
 # vault_layer FILE: the layer of a file of tregd/vault/ (above), or "".
 vault_layer() {
 	case "$1" in

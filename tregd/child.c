@@ -21,8 +21,23 @@
 #include "util.h"
 
 static void		child_log_sink(int, const char *);
+static int		proc_peers_complete(const struct proc_peer *, size_t);
 
 static struct imsgev	*log_iev;	/* the parent channel */
+static const struct proc_child *child;	/* this process (proc_child_init) */
+
+static void	proc_imsg_peer(struct imsgev *, struct imsg *);
+static void	proc_imsg_vault(struct imsgev *, struct imsg *);
+
+/* What every child takes from the parent at its start. */
+static const struct imsg_handler child_start_imsgs[] = {
+	{ IMSG_CONF, IMSG_FROM(PROC_PARENT), sizeof(struct tregd_conf),
+	    proc_imsg_conf },
+	{ IMSG_CONF_PEER, IMSG_FROM(PROC_PARENT), sizeof(uint32_t),
+	    proc_imsg_peer },
+	{ IMSG_CONF_VAULT, IMSG_FROM(PROC_PARENT), sizeof(uint32_t),
+	    proc_imsg_vault },
+};
 struct event_base	*proc_base;	/* the event base */
 
 const char *const proc_names[PROC_MAX] = {
@@ -68,26 +83,28 @@ child_log_sink(int pri, const char *line)
 /*
  * Set up a re-executed child: name it, route its log lines to the parent
  * and read its configuration synchronously (it needs it to know where to
- * chroot) with the start-up rows of its table, leaving later messages
- * buffered for the event loop.
+ * chroot), leaving later messages buffered for the event loop.  The
+ * settings, the peer channels of c and, where c takes them, a channel to
+ * each vault worker are taken here, and must all have come; what else
+ * the child takes at its start is in start (may be NULL).
  */
 void
-proc_child_init(enum tregd_proc self, struct imsgev *parent,
-    int debug, int verbose, imsgev_fn dispatch, imsgev_closed_fn closed,
-    const struct imsg_handler *start, size_t nstart)
+proc_child_init(const struct proc_child *c, struct imsgev *parent,
+    int debug, int verbose, const struct imsg_handler *start, size_t nstart)
 {
 	struct imsg	 imsg;
 	struct pollfd	 pfd;
 	ssize_t		 n;
 	int		 r, done = 0;
 
+	child = c;
 	log_init(1, verbose);
-	log_procinit(proc_names[self]);
-	setproctitle("%s", proc_names[self]);
+	log_procinit(proc_names[c->self]);
+	setproctitle("%s", proc_names[c->self]);
 	event_zero_alloc();
 	proc_base = event_init();
-	imsgev_init(parent, PROC_PARENT_FD, PROC_PARENT, "parent", dispatch,
-	    closed, NULL);
+	imsgev_init(parent, PROC_PARENT_FD, PROC_PARENT, "parent", c->dispatch,
+	    c->closed, NULL);
 	log_iev = parent;
 	log_setsink(child_log_sink);
 
@@ -111,10 +128,18 @@ proc_child_init(enum tregd_proc self, struct imsgev *parent,
 			if (imsg.datalen != 0)
 				fatalx("bad IMSG_CONF_END");
 			done = 1;
-		} else
+		} else if (imsg.hdr.type == IMSG_CONF ||
+		    imsg.hdr.type == IMSG_CONF_PEER ||
+		    (imsg.hdr.type == IMSG_CONF_VAULT && c->vaults != NULL))
+			imsgev_dispatch(IMSG_HANDLERS(child_start_imsgs),
+			    parent, &imsg);
+		else
 			imsgev_dispatch(start, nstart, parent, &imsg);
 		imsg_free(&imsg);
 	}
+	if (!proc_peers_complete(c->peers, c->npeers) || (c->vaults != NULL &&
+	    *c->nvaults != c->conf->vault_workers))
+		fatalx("%s: incomplete configuration", proc_names[c->self]);
 }
 
 /* Copy IMSG_CONF into conf, checking the exact length and terminations. */
@@ -125,6 +150,13 @@ proc_conf_recv(struct imsg *imsg, struct tregd_conf *conf)
 		fatalx("bad IMSG_CONF length %zu", imsg->datalen);
 	memcpy(conf, imsg->data, sizeof(*conf));
 	conf_terminate(conf);
+}
+
+/* IMSG_CONF: the child's settings (at start, and each reload's). */
+void
+proc_imsg_conf(struct imsgev *iev, struct imsg *imsg)
+{
+	proc_conf_recv(imsg, child->conf);
 }
 
 /* Look a system user up, refusing to go on without it. */
@@ -165,36 +197,37 @@ conf_terminate(struct tregd_conf *conf)
  * IMSG_CONF_PEER: the parent hands over a channel to another core
  * process.  It must be one of the peers this process expects, once.
  */
-void
-proc_peer_recv(struct imsg *imsg, struct proc_peer *peers, size_t npeers,
-    imsgev_closed_fn closed)
+static void
+proc_imsg_peer(struct imsgev *iev, struct imsg *imsg)
 {
-	uint32_t	 id;
-	size_t		 i;
+	struct proc_peer	*peers = child->peers;
+	uint32_t		 id;
+	size_t			 i;
 
 	if (imsg->fd == -1 || imsg->datalen != sizeof(id))
 		fatalx("bad IMSG_CONF_PEER");
 	memcpy(&id, imsg->data, sizeof(id));
-	for (i = 0; i < npeers; i++)
+	for (i = 0; i < child->npeers; i++)
 		if (peers[i].id == id && !peers[i].have)
 			break;
-	if (i == npeers)
+	if (i == child->npeers)
 		fatalx("bad IMSG_CONF_PEER %u", id);
 	imsgev_init(peers[i].iev, imsg->fd, id, proc_names[id],
-	    peers[i].dispatch, closed, NULL);
+	    peers[i].dispatch, child->closed, NULL);
 	peers[i].have = 1;
 	imsg->fd = -1;
 }
 
 /*
- * IMSG_CONF_VAULT (frontend, exec): the channel to vault worker n, each
- * once, into ievs[n]; *nhave counts them.  Its messages are tagged
- * PROC_WORKER(n), so a worker can only answer what was asked of it.
+ * IMSG_CONF_VAULT (frontend, exec, relay): the channel to vault worker n,
+ * each once, into the child's vaults[n]; *nvaults counts them.  Its
+ * messages are tagged PROC_WORKER(n), so a worker can only answer what
+ * was asked of it.
  */
-void
-proc_vault_recv(struct imsg *imsg, struct imsgev *ievs, int *nhave,
-    imsgev_fn dispatch, imsgev_closed_fn closed)
+static void
+proc_imsg_vault(struct imsgev *iev, struct imsg *imsg)
 {
+	struct imsgev	*ievs = child->vaults;
 	uint32_t	 n;
 
 	if (imsg->fd == -1 || imsg->datalen != sizeof(n))
@@ -203,14 +236,14 @@ proc_vault_recv(struct imsg *imsg, struct imsgev *ievs, int *nhave,
 	if (n >= VAULT_WORKERS_MAX || ievs[n].dispatch != NULL)
 		fatalx("bad IMSG_CONF_VAULT %u", n);
 	imsgev_init(&ievs[n], imsg->fd, PROC_WORKER(n), proc_worker_name(n),
-	    dispatch, closed, NULL);
+	    child->dispatch, child->closed, NULL);
 	ievs[n].kind = PROC_VAULT;
-	(*nhave)++;
+	(*child->nvaults)++;
 	imsg->fd = -1;
 }
 
 /* Every expected peer channel arrived. */
-int
+static int
 proc_peers_complete(const struct proc_peer *peers, size_t npeers)
 {
 	size_t	 i;

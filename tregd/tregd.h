@@ -717,12 +717,6 @@ struct event_base;
 extern struct event_base *proc_base;
 struct imsgev;
 struct passwd;
-void	 proc_child_init(enum tregd_proc, struct imsgev *, int, int,
-	    void (*)(struct imsgev *, struct imsg *),
-	    void (*)(struct imsgev *), const struct imsg_handler *, size_t);
-void	 proc_conf_recv(struct imsg *, struct tregd_conf *);
-struct passwd *proc_getpw(const char *);
-void	 conf_terminate(struct tregd_conf *);
 /* A channel a child expects from the parent, to a peer process. */
 struct proc_peer {
 	enum tregd_proc	 id;
@@ -730,13 +724,29 @@ struct proc_peer {
 	void		(*dispatch)(struct imsgev *, struct imsg *);
 	int		 have;
 };
-void	 proc_peer_recv(struct imsg *, struct proc_peer *, size_t,
-	    void (*)(struct imsgev *));
-int	 proc_peers_complete(const struct proc_peer *, size_t);
+/*
+ * A child as its start sees it: where IMSG_CONF goes, the peer channels
+ * it expects (IMSG_CONF_PEER) and, unless vaults is NULL, a channel to
+ * each vault worker (IMSG_CONF_VAULT); proc_child_init takes them.  A
+ * reload's IMSG_CONF goes to proc_imsg_conf too.
+ */
+struct proc_child {
+	enum tregd_proc		 self;
+	struct tregd_conf	*conf;
+	struct proc_peer	*peers;
+	size_t			 npeers;
+	struct imsgev		*vaults;	/* [VAULT_WORKERS_MAX] */
+	int			*nvaults;
+	void			(*dispatch)(struct imsgev *, struct imsg *);
+	void			(*closed)(struct imsgev *);
+};
+void	 proc_child_init(const struct proc_child *, struct imsgev *, int,
+	    int, const struct imsg_handler *, size_t);
+void	 proc_conf_recv(struct imsg *, struct tregd_conf *);
+void	 proc_imsg_conf(struct imsgev *, struct imsg *);
+struct passwd *proc_getpw(const char *);
+void	 conf_terminate(struct tregd_conf *);
 const char *proc_worker_name(int);	/* "vault 0" ... */
-void	 proc_vault_recv(struct imsg *, struct imsgev *, int *,
-	    void (*)(struct imsgev *, struct imsg *),
-	    void (*)(struct imsgev *));
 void	 proc_log_verbose(struct imsgev *, struct imsg *);
 void	 proc_peer_lost(struct imsgev *);
 __dead void proc_child_run(void (*)(int, short, void *));

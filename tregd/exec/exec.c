@@ -147,9 +147,6 @@ static uint32_t			 early_cancel[RUN_EARLY_CANCEL];
 static size_t			 nearly_cancel;
 
 static void	exec_dispatch(struct imsgev *, struct imsg *);
-static void	exec_imsg_conf(struct imsgev *, struct imsg *);
-static void	exec_imsg_peer(struct imsgev *, struct imsg *);
-static void	exec_imsg_vault(struct imsgev *, struct imsg *);
 static void	exec_imsg_reload_end(struct imsgev *, struct imsg *);
 static void	exec_imsg_run_start(struct imsgev *, struct imsg *);
 static void	exec_imsg_run_data(struct imsgev *, struct imsg *);
@@ -164,17 +161,10 @@ static void	exec_sig(int, short, void *);
 #define FROM_VAULT	IMSG_FROM(PROC_VAULT)
 #define FROM_RELAY	IMSG_FROM(PROC_RELAY)
 
-/* What the parent sends before IMSG_CONF_END: settings and channels. */
-static const struct imsg_handler exec_start_imsgs[] = {
-	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	exec_imsg_conf },
-	{ IMSG_CONF_PEER, FROM_PARENT, sizeof(uint32_t),	exec_imsg_peer },
-	{ IMSG_CONF_VAULT, FROM_PARENT, sizeof(uint32_t),	exec_imsg_vault },
-};
-
 /* Every message exec takes once it serves, and from whom. */
 static const struct imsg_handler exec_imsgs[] = {
 	/* A reload: limits and paths apply to the next runs. */
-	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	exec_imsg_conf },
+	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	proc_imsg_conf },
 	{ IMSG_CONF_END, FROM_PARENT, 0,		exec_imsg_reload_end },
 	{ IMSG_LOG_VERBOSE, FROM_PARENT, sizeof(int),	proc_log_verbose },
 	/* A run order: a blob from the vault worker that decided it. */
@@ -193,6 +183,12 @@ static struct proc_peer	 exec_peers[] = {
 	{ PROC_RELAY,		&iev_relay,	exec_dispatch, 0 },
 };
 #define NPEERS	(sizeof(exec_peers) / sizeof(exec_peers[0]))
+
+static const struct proc_child exec_child = {
+	PROC_EXEC, &exec_conf, exec_peers, NPEERS, iev_vaults, &nvaults,
+	exec_dispatch, exec_closed
+};
+
 static void	exec_kill_runs(void);
 static void	exec_atexit(void);
 static void	exec_sigchld(int, short, void *);
@@ -239,11 +235,8 @@ exec_main(int debug, int verbose)
 {
 	struct sandbox_paths	 paths;
 
-	proc_child_init(PROC_EXEC, &iev_parent, debug, verbose,
-	    exec_dispatch, exec_closed, IMSG_HANDLERS(exec_start_imsgs));
-	if (!proc_peers_complete(exec_peers, NPEERS) ||
-	    nvaults != exec_conf.vault_workers)
-		fatalx("exec: incomplete configuration");
+	proc_child_init(&exec_child, &iev_parent, debug, verbose, NULL,
+	    0);
 
 	exec_prepare();
 	if (atexit(exec_atexit) != 0)
@@ -449,25 +442,6 @@ static void
 exec_dispatch(struct imsgev *iev, struct imsg *imsg)
 {
 	imsgev_dispatch(IMSG_HANDLERS(exec_imsgs), iev, imsg);
-}
-
-static void
-exec_imsg_conf(struct imsgev *iev, struct imsg *imsg)
-{
-	proc_conf_recv(imsg, &exec_conf);
-}
-
-static void
-exec_imsg_peer(struct imsgev *iev, struct imsg *imsg)
-{
-	proc_peer_recv(imsg, exec_peers, NPEERS, exec_closed);
-}
-
-static void
-exec_imsg_vault(struct imsgev *iev, struct imsg *imsg)
-{
-	proc_vault_recv(imsg, iev_vaults, &nvaults, exec_dispatch,
-	    exec_closed);
 }
 
 /* A reload that changed "run network": the pool is made again so. */

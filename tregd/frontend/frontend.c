@@ -192,10 +192,7 @@ static size_t			 held;		/* run output kept, total */
 static void	front_apply_conf(void);
 static void	front_tls_apply(void);
 static void	front_dispatch(struct imsgev *, struct imsg *);
-static void	front_imsg_conf(struct imsgev *, struct imsg *);
 static void	front_imsg_listen(struct imsgev *, struct imsg *);
-static void	front_imsg_peer(struct imsgev *, struct imsg *);
-static void	front_imsg_vault(struct imsgev *, struct imsg *);
 static void	front_imsg_tls(struct imsgev *, struct imsg *);
 static void	front_imsg_conf_end(struct imsgev *, struct imsg *);
 static void	front_imsg_serve(struct imsgev *, struct imsg *);
@@ -211,6 +208,7 @@ static void	front_imsg_metrics_exec(struct imsgev *, struct imsg *);
 static void	front_closed(struct imsgev *);
 static void	front_request(struct http_conn *, const struct http_head *,
 		    const char *, size_t);
+static void	front_metrics(struct http_conn *, const struct http_head *);
 static int	front_gone(void *, int);
 static int	front_vault_pick(void);
 static int	front_vault_pick_run(void);
@@ -243,13 +241,13 @@ static uint32_t	front_new_id(void);
 #define FROM_EXEC	IMSG_FROM(PROC_EXEC)
 #define FROM_RELAY	IMSG_FROM(PROC_RELAY)
 
-/* What the parent sends before IMSG_CONF_END: settings and channels. */
+/*
+ * What else the parent sends before IMSG_CONF_END (child.c takes the
+ * settings and the channels).
+ */
 static const struct imsg_handler front_start_imsgs[] = {
-	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	front_imsg_conf },
 	{ IMSG_CONF_LISTEN, FROM_PARENT, sizeof(uint32_t),	front_imsg_listen },
 	{ IMSG_CONF_METRICS, FROM_PARENT, sizeof(uint32_t),	front_imsg_listen },
-	{ IMSG_CONF_PEER, FROM_PARENT, sizeof(uint32_t),	front_imsg_peer },
-	{ IMSG_CONF_VAULT, FROM_PARENT, sizeof(uint32_t),	front_imsg_vault },
 	{ IMSG_CONF_TLS_CERT, FROM_PARENT, IMSG_LEN_ANY,	front_imsg_tls },
 	{ IMSG_CONF_TLS_KEY, FROM_PARENT, IMSG_LEN_ANY,		front_imsg_tls },
 	{ IMSG_DATA,	FROM_PARENT, IMSG_LEN_ANY,		front_imsg_tls },
@@ -258,7 +256,7 @@ static const struct imsg_handler front_start_imsgs[] = {
 /* Every message the frontend takes once it serves, and from whom. */
 static const struct imsg_handler front_imsgs[] = {
 	/* A reload's settings and certificate; the go to serve. */
-	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	front_imsg_conf },
+	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	proc_imsg_conf },
 	{ IMSG_CONF_TLS_CERT, FROM_PARENT, IMSG_LEN_ANY,	front_imsg_tls },
 	{ IMSG_CONF_TLS_KEY, FROM_PARENT, IMSG_LEN_ANY,		front_imsg_tls },
 	{ IMSG_DATA,	FROM_PARENT, IMSG_LEN_ANY,		front_imsg_tls },
@@ -289,6 +287,11 @@ static struct proc_peer	 front_peers[] = {
 };
 #define NPEERS	(sizeof(front_peers) / sizeof(front_peers[0]))
 
+static const struct proc_child front_child = {
+	PROC_FRONTEND, &front_conf, front_peers, NPEERS, iev_vaults, &nvaults,
+	front_dispatch, front_closed
+};
+
 static int
 front_req_cmp(struct front_req *a, struct front_req *b)
 {
@@ -304,11 +307,8 @@ frontend_main(int debug, int verbose)
 	int			 i;
 
 	http_init(proc_base, front_request, front_gone);
-	proc_child_init(PROC_FRONTEND, &iev_parent, debug, verbose,
-	    front_dispatch, front_closed, IMSG_HANDLERS(front_start_imsgs));
-	if (!proc_peers_complete(front_peers, NPEERS) ||
-	    nvaults != front_conf.vault_workers)
-		fatalx("frontend: incomplete configuration");
+	proc_child_init(&front_child, &iev_parent, debug, verbose,
+	    IMSG_HANDLERS(front_start_imsgs));
 	metrics_vault_workers(nvaults);
 	front_call_init(&front_conf, &iev_relay);
 
@@ -403,12 +403,6 @@ front_dispatch(struct imsgev *iev, struct imsg *imsg)
 	imsgev_dispatch(IMSG_HANDLERS(front_imsgs), iev, imsg);
 }
 
-static void
-front_imsg_conf(struct imsgev *iev, struct imsg *imsg)
-{
-	proc_conf_recv(imsg, &front_conf);
-}
-
 /* A bound socket: the API's (IMSG_CONF_LISTEN) or GET /metrics'. */
 static void
 front_imsg_listen(struct imsgev *iev, struct imsg *imsg)
@@ -426,19 +420,6 @@ front_imsg_listen(struct imsgev *iev, struct imsg *imsg)
 		fatalx("bad imsg %u from parent", imsg->hdr.type);
 	fds[(*n)++] = imsg->fd;
 	imsg->fd = -1;
-}
-
-static void
-front_imsg_peer(struct imsgev *iev, struct imsg *imsg)
-{
-	proc_peer_recv(imsg, front_peers, NPEERS, front_closed);
-}
-
-static void
-front_imsg_vault(struct imsgev *iev, struct imsg *imsg)
-{
-	proc_vault_recv(imsg, iev_vaults, &nvaults, front_dispatch,
-	    front_closed);
 }
 
 static void
@@ -970,6 +951,29 @@ front_api(struct http_conn *conn, const struct http_head *h,
 	json_decref(body);
 }
 
+/* A request on a metrics listener: GET /metrics, else 404. */
+static void
+front_metrics(struct http_conn *conn, const struct http_head *h)
+{
+	struct evbuffer	*eb;
+	size_t		 len;
+
+	if ((h->method != HTTP_M_GET && h->method != HTTP_M_HEAD) ||
+	    h->path.len != strlen("/metrics") ||
+	    memcmp(h->path.p, "/metrics", h->path.len) != 0) {
+		http_error(conn, 404, "not found");
+		return;
+	}
+	http_set_log(conn, "/metrics", 0, 0);
+	if ((eb = evbuffer_new()) == NULL)
+		fatal("%s: evbuffer_new", __func__);
+	metrics_text(eb);
+	len = evbuffer_get_length(eb);
+	http_reply(conn, 200, "text/plain; version=0.0.4; charset=utf-8",
+	    (const char *)evbuffer_pullup(eb, -1), len);
+	evbuffer_free(eb);
+}
+
 /* A request read whole: the paths the frontend answers, then the API. */
 static void
 front_request(struct http_conn *conn, const struct http_head *h,
@@ -982,7 +986,7 @@ front_request(struct http_conn *conn, const struct http_head *h,
 
 	clock_gettime(CLOCK_MONOTONIC, &t_in);
 	if (http_is_metrics(conn)) {
-		metrics_serve(conn, h);
+		front_metrics(conn, h);
 		return;
 	}
 	memset(&m, 0, sizeof(m));

@@ -54,13 +54,14 @@ void	 http_abort(struct http_conn *);
 #define HTTP_LISTEN_METRICS	0x2	/* GET /metrics only */
 int	 http_is_metrics(struct http_conn *);
 
-/* metrics.c: the frontend's counters and GET /metrics. */
+/* metrics.c: the frontend's counters and their text for GET /metrics. */
 struct imsg;
 struct timespec;
 void	 metrics_http(const char *, int, const struct timespec *);
 void	 metrics_vault_report(int, struct imsg *);
 void	 metrics_vault_workers(int);
 void	 metrics_exec_report(struct imsg *);
-void	 metrics_serve(struct http_conn *, const struct http_head *);
+struct evbuffer;
+void	 metrics_text(struct evbuffer *);
 
 #endif /* HTTP_H */

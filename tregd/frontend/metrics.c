@@ -84,7 +84,6 @@ static int			 nworkers = 1;
 
 static int	mroute_get(const char *);
 static int	mreason(const char *, int);
-static void	metrics_text(struct evbuffer *);
 static void	text_http(struct evbuffer *);
 static void	text_runs(struct evbuffer *);
 static void	text_head(struct evbuffer *, const char *, const char *,
@@ -241,29 +240,6 @@ report_fresh(int have, const struct timespec *at)
 	return (now.tv_sec - at->tv_sec <= REPORT_STALE);
 }
 
-/* A request on a metrics listener: GET /metrics, else 404. */
-void
-metrics_serve(struct http_conn *conn, const struct http_head *h)
-{
-	struct evbuffer	*eb;
-	size_t		 len;
-
-	if ((h->method != HTTP_M_GET && h->method != HTTP_M_HEAD) ||
-	    h->path.len != strlen("/metrics") ||
-	    memcmp(h->path.p, "/metrics", h->path.len) != 0) {
-		http_error(conn, 404, "not found");
-		return;
-	}
-	http_set_log(conn, "/metrics", 0, 0);
-	if ((eb = evbuffer_new()) == NULL)
-		fatal("%s: evbuffer_new", __func__);
-	metrics_text(eb);
-	len = evbuffer_get_length(eb);
-	http_reply(conn, 200, "text/plain; version=0.0.4; charset=utf-8",
-	    (const char *)evbuffer_pullup(eb, -1), len);
-	evbuffer_free(eb);
-}
-
 static void
 text_head(struct evbuffer *eb, const char *name, const char *type,
     const char *help)
@@ -272,7 +248,8 @@ text_head(struct evbuffer *eb, const char *name, const char *type,
 	    name, type);
 }
 
-static void
+/* Every counter, in the Prometheus text format (GET /metrics). */
+void
 metrics_text(struct evbuffer *eb)
 {
 	int	 i;

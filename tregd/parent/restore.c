@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "tregd.h"
 #include "vault/store/store.h"
 
@@ -34,21 +35,12 @@ struct restore_keys {
 	int64_t		 missing;	/* values under a key not in it */
 };
 
-static void	restore_path(char *, const char *, const char *);
 static int	restore_key_there(const char *, const char *, int64_t,
 		    void *);
 static void	restore_check(const struct tregd_conf *, const char *);
 static void	restore_not_running(const struct tregd_conf *);
 static void	restore_aside(const char *);
-static void	restore_copy(const char *, const char *, uid_t, gid_t);
 static void	restore_sync(const char *);
-
-static void
-restore_path(char *buf, const char *dir, const char *name)
-{
-	if (snprintf(buf, PATH_MAX, "%s/%s", dir, name) >= PATH_MAX)
-		errx(1, "%s/%s: path too long", dir, name);
-}
 
 static int
 restore_key_there(const char *host, const char *hex, int64_t n, void *arg)
@@ -57,7 +49,7 @@ restore_key_there(const char *host, const char *hex, int64_t n, void *arg)
 	char			 name[64], path[PATH_MAX];
 
 	snprintf(name, sizeof(name), "%s.key", hex);
-	restore_path(path, rk->dir, name);
+	files_path(path, rk->dir, name);
 	if (access(path, F_OK) == 0)
 		return (0);
 	warnx("%lld secrets of the backup are sealed under key %s, which "
@@ -74,11 +66,11 @@ restore_check(const struct tregd_conf *conf, const char *dir)
 	struct stat		 sb;
 	char			 db[PATH_MAX], keys[PATH_MAX], err[512];
 
-	restore_path(keys, dir, TREGD_KEYRING);
+	files_path(keys, dir, TREGD_KEYRING);
 	if (stat(keys, &sb) == -1 || !S_ISDIR(sb.st_mode))
 		errx(1, "%s: no keyring: not a backup of tregctl backup",
 		    keys);
-	restore_path(db, dir, TREGD_DB);
+	files_path(db, dir, TREGD_DB);
 	if (conf->db_engine != DB_SQLITE) {
 		if (access(db, F_OK) == 0)
 			warnx("%s is left alone: the database is PostgreSQL "
@@ -153,30 +145,6 @@ restore_aside(const char *state)
 }
 
 static void
-restore_copy(const char *from, const char *to, uid_t uid, gid_t gid)
-{
-	char	 buf[65536];
-	ssize_t	 n;
-	int	 in, out;
-
-	if ((in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
-		err(1, "open %s", from);
-	if ((out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
-	    O_NOFOLLOW, 0600)) == -1)
-		err(1, "create %s", to);
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, n) != n)
-			err(1, "write %s", to);
-	if (n == -1)
-		err(1, "read %s", from);
-	if (fchown(out, uid, gid) == -1 || fsync(out) == -1 ||
-	    close(out) == -1)
-		err(1, "%s", to);
-	close(in);
-	explicit_bzero(buf, sizeof(buf));
-}
-
-static void
 restore_sync(const char *dir)
 {
 	int	 fd;
@@ -212,12 +180,12 @@ restore_main(const struct tregd_conf *conf, const char *dir)
 	    gid) == -1)
 		err(1, "%s", conf->state);
 	if (conf->db_engine == DB_SQLITE) {
-		restore_path(from, dir, TREGD_DB);
-		restore_path(to, conf->state, TREGD_DB);
-		restore_copy(from, to, uid, gid);
+		files_path(from, dir, TREGD_DB);
+		files_path(to, conf->state, TREGD_DB);
+		files_copy(from, to, uid, gid);
 	}
-	restore_path(from, dir, TREGD_KEYRING);
-	restore_path(keys, conf->state, TREGD_KEYRING);
+	files_path(from, dir, TREGD_KEYRING);
+	files_path(keys, conf->state, TREGD_KEYRING);
 	if (mkdir(keys, 0700) == -1 || chown(keys, uid, gid) == -1)
 		err(1, "%s", keys);
 	if ((d = opendir(from)) == NULL)
@@ -227,9 +195,9 @@ restore_main(const struct tregd_conf *conf, const char *dir)
 		    "current") != 0 && (strlen(de->d_name) < 5 ||
 		    strcmp(de->d_name + strlen(de->d_name) - 4, ".key") != 0)))
 			continue;
-		restore_path(src, from, de->d_name);
-		restore_path(to, keys, de->d_name);
-		restore_copy(src, to, uid, gid);
+		files_path(src, from, de->d_name);
+		files_path(to, keys, de->d_name);
+		files_copy(src, to, uid, gid);
 		nkeys += strcmp(de->d_name, "current") != 0;
 	}
 	closedir(d);

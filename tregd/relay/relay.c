@@ -57,9 +57,6 @@ static int			 ncalls;
 static struct evdns_base	*dns;
 
 static void	relay_dispatch(struct imsgev *, struct imsg *);
-static void	relay_imsg_conf(struct imsgev *, struct imsg *);
-static void	relay_imsg_peer(struct imsgev *, struct imsg *);
-static void	relay_imsg_vault(struct imsgev *, struct imsg *);
 static void	relay_imsg_reload_end(struct imsgev *, struct imsg *);
 static void	relay_imsg_call_start(struct imsgev *, struct imsg *);
 static void	relay_imsg_call_data(struct imsgev *, struct imsg *);
@@ -91,17 +88,10 @@ static void	relay_begin(struct rcall *);
 #define FROM_VAULT	IMSG_FROM(PROC_VAULT)
 #define FROM_EXEC	IMSG_FROM(PROC_EXEC)
 
-/* What the parent sends before IMSG_CONF_END: settings and channels. */
-static const struct imsg_handler relay_start_imsgs[] = {
-	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	relay_imsg_conf },
-	{ IMSG_CONF_PEER, FROM_PARENT, sizeof(uint32_t),	relay_imsg_peer },
-	{ IMSG_CONF_VAULT, FROM_PARENT, sizeof(uint32_t),	relay_imsg_vault },
-};
-
 /* Every message the relay takes once it serves, and from whom. */
 static const struct imsg_handler relay_imsgs[] = {
 	/* A reload: timeouts apply to new calls; the CA stays. */
-	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	relay_imsg_conf },
+	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	proc_imsg_conf },
 	{ IMSG_CONF_END, FROM_PARENT, 0,		relay_imsg_reload_end },
 	{ IMSG_LOG_VERBOSE, FROM_PARENT, sizeof(int),	proc_log_verbose },
 	/* A call the vault decided: a blob from that worker. */
@@ -133,6 +123,11 @@ static struct proc_peer	 relay_peers[] = {
 };
 #define NPEERS	(sizeof(relay_peers) / sizeof(relay_peers[0]))
 
+static const struct proc_child relay_child = {
+	PROC_RELAY, &relay_conf, relay_peers, NPEERS, iev_vaults, &nvaults,
+	relay_dispatch, relay_closed
+};
+
 __dead void
 relay_main(int debug, int verbose)
 {
@@ -142,11 +137,8 @@ relay_main(int debug, int verbose)
 	size_t			 calen, casys;
 	int			 i;
 
-	proc_child_init(PROC_RELAY, &iev_parent, debug, verbose,
-	    relay_dispatch, relay_closed, IMSG_HANDLERS(relay_start_imsgs));
-	if (!proc_peers_complete(relay_peers, NPEERS) ||
-	    nvaults != relay_conf.vault_workers)
-		fatalx("relay: incomplete configuration");
+	proc_child_init(&relay_child, &iev_parent, debug, verbose, NULL,
+	    0);
 	if (geteuid() == 0)
 		pw = proc_getpw(TREGD_RELAY_USER);
 
@@ -280,25 +272,6 @@ static void
 relay_dispatch(struct imsgev *iev, struct imsg *imsg)
 {
 	imsgev_dispatch(IMSG_HANDLERS(relay_imsgs), iev, imsg);
-}
-
-static void
-relay_imsg_conf(struct imsgev *iev, struct imsg *imsg)
-{
-	proc_conf_recv(imsg, &relay_conf);
-}
-
-static void
-relay_imsg_peer(struct imsgev *iev, struct imsg *imsg)
-{
-	proc_peer_recv(imsg, relay_peers, NPEERS, relay_closed);
-}
-
-static void
-relay_imsg_vault(struct imsgev *iev, struct imsg *imsg)
-{
-	proc_vault_recv(imsg, iev_vaults, &nvaults, relay_dispatch,
-	    relay_closed);
 }
 
 static void

@@ -44,7 +44,6 @@
 #include "vault_keyring.h"
 #include "vault.h"
 
-
 static struct imsgev	 iev_parent, iev_frontend, iev_exec, iev_relay;
 static struct blob_list	 vault_blobs = TAILQ_HEAD_INITIALIZER(vault_blobs);
 static const struct vault_route *route_index[ROUTE_MAX];
@@ -66,8 +65,6 @@ static int		 worker_index;
 static uint64_t		 conf_generation;	/* bumped by each reload */
 
 static void	vault_dispatch(struct imsgev *, struct imsg *);
-static void	vault_imsg_conf(struct imsgev *, struct imsg *);
-static void	vault_imsg_peer(struct imsgev *, struct imsg *);
 static void	vault_imsg_worker(struct imsgev *, struct imsg *);
 static void	vault_imsg_reload(struct imsgev *, struct imsg *);
 static void	vault_imsg_reload_end(struct imsgev *, struct imsg *);
@@ -113,10 +110,11 @@ static int	vault_init_lock(void);
 #define FROM_EXEC	IMSG_FROM(PROC_EXEC)
 #define FROM_RELAY	IMSG_FROM(PROC_RELAY)
 
-/* What the parent sends before IMSG_CONF_END: settings and channels. */
+/*
+ * What else the parent sends before IMSG_CONF_END (child.c takes the
+ * settings and the channels).
+ */
 static const struct imsg_handler vault_start_imsgs[] = {
-	{ IMSG_CONF,	FROM_PARENT, sizeof(struct tregd_conf),	vault_imsg_conf },
-	{ IMSG_CONF_PEER, FROM_PARENT, sizeof(uint32_t), vault_imsg_peer },
 	{ IMSG_CONF_WORKER, FROM_PARENT, IMSG_LEN_ANY,	vault_imsg_worker },
 };
 
@@ -154,6 +152,11 @@ static struct proc_peer	 vault_peers[] = {
 };
 #define NPEERS	(sizeof(vault_peers) / sizeof(vault_peers[0]))
 
+static const struct proc_child vault_child = {
+	PROC_VAULT, &vault_conf, vault_peers, NPEERS, NULL, NULL,
+	vault_dispatch, vault_closed
+};
+
 __dead void
 vault_main(int debug, int verbose)
 {
@@ -168,9 +171,9 @@ vault_main(int debug, int verbose)
 	vault_frontend = &iev_frontend;
 	vault_exec = &iev_exec;
 	vault_relay = &iev_relay;
-	proc_child_init(PROC_VAULT, &iev_parent, debug, verbose,
-	    vault_dispatch, vault_closed, IMSG_HANDLERS(vault_start_imsgs));
-	if (!proc_peers_complete(vault_peers, NPEERS) || !have_worker)
+	proc_child_init(&vault_child, &iev_parent, debug, verbose,
+	    IMSG_HANDLERS(vault_start_imsgs));
+	if (!have_worker)
 		fatalx("vault: incomplete configuration");
 
 	if (sodium_init() == -1)
@@ -403,18 +406,6 @@ static void
 vault_dispatch(struct imsgev *iev, struct imsg *imsg)
 {
 	imsgev_dispatch(IMSG_HANDLERS(vault_imsgs), iev, imsg);
-}
-
-static void
-vault_imsg_conf(struct imsgev *iev, struct imsg *imsg)
-{
-	proc_conf_recv(imsg, &vault_conf);
-}
-
-static void
-vault_imsg_peer(struct imsgev *iev, struct imsg *imsg)
-{
-	proc_peer_recv(imsg, vault_peers, NPEERS, vault_closed);
 }
 
 static void
@@ -800,7 +791,6 @@ rcache_store(struct vault_req *req, int64_t dataver, const char *body,
 	c->used = ++rcache_tick;
 	rcache_bytes += len;
 }
-
 
 /* ------------------------------------------------------------------ */
 /* Requests.                                                           */

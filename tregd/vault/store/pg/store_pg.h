@@ -49,6 +49,8 @@ int		 pg_row(struct pg_stmt *, const struct pgq *, PGresult **);
 /* The first row to row() (NULL: only whether any): 0, 1 none, -1. */
 int		 pg_one(struct pg_stmt *, const struct pgq *, pg_row_fn,
 		    void *);
+/* A row_fn: the first column, text, to a store_each's fn.text. */
+int		 pg_text_row(const PGresult *, int, void *);
 /* A write: 0 done (*id from RETURNING), 1 no row, STORE_TAKEN, -1. */
 int		 pg_write(struct pg_stmt *, const struct pgq *, int64_t *);
 /* Up to max ids from the first column; *n how many. */

@@ -9,8 +9,6 @@
 #include "log.h"
 #include "store_pg.h"
 
-static int	pg_health_text(const PGresult *, int, void *);
-
 int
 pg_webhook_set(int64_t org, int64_t user, const char *url)
 {
@@ -40,16 +38,7 @@ pg_webhook_find(int64_t org, int64_t user, store_text_fn fn, void *arg)
 	pgq_init(&q);
 	pgq_int(&q, org);
 	pgq_int(&q, user);
-	return (pg_one(&st, &q, pg_health_text, &e));
-}
-
-static int
-pg_health_text(const PGresult *res, int i, void *arg)
-{
-	struct store_each	*e = arg;
-
-	e->fn.text(pg_text(res, i, 0), e->arg);
-	return (0);
+	return (pg_one(&st, &q, pg_text_row, &e));
 }
 
 int
@@ -68,5 +57,5 @@ pg_secret_mark(int64_t org, int64_t id, const char *status,
 	pgq_text(&q, at);
 	pgq_int(&q, org);
 	pgq_int(&q, id);
-	return (pg_each(&st, &q, pg_health_text, &e));
+	return (pg_each(&st, &q, pg_text_row, &e));
 }

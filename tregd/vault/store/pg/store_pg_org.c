@@ -71,6 +71,16 @@ pg_one(struct pg_stmt *st, const struct pgq *q, pg_row_fn row, void *arg)
 	return (rc);
 }
 
+/* A row's first column to e->fn.text, whatever the callback answers. */
+int
+pg_text_row(const PGresult *res, int i, void *arg)
+{
+	struct store_each	*e = arg;
+
+	e->fn.text(pg_text(res, i, 0), e->arg);
+	return (0);
+}
+
 static int
 pg_value_row(const PGresult *res, int i, void *arg)
 {

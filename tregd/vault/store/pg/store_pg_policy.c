@@ -17,7 +17,6 @@
 	"created_by, created_at FROM deny_rules "
 
 static int	pg_deny_row(const PGresult *, int, void *);
-static int	pg_text_row(const PGresult *, int, void *);
 
 static int
 pg_deny_row(const PGresult *res, int i, void *arg)
@@ -145,14 +144,4 @@ pg_tool_secrets_mark(int64_t org, int64_t tool, const char *status,
 	pgq_int(&q, org);
 	pgq_int(&q, tool);
 	return (pg_each(&st, &q, pg_text_row, &e));
-}
-
-/* Every name marked is told, whatever the callback answers. */
-static int
-pg_text_row(const PGresult *res, int i, void *arg)
-{
-	struct store_each	*e = arg;
-
-	e->fn.text(pg_text(res, i, 0), e->arg);
-	return (0);
 }

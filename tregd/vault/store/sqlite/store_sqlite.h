@@ -98,6 +98,8 @@ int		 sq_calls_run_page(int64_t, int64_t, int64_t, store_calls_fn,
 /* One row to row(): 0, 1 none, -1; the first column's value likewise. */
 int		 sq_one(sqlite3_stmt *, int (*)(sqlite3_stmt *, void *),
 		    void *);
+/* A row function: the first column, text, to a store_each's fn.text. */
+int		 sq_text_row(sqlite3_stmt *, void *);
 int		 sq_value(sqlite3_stmt *, int64_t *);
 /* Step an INSERT ... ON CONFLICT DO NOTHING: 0, STORE_CONFLICT, -1. */
 int		 sq_insert(sqlite3_stmt *, int64_t *);

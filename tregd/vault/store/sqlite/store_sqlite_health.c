@@ -8,8 +8,6 @@
 #include "log.h"
 #include "store_sqlite.h"
 
-static int	sq_health_text(sqlite3_stmt *, void *);
-
 int
 sq_webhook_set(int64_t org, int64_t user, const char *url)
 {
@@ -42,16 +40,7 @@ sq_webhook_find(int64_t org, int64_t user, store_text_fn fn, void *arg)
 		return (-1);
 	sq_int(st, ":org", org);
 	sq_int(st, ":user", user);
-	return (sq_one(st, sq_health_text, &e));
-}
-
-static int
-sq_health_text(sqlite3_stmt *st, void *arg)
-{
-	struct store_each	*e = arg;
-
-	e->fn.text(db_text(st, 0), e->arg);
-	return (0);
+	return (sq_one(st, sq_text_row, &e));
 }
 
 int
@@ -70,5 +59,5 @@ sq_secret_mark(int64_t org, int64_t id, const char *status,
 	sq_text(st, ":at", at);
 	sq_int(st, ":org", org);
 	sq_int(st, ":id", id);
-	return (sq_each(st, sq_health_text, &e));
+	return (sq_each(st, sq_text_row, &e));
 }

@@ -282,6 +282,16 @@ sq_one(sqlite3_stmt *st, int (*row)(sqlite3_stmt *, void *), void *arg)
 	return (sq_row_end(st, rc));
 }
 
+/* A row's first column to e->fn.text, whatever the callback answers. */
+int
+sq_text_row(sqlite3_stmt *st, void *arg)
+{
+	struct store_each	*e = arg;
+
+	e->fn.text(db_text(st, 0), e->arg);
+	return (0);
+}
+
 int
 sq_value(sqlite3_stmt *st, int64_t *v)
 {

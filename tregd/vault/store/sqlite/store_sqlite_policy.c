@@ -13,7 +13,6 @@
 	"created_by, created_at FROM deny_rules "
 
 static int	sq_deny_row(sqlite3_stmt *, void *);
-static int	sq_text_row(sqlite3_stmt *, void *);
 
 static int
 sq_deny_row(sqlite3_stmt *st, void *arg)
@@ -147,14 +146,4 @@ sq_tool_secrets_mark(int64_t org, int64_t tool, const char *status,
 	sq_int(st, ":org", org);
 	sq_int(st, ":tool", tool);
 	return (sq_each(st, sq_text_row, &e));
-}
-
-/* Every name marked is told, whatever the callback answers. */
-static int
-sq_text_row(sqlite3_stmt *st, void *arg)
-{
-	struct store_each	*e = arg;
-
-	e->fn.text(db_text(st, 0), e->arg);
-	return (0);
 }
