@@ -51,7 +51,7 @@ static int	 sk_backlog(struct rcall *);
 
 static const struct rsink egress_sink = {
 	sk_request, sk_written, sk_head, sk_body, sk_end, sk_refuse,
-	sk_backlog
+	sk_backlog, NULL
 };
 
 const struct http_hdr *
