@@ -180,6 +180,8 @@ const struct http_hdr *egress_req_hdr(const struct egress_req *,
 char	*egress_hdr_dup(const struct http_hdr *);
 int	 egress_method(const struct egress_req *, char *, size_t);
 int	 egress_req_check(struct egress_req *);
+struct rcall *egress_rcall(const struct egress_req *, const char *,
+	    const struct rsink *, void *);
 void	 egress_req_go(struct egress_req *);
 void	 egress_req_abort(struct egress_req *);
 void	 egress_req_pump(struct egress_req *);

@@ -176,25 +176,14 @@ void
 egress_pass_go(struct egress_req *req)
 {
 	struct egress_conn	*ec = req->ec;
-	struct egrant		*gr = req->gr;
 	struct rcall		*rc;
 	struct timeval		 tv = { PASS_RESOLVE_SECS, 0 };
 	char			 url[HOST_LEN_MAX + 32];
 
 	snprintf(url, sizeof(url), "https://%s:%u/", ec->host, ec->hport);
-	if ((rc = calloc(1, sizeof(*rc))) == NULL ||
-	    (rc->method = strdup("CONNECT")) == NULL ||
-	    (rc->url = strdup(url)) == NULL)
-		fatal("%s: calloc", __func__);
-	rc->reqid = req->reqid;
-	rc->callid = req->callid;
-	rc->worker = req->worker;
-	rc->allow_private = gr->g.allow_private != 0;
-	rc->org_id = gr->g.org_id;
-	rc->user_id = gr->g.user_id;
-	rc->sink = &pass_sink;
-	rc->sink_arg = ec;
-	rc->runid = req->runid;
+	rc = egress_rcall(req, url, &pass_sink, ec);
+	if ((rc->method = strdup("CONNECT")) == NULL)
+		fatal("%s: strdup", __func__);
 	ec->rc = rc;
 	ec->req = NULL;
 	egress_req_free(req);
@@ -217,36 +206,13 @@ pass_tunnel(struct rcall *rc)
 	pass_next(ec);
 }
 
-/* The next checked address, the guard asked again (as rh_connect). */
+/* The next checked address (relay_http.c asks the guard again). */
 static void
 pass_next(struct egress_conn *ec)
 {
-	struct rcall	*rc = ec->rc;
-	union raddr	*ra;
-	socklen_t	 salen;
-	int		 fd, one = 1;
-
-	for (; rc->nextaddr < rc->naddrs; rc->nextaddr++) {
-		ra = &rc->addrs[rc->nextaddr];
-		if (!relay_addr_ok(rc, &ra->sa))
-			continue;
-		salen = ra->sa.sa_family == AF_INET6 ? sizeof(ra->sin6) :
-		    sizeof(ra->sin);
-		if ((fd = socket(ra->sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK |
-		    SOCK_CLOEXEC, IPPROTO_TCP)) == -1) {
-			log_warn("egress: socket");
-			continue;
-		}
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (connect(fd, &ra->sa, salen) == 0 || errno == EINPROGRESS) {
-			ec->upfd = fd;
-			event_set(&ec->upev, fd, EV_WRITE, pass_connected, ec);
-			event_add(&ec->upev, NULL);
-			return;
-		}
-		close(fd);
-	}
-	pass_fail(ec, 502, "the upstream could not be reached");
+	if ((ec->upfd = rhttp_socket(ec->rc, &ec->upev, pass_connected,
+	    ec)) == -1)
+		pass_fail(ec, 502, "the upstream could not be reached");
 }
 
 static void
@@ -254,11 +220,8 @@ pass_connected(int fd, short ev, void *arg)
 {
 	struct egress_conn	*ec = arg;
 	struct timeval		 tv = { EGRESS_HEAD_SECS, 0 };
-	socklen_t		 len = sizeof(int);
-	int			 err = 0;
+	int			 err = rhttp_connect_error(fd);
 
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
-		err = errno;
 	ec->upfd = -1;
 	relay_cork(1);
 	if (err != 0) {

@@ -181,6 +181,9 @@ void	 rfetch_free(struct rfetch *);
 /* relay_http.c */
 void	 rhttp_init(const char *, size_t, size_t);
 int	 rhttp_start(struct rcall *);
+int	 rhttp_socket(struct rcall *, struct event *,
+	    void (*)(int, short, void *), void *);
+int	 rhttp_connect_error(int);
 void	 rhttp_stop(struct rcall *);
 void	 rhttp_pause(struct rcall *, int);
 void	 rhttp_end(struct rcall *, int);
