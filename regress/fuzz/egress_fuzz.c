@@ -59,8 +59,9 @@ struct evbuffer *rhttp_output(struct rcall *rc) { return (upout); }
 void rhttp_drop_run(uint32_t runid) { }
 void relay_vault_done(int w, const struct call_done *cd) { }
 void relay_finish(struct rcall *rc, int failed) { }
-int relay_addr_ok(const struct rcall *rc, const struct sockaddr *sa)
-    { return (0); }
+int rhttp_socket(struct rcall *rc, struct event *ev,
+    void (*cb)(int, short, void *), void *arg) { return (-1); }
+int rhttp_connect_error(int fd) { return (0); }
 int rcache_get(int64_t o, const void *p, size_t n, rcache_fn fn, void *arg,
     struct rcache **out) { *out = (struct rcache *)&fake_rset; return (0); }
 void rcache_forget(void *arg) { }

@@ -8,10 +8,13 @@
  * host:port to a host of the egress list is answered 200 and becomes TLS
  * with a leaf of the run CA for that host (egress_ca.c), HTTP/1.1 inside,
  * kept alive; an absolute-form http:// request goes only to a host:port
- * the list names with http://.  On a transparent listener the host comes
- * from SNI (a port the list names for TLS) or from Host.  Anything else
- * is refused (403 with a one-line text, a handshake alert for an SNI),
- * and each refusal is recorded by the vault (IMSG_EGRESS_CALL, refused).
+ * the list names with http://.  On a transparent listener the first
+ * byte says TLS (the host from SNI) or HTTP (the host from Host, which
+ * the list must name with http://).  After CONNECT, a ClientHello naming
+ * another host is refused.  Anything else is refused (403 with a
+ * one-line text, a handshake alert for an SNI), and each refusal is
+ * recorded by the vault (IMSG_EGRESS_CALL, refused).  A passthrough
+ * grant's TLS is not terminated but spliced (egress_pass.c).
  *
  * Each request is recorded and judged by the run's vault worker before
  * it goes anywhere (IMSG_EGRESS_CALL, then IMSG_EGRESS_VERDICT; no
