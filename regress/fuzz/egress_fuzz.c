@@ -9,6 +9,11 @@
  * the vault says yes (or no) at once, the "upstream" takes the head and
  * body into a buffer and answers a fixed 200.
  *
+ * The same bytes go to the ClientHello reader of passthrough
+ * (tls_hello.c), alone: a name it finds is a DNS name in lower case, no
+ * longer than the input, and a longer prefix never turns a refusal into
+ * a name.
+ *
  * Input: byte 0 picks the listener (bit 0: transparent) and the
  * verdicts (bit 1: refused); the rest is what the run sends.
  * Invariants: no placeholder survives in the upstream head's target or
@@ -20,6 +25,7 @@
 #include <sys/types.h>
 #include <sys/socket.h>
 
+#include <ctype.h>
 #include <event.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,6 +37,7 @@
 #include "pack.h"
 #include "redact_cache.h"
 #include "relay.h"
+#include "tls_hello.h"
 
 #define PH	"sk_live_PHkey0123456789abcdefgh"
 #define REAL	"sk_live_REALKEY0123456789abcdef"
@@ -51,6 +58,10 @@ void relay_cork(int on) { }
 struct evbuffer *rhttp_output(struct rcall *rc) { return (upout); }
 void rhttp_drop_run(uint32_t runid) { }
 void relay_vault_done(int w, const struct call_done *cd) { }
+void relay_finish(struct rcall *rc, int failed) { }
+int rhttp_socket(struct rcall *rc, struct event *ev,
+    void (*cb)(int, short, void *), void *arg) { return (-1); }
+int rhttp_connect_error(int fd) { return (0); }
 int rcache_get(int64_t o, const void *p, size_t n, rcache_fn fn, void *arg,
     struct rcache **out) { *out = (struct rcache *)&fake_rset; return (0); }
 void rcache_forget(void *arg) { }
@@ -138,6 +149,31 @@ upstream(void)
 	evbuffer_drain(upout, -1);
 }
 
+/* The ClientHello reader alone, on the same bytes. */
+static void
+hello(const uint8_t *data, size_t size)
+{
+	char		 name[TLS_NAME_MAX + 1];
+	size_t		 i, n;
+	enum tls_peek	 r, whole;
+
+	whole = tls_hello_sni(data, size, name, sizeof(name));
+	if (whole == TLS_PEEK_NAME) {
+		n = strlen(name);
+		if (n == 0 || n > TLS_NAME_MAX || n > size)
+			abort();
+		for (i = 0; i < n; i++)
+			if (!(islower((unsigned char)name[i]) ||
+			    isdigit((unsigned char)name[i]) ||
+			    strchr("-._", name[i]) != NULL))
+				abort();
+	}
+	/* What a shorter read says is "more", or what the whole says. */
+	r = tls_hello_sni(data, size / 2, name, sizeof(name));
+	if (r != TLS_PEEK_MORE && r != whole)
+		abort();
+}
+
 static void
 grant(void)
 {
@@ -192,6 +228,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (size < 1 || size > 32768)
 		return (0);
+	hello(data + 1, size - 1);
 	refuse_all = (data[0] & 2) != 0;
 	grant();
 	run = egress_run_get(1, 0);

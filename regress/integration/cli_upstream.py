@@ -22,7 +22,9 @@ headers (as a list of [name, value]) and the body as text.  Answers:
   /slow?s=N                  the echo after N seconds (a slow upstream)
   anything else              404 {"message": "Not Found"}
 
-Usage: cli_upstream.py PORTFILE LOGFILE CERT KEY   (CERT "-": plain HTTP)
+Usage: cli_upstream.py PORTFILE LOGFILE CERT KEY [ADDR PORT]
+       (CERT "-": plain HTTP; ADDR PORT: where to listen, 127.0.0.1 and a
+       free port by default)
 """
 
 import gzip
@@ -145,7 +147,9 @@ class Handler(BaseHTTPRequestHandler):
 
 def main():
     portfile, logfile, cert, key = sys.argv[1:5]
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    addr = sys.argv[5] if len(sys.argv) > 5 else "127.0.0.1"
+    port = int(sys.argv[6]) if len(sys.argv) > 6 else 0
+    srv = ThreadingHTTPServer((addr, port), Handler)
     srv.logfile = logfile
     if cert != "-":
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -537,9 +537,6 @@ ATF_TC_BODY(cli_keyless_refusals_say_why, tc)
 		    "'tls' must be one of intercept, passthrough" },
 		{ "{\"bin\": \"sh\", \"tls\": \"passthrough\"}",
 		    "'passthrough' needs \"keyless\": false" },
-		{ "{\"bin\": \"sh\", \"keyless\": false, "
-		    "\"tls\": \"passthrough\"}",
-		    "'passthrough' is not available in this version" },
 		{ "{\"bin\": \"sh\", \"egress\": \"api.example.com\"}",
 		    "'egress' must be a list of at most 32 hosts" },
 		{ "{\"bin\": \"sh\", \"egress\": [7]}",

@@ -10,7 +10,8 @@
  *                    (IMSG_EGRESS_GRANT from the vault), and each
  *                    accepted connection: CONNECT or a plain proxy
  *                    request, TLS with a leaf of the run CA,
- *                    substitution, deny rules, a call record, upstream.
+ *                    substitution, deny rules, a call record, upstream;
+ *   egress_pass.c    a passthrough grant's TLS, spliced unread.
  * A run is known by the vault's run id.  Its grant and its listeners
  * arrive on two channels in either order: a listener accepts only once
  * the grant is there.

@@ -60,6 +60,10 @@ struct egrant {
 };
 
 enum econn_state {
+	EC_FIRST,		/* transparent: its first byte says TLS or not */
+	EC_SNI,			/* passthrough: a ClientHello, read unanswered */
+	EC_PASSUP,		/* passthrough: the upstream is being reached */
+	EC_SPLICE,		/* passthrough: bytes both ways, unread */
 	EC_TLS,			/* its handshake */
 	EC_HEAD,		/* waiting for a request head */
 	EC_VERDICT,		/* a request waits for the vault */
@@ -81,10 +85,18 @@ struct egress_conn {
 	int			 tunnel;	/* after CONNECT */
 	char			 host[HOST_LEN_MAX];	/* CONNECT's, SNI's */
 	uint16_t		 hport;
-	int			 refused_sni;	/* audited at the alert */
 	struct egress_req	*req;		/* the request in flight */
 	struct event		 tmo;
 	int			 closing_ticks;	/* waiting for the output */
+	/* EC_FIRST: the socket, before a bufferevent holds it. */
+	int			 fd;
+	struct event		 first;
+	/* Passthrough (egress_pass.c): the upstream, spliced. */
+	struct rcall		*rc;		/* its record, its addresses */
+	int			 upfd;		/* connecting, or -1 */
+	struct event		 upev;
+	struct bufferevent	*up;
+	int			 answered;	/* CONNECT's 200 went */
 };
 
 /* One request of a run's connection, until its answer went. */
@@ -118,6 +130,7 @@ struct egress_req {
 	uint32_t		 callid;
 	int			 waiting;	/* for its verdict (listed) */
 	int			 sigv4;		/* 1: header, 2: presigned */
+	int			 tunnel;	/* passthrough: the connection's */
 	struct event		 tmo;		/* the verdict's */
 	struct ebuf		 out;		/* the upstream request head */
 };
@@ -128,6 +141,10 @@ int	 egress_host_ok(const struct egrant *, const char *, uint16_t, int);
 void	 egress_answer(struct egress_conn *, int, const char *, int);
 void	 egress_audit_refusal(struct egress_conn *, const char *,
 	    const char *, uint16_t, const char *, const char *, int);
+int	 egress_addr_on_port(const struct egrant *, uint16_t, char *,
+	    size_t);
+const char *egress_host_bare(const char *, char *, size_t);
+struct egress_req *egress_req_new(struct egress_conn *);
 void	 egress_conn_free(struct egress_conn *);
 void	 egress_conn_next(struct egress_conn *);
 void	 egress_conn_close(struct egress_conn *);
@@ -145,12 +162,26 @@ int	 egress_aws_check(const struct egress_req *);
 int	 egress_aws_resign(const struct egress_req *, char *,
 	    const struct sigv4_hdr *, size_t, struct ebuf *);
 
+/* egress_pass.c: "tls": "passthrough", spliced unread */
+int	 egress_pass_connect(struct egress_conn *, struct egress_req *);
+void	 egress_pass_peek(struct egress_conn *);
+void	 egress_pass_go(struct egress_req *);
+void	 egress_pass_refuse(struct egress_conn *, int, const char *);
+void	 egress_pass_pump(struct egress_conn *);
+void	 egress_pass_written(struct egress_conn *);
+void	 egress_pass_eof(struct egress_conn *);
+void	 egress_pass_timeout(struct egress_conn *);
+void	 egress_pass_free(struct egress_conn *);
+int	 egress_pass_pending(const struct egress_conn *);
+
 /* egress_req.c */
 const struct http_hdr *egress_req_hdr(const struct egress_req *,
 	    const char *);
 char	*egress_hdr_dup(const struct http_hdr *);
 int	 egress_method(const struct egress_req *, char *, size_t);
 int	 egress_req_check(struct egress_req *);
+struct rcall *egress_rcall(const struct egress_req *, const char *,
+	    const struct rsink *, void *);
 void	 egress_req_go(struct egress_req *);
 void	 egress_req_abort(struct egress_req *);
 void	 egress_req_pump(struct egress_req *);

@@ -8,10 +8,13 @@
  * host:port to a host of the egress list is answered 200 and becomes TLS
  * with a leaf of the run CA for that host (egress_ca.c), HTTP/1.1 inside,
  * kept alive; an absolute-form http:// request goes only to a host:port
- * the list names with http://.  On a transparent listener the host comes
- * from SNI (a port the list names for TLS) or from Host.  Anything else
- * is refused (403 with a one-line text, a handshake alert for an SNI),
- * and each refusal is recorded by the vault (IMSG_EGRESS_CALL, refused).
+ * the list names with http://.  On a transparent listener the first
+ * byte says TLS (the host from SNI) or HTTP (the host from Host, which
+ * the list must name with http://).  After CONNECT, a ClientHello naming
+ * another host is refused.  Anything else is refused (403 with a
+ * one-line text, a handshake alert for an SNI), and each refusal is
+ * recorded by the vault (IMSG_EGRESS_CALL, refused).  A passthrough
+ * grant's TLS is not terminated but spliced (egress_pass.c).
  *
  * Each request is recorded and judged by the run's vault worker before
  * it goes anywhere (IMSG_EGRESS_CALL, then IMSG_EGRESS_VERDICT; no
@@ -61,10 +64,10 @@ static void	 grant_free(struct egrant *);
 static struct egrant *grant_find(uint32_t);
 static int	 host_split(const char *, size_t, char *, size_t, uint16_t *,
 		    uint16_t);
-static int	 port_is_tls(const struct egrant *, uint16_t);
+static void	 ec_first(int, short, void *);
+static void	 ec_attach(struct egress_conn *, int, int);
 static SSL	*ec_ssl(struct egress_conn *);
 static int	 ec_sni(SSL *, int *, void *);
-static int	 addr_on_port(const struct egrant *, uint16_t, char *, size_t);
 static int	 ec_alpn(SSL *, const unsigned char **, unsigned char *,
 		    const unsigned char *, unsigned int, void *);
 static void	 ec_read(struct bufferevent *, void *);
@@ -73,7 +76,7 @@ static void	 ec_event(struct bufferevent *, short, void *);
 static void	 ec_timeout(int, short, void *);
 static void	 ec_head(struct egress_conn *);
 static int	 ec_route(struct egress_conn *, struct egress_req *);
-static void	 ec_connect(struct egress_conn *, struct egress_req *);
+static int	 ec_connect(struct egress_conn *, struct egress_req *);
 static void	 verdict_timeout(int, short, void *);
 
 /* ------------------------------------------------------------------ */
@@ -407,8 +410,8 @@ egress_host_ok(const struct egrant *gr, const char *host, uint16_t port,
  * exactly one https address entry on the port, that is it.  0 with it
  * in out, -1 when there is none or more than one.
  */
-static int
-addr_on_port(const struct egrant *gr, uint16_t port, char *out,
+int
+egress_addr_on_port(const struct egrant *gr, uint16_t port, char *out,
     size_t outsz)
 {
 	char		 eh[HOST_LEN_MAX];
@@ -431,26 +434,6 @@ addr_on_port(const struct egrant *gr, uint16_t port, char *out,
 	return (n == 1 ? 0 : -1);
 }
 
-/* Does the list name this port for TLS (the transparent listener)? */
-static int
-port_is_tls(const struct egrant *gr, uint16_t port)
-{
-	char		 eh[HOST_LEN_MAX];
-	const char	*e;
-	uint16_t	 ep;
-	size_t		 i;
-
-	for (i = 0; i < gr->nhosts; i++) {
-		e = gr->hosts[i];
-		if (strncasecmp(e, "http://", 7) == 0)
-			continue;
-		if (host_split(e, strlen(e), eh, sizeof(eh), &ep, 0) == 0 &&
-		    ep == port)
-			return (1);
-	}
-	return (0);
-}
-
 /* ------------------------------------------------------------------ */
 /* A run's connection.                                                 */
 
@@ -460,7 +443,6 @@ egress_conn_start(struct egress_run *run, int fd, uint16_t port,
 {
 	struct egress_conn	*ec;
 	struct timeval		 tv = { EGRESS_HEAD_SECS, 0 };
-	SSL			*ssl;
 
 	if (egrant_of(run) == NULL ||
 	    evutil_make_socket_nonblocking(fd) == -1) {
@@ -474,9 +456,60 @@ egress_conn_start(struct egress_run *run, int fd, uint16_t port,
 	ec->port = port;
 	ec->kind = kind;
 	ec->hport = port;
+	ec->fd = -1;
+	ec->upfd = -1;
 	evtimer_set(&ec->tmo, ec_timeout, ec);
 	TAILQ_INSERT_TAIL(&run->conns, ec, entry);
-	if (kind == EGRESS_TRANSPARENT && port_is_tls(egrant_of(run), port)) {
+	evtimer_add(&ec->tmo, &tv);
+	if (kind == EGRESS_TRANSPARENT) {
+		/*
+		 * TLS or HTTP: its first byte says (a port may be listed for
+		 * both), read without taking it (ec_first).
+		 */
+		ec->fd = fd;
+		ec->state = EC_FIRST;
+		event_set(&ec->first, fd, EV_READ, ec_first, ec);
+		event_add(&ec->first, NULL);
+		return;
+	}
+	ec_attach(ec, fd, 0);
+}
+
+/* A transparent connection's first byte, peeked. */
+static void
+ec_first(int fd, short ev, void *arg)
+{
+	struct egress_conn	*ec = arg;
+	unsigned char		 b;
+	ssize_t			 n;
+
+	if ((n = recv(fd, &b, 1, MSG_PEEK)) == -1 &&
+	    (errno == EAGAIN || errno == EINTR)) {
+		event_add(&ec->first, NULL);
+		return;
+	}
+	relay_cork(1);
+	if (n <= 0)
+		egress_conn_free(ec);
+	else {
+		ec->fd = -1;
+		/* 22: a TLS handshake record; anything else, HTTP. */
+		ec_attach(ec, fd, b == 22);
+	}
+	relay_cork(0);
+}
+
+/*
+ * The connection's bufferevent: TLS accepted here with the host from
+ * SNI, a passthrough grant's ClientHello read unanswered (egress_pass.c),
+ * or a request head in the clear.
+ */
+static void
+ec_attach(struct egress_conn *ec, int fd, int tls)
+{
+	SSL	*ssl;
+
+	if (tls && !egrant_of(ec->run)->g.passthrough) {
 		/* The host comes with the ClientHello's SNI (ec_sni). */
 		ssl = ec_ssl(ec);
 		ec->bev = bufferevent_openssl_socket_new(proc_base, fd, ssl,
@@ -486,14 +519,13 @@ egress_conn_start(struct egress_run *run, int fd, uint16_t port,
 	} else {
 		ec->bev = bufferevent_socket_new(proc_base, fd,
 		    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-		ec->state = EC_HEAD;
+		ec->state = tls ? EC_SNI : EC_HEAD;
 	}
 	if (ec->bev == NULL)
 		fatalx("%s: bufferevent", __func__);
 	bufferevent_setwatermark(ec->bev, EV_READ, 0, EGRESS_UP_HIGH);
 	bufferevent_setcb(ec->bev, ec_read, ec_write, ec_event, ec);
 	bufferevent_enable(ec->bev, EV_READ | EV_WRITE);
-	evtimer_add(&ec->tmo, &tv);
 }
 
 /* The server side of the run's TLS: ALPN http/1.1, the leaf by host. */
@@ -522,8 +554,8 @@ ec_ssl(struct egress_conn *ec)
 }
 
 /* An unbracketed copy of host, for a certificate. */
-static const char *
-host_bare(const char *host, char *buf, size_t bufsz)
+const char *
+egress_host_bare(const char *host, char *buf, size_t bufsz)
 {
 	size_t	 n = strlen(host);
 
@@ -535,24 +567,28 @@ host_bare(const char *host, char *buf, size_t bufsz)
 }
 
 /*
- * The ClientHello's server name: after CONNECT the tunnel's host decides
- * (its leaf is already on ssl); on a transparent listener it must name a
- * host of the list on this port, or the handshake ends with an alert.
+ * The ClientHello's server name: after CONNECT it must be the tunnel's
+ * host or none (whose leaf is already on ssl): a request inside would
+ * name another host than the one the list allowed; on a transparent
+ * listener it must name a host of the list on this port.  Else the
+ * handshake ends with an alert, audited.
  */
 static int
 ec_sni(SSL *ssl, int *al, void *arg)
 {
 	struct egress_conn	*ec = SSL_get_app_data(ssl);
 	const char		*name;
-	char			 lname[HOST_LEN_MAX];
+	char			 lname[HOST_LEN_MAX], bare[HOST_LEN_MAX];
 	size_t			 i;
 
-	if (ec == NULL || ec->tunnel)
+	if (ec == NULL)
 		return (SSL_TLSEXT_ERR_OK);
 	name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+	if (ec->tunnel && name == NULL)
+		return (SSL_TLSEXT_ERR_OK);
 	/* A client names no address in SNI: the one the list has here. */
-	if (name == NULL && addr_on_port(egrant_of(ec->run), ec->hport, lname,
-	    sizeof(lname)) == 0)
+	if (name == NULL && egress_addr_on_port(egrant_of(ec->run), ec->hport,
+	    lname, sizeof(lname)) == 0)
 		name = lname;
 	if (name == NULL || strlen(name) >= sizeof(lname)) {
 		*al = SSL_AD_UNRECOGNIZED_NAME;
@@ -565,9 +601,17 @@ ec_sni(SSL *ssl, int *al, void *arg)
 			lname[i] = tolower((unsigned char)name[i]);
 		lname[i] = '\0';
 	}
+	if (ec->tunnel) {
+		if (strcmp(lname, egress_host_bare(ec->host, bare,
+		    sizeof(bare))) == 0)
+			return (SSL_TLSEXT_ERR_OK);
+		*al = SSL_AD_UNRECOGNIZED_NAME;
+		egress_audit_refusal(ec, "CONNECT", lname, ec->hport, "",
+		    "the TLS server name is not the host of the CONNECT", 403);
+		return (SSL_TLSEXT_ERR_ALERT_FATAL);
+	}
 	if (!egress_host_ok(egrant_of(ec->run), lname, ec->hport, 0)) {
 		*al = SSL_AD_UNRECOGNIZED_NAME;
-		ec->refused_sni = 1;
 		egress_audit_refusal(ec, "", lname, ec->hport, "", "not on the "
 		    "egress list (TLS server name)", 403);
 		return (SSL_TLSEXT_ERR_ALERT_FATAL);
@@ -607,6 +651,12 @@ ec_read(struct bufferevent *bev, void *arg)
 	case EC_UPSTREAM:
 		egress_req_pump(ec->req);
 		break;
+	case EC_SNI:
+		egress_pass_peek(ec);
+		break;
+	case EC_SPLICE:
+		egress_pass_pump(ec);
+		break;
 	case EC_CLOSING:
 		evbuffer_drain(bufferevent_get_input(bev), -1);
 		break;
@@ -616,7 +666,7 @@ ec_read(struct bufferevent *bev, void *arg)
 	relay_cork(0);
 }
 
-/* All queued went: a closing connection ends. */
+/* All queued went: a closing connection ends, a spliced one reads on. */
 static void
 ec_write(struct bufferevent *bev, void *arg)
 {
@@ -624,6 +674,8 @@ ec_write(struct bufferevent *bev, void *arg)
 
 	if (ec->state == EC_CLOSING)
 		egress_conn_close(ec);
+	else if (ec->state == EC_SPLICE)
+		egress_pass_written(ec);
 }
 
 static void
@@ -641,7 +693,10 @@ ec_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	relay_cork(1);
-	egress_conn_free(ec);
+	if (ec->state == EC_SPLICE)
+		egress_pass_eof(ec);	/* what came goes on first */
+	else
+		egress_conn_free(ec);
 	ERR_clear_error();
 	relay_cork(0);
 }
@@ -654,6 +709,8 @@ ec_timeout(int fd, short ev, void *arg)
 	relay_cork(1);
 	if (ec->state == EC_CLOSING)
 		egress_conn_close(ec);
+	else if (ec->state == EC_PASSUP || ec->state == EC_SPLICE)
+		egress_pass_timeout(ec);
 	else
 		egress_conn_free(ec);
 	relay_cork(0);
@@ -661,7 +718,7 @@ ec_timeout(int fd, short ev, void *arg)
 
 /*
  * Closing: once what was queued went (under TLS, through the layer
- * below too), or after 5 s.
+ * below too; spliced, to the upstream too), or after 5 s.
  */
 void
 egress_conn_close(struct egress_conn *ec)
@@ -674,8 +731,8 @@ egress_conn_close(struct egress_conn *ec)
 	under = bufferevent_get_underlying(ec->bev);
 	if ((evbuffer_get_length(bufferevent_get_output(ec->bev)) == 0 &&
 	    (under == NULL ||
-	    evbuffer_get_length(bufferevent_get_output(under)) == 0)) ||
-	    ec->closing_ticks++ > 250) {
+	    evbuffer_get_length(bufferevent_get_output(under)) == 0) &&
+	    !egress_pass_pending(ec)) || ec->closing_ticks++ > 250) {
 		egress_conn_free(ec);
 		return;
 	}
@@ -706,9 +763,14 @@ egress_conn_free(struct egress_conn *ec)
 
 	TAILQ_REMOVE(&run->conns, ec, entry);
 	evtimer_del(&ec->tmo);
+	if (ec->fd != -1) {
+		event_del(&ec->first);
+		close(ec->fd);
+	}
 	if (ec->req != NULL)
 		egress_req_abort(ec->req);
 	ec->req = NULL;
+	egress_pass_free(ec);
 	if (ec->bev != NULL)
 		bufferevent_free(ec->bev);	/* the SSL and the socket */
 	freezero(ec, sizeof(*ec));
@@ -799,19 +861,13 @@ ec_head(struct egress_conn *ec)
 		return;
 	}
 	evtimer_del(&ec->tmo);
-	if ((req = calloc(1, sizeof(*req))) == NULL ||
-	    (req->head = malloc(end - skip + 1)) == NULL)
+	req = egress_req_new(ec);
+	if ((req->head = malloc(end - skip + 1)) == NULL)
 		fatal("%s: malloc", __func__);
 	memcpy(req->head, p + skip, end - skip);
 	req->head[end - skip] = '\0';
 	req->headlen = end - skip;
 	evbuffer_drain(in, end);
-	req->reqid = ++egress_reqids;
-	req->gr = egrant_of(ec->run);
-	req->runid = req->gr->runid;
-	req->worker = req->gr->worker;
-	req->chunk = RC_SIZE;
-	evtimer_set(&req->tmo, verdict_timeout, req);
 	r = http_parse_proxy_head(req->head, req->headlen, &req->h, req->hdrs,
 	    HTTP_NHEADERS_MAX);
 	if (r != 0) {
@@ -827,9 +883,27 @@ ec_head(struct egress_conn *ec)
 	}
 }
 
+/* A request of the connection, not yet read or sent. */
+struct egress_req *
+egress_req_new(struct egress_conn *ec)
+{
+	struct egress_req	*req;
+
+	if ((req = calloc(1, sizeof(*req))) == NULL)
+		fatal("%s: calloc", __func__);
+	req->reqid = ++egress_reqids;
+	req->gr = egrant_of(ec->run);
+	req->runid = req->gr->runid;
+	req->worker = req->gr->worker;
+	req->chunk = RC_SIZE;
+	evtimer_set(&req->tmo, verdict_timeout, req);
+	return (req);
+}
+
 /*
  * Where the request goes and whether it may: -1 when it was answered
- * here (refused, or a CONNECT), 0 when it waits for the vault.
+ * here (refused, or an intercepted CONNECT), 0 when it waits for the
+ * vault.
  */
 static int
 ec_route(struct egress_conn *ec, struct egress_req *req)
@@ -841,10 +915,8 @@ ec_route(struct egress_conn *ec, struct egress_req *req)
 	size_t			 i;
 	int			 plain = 0;
 
-	if (h->method == HTTP_M_CONNECT) {
-		ec_connect(ec, req);
-		return (-1);
-	}
+	if (h->method == HTTP_M_CONNECT)
+		return (ec_connect(ec, req));
 	if (ec->ssl != NULL) {
 		if (h->absolute) {
 			egress_answer(ec, 400, "an absolute URL inside TLS", 1);
@@ -908,8 +980,11 @@ ec_route(struct egress_conn *ec, struct egress_req *req)
 	return (egress_req_check(req) == -1 ? -1 : 0);
 }
 
-/* CONNECT host:port: a tunnel to a host of the list, or a 403. */
-static void
+/*
+ * CONNECT host:port: a tunnel to a host of the list, or a 403; -1, or
+ * 0 when a passthrough tunnel waits for its record (egress_pass.c).
+ */
+static int
 ec_connect(struct egress_conn *ec, struct egress_req *req)
 {
 	struct egrant		*gr = egrant_of(ec->run);
@@ -920,12 +995,12 @@ ec_connect(struct egress_conn *ec, struct egress_req *req)
 
 	if (ec->kind != EGRESS_PROXY || ec->ssl != NULL) {
 		egress_answer(ec, 400, "CONNECT only on the proxy's port", 1);
-		return;
+		return (-1);
 	}
 	if (host_split(req->h.authority.p, req->h.authority.len, ec->host,
 	    sizeof(ec->host), &ec->hport, 0) == -1) {
 		egress_answer(ec, 400, "CONNECT needs host:port", 1);
-		return;
+		return (-1);
 	}
 	if (!egress_host_ok(gr, ec->host, ec->hport, 0)) {
 		snprintf(detail, sizeof(detail), "%s:%u is not on the egress "
@@ -933,18 +1008,20 @@ ec_connect(struct egress_conn *ec, struct egress_req *req)
 		egress_audit_refusal(ec, "CONNECT", ec->host, ec->hport, "",
 		    detail, 403);
 		egress_answer(ec, 403, detail, 1);
-		return;
+		return (-1);
 	}
+	if (gr->g.passthrough)
+		return (egress_pass_connect(ec, req));
 	ssl = ec_ssl(ec);
 	ec->tunnel = 1;
-	if (egress_ca_use(ssl, host_bare(ec->host, bare, sizeof(bare))) ==
-	    -1) {
+	if (egress_ca_use(ssl, egress_host_bare(ec->host, bare,
+	    sizeof(bare))) == -1) {
 		/* No bufferevent holds it yet. */
 		SSL_free(ssl);
 		ec->ssl = NULL;
 		egress_answer(ec, 502, "no certificate can be made for this "
 		    "host", 1);
-		return;
+		return (-1);
 	}
 	evbuffer_add_printf(bufferevent_get_output(ec->bev),
 	    "HTTP/1.1 200 Connection established\r\n\r\n");
@@ -964,6 +1041,7 @@ ec_connect(struct egress_conn *ec, struct egress_req *req)
 	tv.tv_sec = EGRESS_HEAD_SECS;
 	tv.tv_usec = 0;
 	evtimer_add(&ec->tmo, &tv);
+	return (-1);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1088,6 +1166,14 @@ egress_verdict_recv(int worker, const void *head, const char *data,
 			line[i] = (unsigned char)detail[i] < 0x20 ? ' ' :
 			    detail[i];
 		line[i] = '\0';
+		if (req->tunnel) {
+			ec->req = NULL;
+			egress_req_free(req);
+			egress_pass_refuse(ec, v.status >= 400 &&
+			    v.status <= 599 ? (int)v.status : 403,
+			    line[0] ? line : "refused by policy");
+			return;
+		}
 		egress_answer(ec, v.status >= 400 && v.status <= 599 ?
 		    (int)v.status : 403, line[0] ? line : "refused by policy",
 		    req->body || req->close);
@@ -1097,7 +1183,10 @@ egress_verdict_recv(int worker, const void *head, const char *data,
 		return;
 	}
 	req->callid = v.callid;
-	egress_req_go(req);
+	if (req->tunnel)
+		egress_pass_go(req);
+	else
+		egress_req_go(req);
 }
 
 static void
@@ -1117,8 +1206,12 @@ verdict_timeout(int fd, short ev, void *arg)
 	/* Stays listed a while: a late verdict still closes its record. */
 	ec->req = NULL;
 	req->ec = NULL;
-	egress_answer(ec, 503, "the vault did not record the request in time "
-	    "— try again later", 1);
+	if (req->tunnel)
+		egress_pass_refuse(ec, 503, "the vault did not record the "
+		    "connection in time — try again later");
+	else
+		egress_answer(ec, 503, "the vault did not record the request "
+		    "in time — try again later", 1);
 	evtimer_add(&req->tmo, &tv);
 	relay_cork(0);
 }

@@ -51,7 +51,7 @@ static int	 sk_backlog(struct rcall *);
 
 static const struct rsink egress_sink = {
 	sk_request, sk_written, sk_head, sk_body, sk_end, sk_refuse,
-	sk_backlog
+	sk_backlog, NULL
 };
 
 const struct http_hdr *
@@ -341,6 +341,32 @@ req_build(struct egress_req *req)
 	return (rv);
 }
 
+/*
+ * The relay's call for a recorded request of the run (or a passthrough
+ * connection): its record, the run's org, user and pool, the grant's
+ * SSRF rule; the caller sets its method.
+ */
+struct rcall *
+egress_rcall(const struct egress_req *req, const char *url,
+    const struct rsink *sink, void *arg)
+{
+	struct rcall	*rc;
+
+	if ((rc = calloc(1, sizeof(*rc))) == NULL ||
+	    (rc->url = strdup(url)) == NULL)
+		fatal("%s: calloc", __func__);
+	rc->reqid = req->reqid;
+	rc->callid = req->callid;
+	rc->worker = req->worker;
+	rc->allow_private = req->gr->g.allow_private != 0;
+	rc->org_id = req->gr->g.org_id;
+	rc->user_id = req->gr->g.user_id;
+	rc->sink = sink;
+	rc->sink_arg = arg;
+	rc->runid = req->runid;
+	return (rc);
+}
+
 /* The vault recorded it: swapped, then to the upstream. */
 void
 egress_req_go(struct egress_req *req)
@@ -369,19 +395,10 @@ egress_req_go(struct egress_req *req)
 		    "HTTP/1.1 100 Continue\r\n\r\n");
 	snprintf(url, sizeof(url), "%s://%s:%u/", req->https ? "https" :
 	    "http", req->host, req->port);
-	if ((rc = calloc(1, sizeof(*rc))) == NULL ||
-	    (rc->method = strndup(req->head, strcspn(req->head, " "))) ==
-	    NULL || (rc->url = strdup(url)) == NULL)
-		fatal("%s: calloc", __func__);
-	rc->reqid = req->reqid;
-	rc->callid = req->callid;
-	rc->worker = req->worker;
-	rc->allow_private = gr->g.allow_private != 0;
-	rc->org_id = gr->g.org_id;
-	rc->user_id = gr->g.user_id;
-	rc->sink = &egress_sink;
-	rc->sink_arg = req;
-	rc->runid = req->runid;
+	rc = egress_rcall(req, url, &egress_sink, req);
+	if ((rc->method = strndup(req->head, strcspn(req->head, " "))) ==
+	    NULL)
+		fatal("%s: strndup", __func__);
 	rc->total_s = gr->g.timeout_s;
 	rc->rset = rcache_hold(gr->rset);
 	rc->set = rcache_set(rc->rset);

@@ -634,7 +634,9 @@ relay_begin(struct rcall *rc)
 	struct evdns_getaddrinfo_request *req;
 	struct evutil_addrinfo	 hints;
 
-	if ((rc->rd = redact_new(rc->set, SIZE_MAX)) == NULL)
+	/* A tunnel's bytes are not read: nothing to mask. */
+	if ((rc->sink == NULL || rc->sink->tunnel == NULL) &&
+	    (rc->rd = redact_new(rc->set, SIZE_MAX)) == NULL)
 		fatal("%s: redact_new", __func__);
 	if (ncalls > RELAY_CALLS_MAX) {
 		relay_refuse(rc, 503, CALL_UPSTREAM, "the relay is busy with "
@@ -732,6 +734,10 @@ relay_go(struct rcall *rc, int refused)
 		    CALL_UPSTREAM, refused ? "the upstream's address is not "
 		    "public: tregd does not call private networks" :
 		    "the upstream's name has no usable address");
+		return;
+	}
+	if (rc->sink != NULL && rc->sink->tunnel != NULL) {
+		rc->sink->tunnel(rc);
 		return;
 	}
 	if (rhttp_start(rc) == -1)

@@ -56,6 +56,10 @@ struct rfetch;
  *   head, body, end  the answer, as relay_send_head/body, relay_finish;
  *   refuse   tregd's own refusal (detail: one line, no secret);
  *   backlog  1: the run's side has too much queued, wait.
+ *   tunnel   not NULL: a passthrough tunnel's (egress_pass.c), which
+ *            has only end, refuse and this: the checked addresses are
+ *            in the call, the owner connects and splices itself (no
+ *            HTTP, no masking); the call ends when it says.
  */
 struct rsink {
 	void	(*request)(struct rcall *, struct evbuffer *);
@@ -65,6 +69,7 @@ struct rsink {
 	void	(*end)(struct rcall *, int);
 	void	(*refuse)(struct rcall *, int, const char *);
 	int	(*backlog)(struct rcall *);
+	void	(*tunnel)(struct rcall *);
 };
 
 /* An upstream's address (IPv4 or IPv6, with the port). */
@@ -176,6 +181,9 @@ void	 rfetch_free(struct rfetch *);
 /* relay_http.c */
 void	 rhttp_init(const char *, size_t, size_t);
 int	 rhttp_start(struct rcall *);
+int	 rhttp_socket(struct rcall *, struct event *,
+	    void (*)(int, short, void *), void *);
+int	 rhttp_connect_error(int);
 void	 rhttp_stop(struct rcall *);
 void	 rhttp_pause(struct rcall *, int);
 void	 rhttp_end(struct rcall *, int);

@@ -217,9 +217,15 @@ rh_idle_find(struct rcall *rc)
 	return (NULL);
 }
 
-/* The next checked address: a socket of the relay's own, connecting. */
-static void
-rh_connect(struct rcall *rc)
+/*
+ * The call's next checked address from rc->nextaddr on, the guard asked
+ * again: a socket of the relay's own connecting to it (rc->nextaddr
+ * names it), ev set to call cb(arg) once it is writable; or -1 when none
+ * is left.  A passthrough tunnel's too.
+ */
+int
+rhttp_socket(struct rcall *rc, struct event *ev,
+    void (*cb)(int, short, void *), void *arg)
 {
 	union raddr	*ra;
 	int		 fd, one = 1;
@@ -236,25 +242,41 @@ rh_connect(struct rcall *rc)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		if (connect(fd, &ra->sa, rh_salen(ra)) == 0 ||
 		    errno == EINPROGRESS) {
-			rc->cfd = fd;
-			event_set(&rc->cev, fd, EV_WRITE, rh_connected, rc);
-			event_add(&rc->cev, NULL);
-			return;
+			event_set(ev, fd, EV_WRITE, cb, arg);
+			event_add(ev, NULL);
+			return (fd);
 		}
 		close(fd);
 	}
-	rhttp_fail(rc, 502, "the upstream could not be reached");
+	return (-1);
+}
+
+/* How a socket's connect ended: 0, or its errno. */
+int
+rhttp_connect_error(int fd)
+{
+	socklen_t	 len = sizeof(int);
+	int		 err = 0;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		err = errno;
+	return (err);
+}
+
+/* The next checked address: a socket of the relay's own, connecting. */
+static void
+rh_connect(struct rcall *rc)
+{
+	if ((rc->cfd = rhttp_socket(rc, &rc->cev, rh_connected, rc)) == -1)
+		rhttp_fail(rc, 502, "the upstream could not be reached");
 }
 
 static void
 rh_connected(int fd, short ev, void *arg)
 {
 	struct rcall	*rc = arg;
-	socklen_t	 len = sizeof(int);
-	int		 err = 0;
+	int		 err = rhttp_connect_error(fd);
 
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
-		err = errno;
 	rc->cfd = -1;
 	if (err != 0) {
 		close(fd);

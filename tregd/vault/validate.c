@@ -1223,10 +1223,9 @@ cli_check_host(json_t *in, const char *host, int local, json_t **out,
 /*
  * "keyless" (default true) and "tls" ("intercept", the default, or
  * "passthrough"), kept in o only when they differ from the default.
- * Passthrough would splice a connection unread (SPEC 6a): no placeholder
+ * Passthrough splices a connection unread (SPEC 6a): no placeholder
  * could be swapped in it, so only a profile whose run holds the real key
- * may ask, and the relay does not splice yet: it is refused with what to
- * use instead rather than intercepted against the profile's word.
+ * may ask.
  */
 static int
 keyless_check(json_t *in, json_t *o, char *err, size_t errlen)
@@ -1243,13 +1242,6 @@ keyless_check(json_t *in, json_t *o, char *err, size_t errlen)
 		snprintf(err, errlen, "cli: 'tls': 'passthrough' needs "
 		    "\"keyless\": false (a connection passed through cannot "
 		    "have a placeholder swapped for the key)");
-		return (-1);
-	}
-	if (strcmp(tls, "passthrough") == 0) {
-		snprintf(err, errlen, "cli: 'tls': 'passthrough' is not "
-		    "available in this version: for a CLI that pins "
-		    "certificates use \"keyless\": false with \"run network "
-		    "host\" (tregd.8 CAVEATS)");
 		return (-1);
 	}
 	if (!keyless)

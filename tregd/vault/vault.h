@@ -562,6 +562,7 @@ struct egress_who {
 	int64_t		 org_id;
 	int64_t		 user_id;
 	const char	*email;
+	const char	*client;	/* X-Treg-Client the run came with */
 	const char	*tool;
 };
 /* The run's grant to the relay (packed: tregd.h), the run known here. */

@@ -44,6 +44,7 @@ struct erun {
 	int64_t			 org_id;
 	int64_t			 user_id;
 	char			 email[256];
+	char			 client[CLIENT_NAME_MAX + 1];
 	char			 tool[NAME_LEN_MAX + 1];
 };
 TAILQ_HEAD(erun_list, erun);
@@ -103,6 +104,7 @@ egress_run_start(const struct egress_who *w, const struct egress_grant *g,
 	r->org_id = w->org_id;
 	r->user_id = w->user_id;
 	strlcpy(r->email, w->email, sizeof(r->email));
+	strlcpy(r->client, w->client, sizeof(r->client));
 	strlcpy(r->tool, w->tool, sizeof(r->tool));
 	TAILQ_INSERT_TAIL(&eruns, r, entry);
 	vault_egress_grant(g, pk, len);
@@ -328,6 +330,7 @@ egress_row(struct epend *p, const char *now)
 	c.org_id = p->run->org_id;
 	c.user_id = p->run->user_id;
 	c.user_email = p->run->email;
+	c.client = p->run->client;
 	c.tool_name = p->run->tool;
 	c.method = p->method;
 	c.path = p->path;

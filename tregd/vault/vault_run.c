@@ -51,6 +51,7 @@ struct vrun {
 	int64_t			 org_id;
 	int64_t			 user_id;
 	char			 email[256];
+	char			 client[CLIENT_NAME_MAX + 1];	/* X-Treg-Client */
 	char			 tool[NAME_LEN_MAX + 1];
 	char			 bin[CONF_BIN_LEN];
 	char			*argv;		/* masked JSON */
@@ -512,6 +513,7 @@ run_record(struct vault_req *req, struct runp *rp, struct vault_resp *resp)
 	vr->org_id = a->org_id;
 	vr->user_id = a->user_id;
 	strlcpy(vr->email, a->email, sizeof(vr->email));
+	strlcpy(vr->client, a->client, sizeof(vr->client));
 	strlcpy(vr->tool, rp->t.name, sizeof(vr->tool));
 	strlcpy(vr->bin, rp->bin, sizeof(vr->bin));
 	vr->argv = rp->argv;
@@ -643,6 +645,7 @@ run_grant(struct runp *rp, const struct vrun *vr)
 	w.org_id = vr->org_id;
 	w.user_id = vr->user_id;
 	w.email = vr->email;
+	w.client = vr->client;
 	w.tool = vr->tool;
 	pack_init(&pk);
 	egress_grant_pack(&pk, rp->egress, rp->subs, rp->mask);
