@@ -359,6 +359,7 @@ enum api_route {
 	ROUTE_PROJECTS_LIST,		/* GET /orgs/{id}/projects */
 	ROUTE_PROJECT_DELETE,		/* DELETE /orgs/{id}/projects/{id} */
 	ROUTE_ORG_USAGE,		/* GET /orgs/{id}/usage */
+	ROUTE_AGENTS_OBSERVED,		/* GET /orgs/{id}/agents/observed */
 	ROUTE_MAX
 };
 

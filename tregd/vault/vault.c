@@ -383,7 +383,8 @@ vault_index_routes(void)
 		vault_skill_routes, vault_run_routes,
 		vault_policy_routes, vault_member_routes,
 		vault_me_routes, vault_identity_routes, vault_mail_routes,
-		vault_project_routes, vault_health_routes
+		vault_project_routes, vault_health_routes,
+		vault_observed_routes
 	};
 	const struct vault_route	*r;
 	size_t				 i;

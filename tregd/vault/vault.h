@@ -611,6 +611,12 @@ int		 ctl_key(const struct ctl_request *, json_t **);
  * GET /orgs/{id}/usage.
  */
 extern const struct vault_route vault_project_routes[];
+
+/*
+ * vault_observed.c: GET /orgs/{id}/agents/observed, treg's roster of the
+ * runtimes (X-Treg-Client) the org's people call from.
+ */
+extern const struct vault_route vault_observed_routes[];
 /*
  * Around the member, agent and invite routes (as call_view_*): the
  * project_access a body sends, checked before, stored and shown after.
