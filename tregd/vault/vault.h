@@ -406,6 +406,13 @@ int		 oauth_check_ids(secret_get_fn, int64_t, const int64_t *,
 		    size_t, const char *, struct vault_resp *, int64_t *);
 int		 oauth_check(secret_get_fn, int64_t, json_t *, const char *,
 		    struct vault_resp *, int64_t *);
+/*
+ * treg's provider, refreshable, expiry_state and expires_at of secret
+ * (org, id, kind) set on a health view: 1 when only a person can renew
+ * it soon (treg's needs_reconnect), else 0.
+ */
+int		 oauth_expiry_view(secret_get_fn, int64_t, int64_t,
+		    const char *, json_t *);
 /* vault_org.c: treg's sign-up webhook_url, checked (NULL: none). */
 int		 body_webhook(struct vault_req *, struct vault_resp *,
 		    const char **);

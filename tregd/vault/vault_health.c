@@ -473,22 +473,26 @@ hrun_judge(struct hrun *r)
 
 /*
  * Every verdict written, then the report: {"checked", "invalid": [...],
- * "all": [...]}, the rows GET /health shows with their owners.
+ * "expiring": [...], "all": [...]}, the rows GET /health shows with
+ * their owners and treg's expiry axis (oauth_expiry_view()).
  */
 static void
 hrun_finish(struct hrun *r)
 {
 	struct vault_resp	 resp;
 	struct store_sel	 sel;
-	json_t			*marked, *all, *invalid, *o, *owners, *ow;
+	json_t			*marked, *all, *invalid, *expiring, *o, *owners;
+	json_t			*ow;
 	char			 id[32], now[32];
 	size_t			 i;
+	int64_t			 sid;
 
 	memset(&resp, 0, sizeof(resp));
 	memset(&sel, 0, sizeof(sel));
 	sel.org = r->org_id;
 	if ((marked = json_object()) == NULL || (all = json_array()) == NULL ||
 	    (invalid = json_array()) == NULL ||
+	    (expiring = json_array()) == NULL ||
 	    (owners = json_object()) == NULL)
 		fatal("%s: json", __func__);
 	hrun_judge(r);
@@ -508,22 +512,29 @@ hrun_finish(struct hrun *r)
 	}
 	if (resp.status == 0) {
 		json_array_foreach(all, i, o) {
-			snprintf(id, sizeof(id), "%lld", (long long)
-			    json_integer_value(json_object_get(o,
-			    "secret_id")));
+			sid = json_integer_value(json_object_get(o,
+			    "secret_id"));
+			snprintf(id, sizeof(id), "%lld", (long long)sid);
 			ow = json_object_get(owners, id);
 			json_object_set(o, "owner", ow != NULL ?
 			    json_object_get(ow, "email") : json_null());
+			/*
+			 * Every oauth secret of the org, bound or not: one
+			 * no probe touches can still be days from its end.
+			 */
+			if (oauth_expiry_view(store_secret_get, r->org_id,
+			    sid, json_string_value(json_object_get(o,
+			    "kind")), o))
+				json_array_append(expiring, o);
 			if (json_object_get(marked, json_string_value(
 			    json_object_get(o, "name"))) != NULL &&
 			    strcmp(json_string_value(json_object_get(o,
 			    "status")), "invalid") == 0)
 				json_array_append(invalid, o);
 		}
-		/* treg's expiring (unrefreshable tokens near death): none. */
-		resp_ok(&resp, json_pack("{s:I, s:O, s:[], s:O}", "checked",
+		resp_ok(&resp, json_pack("{s:I, s:O, s:O, s:O}", "checked",
 		    (json_int_t)json_object_size(marked), "invalid", invalid,
-		    "expiring", "all", all));
+		    "expiring", expiring, "all", all));
 	}
 	vault_respond(r->reqid, &resp);
 	if (resp.status == 200)
@@ -534,6 +545,7 @@ hrun_finish(struct hrun *r)
 	json_decref(marked);
 	json_decref(all);
 	json_decref(invalid);
+	json_decref(expiring);
 	TAILQ_REMOVE(&hruns, r, entry);
 	nhruns--;
 	hrun_free(r);
