@@ -162,6 +162,7 @@ struct tregd_conf {
 	char			 mail_sendmail[PATH_MAX];	/* "" = none */
 	char			 mail_from[CONF_MAIL_FROM_LEN];	/* "" = none */
 	int			 mail_development;	/* codes in answers */
+	int			 health_interval;	/* seconds, 0: none */
 };
 
 /*

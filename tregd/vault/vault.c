@@ -223,6 +223,7 @@ vault_main(int debug, int verbose)
 	evtimer_set(&ev_metrics, vault_metrics_tick, NULL);
 	vault_metrics_tick(0, 0, NULL);
 	hosts_start(worker_index);
+	health_sched(worker_index);
 
 	proc_child_run(vault_sig);
 }
@@ -431,6 +432,7 @@ vault_imsg_reload_end(struct imsgev *iev, struct imsg *imsg)
 	conf_ready = 1;
 	conf_generation++;
 	crypto_reload();	/* SIGHUP, tregctl reload */
+	health_sched(worker_index);
 }
 
 static void

@@ -418,6 +418,8 @@ int		 body_webhook(struct vault_req *, struct vault_resp *,
 		    const char **);
 void		 health_fetch_done(const struct fetch_done *, const char *,
 		    size_t);
+/* The periodic run ("health interval"), (re)armed on worker 0. */
+void		 health_sched(int);
 
 /* vault_audit.c: the local-run audit rows and the refusals on record */
 /* One row of the local-run audit (calls, kind 'local_run'). */
