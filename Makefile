@@ -175,7 +175,7 @@ regress/unit/redact_test: regress/unit/redact_test.c regress/lib/redact_ref.c \
 # The PostgreSQL store tests share the creation of their database.
 regress/unit/store_pg_test regress/unit/store_org_test \
     regress/unit/store_tool_test regress/unit/store_project_test \
-    regress/unit/store_health_test: \
+    regress/unit/store_health_test regress/unit/store_observed_test: \
     regress/unit/%: \
     regress/unit/%.c regress/lib/pgdb.c regress/lib/pgdb.h \
     $(TREGD_LIBOBJS) common/libcommon.a

@@ -171,7 +171,7 @@ vault_layer() {
 	tregd/vault/vault_ctl_key.c|tregd/vault/vault_identity.c|\
 	tregd/vault/vault_mail.c|tregd/vault/vault_project.c|\
 	tregd/vault/vault_egress.c|tregd/vault/vault_health.c|\
-	tregd/vault/vault_oauth.c)
+	tregd/vault/vault_oauth.c|tregd/vault/vault_observed.c)
 		echo 5 ;;
 	tregd/vault/vault_crypto.c|tregd/vault/vault_keyring.c|\
 	tregd/vault/vault_keydb.c)

@@ -29,6 +29,7 @@ static void	 print_string(FILE *, const char *);
 static void	 print_size(FILE *, long long);
 static void	 print_mail(const struct tregd_conf *, FILE *);
 static void	 print_front(const struct tregd_conf *, FILE *);
+static void	 print_interval(FILE *, const char *, int);
 static void	 print_isolation(FILE *, const struct tregd_conf *);
 
 /*
@@ -251,6 +252,7 @@ conf_defaults(struct tregd_conf *c)
 	c->relay_allow_private = 0;
 	c->relay_timeout_connect = DEF_RELAY_T_CONNECT;
 	c->relay_timeout_total = DEF_RELAY_T_TOTAL;
+	c->health_interval = 0;		/* treg schedules no run itself */
 	c->http_body_max = HTTP_BODY_MAX;
 	c->http_max_conns = DEF_HTTP_CONNS;
 	c->http_timeout = HTTP_TIMEOUT;
@@ -551,4 +553,21 @@ print_front(const struct tregd_conf *c, FILE *fp)
 	}
 	if (!c->log_requests)
 		fputs("log requests no\n", fp);
+	print_interval(fp, "health interval", c->health_interval);
+}
+
+/* A duration in its largest whole unit; nothing when 0 (the default). */
+static void
+print_interval(FILE *fp, const char *what, int secs)
+{
+	if (secs == 0)
+		return;
+	if (secs % 86400 == 0)
+		fprintf(fp, "%s %dd\n", what, secs / 86400);
+	else if (secs % 3600 == 0)
+		fprintf(fp, "%s %dh\n", what, secs / 3600);
+	else if (secs % 60 == 0)
+		fprintf(fp, "%s %dm\n", what, secs / 60);
+	else
+		fprintf(fp, "%s %ds\n", what, secs);
 }

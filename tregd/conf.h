@@ -20,6 +20,9 @@
 #define DEF_RELAY_T_CONNECT	10
 #define DEF_RELAY_T_TOTAL	300
 #define RELAY_TIMEOUT_MAX	3600
+/* health interval: off (treg schedules none itself), else 10 s .. 30 days */
+#define HEALTH_INTERVAL_MIN	10
+#define HEALTH_INTERVAL_MAX	(30 * 86400)
 #define DEF_RUN_SLOTS		4
 #define DEF_RUN_SLOTS_USER	2
 #define DEF_VAULT_WORKERS	2	/* one answers while one is busy */

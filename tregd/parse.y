@@ -115,6 +115,7 @@ static int	 proof_ok(const char *);
 static int	 allow_add(const char *);
 static int	 conf_validate(const struct tregd_conf *);
 static int	 uidrange_set(const char *);
+static long long duration_parse(const char *);
 
 %}
 
@@ -130,10 +131,12 @@ static int	 uidrange_set(const char *);
 %token	VAULT WORKERS
 %token	CA CONNECT
 %token	DEVELOPMENT FROM MAIL SENDMAIL
+%token	HEALTH INTERVAL
 %token	ERROR
 %token	<v.string>	STRING
 %token	<v.number>	NUMBER
 %type	<v.number>	yesno size peruser perorg peraddr listentls buftotal
+%type	<v.number>	interval
 
 %%
 
@@ -232,6 +235,17 @@ main		: LISTEN ON STRING PORT NUMBER listentls {
 		| MAIL mailopt
 		| HTTP httpopt
 		| DATABASE dbopt
+		| HEALTH INTERVAL NO	{ conf->health_interval = 0; }
+		| HEALTH INTERVAL interval {
+			if ($3 < HEALTH_INTERVAL_MIN ||
+			    $3 > HEALTH_INTERVAL_MAX) {
+				yyerror("health interval %llds out of range "
+				    "(%ds..%dd)", $3, HEALTH_INTERVAL_MIN,
+				    HEALTH_INTERVAL_MAX / 86400);
+				YYERROR;
+			}
+			conf->health_interval = $3;
+		}
 		| VAULT WORKERS NUMBER {
 			if ($3 < 1 || $3 > VAULT_WORKERS_MAX) {
 				yyerror("vault workers %lld out of range "
@@ -239,6 +253,17 @@ main		: LISTEN ON STRING PORT NUMBER listentls {
 				YYERROR;
 			}
 			conf->vault_workers = $3;
+		}
+		;
+
+/* A duration: seconds, or a count of s, m, h or d ("6h"). */
+interval	: NUMBER		{ $$ = $1; }
+		| STRING {
+			if (($$ = duration_parse($1)) == -1) {
+				yyerror("\"%s\" is not a duration (such as "
+				    "90s, 30m, 6h or 1d)", $1);
+				YYERROR;
+			}
 		}
 		;
 
@@ -627,9 +652,11 @@ static const struct keyword keywords[] = {
 	{ "from",		FROM },
 	{ "group",		GROUP },
 	{ "header",		HEADER },
+	{ "health",		HEALTH },
 	{ "http",		HTTP },
 	{ "idle",		IDLE },
 	{ "include",		INCLUDE },
+	{ "interval",		INTERVAL },
 	{ "key",		KEY },
 	{ "listen",		LISTEN },
 	{ "log",		LOG },
@@ -1444,4 +1471,41 @@ uidrange_set(const char *s)
 	yyerror("invalid run users \"%s\" (FIRST-LAST, uids %d..%d, at "
 	    "most %d of them)", s, RUN_UID_MIN, RUN_UID_MAX, RUN_USERS_MAX);
 	return (-1);
+}
+
+/* "90s", "30m", "6h", "1d": seconds, or -1. */
+static long long
+duration_parse(const char *s)
+{
+	const char	*errstr;
+	char		 num[16];
+	size_t		 n = strlen(s);
+	long long	 v, unit;
+
+	if (n < 2 || n > sizeof(num))
+		return (-1);
+	switch (s[n - 1]) {
+	case 's':
+		unit = 1;
+		break;
+	case 'm':
+		unit = 60;
+		break;
+	case 'h':
+		unit = 3600;
+		break;
+	case 'd':
+		unit = 86400;
+		break;
+	default:
+		return (-1);
+	}
+	memcpy(num, s, n - 1);
+	num[n - 1] = '\0';
+	if (strspn(num, "0123456789") != n - 1)
+		return (-1);
+	v = strtonum(num, 0, LLONG_MAX / 86400, &errstr);
+	if (errstr != NULL)
+		return (-1);
+	return (v * unit);
 }

@@ -162,6 +162,7 @@ struct tregd_conf {
 	char			 mail_sendmail[PATH_MAX];	/* "" = none */
 	char			 mail_from[CONF_MAIL_FROM_LEN];	/* "" = none */
 	int			 mail_development;	/* codes in answers */
+	int			 health_interval;	/* seconds, 0: none */
 };
 
 /*
@@ -359,6 +360,7 @@ enum api_route {
 	ROUTE_PROJECTS_LIST,		/* GET /orgs/{id}/projects */
 	ROUTE_PROJECT_DELETE,		/* DELETE /orgs/{id}/projects/{id} */
 	ROUTE_ORG_USAGE,		/* GET /orgs/{id}/usage */
+	ROUTE_AGENTS_OBSERVED,		/* GET /orgs/{id}/agents/observed */
 	ROUTE_MAX
 };
 

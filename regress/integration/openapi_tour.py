@@ -288,6 +288,16 @@ def main():
           token=tok, want=404)
     check("GET", "/runs", "/runs?limit=10", token=tok, want=200)
     check("GET", "/calls", "/calls?limit=10", token=tok, want=200)
+    # A server run from a runtime treg's client names: a roster row.
+    request("POST", "/run", {"tool": "demo", "args": ["-c", "true"]}, tok,
+            {"X-Treg-Client": "claude-code"})
+    _, seen_rows = check("GET", "/orgs/{org_id}/agents/observed",
+                         "/orgs/%d/agents/observed" % org, token=tok,
+                         want=200)
+    if not seen_rows:
+        failures.append("GET /orgs/{org_id}/agents/observed: no row")
+    check("GET", "/orgs/{org_id}/agents/observed",
+          "/orgs/%d/agents/observed" % org, want=401)
     check("GET", "/health", "/health", token=tok, want=200)
     check("POST", "/health/run", "/health/run", token=tok, want=200)
     check("POST", "/health/run", "/health/run", want=401)

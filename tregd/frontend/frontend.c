@@ -113,6 +113,7 @@ static const struct route_pat routes[] = {
 	{ EVHTTP_REQ_POST,	"/orgs/#/agents",		ROUTE_AGENTS_CREATE },
 	{ EVHTTP_REQ_GET,	"/orgs/#/agents",		ROUTE_AGENTS_LIST },
 	{ EVHTTP_REQ_DELETE,	"/orgs/#/agents/#",		ROUTE_AGENT_DELETE },
+	{ EVHTTP_REQ_GET,	"/orgs/#/agents/observed",	ROUTE_AGENTS_OBSERVED },
 	{ EVHTTP_REQ_POST,	"/orgs/#/deny",			ROUTE_DENY_CREATE },
 	{ EVHTTP_REQ_GET,	"/orgs/#/deny",			ROUTE_DENY_LIST },
 	{ EVHTTP_REQ_DELETE,	"/orgs/#/deny/#",		ROUTE_DENY_DELETE },

@@ -226,6 +226,7 @@ vault_main(int debug, int verbose)
 	evtimer_set(&ev_metrics, vault_metrics_tick, NULL);
 	vault_metrics_tick(0, 0, NULL);
 	hosts_start(worker_index);
+	health_sched(worker_index);
 
 	proc_child_run(vault_sig);
 }
@@ -386,7 +387,8 @@ vault_index_routes(void)
 		vault_skill_routes, vault_run_routes,
 		vault_policy_routes, vault_member_routes,
 		vault_me_routes, vault_identity_routes, vault_mail_routes,
-		vault_project_routes, vault_health_routes
+		vault_project_routes, vault_health_routes,
+		vault_observed_routes
 	};
 	const struct vault_route	*r;
 	size_t				 i;
@@ -421,6 +423,7 @@ vault_imsg_reload_end(struct imsgev *iev, struct imsg *imsg)
 	conf_ready = 1;
 	conf_generation++;
 	crypto_reload();	/* SIGHUP, tregctl reload */
+	health_sched(worker_index);
 }
 
 static void

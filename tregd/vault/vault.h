@@ -406,11 +406,20 @@ int		 oauth_check_ids(secret_get_fn, int64_t, const int64_t *,
 		    size_t, const char *, struct vault_resp *, int64_t *);
 int		 oauth_check(secret_get_fn, int64_t, json_t *, const char *,
 		    struct vault_resp *, int64_t *);
+/*
+ * treg's provider, refreshable, expiry_state and expires_at of secret
+ * (org, id, kind) set on a health view: 1 when only a person can renew
+ * it soon (treg's needs_reconnect), else 0.
+ */
+int		 oauth_expiry_view(secret_get_fn, int64_t, int64_t,
+		    const char *, json_t *);
 /* vault_org.c: treg's sign-up webhook_url, checked (NULL: none). */
 int		 body_webhook(struct vault_req *, struct vault_resp *,
 		    const char **);
 void		 health_fetch_done(const struct fetch_done *, const char *,
 		    size_t);
+/* The periodic run ("health interval"), (re)armed on worker 0. */
+void		 health_sched(int);
 
 /* vault_audit.c: the local-run audit rows and the refusals on record */
 /* One row of the local-run audit (calls, kind 'local_run'). */
@@ -612,6 +621,12 @@ int		 ctl_key(const struct ctl_request *, json_t **);
  * GET /orgs/{id}/usage.
  */
 extern const struct vault_route vault_project_routes[];
+
+/*
+ * vault_observed.c: GET /orgs/{id}/agents/observed, treg's roster of the
+ * runtimes (X-Treg-Client) the org's people call from.
+ */
+extern const struct vault_route vault_observed_routes[];
 /*
  * Around the member, agent and invite routes (as call_view_*): the
  * project_access a body sends, checked before, stored and shown after.

@@ -212,6 +212,7 @@ org_route_reads(enum api_route r)
 	case ROUTE_INVITES_LIST:
 	case ROUTE_MEMBERS_LIST:
 	case ROUTE_AGENTS_LIST:
+	case ROUTE_AGENTS_OBSERVED:
 	case ROUTE_DENY_LIST:
 	case ROUTE_ORG_LEAVE:
 		return (1);

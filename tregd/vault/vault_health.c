@@ -42,6 +42,7 @@
 #define HEALTH_RUNS_MAX		16	/* in flight on one worker */
 #define HEALTH_TOOLS_MAX	256	/* tools looked at by one run */
 #define HEALTH_SECRETS_MAX	512	/* secrets judged by one run */
+#define HEALTH_SWEEP_ORGS_MAX	100000	/* orgs of one periodic run */
 
 enum hstat { H_NONE, H_OK, H_UNKNOWN, H_INVALID };	/* worse: higher */
 static const char *const hstat_name[] = { "", "ok", "unknown", "invalid" };
@@ -72,6 +73,8 @@ struct hsecret {
 struct hrun {
 	TAILQ_ENTRY(hrun)	 entry;
 	uint32_t		 reqid;
+	int			 sweep;		/* the periodic run's: no
+						   one to answer */
 	int64_t			 org_id;
 	struct htool		 t[HEALTH_TOOLS_MAX];
 	size_t			 nt;
@@ -84,7 +87,25 @@ static TAILQ_HEAD(, hrun)	 hruns = TAILQ_HEAD_INITIALIZER(hruns);
 static int			 nhruns;
 static uint32_t			 fetch_next;
 
+/*
+ * The periodic run (tregd.conf "health interval"): every org that has a
+ * tool, one after the other, on worker 0 only.
+ */
+static struct {
+	struct event	 tick;		/* every interval */
+	struct event	 step;		/* the next org, on the next turn */
+	int		 set;
+	int		 interval;	/* armed with, 0: off */
+	int64_t		*orgs;
+	size_t		 n, next;
+	int		 running;
+} sweep;
+
 static void	health_run(struct vault_req *, struct vault_resp *);
+static int	hrun_start(int64_t, uint32_t, int, struct vault_resp *);
+static void	sweep_tick(int, short, void *);
+static void	sweep_step(int, short, void *);
+static int	sweep_org(const struct store_org_row *, void *);
 static int	health_tool(const struct store_tool_item *, void *);
 static int	probe_method_ok(json_t *);
 static struct hsecret *hrun_secret(struct hrun *, int64_t);
@@ -186,6 +207,16 @@ hrun_secret(struct hrun *r, int64_t id)
 static void
 health_run(struct vault_req *req, struct vault_resp *resp)
 {
+	(void)hrun_start(req->auth->org_id, req->reqid, 0, resp);
+}
+
+/*
+ * A run of org's checks, answering request reqid at its end (none for
+ * the periodic run's, sweep): 0 started, or -1 with resp set.
+ */
+static int
+hrun_start(int64_t org, uint32_t reqid, int sweeping, struct vault_resp *resp)
+{
 	struct store_sel	 sel;
 	struct hrun		*r;
 	struct hsecret		*hs;
@@ -195,18 +226,19 @@ health_run(struct vault_req *req, struct vault_resp *resp)
 	if (nhruns >= HEALTH_RUNS_MAX) {
 		resp_error(resp, 503, "health runs are busy — try again in "
 		    "a moment");
-		return;
+		return (-1);
 	}
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		fatal("%s: calloc", __func__);
-	r->reqid = req->reqid;
-	r->org_id = req->auth->org_id;
+	r->reqid = reqid;
+	r->sweep = sweeping;
+	r->org_id = org;
 	memset(&sel, 0, sizeof(sel));
 	sel.org = r->org_id;
 	if (store_tools(&sel, health_tool, r) == -1) {
 		hrun_free(r);
 		db_fail(resp, "health run");
-		return;
+		return (-1);
 	}
 	for (i = 0; i < r->nt; i++)
 		json_array_foreach(r->t[i].bindings, j, b)
@@ -225,6 +257,7 @@ health_run(struct vault_req *req, struct vault_resp *resp)
 	}
 	/* Answered when the refreshes and probes are back. */
 	hrun_refreshed(r, 0, 1, NULL);
+	return (0);
 }
 
 /* A refresh ended (sid 0: the asking did); the last one sends probes. */
@@ -473,22 +506,26 @@ hrun_judge(struct hrun *r)
 
 /*
  * Every verdict written, then the report: {"checked", "invalid": [...],
- * "all": [...]}, the rows GET /health shows with their owners.
+ * "expiring": [...], "all": [...]}, the rows GET /health shows with
+ * their owners and treg's expiry axis (oauth_expiry_view()).
  */
 static void
 hrun_finish(struct hrun *r)
 {
 	struct vault_resp	 resp;
 	struct store_sel	 sel;
-	json_t			*marked, *all, *invalid, *o, *owners, *ow;
+	json_t			*marked, *all, *invalid, *expiring, *o, *owners;
+	json_t			*ow;
 	char			 id[32], now[32];
 	size_t			 i;
+	int64_t			 sid;
 
 	memset(&resp, 0, sizeof(resp));
 	memset(&sel, 0, sizeof(sel));
 	sel.org = r->org_id;
 	if ((marked = json_object()) == NULL || (all = json_array()) == NULL ||
 	    (invalid = json_array()) == NULL ||
+	    (expiring = json_array()) == NULL ||
 	    (owners = json_object()) == NULL)
 		fatal("%s: json", __func__);
 	hrun_judge(r);
@@ -508,24 +545,35 @@ hrun_finish(struct hrun *r)
 	}
 	if (resp.status == 0) {
 		json_array_foreach(all, i, o) {
-			snprintf(id, sizeof(id), "%lld", (long long)
-			    json_integer_value(json_object_get(o,
-			    "secret_id")));
+			sid = json_integer_value(json_object_get(o,
+			    "secret_id"));
+			snprintf(id, sizeof(id), "%lld", (long long)sid);
 			ow = json_object_get(owners, id);
 			json_object_set(o, "owner", ow != NULL ?
 			    json_object_get(ow, "email") : json_null());
+			/*
+			 * Every oauth secret of the org, bound or not: one
+			 * no probe touches can still be days from its end.
+			 */
+			if (oauth_expiry_view(store_secret_get, r->org_id,
+			    sid, json_string_value(json_object_get(o,
+			    "kind")), o))
+				json_array_append(expiring, o);
 			if (json_object_get(marked, json_string_value(
 			    json_object_get(o, "name"))) != NULL &&
 			    strcmp(json_string_value(json_object_get(o,
 			    "status")), "invalid") == 0)
 				json_array_append(invalid, o);
 		}
-		/* treg's expiring (unrefreshable tokens near death): none. */
-		resp_ok(&resp, json_pack("{s:I, s:O, s:[], s:O}", "checked",
+		resp_ok(&resp, json_pack("{s:I, s:O, s:O, s:O}", "checked",
 		    (json_int_t)json_object_size(marked), "invalid", invalid,
-		    "expiring", "all", all));
+		    "expiring", expiring, "all", all));
 	}
-	vault_respond(r->reqid, &resp);
+	if (!r->sweep)
+		vault_respond(r->reqid, &resp);
+	else if (resp.status == 200 && json_array_size(invalid) > 0)
+		log_info("health: org %lld: %zu credentials found invalid",
+		    (long long)r->org_id, json_array_size(invalid));
 	if (resp.status == 200)
 		hrun_alert(r->org_id, invalid, owners);
 	json_decref(owners);
@@ -534,8 +582,12 @@ hrun_finish(struct hrun *r)
 	json_decref(marked);
 	json_decref(all);
 	json_decref(invalid);
+	json_decref(expiring);
 	TAILQ_REMOVE(&hruns, r, entry);
 	nhruns--;
+	/* The next org on the event loop's next turn: requests go first. */
+	if (r->sweep)
+		event_active(&sweep.step, EV_TIMEOUT, 1);
 	hrun_free(r);
 }
 
@@ -657,4 +709,113 @@ hrun_alert(int64_t org, json_t *invalid, json_t *owners)
 		free(payload);
 	}
 	json_decref(groups);
+}
+
+/* ------------------------------------------------------------------ */
+/* The periodic run.                                                   */
+
+/*
+ * (Re)arm the periodic run after a start or a reload: on worker 0, every
+ * "health interval" seconds (none by default: treg schedules no run of
+ * its own, its operators' cron does).  A sweep under way finishes.
+ */
+void
+health_sched(int worker)
+{
+	struct timeval	 tv;
+
+	if (worker != 0)
+		return;
+	if (!sweep.set) {
+		evtimer_set(&sweep.tick, sweep_tick, NULL);
+		evtimer_set(&sweep.step, sweep_step, NULL);
+		sweep.set = 1;
+	}
+	if (sweep.interval == vault_conf.health_interval)
+		return;
+	sweep.interval = vault_conf.health_interval;
+	evtimer_del(&sweep.tick);
+	if (sweep.interval == 0)
+		return;
+	timerclear(&tv);
+	tv.tv_sec = sweep.interval;
+	evtimer_add(&sweep.tick, &tv);
+	log_info("health: a run of every org's checks every %d s",
+	    sweep.interval);
+}
+
+static int
+sweep_org(const struct store_org_row *o, void *arg)
+{
+	int64_t	*p;
+
+	(void)arg;
+	if (o->tools == 0)
+		return (0);		/* nothing to check */
+	if (sweep.n >= HEALTH_SWEEP_ORGS_MAX)
+		return (1);
+	if (sweep.n % 64 == 0) {
+		if ((p = reallocarray(sweep.orgs, sweep.n + 64,
+		    sizeof(*p))) == NULL)
+			fatal("%s: reallocarray", __func__);
+		sweep.orgs = p;
+	}
+	sweep.orgs[sweep.n++] = o->id;
+	return (0);
+}
+
+/* The interval is up: the orgs to check, then the first one. */
+static void
+sweep_tick(int fd, short ev, void *arg)
+{
+	struct timeval	 tv;
+
+	timerclear(&tv);
+	tv.tv_sec = sweep.interval;
+	evtimer_add(&sweep.tick, &tv);
+	if (sweep.running) {
+		log_warnx("health: the previous run is still going; this "
+		    "one is skipped");
+		return;
+	}
+	sweep.n = sweep.next = 0;
+	if (store_orgs_each(sweep_org, NULL) == -1) {
+		log_warnx("health: the orgs cannot be read: %s",
+		    store_error());
+		store_rollback();
+		return;
+	}
+	sweep.running = 1;
+	log_info("health: checking %zu orgs", sweep.n);
+	sweep_step(0, 0, NULL);
+}
+
+/* The next org's run; one at a time, each ending in hrun_finish(). */
+static void
+sweep_step(int fd, short ev, void *arg)
+{
+	struct vault_resp	 resp;
+	struct timeval		 tv;
+
+	while (sweep.next < sweep.n) {
+		if (nhruns >= HEALTH_RUNS_MAX) {
+			/* Requests' runs fill the worker: a second later. */
+			timerclear(&tv);
+			tv.tv_sec = 1;
+			evtimer_add(&sweep.step, &tv);
+			return;
+		}
+		memset(&resp, 0, sizeof(resp));
+		if (hrun_start(sweep.orgs[sweep.next++], 0, 1, &resp) == 0)
+			return;
+		log_warnx("health: org %lld not checked: %s", (long long)
+		    sweep.orgs[sweep.next - 1], resp.text != NULL ? resp.text :
+		    "error");
+		json_decref(resp.body);
+		free(resp.text);
+	}
+	sweep.running = 0;
+	free(sweep.orgs);
+	sweep.orgs = NULL;
+	log_info("health: %zu orgs checked", sweep.n);
 }

@@ -43,6 +43,8 @@
 #define OAUTH_FAILS		64
 #define OAUTH_FETCH_BIT		0x80000000U	/* its fetch ids */
 #define OAUTH_DEFAULT_URI	"https://oauth2.googleapis.com/token"
+#define OAUTH_EXPIRING_DAYS	7	/* treg's EXPIRING_SOON_DAYS */
+#define OAUTH_TIME_MAX		253402300800.0	/* year 10000: no expiry */
 
 struct owaiter {
 	oauth_done_fn	 fn;
@@ -78,6 +80,7 @@ static size_t			 ofresh_next;
 static json_t	*oauth_blob(secret_get_fn, int64_t, int64_t);
 static int	 oauth_refreshable(json_t *);
 static int	 oauth_is_stale(json_t *, time_t);
+static int	 oauth_expires(json_t *, double *);
 static int	 oauth_request(json_t *, struct pack *);
 static size_t	 form_add(char *, size_t, const char *, const char *);
 static void	 oauth_end(struct orefresh *, int, const char *);
@@ -138,23 +141,87 @@ oauth_refreshable(json_t *blob)
 static int
 oauth_is_stale(json_t *blob, time_t now)
 {
+	double	 at;
+
+	if (oauth_expires(blob, &at) == -1)
+		return (0);
+	return (at <= (double)now + OAUTH_SKEW);
+}
+
+/*
+ * When the access token expires (Unix seconds): its expires_at, else
+ * Google's expiry (ISO 8601, UTC); -1 when it does not say.
+ */
+static int
+oauth_expires(json_t *blob, double *at)
+{
 	json_t		*v;
 	const char	*s;
 	struct tm	 tm;
-	double		 at;
 
 	if ((v = json_object_get(blob, "expires_at")) != NULL &&
-	    json_is_number(v))
-		at = json_number_value(v);
-	else if ((s = json_string_value(json_object_get(blob,
-	    "expiry"))) != NULL) {
-		memset(&tm, 0, sizeof(tm));
-		if (strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) == NULL)
-			return (0);
-		at = (double)timegm(&tm);
-	} else
+	    json_is_number(v)) {
+		*at = json_number_value(v);
 		return (0);
-	return (at <= (double)now + OAUTH_SKEW);
+	}
+	if ((s = json_string_value(json_object_get(blob, "expiry"))) == NULL)
+		return (-1);
+	memset(&tm, 0, sizeof(tm));
+	if (strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) == NULL)
+		return (-1);
+	*at = (double)timegm(&tm);
+	return (0);
+}
+
+/*
+ * treg's second axis of a secret's health view (its health.py _view and
+ * domain/connections/refresh.py), set on o: provider (treg's registry
+ * connects name one; tregd has none, ""), refreshable (an oauth secret
+ * with a refresh token and the client's credentials), expires_at (the
+ * access token's, ISO 8601 UTC, or null) and expiry_state: fresh for a
+ * refreshable secret (tregd renews it), else unknown without an expiry,
+ * expired past it, expiring within OAUTH_EXPIRING_DAYS, fresh beyond.
+ * Only an oauth secret is unsealed.  1 when it is treg's needs_reconnect
+ * (an oauth secret expiring or expired, which only a person can renew),
+ * else 0.
+ */
+int
+oauth_expiry_view(secret_get_fn get, int64_t org, int64_t sid,
+    const char *kind, json_t *o)
+{
+	json_t		*blob = NULL;
+	const char	*state = "unknown";
+	char		 when[32];
+	double		 at;
+	time_t		 now = time(NULL);
+	int		 refreshable = 0, known = 0;
+
+	if (strcmp(kind, "oauth") == 0 &&
+	    (blob = oauth_blob(get, org, sid)) != NULL) {
+		refreshable = oauth_refreshable(blob);
+		known = oauth_expires(blob, &at) == 0 && at > 0 &&
+		    at < OAUTH_TIME_MAX;
+		json_decref(blob);
+	}
+	if (refreshable)
+		state = "fresh";
+	else if (known && at <= (double)now)
+		state = "expired";
+	else if (known && at <= (double)now + OAUTH_EXPIRING_DAYS * 86400.0)
+		state = "expiring";
+	else if (known)
+		state = "fresh";
+	if (known)
+		iso_time((int64_t)at, when, sizeof(when));
+	if (json_object_set_new(o, "provider", json_string("")) == -1 ||
+	    json_object_set_new(o, "refreshable",
+	    json_boolean(refreshable)) == -1 ||
+	    json_object_set_new(o, "expiry_state", json_string(state)) == -1 ||
+	    json_object_set_new(o, "expires_at", known ? json_string(when) :
+	    json_null()) == -1)
+		fatalx("%s: json", __func__);
+	return (strcmp(kind, "oauth") == 0 && (strcmp(state, "expiring") ==
+	    0 || strcmp(state, "expired") == 0));
 }
 
 /*

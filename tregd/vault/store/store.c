@@ -982,3 +982,12 @@ store_usage(int64_t org, const char *since, store_usage_fn fn, void *arg)
 {
 	return (ops->usage(org, since, fn, arg));
 }
+
+/* the observed agents (vault_observed.c) */
+
+int
+store_observed(int64_t org, const char *since, const char *today,
+    int64_t max, store_observed_fn fn, void *arg)
+{
+	return (ops->observed(org, since, today, max, fn, arg));
+}

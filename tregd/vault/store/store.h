@@ -515,6 +515,21 @@ struct store_usage_row {
 typedef int	(*store_usage_fn)(const struct store_usage_row *, void *);
 
 /*
+ * One row of GET /orgs/{id}/agents/observed: a person and the runtime
+ * (X-Treg-Client) their calls, grants and server runs came from, with
+ * how many since the window began, how many today, and the last one.
+ */
+struct store_observed_row {
+	const char	*member;	/* the user's email */
+	const char	*client;
+	int64_t		 n;
+	int64_t		 today;
+	const char	*last_seen;
+};
+typedef int	(*store_observed_fn)(const struct store_observed_row *,
+		    void *);
+
+/*
  * Inside the engines: a listing's callback and its argument, handed
  * through the engine's row walk to the function that reads one row.
  */
@@ -539,6 +554,7 @@ struct store_each {
 		store_project_fn	 project;
 		store_access_fn		 access;
 		store_usage_fn		 usage;
+		store_observed_fn	 observed;
 	}		 fn;
 	void		*arg;
 };
@@ -712,6 +728,10 @@ struct store_ops {
 	int	(*invite_projects)(int64_t, char **);
 	int	(*invite_projects_set)(int64_t, const char *);
 	int	(*usage)(int64_t, const char *, store_usage_fn, void *);
+
+	/* ops: the observed agents (vault_observed.c) */
+	int	(*observed)(int64_t, const char *, const char *, int64_t,
+		    store_observed_fn, void *);
 };
 extern const struct store_ops	store_sqlite_ops;	/* store_sqlite.c */
 /* A database file at rest: quick_check, then fn per sealed key id. */
@@ -1075,5 +1095,16 @@ int		 store_invite_projects_set(int64_t, const char *);
  * then per tool, then per day.
  */
 int		 store_usage(int64_t, const char *, store_usage_fn, void *);
+
+/* the observed agents (vault_observed.c) */
+/*
+ * org, since, today (ISO times), at most max rows: per (email, client)
+ * of the org's calls, grants, reports and server runs since, that a
+ * person (not an agent, an address @agents.local) made from a runtime
+ * other than "" and "cli": counts and the last time, by email then
+ * client, in byte order.
+ */
+int		 store_observed(int64_t, const char *, const char *, int64_t,
+		    store_observed_fn, void *);
 
 #endif /* STORE_H */

@@ -193,6 +193,9 @@ const struct store_ops store_pg_ops = {
 	.invite_projects = pg_invite_projects,
 	.invite_projects_set = pg_invite_projects_set,
 	.usage = pg_usage,
+
+	/* the observed agents (store_pg_audit.c) */
+	.observed = pg_observed,
 };
 
 static int

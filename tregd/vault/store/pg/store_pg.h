@@ -243,5 +243,7 @@ int		 pg_member_projects_set(int64_t, int64_t, const char *);
 int		 pg_invite_projects(int64_t, char **);
 int		 pg_invite_projects_set(int64_t, const char *);
 int		 pg_usage(int64_t, const char *, store_usage_fn, void *);
+int		 pg_observed(int64_t, const char *, const char *, int64_t,
+		    store_observed_fn, void *);
 
 #endif /* STORE_PG_H */

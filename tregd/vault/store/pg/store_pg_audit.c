@@ -511,3 +511,49 @@ pg_hosts_live(int64_t since, int64_t *ids, size_t max, size_t *n)
 	PQclear(res);
 	return (0);
 }
+
+/* ------------------------------------------------------------------ */
+/* The observed agents.                                                */
+
+static int
+pg_observed_row(const PGresult *res, int i, void *arg)
+{
+	struct store_each		*e = arg;
+	struct store_observed_row	 r;
+
+	r.member = pg_text(res, i, 0);
+	r.client = pg_text(res, i, 1);
+	r.n = pg_int(res, i, 2);
+	r.today = pg_int(res, i, 3);
+	r.last_seen = pg_text(res, i, 4);
+	return (e->fn.observed(&r, e->arg));
+}
+
+/*
+ * As the sqlite engine's: one GROUP BY per table on its partial index
+ * (migration 16), sorted in byte order whatever the database's locale.
+ */
+int
+pg_observed(int64_t org, const char *since, const char *today, int64_t max,
+    store_observed_fn fn, void *arg)
+{
+	static struct pg_stmt	 st = { "SELECT m, c, sum(n)::bigint, "
+	    "sum(t)::bigint, max(l) FROM (SELECT user_email AS m, client AS c, "
+	    "count(*) AS n, count(*) FILTER (WHERE created_at >= $3) AS t, "
+	    "max(created_at) AS l FROM calls WHERE org_id = $1 AND "
+	    "created_at >= $2 AND client NOT IN ('', 'cli') GROUP BY 1, 2 "
+	    "UNION ALL SELECT user_email, client, count(*), count(*) FILTER "
+	    "(WHERE created_at >= $3), max(created_at) FROM runs WHERE "
+	    "org_id = $1 AND created_at >= $2 AND client NOT IN ('', 'cli') "
+	    "GROUP BY 1, 2) x WHERE m NOT LIKE '%@agents.local' GROUP BY m, c "
+	    "ORDER BY m COLLATE \"C\", c COLLATE \"C\" LIMIT $4", 0 };
+	struct store_each	 e = { .fn.observed = fn, .arg = arg };
+	struct pgq		 q;
+
+	pgq_init(&q);
+	pgq_int(&q, org);
+	pgq_text(&q, since);
+	pgq_text(&q, today);
+	pgq_int(&q, max);
+	return (pg_each(&st, &q, pg_observed_row, &e));
+}

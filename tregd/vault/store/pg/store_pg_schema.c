@@ -349,6 +349,12 @@ static const char *const migrations[] = {
 	/* 15: the client a run or call came from (see the sqlite 15). */
 	"ALTER TABLE runs ADD COLUMN client TEXT;"
 	"ALTER TABLE calls ADD COLUMN client TEXT;",
+
+	/* 16: the observed agents' partial indexes (see the sqlite 16). */
+	"CREATE INDEX calls_org_client_time ON calls(org_id, created_at)"
+	"  WHERE client NOT IN ('', 'cli');"
+	"CREATE INDEX runs_org_client_time ON runs(org_id, created_at)"
+	"  WHERE client NOT IN ('', 'cli');",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -221,6 +221,9 @@ const struct store_ops store_sqlite_ops = {
 	.invite_projects = sq_invite_projects,
 	.invite_projects_set = sq_invite_projects_set,
 	.usage = sq_usage,
+
+	/* the observed agents (store_sqlite_audit.c) */
+	.observed = sq_observed,
 };
 
 /* ------------------------------------------------------------------ */

@@ -216,5 +216,7 @@ int		 sq_member_projects_set(int64_t, int64_t, const char *);
 int		 sq_invite_projects(int64_t, char **);
 int		 sq_invite_projects_set(int64_t, const char *);
 int		 sq_usage(int64_t, const char *, store_usage_fn, void *);
+int		 sq_observed(int64_t, const char *, const char *, int64_t,
+		    store_observed_fn, void *);
 
 #endif /* STORE_SQLITE_H */

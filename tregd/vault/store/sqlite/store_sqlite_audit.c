@@ -465,3 +465,51 @@ sq_hosts_live(int64_t since, int64_t *ids, size_t max, size_t *n)
 	sqlite3_clear_bindings(st);
 	return (rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -1);
 }
+
+/* ------------------------------------------------------------------ */
+/* The observed agents.                                                */
+
+static int
+sq_observed_row(sqlite3_stmt *st, void *arg)
+{
+	struct store_each		*e = arg;
+	struct store_observed_row	 r;
+
+	r.member = db_text(st, 0);
+	r.client = db_text(st, 1);
+	r.n = sqlite3_column_int64(st, 2);
+	r.today = sqlite3_column_int64(st, 3);
+	r.last_seen = db_text(st, 4);
+	return (e->fn.observed(&r, e->arg));
+}
+
+/*
+ * One GROUP BY per table on its partial index of the rows that name a
+ * runtime (migration 16): the window's rows, never the whole history.
+ * The terms "client NOT IN ('', 'cli')" are the indexes' own, word for
+ * word, which is how sqlite knows it may use them.
+ */
+int
+sq_observed(int64_t org, const char *since, const char *today, int64_t max,
+    store_observed_fn fn, void *arg)
+{
+	struct store_each	 e = { .fn.observed = fn, .arg = arg };
+	sqlite3_stmt		*st;
+
+	if ((st = db_prepare("SELECT m, c, sum(n), sum(t), max(l) FROM ("
+	    "SELECT user_email AS m, client AS c, count(*) AS n, "
+	    "sum(created_at >= :today) AS t, max(created_at) AS l "
+	    "FROM calls WHERE org_id = :org AND created_at >= :since AND "
+	    "client NOT IN ('', 'cli') GROUP BY 1, 2 UNION ALL "
+	    "SELECT user_email, client, count(*), sum(created_at >= :today), "
+	    "max(created_at) FROM runs WHERE org_id = :org AND "
+	    "created_at >= :since AND client NOT IN ('', 'cli') GROUP BY 1, 2) "
+	    "WHERE m NOT LIKE '%@agents.local' GROUP BY m, c "
+	    "ORDER BY m, c LIMIT :max")) == NULL)
+		return (-1);
+	sq_int(st, ":org", org);
+	sq_text(st, ":since", since);
+	sq_text(st, ":today", today);
+	sq_int(st, ":max", max);
+	return (sq_each(st, sq_observed_row, &e));
+}

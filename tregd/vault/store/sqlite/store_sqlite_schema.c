@@ -399,6 +399,18 @@ static const char *const migrations[] = {
 	 */
 	"ALTER TABLE runs ADD COLUMN client TEXT;"
 	"ALTER TABLE calls ADD COLUMN client TEXT;",
+
+	/*
+	 * 16 (issue 24): treg's observed-agents roster reads the last 30
+	 * days of the rows that name a runtime; these partial indexes hold
+	 * only those (a plain terminal, "cli", and older rows, "" or NULL,
+	 * are left out), so the roster costs the window's rows, not the
+	 * org's whole history.  sq_observed() repeats the WHERE exactly.
+	 */
+	"CREATE INDEX calls_org_client_time ON calls(org_id, created_at)"
+	"  WHERE client NOT IN ('', 'cli');"
+	"CREATE INDEX runs_org_client_time ON runs(org_id, created_at)"
+	"  WHERE client NOT IN ('', 'cli');",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 
