@@ -377,7 +377,7 @@ call_decide(struct vpend *p)
 		goto done;
 	call_log_path(out.path, in.query, p->logpath, sizeof(p->logpath));
 	if (deny_check_by(ccache_deny_rules, &p->auth, out.t.host, out.path,
-	    in.method, &p->resp) == -1 ||
+	    in.method, out.t.project_id, &p->resp) == -1 ||
 	    call_deny_override(&p->auth, &in, &out, &p->resp) == -1) {
 		/* 403: a rule; 400: an override the rules cannot read. */
 		p->why = p->resp.status == 403 || p->resp.status == 400 ?
@@ -696,7 +696,7 @@ call_deny_override(const struct auth *a, const struct call_in *in,
 		if (seen[i]++ || len < n)
 			goto several;
 		if (n > 0 && deny_check_by(ccache_deny_rules, a, out->t.host,
-		    out->path, m, resp) == -1)
+		    out->path, m, out->t.project_id, resp) == -1)
 			return (-1);
 	}
 	return (0);

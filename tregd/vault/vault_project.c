@@ -617,26 +617,10 @@ project_owner_refused(struct vault_req *req, struct vault_resp *resp)
 int
 project_view_before(struct vault_req *req, struct vault_resp *resp)
 {
-	json_t	*v;
 	char	*text = NULL;
 	int	 sent;
 
 	switch (req->route) {
-	case ROUTE_DENY_CREATE:
-		/*
-		 * treg's `org deny --project` fires a rule on one project's
-		 * tools only.  tregd's rules hold for every tool: taking
-		 * the rule would block more than asked, so it is refused,
-		 * saying so (null, which treg's client sends, is fine).
-		 */
-		if (req->body != NULL && (v = json_object_get(req->body,
-		    "project_id")) != NULL && !json_is_null(v)) {
-			resp_error(resp, 422, "a deny rule cannot be scoped to "
-			    "a project here: send no project_id (the rule then "
-			    "holds for every tool of the team)");
-			return (-1);
-		}
-		return (0);
 	case ROUTE_MEMBER_ACCESS:
 	case ROUTE_AGENTS_CREATE:
 	case ROUTE_INVITES_CREATE:
@@ -776,6 +760,25 @@ project_tool_names(int64_t org, const struct auth *a)
 		return (NULL);
 	}
 	return (u.names);
+}
+
+/* Deny rules (vault_policy.c): 0 when org has project id, 1 if not. */
+int
+project_of_org(int64_t org, int64_t id)
+{
+	struct project_set	*s;
+	size_t			 i;
+	int			 rc = 1;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		fatal("%s: calloc", __func__);
+	if (project_set_load(org, s) == -1)
+		rc = -1;
+	for (i = 0; rc == 1 && i < s->n; i++)
+		if (s->id[i] == id)
+			rc = 0;
+	free(s);
+	return (rc);
 }
 
 /* In the accepting transaction: the invite's scope is the member's. */

@@ -237,6 +237,7 @@ struct store_deny {
 	const char	*path_prefix;
 	const char	*method;
 	int64_t		 user_id;
+	int64_t		 project_id;	/* 0: any tool; else its tools only */
 	const char	*note;
 	int64_t		 created_by;
 	const char	*created_at;

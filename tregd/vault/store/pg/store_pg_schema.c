@@ -349,6 +349,13 @@ static const char *const migrations[] = {
 	/* 15: the client a run or call came from (see the sqlite 15). */
 	"ALTER TABLE runs ADD COLUMN client TEXT;"
 	"ALTER TABLE calls ADD COLUMN client TEXT;",
+
+	/* 16: nothing here (see the sqlite 16). */
+	"SELECT 1",
+
+	/* 17: a deny rule's project (see the sqlite migration 17). */
+	"ALTER TABLE deny_rules ADD COLUMN project_id BIGINT REFERENCES"
+	"  projects(id) ON DELETE CASCADE;",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -399,6 +399,21 @@ static const char *const migrations[] = {
 	 */
 	"ALTER TABLE runs ADD COLUMN client TEXT;"
 	"ALTER TABLE calls ADD COLUMN client TEXT;",
+
+	/*
+	 * 16: nothing here; the number is another change's, which takes
+	 * this place when the two meet.
+	 */
+	"SELECT 1;",
+
+	/*
+	 * 17 (issue 24): a deny rule scoped to a project binds only calls,
+	 * runs and grants through that project's tools (treg's
+	 * DenyRule.project_id); NULL: every tool.  Deleting the project
+	 * deletes its rules, which could never fire again.
+	 */
+	"ALTER TABLE deny_rules ADD COLUMN project_id INTEGER REFERENCES"
+	"  projects(id) ON DELETE CASCADE;",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 
