@@ -134,6 +134,7 @@ static const struct column members_columns[] = {
 	{ "ROLE",	"role",		NULL },
 	{ "LOCAL",	"local_run_enabled", NULL },
 	{ "TOOLS",	"tool_access",	fmt_access },
+	{ "PROJECTS",	"project_access", fmt_access },
 	{ NULL,		NULL,		NULL }
 };
 
@@ -143,6 +144,7 @@ static const struct column agents_columns[] = {
 	{ "ROLE",	"role",		NULL },
 	{ "LOCAL",	"local_run_enabled", NULL },
 	{ "TOOLS",	"tool_access",	fmt_access },
+	{ "PROJECTS",	"project_access", fmt_access },
 	{ "EMAIL",	"email",	NULL },
 	{ NULL,		NULL,		NULL }
 };

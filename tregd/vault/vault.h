@@ -634,6 +634,11 @@ int		 project_field(struct vault_req *, struct vault_resp *, json_t *,
 json_t		*project_tool_names(int64_t, const struct auth *);
 /* An accepted invite's project_access onto its new membership: 0, -1. */
 int		 project_invite_carry(int64_t, int64_t, int64_t);
+/*
+ * Each row of list (objects with a user_id, of org) gets its member's
+ * "project_access": null (the whole org) or the project ids.
+ */
+void		 project_access_views(int64_t, json_t *);
 /* Org, project id: 0 when the org has it, 1 when not, -1 (database). */
 int		 project_of_org(int64_t, int64_t);
 

@@ -351,8 +351,11 @@ ctl_show_members(const struct ctl_request *cr, json_t **reply)
 	if (ctl_org_of(cr, &org, reply) == -1)
 		return (-1);
 	list = json_array();
-	return (ctl_listed(store_org_members(org, 0, ctl_member_view, list),
-	    list, reply));
+	if (ctl_listed(store_org_members(org, 0, ctl_member_view, list),
+	    list, reply) == -1)
+		return (-1);
+	project_access_views(org, list);
+	return (0);
 }
 
 static int
@@ -364,8 +367,11 @@ ctl_show_agents(const struct ctl_request *cr, json_t **reply)
 	if (ctl_org_of(cr, &org, reply) == -1)
 		return (-1);
 	list = json_array();
-	return (ctl_listed(store_org_members(org, 1, ctl_agent_view, list),
-	    list, reply));
+	if (ctl_listed(store_org_members(org, 1, ctl_agent_view, list),
+	    list, reply) == -1)
+		return (-1);
+	project_access_views(org, list);
+	return (0);
 }
 
 static int

@@ -64,7 +64,6 @@ static int	 project_owner_refused(struct vault_req *, struct vault_resp *);
 static int	 role_row(const struct store_membership *, void *);
 static int	 access_row(int64_t, const char *, void *);
 static json_t	*access_view(const char *);
-static void	 access_views(int64_t, json_t *);
 static int	 sweep_row(int64_t, const char *, void *);
 static int	 usage_row(const struct store_usage_row *, void *);
 static void	 usage_bump(json_t *, const char *, json_int_t);
@@ -662,9 +661,12 @@ access_row(int64_t user, const char *text, void *arg)
 	return (0);
 }
 
-/* "project_access" on every row of a member or agent listing. */
-static void
-access_views(int64_t org, json_t *list)
+/*
+ * "project_access" on every row of a member or agent listing (of the
+ * HTTP routes and of tregctl's show members and show agents).
+ */
+void
+project_access_views(int64_t org, json_t *list)
 {
 	json_t	*by_user, *e, *v;
 	char	 key[24];
@@ -697,7 +699,7 @@ project_view_after(struct vault_req *req, struct vault_resp *resp)
 	switch (req->route) {
 	case ROUTE_MEMBERS_LIST:
 	case ROUTE_AGENTS_LIST:
-		access_views(req->id1, resp->body);
+		project_access_views(req->id1, resp->body);
 		return;
 	case ROUTE_MEMBER_ACCESS:
 	case ROUTE_AGENTS_CREATE:
@@ -724,7 +726,7 @@ project_view_after(struct vault_req *req, struct vault_resp *resp)
 			/* Not sent: kept (a rotate never widens), shown. */
 			if ((one = json_pack("[O]", resp->body)) == NULL)
 				fatalx("%s: json_pack", __func__);
-			access_views(req->id1, one);
+			project_access_views(req->id1, one);
 			json_decref(one);
 		}
 	}
