@@ -149,6 +149,15 @@ static const struct column agents_columns[] = {
 	{ NULL,		NULL,		NULL }
 };
 
+static const struct column tokens_columns[] = {
+	{ "KIND",	"kind",		NULL },
+	{ "ID",		"id",		NULL },
+	{ "ORG",	"org",		NULL },
+	{ "ROLE",	"role",		NULL },
+	{ "CREATED",	"created_at",	NULL },
+	{ NULL,		NULL,		NULL }
+};
+
 static const struct column secrets_columns[] = {
 	{ "ID",		"id",		NULL },
 	{ "NAME",	"name",		NULL },
@@ -171,6 +180,7 @@ static const struct text_view text_views[] = {
 	{ CTL_SHOW_MEMBERS,	NULL,		members_columns },
 	{ CTL_SHOW_AGENTS,	NULL,		agents_columns },
 	{ CTL_SHOW_SECRETS,	NULL,		secrets_columns },
+	{ CTL_SHOW_TOKENS,	NULL,		tokens_columns },
 	{ CTL_SHOW_CONFIG,	show_text,	NULL },
 	{ CTL_USER_DELETE,	show_user_delete, NULL },
 	{ CTL_KEY_LIST,		NULL,		keys_columns },

@@ -246,6 +246,13 @@ int		 ctl_show_tools(const struct ctl_request *, json_t **);
 int		 ctl_key_rotate(const struct ctl_request *, json_t **);
 int		 ctl_show_runs(const struct ctl_request *, json_t **);
 int		 ctl_show_audit(const struct ctl_request *, json_t **);
+int		 ctl_show_tokens(const struct ctl_request *, json_t **);
+int		 ctl_identity_revoke(const struct ctl_request *, json_t **);
+/* vault_org.c, for the others: logged, rolled back, *reply said: -1. */
+int		 ctl_fail(const char *, json_t **);
+/* cr->email's user, a transaction begun: 0; or -1 with *reply. */
+int		 ctl_user_of(const struct ctl_request *, char *, size_t,
+		    int64_t *, json_t **);
 
 /* vault_org.c */
 int		 email_normalize(const char *, char *, size_t);

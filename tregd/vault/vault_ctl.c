@@ -61,6 +61,8 @@ static const struct ctl_command {
 	{ CTL_SHOW_AUDIT,	ctl_show_audit,		0 },
 	{ CTL_USER_ADD,		ctl_user_add,		0 },
 	{ CTL_TOKEN_REVOKE,	ctl_token_revoke,	0 },
+	{ CTL_IDENTITY_REVOKE,	ctl_identity_revoke,	0 },
+	{ CTL_SHOW_TOKENS,	ctl_show_tokens,	0 },
 	{ CTL_ORG_DELETE,	ctl_org_delete,		0 },
 	{ CTL_KEY_ROTATE,	ctl_key_rotate,		1 },
 	{ CTL_KEY_NEW,		ctl_key,		1 },

@@ -228,6 +228,8 @@ int	pg_identity_member_hash(const uint8_t [STORE_HASH_LEN], const char *,
 int	pg_identity_count(int64_t, int64_t *);
 int	pg_identity_trim(int64_t, int64_t);
 int	pg_identity_revoke(int64_t);
+int	pg_identity_tokens(int64_t, store_access_fn, void *);
+int	pg_access_row(const PGresult *, int, void *);
 int	pg_email_code_get(const char *, struct store_email_code *);
 int	pg_email_code_put(const char *, const struct store_email_code *);
 
