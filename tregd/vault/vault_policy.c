@@ -222,22 +222,27 @@ deny_body(struct vault_req *req, struct vault_resp *resp, char *host,
 	return (0);
 }
 
+/*
+ * A rule as treg shows it: an empty field is "" (treg stores what was
+ * sent, "" for any), created_by the creator's email ("" once gone);
+ * user_id and project_id null when the rule is not scoped so.
+ */
 static json_t *
 deny_view(const struct store_deny *d)
 {
 	json_t	*o;
 
-	o = json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, "
+	o = json_pack("{s:I, s:I, s:s, s:s, s:s, s:o, s:o, s:s, s:s, s:s, "
 	    "s:s, s:s}",
 	    "id", (json_int_t)d->id,
 	    "org_id", (json_int_t)d->org_id,
-	    "host", text_or_null(d->host),
-	    "path_prefix", text_or_null(d->path_prefix),
-	    "method", text_or_null(d->method),
+	    "host", d->host ? d->host : "",
+	    "path_prefix", d->path_prefix ? d->path_prefix : "",
+	    "method", d->method ? d->method : "",
 	    "user_id", int_or_null(d->user_id != 0, d->user_id),
 	    "project_id", int_or_null(d->project_id != 0, d->project_id),
-	    "note", text_or_null(d->note),
-	    "created_by", int_or_null(d->created_by != 0, d->created_by),
+	    "note", d->note ? d->note : "",
+	    "created_by", d->created_by_email ? d->created_by_email : "",
 	    "created_at", d->created_at,
 	    "scope", d->user_id != 0 ? "member" : "org",
 	    "verdict", "deny");

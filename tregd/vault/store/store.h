@@ -240,6 +240,7 @@ struct store_deny {
 	int64_t		 project_id;	/* 0: any tool; else its tools only */
 	const char	*note;
 	int64_t		 created_by;
+	const char	*created_by_email;	/* read only; "" when gone */
 	const char	*created_at;
 };
 typedef int	(*store_deny_fn)(const struct store_deny *, void *);

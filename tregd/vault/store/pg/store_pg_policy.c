@@ -14,7 +14,9 @@
 
 #define DENY_SELECT							\
 	"SELECT id, org_id, host, path_prefix, method, user_id, note, "	\
-	"created_by, created_at, project_id FROM deny_rules "
+	"created_by, created_at, project_id, coalesce((SELECT email "	\
+	"FROM users WHERE users.id = deny_rules.created_by), '') "	\
+	"FROM deny_rules "
 
 static int	pg_deny_row(const PGresult *, int, void *);
 static int	pg_text_row(const PGresult *, int, void *);
@@ -36,6 +38,7 @@ pg_deny_row(const PGresult *res, int i, void *arg)
 	d.created_by = pg_int(res, i, 7);
 	d.created_at = pg_text(res, i, 8);
 	d.project_id = pg_int(res, i, 9);
+	d.created_by_email = pg_text(res, i, 10);
 	return (e->fn.deny(&d, e->arg));
 }
 

@@ -10,7 +10,9 @@
 
 #define DENY_SELECT							\
 	"SELECT id, org_id, host, path_prefix, method, user_id, note, "	\
-	"created_by, created_at, project_id FROM deny_rules "
+	"created_by, created_at, project_id, coalesce((SELECT email "	\
+	"FROM users WHERE users.id = deny_rules.created_by), '') AS "	\
+	"created_by_email FROM deny_rules "
 
 static int	sq_deny_row(sqlite3_stmt *, void *);
 static int	sq_text_row(sqlite3_stmt *, void *);
@@ -32,6 +34,7 @@ sq_deny_row(sqlite3_stmt *st, void *arg)
 	d.note = sq_cntext(st, "note");
 	d.created_by = sq_cint(st, "created_by");
 	d.created_at = sq_ctext(st, "created_at");
+	d.created_by_email = sq_ctext(st, "created_by_email");
 	return (e->fn.deny(&d, e->arg));
 }
 
