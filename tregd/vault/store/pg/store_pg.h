@@ -44,6 +44,8 @@ typedef int	(*pg_row_fn)(const PGresult *, int, void *);
 /* Every row to row() until it stops: 0, or -1. */
 int		 pg_each(struct pg_stmt *, const struct pgq *, pg_row_fn,
 		    void *);
+/* pg_each() of a statement whose one parameter is an id. */
+int		 pg_each_of(struct pg_stmt *, int64_t, pg_row_fn, void *);
 /* A result with a row in *res (the caller clears it): 0, 1 none, -1. */
 int		 pg_row(struct pg_stmt *, const struct pgq *, PGresult **);
 /* The first row to row() (NULL: only whether any): 0, 1 none, -1. */

@@ -129,11 +129,8 @@ pg_identity_tokens(int64_t user, store_access_fn fn, void *arg)
 	static struct pg_stmt	 st = { "SELECT id, created_at FROM "
 	    "identity_tokens WHERE user_id = $1 ORDER BY id", 0 };
 	struct store_each	 e = { .fn.access = fn, .arg = arg };
-	struct pgq		 q;
 
-	pgq_init(&q);
-	pgq_int(&q, user);
-	return (pg_each(&st, &q, pg_access_row, &e));
+	return (pg_each_of(&st, user, pg_access_row, &e));
 }
 
 int
