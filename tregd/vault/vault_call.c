@@ -873,8 +873,7 @@ call_by_url(const struct auth *a, const char *target, struct call_out *out,
 	path = p + n;
 	*why = "resolution";
 	if (n == 0 || n >= sizeof(host)) {
-		resp_error(resp, 404, "no registered tool in this org "
-		    "serves that URL");
+		resp_error(resp, 404, "no registered tool for that upstream");
 		return (-1);
 	}
 	for (i = 0; i < n; i++)
@@ -903,16 +902,18 @@ call_by_url(const struct auth *a, const char *target, struct call_out *out,
 		} else
 			tool_row_clear(&t);
 	}
+	/* treg's words (resolve.py), naming the host the caller typed. */
 	if (m->nbest == 0)
-		resp_error(resp, 404, "no registered tool in this org serves "
-		    "that URL");
+		resp_error(resp, 404, "no registered tool for upstream '%s'",
+		    host);
 	else if (usable == 0) {
 		*why = "access";
-		resp_error(resp, 403, "you don't have access to the tool for "
-		    "that URL in this team");
+		resp_error(resp, 403, "you don't have access to the registered "
+		    "tool for '%s' in this team — an admin can grant it "
+		    "(`treg org access <you> …`)", host);
 	} else if (usable > 1) {
-		resp_error(resp, 409, "several tools match that URL: %s' — "
-		    "call one by name: /call/<name>/<path>", tie);
+		resp_error(resp, 409, "ambiguous: multiple tools match '%s': "
+		    "%s'; call one by name as /call/<name>/<path>", host, tie);
 	} else {
 		/* The path as given: the base path is a prefix of it. */
 		call_target(out, "");
