@@ -134,6 +134,7 @@ static const struct column members_columns[] = {
 	{ "ROLE",	"role",		NULL },
 	{ "LOCAL",	"local_run_enabled", NULL },
 	{ "TOOLS",	"tool_access",	fmt_access },
+	{ "PROJECTS",	"project_access", fmt_access },
 	{ NULL,		NULL,		NULL }
 };
 
@@ -143,7 +144,17 @@ static const struct column agents_columns[] = {
 	{ "ROLE",	"role",		NULL },
 	{ "LOCAL",	"local_run_enabled", NULL },
 	{ "TOOLS",	"tool_access",	fmt_access },
+	{ "PROJECTS",	"project_access", fmt_access },
 	{ "EMAIL",	"email",	NULL },
+	{ NULL,		NULL,		NULL }
+};
+
+static const struct column tokens_columns[] = {
+	{ "KIND",	"kind",		NULL },
+	{ "ID",		"id",		NULL },
+	{ "ORG",	"org",		NULL },
+	{ "ROLE",	"role",		NULL },
+	{ "CREATED",	"created_at",	NULL },
 	{ NULL,		NULL,		NULL }
 };
 
@@ -169,6 +180,7 @@ static const struct text_view text_views[] = {
 	{ CTL_SHOW_MEMBERS,	NULL,		members_columns },
 	{ CTL_SHOW_AGENTS,	NULL,		agents_columns },
 	{ CTL_SHOW_SECRETS,	NULL,		secrets_columns },
+	{ CTL_SHOW_TOKENS,	NULL,		tokens_columns },
 	{ CTL_SHOW_CONFIG,	show_text,	NULL },
 	{ CTL_USER_DELETE,	show_user_delete, NULL },
 	{ CTL_KEY_LIST,		NULL,		keys_columns },

@@ -42,6 +42,7 @@ static const struct token t_main[];
 static const struct token t_backup[];
 static const struct token t_show[];
 static const struct token t_show_org[];
+static const struct token t_show_email[];
 static const struct token t_org_required[];
 static const struct token t_show_runs[];
 static const struct token t_runs_limit[];
@@ -94,8 +95,14 @@ static const struct token t_show[] = {
 	{ KEYWORD,	"runs",		CTL_SHOW_RUNS, t_show_runs },
 	{ KEYWORD,	"secrets",	CTL_SHOW_SECRETS, t_org_required },
 	{ KEYWORD,	"status",	CTL_SHOW_STATUS, t_end },
+	{ KEYWORD,	"tokens",	CTL_SHOW_TOKENS, t_show_email },
 	{ KEYWORD,	"tools",	CTL_SHOW_TOOLS,	t_show_org },
 	{ KEYWORD,	"users",	CTL_SHOW_USERS,	t_end },
+	TABLE_END
+};
+
+static const struct token t_show_email[] = {
+	{ EMAIL,	"",		CTL_NONE,	t_end },
 	TABLE_END
 };
 
@@ -183,6 +190,7 @@ static const struct token t_revoke_email[] = {
 
 static const struct token t_revoke_opts[] = {
 	{ ENDTOKEN,	"",		CTL_NONE,	NULL },
+	{ KEYWORD,	"identity",	CTL_IDENTITY_REVOKE, t_end },
 	{ KEYWORD,	"org",		CTL_NONE,	t_revoke_org },
 	TABLE_END
 };

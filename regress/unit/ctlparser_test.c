@@ -14,7 +14,7 @@
 #define WORDS_MAX	16
 /* What "show" accepts, as the help lists it. */
 #define SHOW_WORDS	"agents audit config members metrics orgs runs " \
-			"secrets status tools users"
+			"secrets status tokens tools users"
 
 static int	 parse_words(struct parse_result *, ...);
 static int	 parse_words_table(const struct token *,
@@ -117,6 +117,9 @@ ATF_TC_BODY(every_command_parses_in_full, tc)
 	expect_cmd(CTL_USER_ADD, "user", "add", "a@example.com", NULL);
 	expect_cmd(CTL_TOKEN_REVOKE, "token", "revoke", "a@example.com",
 	    NULL);
+	expect_cmd(CTL_IDENTITY_REVOKE, "token", "revoke", "a@example.com",
+	    "identity", NULL);
+	expect_cmd(CTL_SHOW_TOKENS, "show", "tokens", "a@example.com", NULL);
 	expect_cmd(CTL_ORG_DELETE, "org", "delete", "acme", NULL);
 	expect_cmd(CTL_KEY_ROTATE, "key", "rotate", NULL);
 	expect_cmd(CTL_KEY_NEW, "key", "new", NULL);
@@ -199,6 +202,8 @@ ATF_TC_BODY(shared_prefixes_of_show_are_ambiguous, tc)
 	expect_error("ambiguous argument: s", "secrets status", "show", "s",
 	    NULL);
 	expect_error("ambiguous argument: m", "members metrics", "show", "m",
+	    NULL);
+	expect_error("ambiguous argument: to", "tokens tools", "show", "to",
 	    NULL);
 	expect_error("ambiguous argument: a", "agents audit", "show", "a",
 	    NULL);

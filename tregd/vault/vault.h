@@ -246,6 +246,13 @@ int		 ctl_show_tools(const struct ctl_request *, json_t **);
 int		 ctl_key_rotate(const struct ctl_request *, json_t **);
 int		 ctl_show_runs(const struct ctl_request *, json_t **);
 int		 ctl_show_audit(const struct ctl_request *, json_t **);
+int		 ctl_show_tokens(const struct ctl_request *, json_t **);
+int		 ctl_identity_revoke(const struct ctl_request *, json_t **);
+/* vault_org.c, for the others: logged, rolled back, *reply said: -1. */
+int		 ctl_fail(const char *, json_t **);
+/* cr->email's user, a transaction begun: 0; or -1 with *reply. */
+int		 ctl_user_of(const struct ctl_request *, char *, size_t,
+		    int64_t *, json_t **);
 
 /* vault_org.c */
 int		 email_normalize(const char *, char *, size_t);
@@ -508,18 +515,19 @@ int		 inject_resolve(const struct tool_row *, json_t *, int64_t *);
 
 /*
  * vault_deny.c: cli.deny patterns, and the deny rules (SPEC section 9) for
- * a use of host/path by the caller; method NULL for runs and grants.  0
- * allowed; -1 refused, resp set to 403 "blocked by a policy rule ...".
+ * a use of host/path by the caller through a tool of project (0: an
+ * org-wide tool); method NULL for runs and grants.  0 allowed; -1
+ * refused, resp set to 403 "blocked by a policy rule ...".
  */
 #define DENY_METHOD_MAX		32	/* a rule's method, in bytes */
 #define DENY_NOTE_MAX		256
 #define DENY_PATH_MAX		1024
 int		 deny_check(const struct auth *, const char *, const char *,
-		    const char *, struct vault_resp *);
+		    const char *, int64_t, struct vault_resp *);
 /* deny_check() with the rules read through rules (store_deny_rules()). */
 typedef int	(*deny_rules_fn)(int64_t, int64_t, store_deny_fn, void *);
 int		 deny_check_by(deny_rules_fn, const struct auth *,
-		    const char *, const char *, const char *,
+		    const char *, const char *, const char *, int64_t,
 		    struct vault_resp *);
 int		 deny_pattern_check(const char *, size_t, char *, size_t);
 /*
@@ -573,6 +581,7 @@ struct egress_who {
 	const char	*email;
 	const char	*client;	/* X-Treg-Client the run came with */
 	const char	*tool;
+	int64_t		 project_id;	/* the tool's: deny rules */
 };
 /* The run's grant to the relay (packed: tregd.h), the run known here. */
 void		 egress_run_start(const struct egress_who *,
@@ -648,6 +657,13 @@ int		 project_field(struct vault_req *, struct vault_resp *, json_t *,
 json_t		*project_tool_names(int64_t, const struct auth *);
 /* An accepted invite's project_access onto its new membership: 0, -1. */
 int		 project_invite_carry(int64_t, int64_t, int64_t);
+/*
+ * Each row of list (objects with a user_id, of org) gets its member's
+ * "project_access": null (the whole org) or the project ids.
+ */
+void		 project_access_views(int64_t, json_t *);
+/* Org, project id: 0 when the org has it, 1 when not, -1 (database). */
+int		 project_of_org(int64_t, int64_t);
 
 /* vault_metrics.c */
 const struct metrics_vault *vault_metrics_now(int, int);

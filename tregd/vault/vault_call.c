@@ -377,7 +377,7 @@ call_decide(struct vpend *p)
 		goto done;
 	call_log_path(out.path, in.query, p->logpath, sizeof(p->logpath));
 	if (deny_check_by(ccache_deny_rules, &p->auth, out.t.host, out.path,
-	    in.method, &p->resp) == -1 ||
+	    in.method, out.t.project_id, &p->resp) == -1 ||
 	    call_deny_override(&p->auth, &in, &out, &p->resp) == -1) {
 		/* 403: a rule; 400: an override the rules cannot read. */
 		p->why = p->resp.status == 403 || p->resp.status == 400 ?
@@ -696,7 +696,7 @@ call_deny_override(const struct auth *a, const struct call_in *in,
 		if (seen[i]++ || len < n)
 			goto several;
 		if (n > 0 && deny_check_by(ccache_deny_rules, a, out->t.host,
-		    out->path, m, resp) == -1)
+		    out->path, m, out->t.project_id, resp) == -1)
 			return (-1);
 	}
 	return (0);
@@ -873,8 +873,7 @@ call_by_url(const struct auth *a, const char *target, struct call_out *out,
 	path = p + n;
 	*why = "resolution";
 	if (n == 0 || n >= sizeof(host)) {
-		resp_error(resp, 404, "no registered tool in this org "
-		    "serves that URL");
+		resp_error(resp, 404, "no registered tool for that upstream");
 		return (-1);
 	}
 	for (i = 0; i < n; i++)
@@ -903,16 +902,18 @@ call_by_url(const struct auth *a, const char *target, struct call_out *out,
 		} else
 			tool_row_clear(&t);
 	}
+	/* treg's words (resolve.py), naming the host the caller typed. */
 	if (m->nbest == 0)
-		resp_error(resp, 404, "no registered tool in this org serves "
-		    "that URL");
+		resp_error(resp, 404, "no registered tool for upstream '%s'",
+		    host);
 	else if (usable == 0) {
 		*why = "access";
-		resp_error(resp, 403, "you don't have access to the tool for "
-		    "that URL in this team");
+		resp_error(resp, 403, "you don't have access to the registered "
+		    "tool for '%s' in this team — an admin can grant it "
+		    "(`treg org access <you> …`)", host);
 	} else if (usable > 1) {
-		resp_error(resp, 409, "several tools match that URL: %s' — "
-		    "call one by name: /call/<name>/<path>", tie);
+		resp_error(resp, 409, "ambiguous: multiple tools match '%s': "
+		    "%s'; call one by name as /call/<name>/<path>", host, tie);
 	} else {
 		/* The path as given: the base path is a prefix of it. */
 		call_target(out, "");

@@ -243,6 +243,7 @@ cc_fill_rule(const struct store_deny *d, void *arg)
 	r->d.method = r->method = cc_strdup(d->method);
 	r->d.note = r->note = cc_strdup(d->note);
 	r->d.created_at = NULL;
+	r->d.created_by_email = NULL;
 	return (0);
 }
 

@@ -61,6 +61,8 @@ static const struct ctl_command {
 	{ CTL_SHOW_AUDIT,	ctl_show_audit,		0 },
 	{ CTL_USER_ADD,		ctl_user_add,		0 },
 	{ CTL_TOKEN_REVOKE,	ctl_token_revoke,	0 },
+	{ CTL_IDENTITY_REVOKE,	ctl_identity_revoke,	0 },
+	{ CTL_SHOW_TOKENS,	ctl_show_tokens,	0 },
 	{ CTL_ORG_DELETE,	ctl_org_delete,		0 },
 	{ CTL_KEY_ROTATE,	ctl_key_rotate,		1 },
 	{ CTL_KEY_NEW,		ctl_key,		1 },
@@ -351,8 +353,11 @@ ctl_show_members(const struct ctl_request *cr, json_t **reply)
 	if (ctl_org_of(cr, &org, reply) == -1)
 		return (-1);
 	list = json_array();
-	return (ctl_listed(store_org_members(org, 0, ctl_member_view, list),
-	    list, reply));
+	if (ctl_listed(store_org_members(org, 0, ctl_member_view, list),
+	    list, reply) == -1)
+		return (-1);
+	project_access_views(org, list);
+	return (0);
 }
 
 static int
@@ -364,8 +369,11 @@ ctl_show_agents(const struct ctl_request *cr, json_t **reply)
 	if (ctl_org_of(cr, &org, reply) == -1)
 		return (-1);
 	list = json_array();
-	return (ctl_listed(store_org_members(org, 1, ctl_agent_view, list),
-	    list, reply));
+	if (ctl_listed(store_org_members(org, 1, ctl_agent_view, list),
+	    list, reply) == -1)
+		return (-1);
+	project_access_views(org, list);
+	return (0);
 }
 
 static int

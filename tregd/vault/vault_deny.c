@@ -598,15 +598,19 @@ url_path(const char *url, char *buf, size_t len)
  * The rules of the caller's org aimed at everyone or at the caller; the
  * first one whose every non-empty field matches refuses.  method NULL
  * (runs and grants) never matches a rule that names a method.  path may
- * also be a whole URL (its path is used) or NULL ("/").
+ * also be a whole URL (its path is used) or NULL ("/").  A rule scoped
+ * to a project binds only a use through one of that project's tools
+ * (treg's enforce_deny): never one through an org-wide tool.
  */
 /* A use checked against the rules, one at a time; the first match. */
 struct deny_use {
 	const char	*host, *path, *method;
 	char		 plain[DENY_PATH_MAX + 1];	/* path_plain() */
+	int64_t		 project;	/* the tool's, 0: org-wide */
 	int64_t		 id;
 	char		 note[DENY_NOTE_MAX + 1];
 	int		 member;		/* aimed at the caller */
+	int		 in_project;		/* scoped to the project */
 	char		 what[DENY_METHOD_MAX + HOST_LEN_MAX + DENY_PATH_MAX +
 			    4];				/* "GET host/path" */
 };
@@ -622,6 +626,8 @@ deny_matches(const struct store_deny *d, void *arg)
 
 	if (*rh == '\0' && *rp == '\0' && *rm == '\0')
 		return (0);	/* matches nothing, by definition */
+	if (d->project_id != 0 && d->project_id != u->project)
+		return (0);
 	if (*rh != '\0' && !host_match(rh, u->host))
 		return (0);
 	if (*rm != '\0' && (u->method == NULL || strcmp(rm, u->method) != 0))
@@ -634,6 +640,7 @@ deny_matches(const struct store_deny *d, void *arg)
 	u->id = d->id;
 	strlcpy(u->note, d->note ? d->note : "", sizeof(u->note));
 	u->member = d->user_id != 0;
+	u->in_project = d->project_id != 0;
 	(void)snprintf(u->what, sizeof(u->what), "%s %s%s", *rm != '\0' ?
 	    rm : "any", *rh != '\0' ? rh : "any host", rp);
 	return (1);
@@ -641,14 +648,16 @@ deny_matches(const struct store_deny *d, void *arg)
 
 int
 deny_check(const struct auth *a, const char *host, const char *path,
-    const char *method, struct vault_resp *resp)
+    const char *method, int64_t project, struct vault_resp *resp)
 {
-	return (deny_check_by(store_deny_rules, a, host, path, method, resp));
+	return (deny_check_by(store_deny_rules, a, host, path, method,
+	    project, resp));
 }
 
 int
 deny_check_by(deny_rules_fn rules, const struct auth *a, const char *host,
-    const char *path, const char *method, struct vault_resp *resp)
+    const char *path, const char *method, int64_t project,
+    struct vault_resp *resp)
 {
 	struct deny_use	 u;
 	char		 pbuf[DENY_PATH_MAX + 1];
@@ -666,15 +675,20 @@ deny_check_by(deny_rules_fn rules, const struct auth *a, const char *host,
 	u.path = path;
 	path_plain(path, u.plain, sizeof(u.plain));
 	u.method = method;
+	u.project = project;
 	if (rules(a->org_id, a->user_id, deny_matches, &u) == -1) {
 		db_fail(resp, "deny rules");
 		return (-1);
 	}
 	if (u.id == 0)
 		return (0);
-	/* treg's words: whom the rule is on, its note, what it blocks. */
-	resp_error(resp, 403, "blocked by a policy rule on %s%s%s%s — %s "
+	/*
+	 * treg's words: whom the rule is on, its project, its note, what
+	 * it blocks.
+	 */
+	resp_error(resp, 403, "blocked by a policy rule on %s%s%s%s%s — %s "
 	    "(rule %lld)", u.member ? "you" : "this team",
+	    u.in_project ? " in this project" : "",
 	    u.note[0] != '\0' ? " (" : "", u.note,
 	    u.note[0] != '\0' ? ")" : "", u.what, (long long)u.id);
 	return (-1);

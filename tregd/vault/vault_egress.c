@@ -43,6 +43,7 @@ struct erun {
 	int64_t			 audit_id;
 	int64_t			 org_id;
 	int64_t			 user_id;
+	int64_t			 project_id;	/* its tool's */
 	char			 email[256];
 	char			 client[CLIENT_NAME_MAX + 1];
 	char			 tool[NAME_LEN_MAX + 1];
@@ -103,6 +104,7 @@ egress_run_start(const struct egress_who *w, const struct egress_grant *g,
 	r->audit_id = w->audit_id;
 	r->org_id = w->org_id;
 	r->user_id = w->user_id;
+	r->project_id = w->project_id;
 	strlcpy(r->email, w->email, sizeof(r->email));
 	strlcpy(r->client, w->client, sizeof(r->client));
 	strlcpy(r->tool, w->tool, sizeof(r->tool));
@@ -276,7 +278,8 @@ egress_judge(struct epend *p)
 	path[strcspn(path, "?")] = '\0';
 	/* The record names host:port; the rules, the host. */
 	p->host[strcspn(p->host, ":")] = '\0';
-	if (deny_check(&a, p->host, path, p->method, &resp) == -1) {
+	if (deny_check(&a, p->host, path, p->method, p->run->project_id,
+	    &resp) == -1) {
 		p->refused_by = resp.status == 403 ? "policy" : "";
 		p->status = resp.status;
 		d = json_object_get(resp.body, "detail");

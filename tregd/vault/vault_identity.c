@@ -38,6 +38,8 @@ static void	auth_revoke(struct vault_req *, struct vault_resp *);
 static int	invite_mine_view(const struct store_invite *, void *);
 static void	invites_mine(struct vault_req *, struct vault_resp *);
 static void	invite_accept_id(struct vault_req *, struct vault_resp *);
+static int	ctl_token_member(const struct store_membership *, void *);
+static int	ctl_token_identity(int64_t, const char *, void *);
 
 const struct vault_route vault_identity_routes[] = {
 	{ ROUTE_AUTH_CLI_TOKEN,		ROLE_VIEWER,	auth_cli_token },
@@ -311,4 +313,81 @@ invite_accept_id(struct vault_req *req, struct vault_resp *resp)
 		    role_name(f.role), "user_id", (json_int_t)uid));
 	}
 	free(f.access);
+}
+
+/* ------------------------------------------------------------------ */
+/* tregctl: a person's tokens.                                         */
+
+/* Never a hash: which token it is, where it acts, since when. */
+static int
+ctl_token_member(const struct store_membership *m, void *arg)
+{
+	json_array_append_new(arg, json_pack("{s:s,s:I,s:s,s:s,s:s}",
+	    "kind", m->is_agent ? "agent" : "membership",
+	    "id", (json_int_t)m->id, "org", m->org_slug ? m->org_slug : "",
+	    "role", m->role ? m->role : "", "created_at",
+	    m->created_at ? m->created_at : ""));
+	return (0);
+}
+
+static int
+ctl_token_identity(int64_t id, const char *created_at, void *arg)
+{
+	json_array_append_new(arg, json_pack("{s:s,s:I,s:n,s:n,s:s}",
+	    "kind", "identity", "id", (json_int_t)id, "org", "role",
+	    "created_at", created_at));
+	return (0);
+}
+
+/*
+ * show tokens EMAIL: the person's membership tokens (one per org) and
+ * identity tokens (vault_identity.c), oldest first; only hashes are
+ * kept, and none is shown.
+ */
+int
+ctl_show_tokens(const struct ctl_request *cr, json_t **reply)
+{
+	char	 email[STORE_EMAIL_MAX + 1];
+	json_t	*list;
+	int64_t	 uid;
+
+	if (ctl_user_of(cr, email, sizeof(email), &uid, reply) == -1)
+		return (-1);
+	list = json_array();
+	if (store_user_memberships(uid, ctl_token_member, list) == -1 ||
+	    store_identity_tokens(uid, ctl_token_identity, list) == -1) {
+		json_decref(list);
+		return (ctl_fail(__func__, reply));
+	}
+	store_rollback();
+	*reply = list;
+	return (0);
+}
+
+/*
+ * token revoke EMAIL identity: every identity token of the person,
+ * refused at once; their memberships (each org's token) stay.
+ */
+int
+ctl_identity_revoke(const struct ctl_request *cr, json_t **reply)
+{
+	char	 email[STORE_EMAIL_MAX + 1];
+	int64_t	 uid, n = 0;
+
+	if (ctl_user_of(cr, email, sizeof(email), &uid, reply) == -1)
+		return (-1);
+	if (store_identity_count(uid, &n) == -1 ||
+	    store_identity_revoke(uid) == -1)
+		return (ctl_fail(__func__, reply));
+	if (n == 0) {
+		store_rollback();
+		*reply = ctl_errorf("%s has no identity token", email);
+		return (-1);
+	}
+	if (store_commit() == -1)
+		return (ctl_fail(__func__, reply));
+	*reply = json_pack("{s:I}", "revoked", (json_int_t)n);
+	log_info("tregctl: %lld identity token(s) of user %lld revoked",
+	    (long long)n, (long long)uid);
+	return (0);
 }

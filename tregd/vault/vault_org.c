@@ -39,7 +39,6 @@ static int64_t	tool_count(int64_t, enum role, const char *);
 static int	org_view(const struct store_membership *, void *);
 static int	ctl_user_view(const struct store_user *, void *);
 static int	ctl_org_view(const struct store_org_row *, void *);
-static int	ctl_fail(const char *, json_t **);
 static int	ctl_user_membership(const char *, const char *, enum role *,
 		    int64_t *, char *, size_t, json_t **);
 
@@ -475,7 +474,7 @@ org_delete(struct vault_req *req, struct vault_resp *resp)
 /* tregctl.                                                            */
 
 /* The database failed: say so, logged with why, and roll back. */
-static int
+int
 ctl_fail(const char *func, json_t **reply)
 {
 	log_warnx("%s: database error: %s", func, store_error());
@@ -636,33 +635,55 @@ ctl_user_add(const struct ctl_request *cr, json_t **reply)
 	return (0);
 }
 
+/*
+ * The user of cr->email, in a transaction begun here: 0 with *uid, or
+ * -1 with *reply the error (no transaction then).
+ */
 int
-ctl_token_revoke(const struct ctl_request *cr, json_t **reply)
+ctl_user_of(const struct ctl_request *cr, char *email, size_t len,
+    int64_t *uid, json_t **reply)
 {
-	char		 email[EMAIL_LEN_MAX + 1];
-	int64_t		 uid, oids[CTL_ORGS_MAX];
-	size_t		 n, i;
-	int		 rc, is_agent;
+	int	 rc, is_agent;
 
 	if (memchr(cr->email, '\0', sizeof(cr->email)) == NULL ||
-	    memchr(cr->org, '\0', sizeof(cr->org)) == NULL ||
-	    email_normalize(cr->email, email, sizeof(email)) == -1) {
+	    email_normalize(cr->email, email, len) == -1) {
 		*reply = ctl_errorf("invalid email address");
 		return (-1);
 	}
 	if (store_begin() == -1 ||
-	    (rc = store_user_by_email(email, &uid, &is_agent)) == -1)
+	    (rc = store_user_by_email(email, uid, &is_agent)) == -1)
 		return (ctl_fail(__func__, reply));
 	if (rc == 1) {
 		store_rollback();
 		*reply = ctl_errorf("no user %s", email);
 		return (-1);
 	}
+	return (0);
+}
+
+int
+ctl_token_revoke(const struct ctl_request *cr, json_t **reply)
+{
+	char		 email[EMAIL_LEN_MAX + 1];
+	int64_t		 uid, oids[CTL_ORGS_MAX], idn = 0;
+	size_t		 n, i;
+
+	if (memchr(cr->org, '\0', sizeof(cr->org)) == NULL) {
+		*reply = ctl_errorf("malformed request");
+		return (-1);
+	}
+	if (ctl_user_of(cr, email, sizeof(email), &uid, reply) == -1)
+		return (-1);
 	if (store_user_org_ids(uid, cr->org, oids, CTL_ORGS_MAX, &n) == -1)
 		return (ctl_fail(__func__, reply));
 	for (i = 0; i < n; i++)
 		if (store_membership_remove(uid, oids[i]) == -1)
 			return (ctl_fail(__func__, reply));
+	/* In every org: the person's own tokens go too (identity tokens). */
+	if (cr->org[0] == '\0' && (store_identity_count(uid, &idn) == -1 ||
+	    store_identity_revoke(uid) == -1))
+		return (ctl_fail(__func__, reply));
+	n += idn;
 	if (n == 0) {
 		store_rollback();
 		*reply = ctl_errorf("%s has no token%s%s", email,

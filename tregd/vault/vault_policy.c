@@ -30,9 +30,12 @@
 #define CALLS_LIMIT_MAX		500
 #define AUDIT_CTL_MAX		500
 
+static int	deny_id(struct vault_req *, struct vault_resp *, const char *,
+		    const char *, int64_t *);
+static int	deny_scope(struct vault_req *, struct vault_resp *, int64_t *,
+		    int64_t *);
 static int	deny_body(struct vault_req *, struct vault_resp *, char *,
-		    size_t, const char **, char *, size_t, int64_t *,
-		    const char **);
+		    size_t, const char **, char *, size_t, const char **);
 static json_t	*deny_view(const struct store_deny *);
 static int	deny_append(const struct store_deny *, void *);
 static void	deny_create(struct vault_req *, struct vault_resp *);
@@ -91,20 +94,70 @@ const struct vault_route vault_policy_routes[] = {
  * the same rule as the other /orgs/{id} routes: no membership is 404.
  */
 
+/* An id field of a new rule: *id, 0 when null or absent. */
+static int
+deny_id(struct vault_req *req, struct vault_resp *resp, const char *field,
+    const char *what, int64_t *id)
+{
+	json_t	*v;
+
+	*id = 0;
+	v = json_object_get(req->body, field);
+	if (v == NULL || json_is_null(v))
+		return (0);
+	if (!json_is_integer(v) || json_integer_value(v) < 1) {
+		resp_error(resp, 422, "field '%s' must be %s id or null",
+		    field, what);
+		return (-1);
+	}
+	*id = json_integer_value(v);
+	return (0);
+}
+
+/*
+ * Whom and what a new rule binds: user_id (a member of the org, else
+ * 404) and project_id (a project of the org, else 404, as treg says
+ * them); each 0 when null or absent.
+ */
+static int
+deny_scope(struct vault_req *req, struct vault_resp *resp, int64_t *user,
+    int64_t *project)
+{
+	int	 rc;
+
+	if (deny_id(req, resp, "user_id", "a user", user) == -1 ||
+	    deny_id(req, resp, "project_id", "a project", project) == -1)
+		return (-1);
+	if (*user != 0 && (rc = store_member_of(*user, req->id1)) != 0) {
+		if (rc == 1)
+			resp_error(resp, 404, "not a member of this org (user "
+			    "%lld)", (long long)*user);
+		else
+			db_fail(resp, "deny rule");
+		return (-1);
+	}
+	if (*project != 0 && (rc = project_of_org(req->id1, *project)) != 0) {
+		if (rc == 1)
+			resp_error(resp, 404, "unknown project");
+		else
+			db_fail(resp, "deny rule");
+		return (-1);
+	}
+	return (0);
+}
+
 /* The fields of a new rule; empty strings count as absent. */
 static int
 deny_body(struct vault_req *req, struct vault_resp *resp, char *host,
     size_t hostlen, const char **path, char *method, size_t methodlen,
-    int64_t *user, const char **note)
+    const char **note)
 {
 	const char	*h = "", *m = "";
 	char		 hbuf[HOST_LEN_MAX];
-	json_t		*u;
 	size_t		 i;
 
 	*path = "";
 	*note = "";
-	*user = 0;
 	if (body_str(req, resp, "host", 0, hostlen - 1, &h) == -1 ||
 	    body_str(req, resp, "path_prefix", 0, DENY_PATH_MAX, path) == -1 ||
 	    body_str(req, resp, "method", 0, methodlen - 1, &m) == -1 ||
@@ -166,33 +219,30 @@ deny_body(struct vault_req *req, struct vault_resp *resp, char *host,
 		    "'host', 'path_prefix' or 'method'");
 		return (-1);
 	}
-	u = json_object_get(req->body, "user_id");
-	if (u != NULL && !json_is_null(u)) {
-		if (!json_is_integer(u) || json_integer_value(u) < 1) {
-			resp_error(resp, 422, "field 'user_id' must be a user "
-			    "id or null");
-			return (-1);
-		}
-		*user = json_integer_value(u);
-	}
 	return (0);
 }
 
+/*
+ * A rule as treg shows it: an empty field is "" (treg stores what was
+ * sent, "" for any), created_by the creator's email ("" once gone);
+ * user_id and project_id null when the rule is not scoped so.
+ */
 static json_t *
 deny_view(const struct store_deny *d)
 {
 	json_t	*o;
 
-	o = json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:s, "
-	    "s:s}",
+	o = json_pack("{s:I, s:I, s:s, s:s, s:s, s:o, s:o, s:s, s:s, s:s, "
+	    "s:s, s:s}",
 	    "id", (json_int_t)d->id,
 	    "org_id", (json_int_t)d->org_id,
-	    "host", text_or_null(d->host),
-	    "path_prefix", text_or_null(d->path_prefix),
-	    "method", text_or_null(d->method),
+	    "host", d->host ? d->host : "",
+	    "path_prefix", d->path_prefix ? d->path_prefix : "",
+	    "method", d->method ? d->method : "",
 	    "user_id", int_or_null(d->user_id != 0, d->user_id),
-	    "note", text_or_null(d->note),
-	    "created_by", int_or_null(d->created_by != 0, d->created_by),
+	    "project_id", int_or_null(d->project_id != 0, d->project_id),
+	    "note", d->note ? d->note : "",
+	    "created_by", d->created_by_email ? d->created_by_email : "",
 	    "created_at", d->created_at,
 	    "scope", d->user_id != 0 ? "member" : "org",
 	    "verdict", "deny");
@@ -217,8 +267,7 @@ deny_create(struct vault_req *req, struct vault_resp *resp)
 	char			 method[DENY_METHOD_MAX + 1], now[32];
 	const char		*path, *note;
 	json_t			*one;
-	int64_t			 user, id, n = 0;
-	int			 rc;
+	int64_t			 user, project, id, n = 0;
 
 	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1)
 		return;
@@ -228,16 +277,9 @@ deny_create(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	if (deny_body(req, resp, host, sizeof(host), &path, method,
-	    sizeof(method), &user, &note) == -1)
+	    sizeof(method), &note) == -1 ||
+	    deny_scope(req, resp, &user, &project) == -1)
 		return;
-	if (user != 0 && (rc = store_member_of(user, req->id1)) != 0) {
-		if (rc == 1)
-			resp_error(resp, 404, "not a member of this org (user "
-			    "%lld)", (long long)user);
-		else
-			db_fail(resp, "deny rule");
-		return;
-	}
 
 	if (store_begin() == -1 || store_deny_count(req->id1, &n) == -1) {
 		db_fail(resp, "deny rule");
@@ -256,6 +298,7 @@ deny_create(struct vault_req *req, struct vault_resp *resp)
 	d.path_prefix = path;
 	d.method = method;
 	d.user_id = user;
+	d.project_id = project;
 	d.note = note;
 	d.created_by = req->auth->user_id;
 	d.created_at = now;
@@ -502,7 +545,7 @@ grant_allowed(const struct auth *a, const struct tool_row *t,
 		return (-1);
 	}
 	url_path(t->base_url, path, sizeof(path));
-	if (deny_check(a, t->host, path, NULL, resp) == -1)
+	if (deny_check(a, t->host, path, NULL, t->project_id, resp) == -1)
 		return (-1);
 	if (t->cli == NULL) {
 		/* treg compatibility: the catalog knows some CLIs' answer. */

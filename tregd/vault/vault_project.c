@@ -64,7 +64,6 @@ static int	 project_owner_refused(struct vault_req *, struct vault_resp *);
 static int	 role_row(const struct store_membership *, void *);
 static int	 access_row(int64_t, const char *, void *);
 static json_t	*access_view(const char *);
-static void	 access_views(int64_t, json_t *);
 static int	 sweep_row(int64_t, const char *, void *);
 static int	 usage_row(const struct store_usage_row *, void *);
 static void	 usage_bump(json_t *, const char *, json_int_t);
@@ -617,26 +616,10 @@ project_owner_refused(struct vault_req *req, struct vault_resp *resp)
 int
 project_view_before(struct vault_req *req, struct vault_resp *resp)
 {
-	json_t	*v;
 	char	*text = NULL;
 	int	 sent;
 
 	switch (req->route) {
-	case ROUTE_DENY_CREATE:
-		/*
-		 * treg's `org deny --project` fires a rule on one project's
-		 * tools only.  tregd's rules hold for every tool: taking
-		 * the rule would block more than asked, so it is refused,
-		 * saying so (null, which treg's client sends, is fine).
-		 */
-		if (req->body != NULL && (v = json_object_get(req->body,
-		    "project_id")) != NULL && !json_is_null(v)) {
-			resp_error(resp, 422, "a deny rule cannot be scoped to "
-			    "a project here: send no project_id (the rule then "
-			    "holds for every tool of the team)");
-			return (-1);
-		}
-		return (0);
 	case ROUTE_MEMBER_ACCESS:
 	case ROUTE_AGENTS_CREATE:
 	case ROUTE_INVITES_CREATE:
@@ -678,9 +661,12 @@ access_row(int64_t user, const char *text, void *arg)
 	return (0);
 }
 
-/* "project_access" on every row of a member or agent listing. */
-static void
-access_views(int64_t org, json_t *list)
+/*
+ * "project_access" on every row of a member or agent listing (of the
+ * HTTP routes and of tregctl's show members and show agents).
+ */
+void
+project_access_views(int64_t org, json_t *list)
 {
 	json_t	*by_user, *e, *v;
 	char	 key[24];
@@ -713,7 +699,7 @@ project_view_after(struct vault_req *req, struct vault_resp *resp)
 	switch (req->route) {
 	case ROUTE_MEMBERS_LIST:
 	case ROUTE_AGENTS_LIST:
-		access_views(req->id1, resp->body);
+		project_access_views(req->id1, resp->body);
 		return;
 	case ROUTE_MEMBER_ACCESS:
 	case ROUTE_AGENTS_CREATE:
@@ -740,7 +726,7 @@ project_view_after(struct vault_req *req, struct vault_resp *resp)
 			/* Not sent: kept (a rotate never widens), shown. */
 			if ((one = json_pack("[O]", resp->body)) == NULL)
 				fatalx("%s: json_pack", __func__);
-			access_views(req->id1, one);
+			project_access_views(req->id1, one);
 			json_decref(one);
 		}
 	}
@@ -776,6 +762,25 @@ project_tool_names(int64_t org, const struct auth *a)
 		return (NULL);
 	}
 	return (u.names);
+}
+
+/* Deny rules (vault_policy.c): 0 when org has project id, 1 if not. */
+int
+project_of_org(int64_t org, int64_t id)
+{
+	struct project_set	*s;
+	size_t			 i;
+	int			 rc = 1;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		fatal("%s: calloc", __func__);
+	if (project_set_load(org, s) == -1)
+		rc = -1;
+	for (i = 0; rc == 1 && i < s->n; i++)
+		if (s->id[i] == id)
+			rc = 0;
+	free(s);
+	return (rc);
 }
 
 /* In the accepting transaction: the invite's scope is the member's. */

@@ -334,7 +334,8 @@ run_tool_access(const struct auth *a, struct runp *rp,
 	if (tool_access_check(a, &rp->t, resp) == -1)
 		return (-1);
 	url_path(rp->t.base_url, path, sizeof(path));
-	return (deny_check(a, rp->t.host, path, NULL, resp));
+	return (deny_check(a, rp->t.host, path, NULL, rp->t.project_id,
+	    resp));
 }
 
 /* 4, 5. A CLI profile whose bin this server allows. */
@@ -647,6 +648,7 @@ run_grant(struct runp *rp, const struct vrun *vr)
 	w.email = vr->email;
 	w.client = vr->client;
 	w.tool = vr->tool;
+	w.project_id = rp->t.project_id;
 	pack_init(&pk);
 	egress_grant_pack(&pk, rp->egress, rp->subs, rp->mask);
 	egress_run_start(&w, &g, pk.buf, pk.len);

@@ -900,6 +900,12 @@ store_identity_revoke(int64_t user)
 }
 
 int
+store_identity_tokens(int64_t user, store_access_fn fn, void *arg)
+{
+	return (ops->identity_tokens(user, fn, arg));
+}
+
+int
 store_email_code_get(const char *email, struct store_email_code *c)
 {
 	memset(c, 0, sizeof(*c));

@@ -237,8 +237,10 @@ struct store_deny {
 	const char	*path_prefix;
 	const char	*method;
 	int64_t		 user_id;
+	int64_t		 project_id;	/* 0: any tool; else its tools only */
 	const char	*note;
 	int64_t		 created_by;
+	const char	*created_by_email;	/* read only; "" when gone */
 	const char	*created_at;
 };
 typedef int	(*store_deny_fn)(const struct store_deny *, void *);
@@ -498,7 +500,10 @@ struct store_project {
 	int64_t		 tool_count;
 };
 typedef int	(*store_project_fn)(const struct store_project *, void *);
-/* A membership's project_access: user, JSON array of ids (not NULL). */
+/*
+ * An id and a text of a row: a membership's project_access (user, JSON
+ * array of ids, not NULL), an identity token (its id, created_at).
+ */
 typedef int	(*store_access_fn)(int64_t, const char *, void *);
 
 /*
@@ -701,6 +706,7 @@ struct store_ops {
 	int	(*identity_count)(int64_t, int64_t *);
 	int	(*identity_trim)(int64_t, int64_t);
 	int	(*identity_revoke)(int64_t);
+	int	(*identity_tokens)(int64_t, store_access_fn, void *);
 	int	(*email_code_get)(const char *, struct store_email_code *);
 	int	(*email_code_put)(const char *,
 		    const struct store_email_code *);
@@ -923,6 +929,8 @@ int		 store_identity_count(int64_t, int64_t *);
 int		 store_identity_trim(int64_t, int64_t);
 /* Every identity token of the user deleted. */
 int		 store_identity_revoke(int64_t);
+/* The user's identity tokens, oldest first (never their hashes). */
+int		 store_identity_tokens(int64_t, store_access_fn, void *);
 /* email: its code (0), or 1 when none was ever sent. */
 int		 store_email_code_get(const char *, struct store_email_code *);
 int		 store_email_code_put(const char *,

@@ -121,6 +121,7 @@ const struct store_ops store_pg_ops = {
 	.identity_count = pg_identity_count,
 	.identity_trim = pg_identity_trim,
 	.identity_revoke = pg_identity_revoke,
+	.identity_tokens = pg_identity_tokens,
 	.email_code_get = pg_email_code_get,
 	.email_code_put = pg_email_code_put,
 	.invites_of_email = pg_invites_of_email,

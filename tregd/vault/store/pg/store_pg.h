@@ -44,6 +44,8 @@ typedef int	(*pg_row_fn)(const PGresult *, int, void *);
 /* Every row to row() until it stops: 0, or -1. */
 int		 pg_each(struct pg_stmt *, const struct pgq *, pg_row_fn,
 		    void *);
+/* pg_each() of a statement whose one parameter is an id. */
+int		 pg_each_of(struct pg_stmt *, int64_t, pg_row_fn, void *);
 /* A result with a row in *res (the caller clears it): 0, 1 none, -1. */
 int		 pg_row(struct pg_stmt *, const struct pgq *, PGresult **);
 /* The first row to row() (NULL: only whether any): 0, 1 none, -1. */
@@ -230,6 +232,8 @@ int	pg_identity_member_hash(const uint8_t [STORE_HASH_LEN], const char *,
 int	pg_identity_count(int64_t, int64_t *);
 int	pg_identity_trim(int64_t, int64_t);
 int	pg_identity_revoke(int64_t);
+int	pg_identity_tokens(int64_t, store_access_fn, void *);
+int	pg_access_row(const PGresult *, int, void *);
 int	pg_email_code_get(const char *, struct store_email_code *);
 int	pg_email_code_put(const char *, const struct store_email_code *);
 

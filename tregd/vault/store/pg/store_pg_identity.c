@@ -124,6 +124,16 @@ pg_identity_revoke(int64_t user)
 }
 
 int
+pg_identity_tokens(int64_t user, store_access_fn fn, void *arg)
+{
+	static struct pg_stmt	 st = { "SELECT id, created_at FROM "
+	    "identity_tokens WHERE user_id = $1 ORDER BY id", 0 };
+	struct store_each	 e = { .fn.access = fn, .arg = arg };
+
+	return (pg_each_of(&st, user, pg_access_row, &e));
+}
+
+int
 pg_email_code_get(const char *email, struct store_email_code *c)
 {
 	/*

@@ -46,6 +46,16 @@ pg_each(struct pg_stmt *st, const struct pgq *q, pg_row_fn row, void *arg)
 }
 
 int
+pg_each_of(struct pg_stmt *st, int64_t id, pg_row_fn row, void *arg)
+{
+	struct pgq	 q;
+
+	pgq_init(&q);
+	pgq_int(&q, id);
+	return (pg_each(st, &q, row, arg));
+}
+
+int
 pg_row(struct pg_stmt *st, const struct pgq *q, PGresult **res)
 {
 	if ((*res = pg_run(st, q)) == NULL)

@@ -14,7 +14,9 @@
 
 #define DENY_SELECT							\
 	"SELECT id, org_id, host, path_prefix, method, user_id, note, "	\
-	"created_by, created_at FROM deny_rules "
+	"created_by, created_at, project_id, coalesce((SELECT email "	\
+	"FROM users WHERE users.id = deny_rules.created_by), '') "	\
+	"FROM deny_rules "
 
 static int	pg_deny_row(const PGresult *, int, void *);
 
@@ -34,6 +36,8 @@ pg_deny_row(const PGresult *res, int i, void *arg)
 	d.note = pg_ntext(res, i, 6);
 	d.created_by = pg_int(res, i, 7);
 	d.created_at = pg_text(res, i, 8);
+	d.project_id = pg_int(res, i, 9);
+	d.created_by_email = pg_text(res, i, 10);
 	return (e->fn.deny(&d, e->arg));
 }
 
@@ -68,8 +72,9 @@ pg_deny_insert(const struct store_deny *d, int64_t *id)
 {
 	static struct pg_stmt	 st = { "INSERT INTO deny_rules (org_id, "
 	    "host, path_prefix, method, user_id, note, created_by, "
-	    "created_at) VALUES ($1, NULLIF($2, ''), NULLIF($3, ''), "
-	    "NULLIF($4, ''), $5, NULLIF($6, ''), $7, $8) RETURNING id", 0 };
+	    "created_at, project_id) VALUES ($1, NULLIF($2, ''), "
+	    "NULLIF($3, ''), NULLIF($4, ''), $5, NULLIF($6, ''), $7, $8, $9) "
+	    "RETURNING id", 0 };
 	struct pgq		 q;
 
 	pgq_init(&q);
@@ -81,6 +86,7 @@ pg_deny_insert(const struct store_deny *d, int64_t *id)
 	pgq_text(&q, d->note);
 	pgq_int(&q, d->created_by);
 	pgq_text(&q, d->created_at);
+	pgq_intif(&q, d->project_id != 0, d->project_id);
 	*id = 0;
 	return (pg_value(&st, &q, id) == -1 ? -1 : 0);
 }

@@ -8,7 +8,6 @@
 #include "store_pg.h"
 
 static int	pg_project_row(const PGresult *, int, void *);
-static int	pg_access_row(const PGresult *, int, void *);
 static int	pg_usage_row(const PGresult *, int, void *);
 
 int
@@ -93,7 +92,8 @@ pg_tool_project_set(int64_t org, int64_t tool, int64_t project)
 	return (pg_changed(&st, &q));
 }
 
-static int
+/* A row of an id and a text (store_access_fn): store_pg_identity.c too. */
+int
 pg_access_row(const PGresult *res, int i, void *arg)
 {
 	struct store_each	*e = arg;

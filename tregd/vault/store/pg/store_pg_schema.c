@@ -355,6 +355,10 @@ static const char *const migrations[] = {
 	"  WHERE client NOT IN ('', 'cli');"
 	"CREATE INDEX runs_org_client_time ON runs(org_id, created_at)"
 	"  WHERE client NOT IN ('', 'cli');",
+
+	/* 17: a deny rule's project (see the sqlite migration 17). */
+	"ALTER TABLE deny_rules ADD COLUMN project_id BIGINT REFERENCES"
+	"  projects(id) ON DELETE CASCADE;",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -149,6 +149,7 @@ const struct store_ops store_sqlite_ops = {
 	.identity_count = sq_identity_count,
 	.identity_trim = sq_identity_trim,
 	.identity_revoke = sq_identity_revoke,
+	.identity_tokens = sq_identity_tokens,
 	.email_code_get = sq_email_code_get,
 	.email_code_put = sq_email_code_put,
 	.invites_of_email = sq_invites_of_email,

@@ -202,6 +202,8 @@ int		 sq_identity_member_hash(const uint8_t [STORE_HASH_LEN],
 int		 sq_identity_count(int64_t, int64_t *);
 int		 sq_identity_trim(int64_t, int64_t);
 int		 sq_identity_revoke(int64_t);
+int		 sq_identity_tokens(int64_t, store_access_fn, void *);
+int		 sq_access_row(sqlite3_stmt *, void *);
 int		 sq_email_code_get(const char *, struct store_email_code *);
 int		 sq_email_code_put(const char *,
 		    const struct store_email_code *);

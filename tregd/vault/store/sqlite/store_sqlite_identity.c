@@ -119,6 +119,20 @@ sq_identity_revoke(int64_t user)
 }
 
 int
+sq_identity_tokens(int64_t user, store_access_fn fn, void *arg)
+{
+	struct store_each	 e = { .fn.access = fn, .arg = arg };
+	sqlite3_stmt		*st;
+
+	if ((st = db_prepare("SELECT id AS user_id, created_at AS access "
+	    "FROM identity_tokens WHERE user_id = :user ORDER BY id")) ==
+	    NULL)
+		return (-1);
+	sq_int(st, ":user", user);
+	return (sq_each(st, sq_access_row, &e));
+}
+
+int
 sq_email_code_get(const char *email, struct store_email_code *c)
 {
 	sqlite3_stmt	*st;

@@ -10,7 +10,9 @@
 
 #define DENY_SELECT							\
 	"SELECT id, org_id, host, path_prefix, method, user_id, note, "	\
-	"created_by, created_at FROM deny_rules "
+	"created_by, created_at, project_id, coalesce((SELECT email "	\
+	"FROM users WHERE users.id = deny_rules.created_by), '') AS "	\
+	"created_by_email FROM deny_rules "
 
 static int	sq_deny_row(sqlite3_stmt *, void *);
 
@@ -27,9 +29,11 @@ sq_deny_row(sqlite3_stmt *st, void *arg)
 	d.path_prefix = sq_cntext(st, "path_prefix");
 	d.method = sq_cntext(st, "method");
 	d.user_id = sq_cint(st, "user_id");
+	d.project_id = sq_cint(st, "project_id");
 	d.note = sq_cntext(st, "note");
 	d.created_by = sq_cint(st, "created_by");
 	d.created_at = sq_ctext(st, "created_at");
+	d.created_by_email = sq_ctext(st, "created_by_email");
 	return (e->fn.deny(&d, e->arg));
 }
 
@@ -70,10 +74,10 @@ sq_deny_insert(const struct store_deny *d, int64_t *id)
 	sqlite3_stmt	*st;
 
 	if ((st = db_prepare("INSERT INTO deny_rules (org_id, host, "
-	    "path_prefix, method, user_id, note, created_by, created_at) "
-	    "VALUES (:org, NULLIF(:host, ''), NULLIF(:path, ''), "
-	    "NULLIF(:method, ''), :user, NULLIF(:note, ''), :by, :at)")) ==
-	    NULL)
+	    "path_prefix, method, user_id, note, created_by, created_at, "
+	    "project_id) VALUES (:org, NULLIF(:host, ''), NULLIF(:path, ''), "
+	    "NULLIF(:method, ''), :user, NULLIF(:note, ''), :by, :at, "
+	    ":project)")) == NULL)
 		return (-1);
 	sq_int(st, ":org", d->org_id);
 	sq_text(st, ":host", d->host);
@@ -81,6 +85,8 @@ sq_deny_insert(const struct store_deny *d, int64_t *id)
 	sq_text(st, ":method", d->method);
 	if (d->user_id != 0)
 		sq_int(st, ":user", d->user_id);
+	if (d->project_id != 0)
+		sq_int(st, ":project", d->project_id);
 	sq_text(st, ":note", d->note);
 	sq_int(st, ":by", d->created_by);
 	sq_text(st, ":at", d->created_at);

@@ -9,7 +9,6 @@
 #include "store_sqlite.h"
 
 static int	sq_project_row(sqlite3_stmt *, void *);
-static int	sq_access_row(sqlite3_stmt *, void *);
 static int	sq_usage_row(sqlite3_stmt *, void *);
 static int	sq_usage_walk(const char *, char, int64_t, const char *,
 		    struct store_each *);
@@ -101,7 +100,11 @@ sq_tool_project_set(int64_t org, int64_t tool, int64_t project)
 	return (sq_affected(st));
 }
 
-static int
+/*
+ * A row of an id and a text (store_access_fn), named user_id and access:
+ * store_sqlite_identity.c too.
+ */
+int
 sq_access_row(sqlite3_stmt *st, void *arg)
 {
 	struct store_each	*e = arg;

@@ -411,6 +411,15 @@ static const char *const migrations[] = {
 	"  WHERE client NOT IN ('', 'cli');"
 	"CREATE INDEX runs_org_client_time ON runs(org_id, created_at)"
 	"  WHERE client NOT IN ('', 'cli');",
+
+	/*
+	 * 17 (issue 24): a deny rule scoped to a project binds only calls,
+	 * runs and grants through that project's tools (treg's
+	 * DenyRule.project_id); NULL: every tool.  Deleting the project
+	 * deletes its rules, which could never fire again.
+	 */
+	"ALTER TABLE deny_rules ADD COLUMN project_id INTEGER REFERENCES"
+	"  projects(id) ON DELETE CASCADE;",
 };
 #define NMIGRATIONS	((int)(sizeof(migrations) / sizeof(migrations[0])))
 
