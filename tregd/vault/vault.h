@@ -399,6 +399,8 @@ int		 mask_cost_users(int64_t, int64_t, struct vault_resp *);
 extern const struct vault_route vault_policy_routes[];
 /* vault_health.c: POST /health/run; a probe's answer (vault.c). */
 extern const struct vault_route vault_health_routes[];
+int		 health_secret_view(int64_t, const struct store_secret_row *,
+		    json_t **);
 /* vault_oauth.c: OAuth access tokens refreshed server-side. */
 typedef void	(*oauth_done_fn)(void *, int64_t, int, const char *);
 int		 oauth_stale(secret_get_fn, int64_t, int64_t);

@@ -83,6 +83,12 @@ struct hrun {
 	size_t			 refreshing;	/* refreshes not back */
 	size_t			 pending;	/* probes not back */
 };
+/* What a run reports beyond its verdicts (health_row). */
+struct hreport {
+	int64_t		 org_id;
+	json_t		*all;
+	json_t		*expiring;
+};
 static TAILQ_HEAD(, hrun)	 hruns = TAILQ_HEAD_INITIALIZER(hruns);
 static int			 nhruns;
 static uint32_t			 fetch_next;
@@ -514,22 +520,27 @@ hrun_finish(struct hrun *r)
 {
 	struct vault_resp	 resp;
 	struct store_sel	 sel;
-	json_t			*marked, *all, *invalid, *expiring, *o, *owners;
-	json_t			*ow;
-	char			 id[32], now[32];
+	struct hreport		 rep;
+	json_t			*marked, *invalid, *o, *owners;
+	char			 now[32];
 	size_t			 i;
-	int64_t			 sid;
 
 	memset(&resp, 0, sizeof(resp));
 	memset(&sel, 0, sizeof(sel));
-	sel.org = r->org_id;
-	if ((marked = json_object()) == NULL || (all = json_array()) == NULL ||
+	sel.org = rep.org_id = r->org_id;
+	if ((marked = json_object()) == NULL ||
+	    (rep.all = json_array()) == NULL ||
 	    (invalid = json_array()) == NULL ||
-	    (expiring = json_array()) == NULL ||
+	    (rep.expiring = json_array()) == NULL ||
 	    (owners = json_object()) == NULL)
 		fatal("%s: json", __func__);
 	hrun_judge(r);
 	now_iso(now, sizeof(now));
+	/*
+	 * Every oauth secret of the org is in "expiring" when treg would
+	 * have it reconnected, bound or not: one no probe touches can
+	 * still be days from its end (health_row).
+	 */
 	if (db_begin(&resp) == 0) {
 		for (i = 0; i < r->ns; i++)
 			if (r->s[i].st != H_NONE && store_secret_mark(r->org_id,
@@ -539,35 +550,20 @@ hrun_finish(struct hrun *r)
 		if (i < r->ns)
 			db_fail(&resp, "health run");
 		else if (db_commit(&resp) == 0 &&
-		    (store_health(r->org_id, NULL, 0, health_row, all) == -1 ||
+		    (store_health(r->org_id, NULL, 0, health_row, &rep) == -1 ||
 		    store_secrets(&sel, owner_row, owners) == -1))
 			db_fail(&resp, "health");
 	}
 	if (resp.status == 0) {
-		json_array_foreach(all, i, o) {
-			sid = json_integer_value(json_object_get(o,
-			    "secret_id"));
-			snprintf(id, sizeof(id), "%lld", (long long)sid);
-			ow = json_object_get(owners, id);
-			json_object_set(o, "owner", ow != NULL ?
-			    json_object_get(ow, "email") : json_null());
-			/*
-			 * Every oauth secret of the org, bound or not: one
-			 * no probe touches can still be days from its end.
-			 */
-			if (oauth_expiry_view(store_secret_get, r->org_id,
-			    sid, json_string_value(json_object_get(o,
-			    "kind")), o))
-				json_array_append(expiring, o);
+		json_array_foreach(rep.all, i, o)
 			if (json_object_get(marked, json_string_value(
 			    json_object_get(o, "name"))) != NULL &&
 			    strcmp(json_string_value(json_object_get(o,
 			    "status")), "invalid") == 0)
 				json_array_append(invalid, o);
-		}
 		resp_ok(&resp, json_pack("{s:I, s:O, s:O, s:O}", "checked",
 		    (json_int_t)json_object_size(marked), "invalid", invalid,
-		    "expiring", expiring, "all", all));
+		    "expiring", rep.expiring, "all", rep.all));
 	}
 	if (!r->sweep)
 		vault_respond(r->reqid, &resp);
@@ -580,9 +576,9 @@ hrun_finish(struct hrun *r)
 	json_decref(resp.body);
 	free(resp.text);
 	json_decref(marked);
-	json_decref(all);
+	json_decref(rep.all);
 	json_decref(invalid);
-	json_decref(expiring);
+	json_decref(rep.expiring);
 	TAILQ_REMOVE(&hruns, r, entry);
 	nhruns--;
 	/* The next org on the event loop's next turn: requests go first. */
@@ -610,21 +606,41 @@ marked_one(const char *name, void *arg)
 	json_object_set_new(arg, name, json_true());
 	return (0);
 }
-/* A row as GET /health shows it (vault_policy.c's view). */
-static int
-health_row(const struct store_secret_row *s, void *arg)
+/*
+ * A secret's health as treg's health._view shows it, for GET /health
+ * and each row of a run's report: the verdict (a param's is never
+ * judged), its owner's email (null when gone), and the expiry axis of
+ * oauth_expiry_view().  Returns treg's needs_reconnect.
+ */
+int
+health_secret_view(int64_t org, const struct store_secret_row *s,
+    json_t **out)
 {
 	json_t	*o;
 	int	 param = strcmp(s->kind, "param") == 0;
 
-	o = json_pack("{s:I, s:s, s:s, s:s, s:s?, s:s?}",
-	    "secret_id", (json_int_t)s->id, "name", s->name, "kind", s->kind,
-	    "status", param ? "unknown" : s->status,
+	o = json_pack("{s:I, s:s, s:s?, s:s, s:s, s:s?, s:s?}",
+	    "secret_id", (json_int_t)s->id, "name", s->name,
+	    "owner", s->owner_email[0] != '\0' ? s->owner_email : NULL,
+	    "kind", s->kind, "status", param ? "unknown" : s->status,
 	    "detail", param ? NULL : s->status_detail,
 	    "checked_at", param ? NULL : s->checked_at);
 	if (o == NULL)
 		fatalx("%s: json_pack", __func__);
-	json_array_append_new(arg, o);
+	*out = o;
+	return (oauth_expiry_view(store_secret_get, org, s->id, s->kind, o));
+}
+
+/* A run's report: every row, and the ones treg would have reconnected. */
+static int
+health_row(const struct store_secret_row *s, void *arg)
+{
+	struct hreport	*rep = arg;
+	json_t		*o;
+
+	if (health_secret_view(rep->org_id, s, &o))
+		json_array_append(rep->expiring, o);
+	json_array_append_new(rep->all, o);
 	return (0);
 }
 /* Each secret's owner, by id: {"<id>": {"id", "email"}}. */

@@ -923,24 +923,22 @@ call_view_where(const struct store_calls_row *r, json_t *o)
 	    c->client : ""));
 }
 
+/* GET /health's rows: treg's view and its needs_reconnect. */
+struct health_rows {
+	int64_t		 org_id;
+	json_t		*arr;
+};
+
 static int
 health_view(const struct store_secret_row *r, void *arg)
 {
-	json_t	*o;
-	int	 param;
+	struct health_rows	*h = arg;
+	json_t			*o;
+	int			 reconnect;
 
-	/* treg compatibility: a param is listed, never judged. */
-	param = strcmp(r->kind, "param") == 0;
-	o = json_pack("{s:I, s:s, s:s, s:s, s:o, s:o}",
-	    "secret_id", (json_int_t)r->id,
-	    "name", r->name,
-	    "kind", r->kind,
-	    "status", param ? "unknown" : r->status,
-	    "detail", param ? json_null() : text_or_null(r->status_detail),
-	    "checked_at", param ? json_null() : text_or_null(r->checked_at));
-	if (o == NULL)
-		fatalx("%s: json_pack", __func__);
-	json_array_append_new(arg, o);
+	reconnect = health_secret_view(h->org_id, r, &o);
+	json_object_set_new(o, "needs_reconnect", json_boolean(reconnect));
+	json_array_append_new(h->arr, o);
 	return (0);
 }
 
@@ -1094,20 +1092,19 @@ static void
 health_list(struct vault_req *req, struct vault_resp *resp)
 {
 	const struct auth	*a = req->auth;
-	json_t			*arr;
+	struct health_rows	 h = { a->org_id, json_array() };
 	char			*access;
 	int			 rc;
 
-	arr = json_array();
 	access = access_text(a);
-	rc = store_health(a->org_id, access, a->user_id, health_view, arr);
+	rc = store_health(a->org_id, access, a->user_id, health_view, &h);
 	free(access);
 	if (rc == -1) {
-		json_decref(arr);
+		json_decref(h.arr);
 		db_fail(resp, "health");
 		return;
 	}
-	resp_ok(resp, arr);
+	resp_ok(resp, h.arr);
 }
 
 /*

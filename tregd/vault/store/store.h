@@ -949,8 +949,7 @@ int		 store_tool_secrets_mark(int64_t, int64_t, const char *,
 		    const char *, const char *, store_text_fn, void *);
 /*
  * GET /health: org, access list (JSON, NULL: no filter), user (whose
- * own secrets it sees too); the rows have no owner_email, bundle_id or
- * created_at.
+ * own secrets it sees too); the rows have no bundle_id or created_at.
  */
 int		 store_health(int64_t, const char *, int64_t,
 		    store_secret_row_fn, void *);

@@ -227,8 +227,9 @@ int
 pg_health(int64_t org, const char *access, int64_t user,
     store_secret_row_fn fn, void *arg)
 {
-	static struct pg_stmt	 st = { "SELECT s.id, s.name, s.kind, '', "
-	    "NULL::bigint, s.status, s.status_detail, s.checked_at, '' "
+	static struct pg_stmt	 st = { "SELECT s.id, s.name, s.kind, "
+	    "coalesce((SELECT u.email FROM users u WHERE u.id = s.owner_id), "
+	    "''), NULL::bigint, s.status, s.status_detail, s.checked_at, '' "
 	    "FROM secrets s LEFT JOIN bundles sb ON sb.id = s.bundle_id "
 	    "WHERE s.org_id = $1 AND ($2::text IS NULL "
 	    "OR s.owner_id = $3 OR sb.name IN (SELECT "

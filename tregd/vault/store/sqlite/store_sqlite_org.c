@@ -173,7 +173,8 @@ sq_health(int64_t org, const char *access, int64_t user,
 	sqlite3_stmt		*st;
 
 	if ((st = db_prepare("SELECT s.id AS id, s.name AS name, "
-	    "s.kind AS kind, '' AS owner, NULL AS bundle_id, "
+	    "s.kind AS kind, coalesce((SELECT u.email FROM users u "
+	    "WHERE u.id = s.owner_id), '') AS owner, NULL AS bundle_id, "
 	    "s.status AS status, s.status_detail AS status_detail, "
 	    "s.checked_at AS checked_at, '' AS created_at "
 	    "FROM secrets s LEFT JOIN bundles sb ON sb.id = s.bundle_id "
