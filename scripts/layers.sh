@@ -11,6 +11,10 @@
 #   tregd/vault/store/  the storage interface: the engines' headers are
 #                       included by the engines and store.c alone
 #   tregctl/            common/, tregd/tregd.h and itself
+#   tregd/parent/restore.c  also the storage interface (tregd -R reads a
+#                       backup's keyring rows with store_sqlite_inspect()
+#                       offline, before any process runs); no other file
+#                       names a header by a path with a folder in it
 #   <sqlite3.h>         only in tregd/vault/store/sqlite/
 #   <libpq-fe.h>        only in tregd/vault/store/pg/ and tregd/conf_db.c
 #                       (libpq's connection-string grammar, no connection)
@@ -60,6 +64,8 @@ allowed() {
 		    tregd/vault/store/pg tregd common" ;;
 	tregd/vault/*)
 		echo "tregd/vault tregd/vault/store tregd common" ;;
+	tregd/parent/restore.c)
+		echo "$d tregd common tregd:vault/store/store.h" ;;
 	tregd/*/*)
 		echo "$d tregd common" ;;
 	tregd/*)
@@ -93,7 +99,10 @@ for f in $files; do
 			*:*)	# a folder of which one header alone
 				[ "${a#*:}" = "$h" ] && [ -f "${a%%:*}/$h" ] &&
 				    found="${a%%:*}" ;;
-			*)	[ -f "$a/$h" ] && found="$a" ;;
+			*)	case "$h" in
+				*/*)	;;	# a path into another folder
+				*)	[ -f "$a/$h" ] && found="$a" ;;
+				esac ;;
 			esac
 			[ -n "$found" ] && break
 		done
