@@ -20,21 +20,6 @@
 
 #define AT	"2026-01-01T00:00:00Z"
 
-const char	*__lsan_default_suppressions(void);
-const char	*__lsan_default_options(void);
-
-const char *
-__lsan_default_suppressions(void)
-{
-	return ("leak:libatf-c.so\n");
-}
-
-const char *
-__lsan_default_options(void)
-{
-	return ("print_suppressions=0");
-}
-
 /*
  * Empty database of this pass's engine: orgs acme 1, other 2; ann 1,
  * bob 2, cat 3; ann owns acme, bob and cat are its members, bob owns

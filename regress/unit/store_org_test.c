@@ -58,9 +58,6 @@ struct seen {
 
 static PGconn	*raw_pg;		/* NULL: the engine is sqlite */
 
-const char	*__lsan_default_suppressions(void);
-const char	*__lsan_default_options(void);
-
 static void	 open_sqlite(void);
 static void	 open_pg(const atf_tc_t *);
 static void	 raw(const char *);
@@ -75,18 +72,6 @@ static int	 copy_membership(const struct store_membership *, void *);
 static int	 seen_user(const struct store_user *, void *);
 static int	 seen_org(const struct store_org_row *, void *);
 static void	 fixture_tools(int64_t, int64_t);
-
-const char *
-__lsan_default_suppressions(void)
-{
-	return ("leak:libatf-c.so\n");
-}
-
-const char *
-__lsan_default_options(void)
-{
-	return ("print_suppressions=0");
-}
 
 static void
 open_sqlite(void)

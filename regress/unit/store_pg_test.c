@@ -22,21 +22,6 @@
 static char	 conninfo[512];
 static PGconn	*other;
 
-const char	*__lsan_default_suppressions(void);
-const char	*__lsan_default_options(void);
-
-const char *
-__lsan_default_suppressions(void)
-{
-	return ("leak:libatf-c.so\n");
-}
-
-const char *
-__lsan_default_options(void)
-{
-	return ("print_suppressions=0");
-}
-
 #define NEED_PG(tc)							\
 	atf_tc_set_md_var(tc, "require.config", "pg_host")
 

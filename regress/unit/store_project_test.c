@@ -23,21 +23,6 @@
 
 static int	 on_pg;
 
-const char	*__lsan_default_suppressions(void);
-const char	*__lsan_default_options(void);
-
-const char *
-__lsan_default_suppressions(void)
-{
-	return ("leak:libatf-c.so\n");
-}
-
-const char *
-__lsan_default_options(void)
-{
-	return ("print_suppressions=0");
-}
-
 /* Empty database of this pass's engine: orgs acme 1, other 2; ann, bob. */
 static void
 setup(const atf_tc_t *tc)

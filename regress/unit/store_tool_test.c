@@ -30,21 +30,6 @@ struct rows {
 	size_t	 n;
 };
 
-const char	*__lsan_default_suppressions(void);
-const char	*__lsan_default_options(void);
-
-const char *
-__lsan_default_suppressions(void)
-{
-	return ("leak:libatf-c.so\n");
-}
-
-const char *
-__lsan_default_options(void)
-{
-	return ("print_suppressions=0");
-}
-
 /*
  * The engine of this pass, open on an empty database, with two orgs
  * (acme 1, other 2) and two users (ann 1, bob 2).
