@@ -163,13 +163,16 @@ tregctl/tregctl: $(CTL_OBJS) common/libcommon.a
 # Headers an object read, as the compiler saw them (-MMD -MP).
 -include $(ALL_OBJS:.o=.d)
 
+# Every atf-c program: the leak check's settings (regress/lib/lsan.c).
+TEST_LIB = regress/lib/lsan.c
+
 # The parser test compiles tregctl/parser.c in.
 regress/unit/ctlparser_test: tregctl/parser.c tregctl/parser.h
 # The redactor's test shares its naive reference with the fuzzer.
 regress/unit/redact_test: regress/unit/redact_test.c regress/lib/redact_ref.c \
-    regress/lib/redact_ref.h $(TREGD_LIBOBJS) common/libcommon.a
+    regress/lib/redact_ref.h $(TEST_LIB) $(TREGD_LIBOBJS) common/libcommon.a
 	$(CC) $(CPPFLAGS) $(TEST_INC) $(CFLAGS) -Iregress/lib $(LDFLAGS) \
-	    -o $@ $< regress/lib/redact_ref.c $(TREGD_LIBOBJS) \
+	    -o $@ $< regress/lib/redact_ref.c $(TEST_LIB) $(TREGD_LIBOBJS) \
 	    common/libcommon.a $(LDLIBS) -latf-c
 
 # The PostgreSQL store tests share the creation of their database.
@@ -178,10 +181,10 @@ regress/unit/store_pg_test regress/unit/store_org_test \
     regress/unit/store_health_test regress/unit/store_observed_test: \
     regress/unit/%: \
     regress/unit/%.c regress/lib/pgdb.c regress/lib/pgdb.h \
-    $(TREGD_LIBOBJS) common/libcommon.a
+    $(TEST_LIB) $(TREGD_LIBOBJS) common/libcommon.a
 	$(CC) $(CPPFLAGS) $(TEST_INC) $(CFLAGS) -Iregress/lib $(LDFLAGS) \
-	    -o $@ $< regress/lib/pgdb.c $(TREGD_LIBOBJS) common/libcommon.a \
-	    $(LDLIBS) -latf-c
+	    -o $@ $< regress/lib/pgdb.c $(TEST_LIB) $(TREGD_LIBOBJS) \
+	    common/libcommon.a $(LDLIBS) -latf-c
 
 # The egress proxy alone, driven by egress_proxy_test (atf-sh).
 regress/unit/egress_harness: regress/unit/egress_harness.c $(TREGD_LIBOBJS) \
@@ -189,9 +192,10 @@ regress/unit/egress_harness: regress/unit/egress_harness.c $(TREGD_LIBOBJS) \
 	$(CC) $(CPPFLAGS) $(TEST_INC) $(CFLAGS) $(LDFLAGS) -o $@ $< \
 	    $(TREGD_LIBOBJS) common/libcommon.a $(LDLIBS)
 
-regress/unit/%_test: regress/unit/%_test.c $(TREGD_LIBOBJS) common/libcommon.a
+regress/unit/%_test: regress/unit/%_test.c $(TEST_LIB) $(TREGD_LIBOBJS) \
+    common/libcommon.a
 	$(CC) $(CPPFLAGS) $(TEST_INC) $(CFLAGS) $(LDFLAGS) -o $@ $< \
-	    $(TREGD_LIBOBJS) common/libcommon.a $(LDLIBS) -latf-c
+	    $(TEST_LIB) $(TREGD_LIBOBJS) common/libcommon.a $(LDLIBS) -latf-c
 -include $(UNIT_PROGS:=.d)
 
 check-build: all $(UNIT_PROGS) regress/unit/egress_harness

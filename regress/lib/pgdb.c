@@ -14,25 +14,6 @@
 #include "pgdb.h"
 #include "store.h"
 
-/*
- * The store tests' leak check under SANITIZE=1: atf-c leaks while it
- * lists its cases; not ours.
- */
-const char	*__lsan_default_suppressions(void);
-const char	*__lsan_default_options(void);
-
-const char *
-__lsan_default_suppressions(void)
-{
-	return ("leak:libatf-c.so\n");
-}
-
-const char *
-__lsan_default_options(void)
-{
-	return ("print_suppressions=0");
-}
-
 void
 pgdb_create(const atf_tc_t *tc, const char *prefix, char *ci, size_t len)
 {

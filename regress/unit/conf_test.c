@@ -40,26 +40,6 @@ static char	*print_str(const struct tregd_conf *);
 static char	*write_temp(const char *);
 static int	 count_configs(const atf_tc_t *, const char *);
 
-/*
- * Under SANITIZE=1: libatf-c does not free what it builds to list the
- * test cases; that is not a leak of the code under test.
- */
-const char	*__lsan_default_suppressions(void);
-const char	*__lsan_default_options(void);
-
-const char *
-__lsan_default_suppressions(void)
-{
-	return ("leak:libatf-c.so\n");
-}
-
-/* kyua calls a test program broken if listing writes to stderr. */
-const char *
-__lsan_default_options(void)
-{
-	return ("print_suppressions=0");
-}
-
 static char *
 slurp(const char *path)
 {
