@@ -91,6 +91,8 @@ static struct where	 at_dbpass;
 
 int		 yyparse(void);
 static int	 yylex(void);
+static int	 lex_macro(void);
+static int	 lex_quoted(void);
 static void	 conf_err(const char *, ...)
 		    __attribute__((__format__ (printf, 1, 2)));
 static int	 yyerror(const char *, ...)
@@ -869,12 +871,93 @@ word_char(int c)
 	return (isalnum(c) || (c != '\0' && strchr("-_.:+*/@%[]~^", c)));
 }
 
+/* After a $: the macro's value pushed back as input (0), or an error. */
+static int
+lex_macro(void)
+{
+	char		*p = lexbuf;
+	const char	*val;
+	int		 c;
+
+	while ((c = lgetc(0)) != EOF && (isalnum(c) || c == '_')) {
+		if (p - lexbuf >= MACRO_NAME_MAX) {
+			yyerror("macro name too long");
+			return (findeol());
+		}
+		*p++ = c;
+	}
+	lungetc(c);
+	*p = '\0';
+	if (p == lexbuf) {
+		yyerror("missing macro name after $");
+		return (findeol());
+	}
+	if ((val = symget(lexbuf)) == NULL) {
+		yyerror("macro '%s' not defined", lexbuf);
+		return (findeol());
+	}
+	if (macro_push(val) == -1) {
+		yyerror("macro '%s' too long", lexbuf);
+		return (findeol());
+	}
+	return (0);
+}
+
+/*
+ * After a double quote: the string to the closing one (a secret may be
+ * in it: the buffer is zeroed once copied).
+ */
+static int
+lex_quoted(void)
+{
+	char	*p = lexbuf, *ebuf = lexbuf + sizeof(lexbuf) - 1;
+	int	 c, next;
+
+	for (;;) {
+		if ((c = lgetc(1)) == EOF || c == '\n') {
+			yyerror("unterminated quoted string");
+			if (c == '\n')
+				lungetc(c);
+			explicit_bzero(lexbuf, p - lexbuf);
+			quiet_syntax = 1;
+			return (ERROR);
+		}
+		if (c == '"')
+			break;
+		if (c == '\\') {
+			next = lgetc(1);
+			if (next == '"' || next == '\\')
+				c = next;
+			else if (next == '\n') {
+				file->lineno++;
+				continue;
+			} else
+				lungetc(next);
+		}
+		if ((c < 0x20 && c != '\t') || c == 0x7f) {
+			yyerror("control character in quoted string");
+			explicit_bzero(lexbuf, p - lexbuf);
+			return (findeol());
+		}
+		if (p >= ebuf) {
+			yyerror("string too long");
+			explicit_bzero(lexbuf, p - lexbuf);
+			return (findeol());
+		}
+		*p++ = c;
+	}
+	*p = '\0';
+	yylval.v.string = lex_strdup(lexbuf);
+	explicit_bzero(lexbuf, p - lexbuf);
+	return (STRING);
+}
+
 static int
 yylex(void)
 {
 	char		*p, *ebuf = lexbuf + sizeof(lexbuf) - 1;
-	const char	*val, *errstr;
-	int		 c, next, token;
+	const char	*errstr;
+	int		 c, token;
 
 	quiet_syntax = 0;
  top:
@@ -886,69 +969,13 @@ yylex(void)
 		while ((c = lgetc(0)) != '\n' && c != EOF)
 			;
 	if (c == '$' && !file->expanding) {
-		while ((c = lgetc(0)) != EOF && (isalnum(c) || c == '_')) {
-			if (p - lexbuf >= MACRO_NAME_MAX) {
-				yyerror("macro name too long");
-				return (findeol());
-			}
-			*p++ = c;
-		}
-		lungetc(c);
-		*p = '\0';
-		if (p == lexbuf) {
-			yyerror("missing macro name after $");
-			return (findeol());
-		}
-		if ((val = symget(lexbuf)) == NULL) {
-			yyerror("macro '%s' not defined", lexbuf);
-			return (findeol());
-		}
-		if (macro_push(val) == -1) {
-			yyerror("macro '%s' too long", lexbuf);
-			return (findeol());
-		}
+		if ((token = lex_macro()) != 0)
+			return (token);
 		goto top;
 	}
 
-	if (c == '"') {
-		for (;;) {
-			if ((c = lgetc(1)) == EOF || c == '\n') {
-				yyerror("unterminated quoted string");
-				if (c == '\n')
-					lungetc(c);
-				explicit_bzero(lexbuf, p - lexbuf);
-				quiet_syntax = 1;
-				return (ERROR);
-			}
-			if (c == '"')
-				break;
-			if (c == '\\') {
-				next = lgetc(1);
-				if (next == '"' || next == '\\')
-					c = next;
-				else if (next == '\n') {
-					file->lineno++;
-					continue;
-				} else
-					lungetc(next);
-			}
-			if ((c < 0x20 && c != '\t') || c == 0x7f) {
-				yyerror("control character in quoted string");
-				explicit_bzero(lexbuf, p - lexbuf);
-				return (findeol());
-			}
-			if (p >= ebuf) {
-				yyerror("string too long");
-				explicit_bzero(lexbuf, p - lexbuf);
-				return (findeol());
-			}
-			*p++ = c;
-		}
-		*p = '\0';
-		yylval.v.string = lex_strdup(lexbuf);
-		explicit_bzero(lexbuf, p - lexbuf);
-		return (STRING);
-	}
+	if (c == '"')
+		return (lex_quoted());
 
 	if (word_char(c)) {
 		do {
