@@ -168,6 +168,43 @@ group_name_ok(const char *s)
 	return (1);
 }
 
+/* "90s", "30m", "6h", "1d": seconds, or -1. */
+long long
+duration_parse(const char *s)
+{
+	const char	*errstr;
+	char		 num[16];
+	size_t		 n = strlen(s);
+	long long	 v, unit;
+
+	if (n < 2 || n > sizeof(num))
+		return (-1);
+	switch (s[n - 1]) {
+	case 's':
+		unit = 1;
+		break;
+	case 'm':
+		unit = 60;
+		break;
+	case 'h':
+		unit = 3600;
+		break;
+	case 'd':
+		unit = 86400;
+		break;
+	default:
+		return (-1);
+	}
+	memcpy(num, s, n - 1);
+	num[n - 1] = '\0';
+	if (strspn(num, "0123456789") != n - 1)
+		return (-1);
+	v = strtonum(num, 0, LLONG_MAX / 86400, &errstr);
+	if (errstr != NULL)
+		return (-1);
+	return (v * unit);
+}
+
 /* A number with an optional K, M or G suffix (powers of 1024). */
 int
 size_parse(const char *s, long long *out)

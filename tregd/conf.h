@@ -76,6 +76,7 @@ int	 bin_name_ok(const char *);
 int	 group_name_ok(const char *);
 int	 conf_mail_address(const char *);
 int	 size_parse(const char *, long long *);
+long long duration_parse(const char *);
 int	 path_within(const char *, const char *);
 
 /* conf_macro.c: the macros parse.y's lexer expands. */

@@ -117,7 +117,6 @@ static int	 proof_ok(const char *);
 static int	 allow_add(const char *);
 static int	 conf_validate(const struct tregd_conf *);
 static int	 uidrange_set(const char *);
-static long long duration_parse(const char *);
 
 %}
 
@@ -1498,41 +1497,4 @@ uidrange_set(const char *s)
 	yyerror("invalid run users \"%s\" (FIRST-LAST, uids %d..%d, at "
 	    "most %d of them)", s, RUN_UID_MIN, RUN_UID_MAX, RUN_USERS_MAX);
 	return (-1);
-}
-
-/* "90s", "30m", "6h", "1d": seconds, or -1. */
-static long long
-duration_parse(const char *s)
-{
-	const char	*errstr;
-	char		 num[16];
-	size_t		 n = strlen(s);
-	long long	 v, unit;
-
-	if (n < 2 || n > sizeof(num))
-		return (-1);
-	switch (s[n - 1]) {
-	case 's':
-		unit = 1;
-		break;
-	case 'm':
-		unit = 60;
-		break;
-	case 'h':
-		unit = 3600;
-		break;
-	case 'd':
-		unit = 86400;
-		break;
-	default:
-		return (-1);
-	}
-	memcpy(num, s, n - 1);
-	num[n - 1] = '\0';
-	if (strspn(num, "0123456789") != n - 1)
-		return (-1);
-	v = strtonum(num, 0, LLONG_MAX / 86400, &errstr);
-	if (errstr != NULL)
-		return (-1);
-	return (v * unit);
 }

@@ -681,6 +681,23 @@ ATF_TC_BODY(mail_addresses_are_plain, tc)
 	ATF_CHECK(!conf_mail_address(""));
 }
 
+ATF_TC_WITHOUT_HEAD(durations_have_one_unit);
+ATF_TC_BODY(durations_have_one_unit, tc)
+{
+	ATF_CHECK_EQ(duration_parse("90s"), 90);
+	ATF_CHECK_EQ(duration_parse("30m"), 1800);
+	ATF_CHECK_EQ(duration_parse("6h"), 21600);
+	ATF_CHECK_EQ(duration_parse("30d"), 2592000);
+	ATF_CHECK_EQ(duration_parse("0s"), 0);
+	ATF_CHECK_EQ(duration_parse("6"), -1);		/* no unit */
+	ATF_CHECK_EQ(duration_parse("h"), -1);		/* no number */
+	ATF_CHECK_EQ(duration_parse("6w"), -1);		/* no such unit */
+	ATF_CHECK_EQ(duration_parse("-6h"), -1);
+	ATF_CHECK_EQ(duration_parse("6 h"), -1);
+	ATF_CHECK_EQ(duration_parse("1h30m"), -1);	/* one unit only */
+	ATF_CHECK_EQ(duration_parse("99999999999999999999d"), -1);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, keyword_table_is_sorted);
@@ -703,5 +720,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, run_installed_says_which_clis_the_host_has);
 	ATF_TP_ADD_TC(tp, star_listens_on_both_families);
 	ATF_TP_ADD_TC(tp, example_config_is_valid);
+	ATF_TP_ADD_TC(tp, durations_have_one_unit);
 	return (atf_no_error());
 }
