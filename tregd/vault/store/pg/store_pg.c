@@ -471,6 +471,18 @@ pg_run(struct pg_stmt *st, const struct pgq *q)
 	return (res);
 }
 
+/* A statement whose rows, if any, nobody reads: 0, or -1. */
+int
+pg_do(struct pg_stmt *st, const struct pgq *q)
+{
+	PGresult	*res;
+
+	if ((res = pg_run(st, q)) == NULL)
+		return (-1);
+	PQclear(res);
+	return (0);
+}
+
 int
 pg_exec(const char *sql)
 {

@@ -39,6 +39,8 @@ void		 pgq_null(struct pgq *);
 void		 pgq_intif(struct pgq *, int, int64_t);	/* 0: NULL */
 /* Rows (or none) in binary, or NULL with store_error() set. */
 PGresult	*pg_run(struct pg_stmt *, const struct pgq *);
+/* pg_run() and the result cleared: 0, or -1. */
+int		 pg_do(struct pg_stmt *, const struct pgq *);
 /* Reads row i of a result; non-zero stops a walk (< 0: a failure). */
 typedef int	(*pg_row_fn)(const PGresult *, int, void *);
 /* Every row to row() until it stops: 0, or -1. */

@@ -160,7 +160,6 @@ pg_call_insert(const struct store_call *c, int64_t *id)
 	    "(run_id, org_id, n) VALUES ($1, $2, 1) ON CONFLICT (run_id) DO "
 	    "UPDATE SET n = run_requests.n + 1", 0 };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_int(&q, c->org_id);
@@ -192,10 +191,7 @@ pg_call_insert(const struct store_call *c, int64_t *id)
 	pgq_init(&q);
 	pgq_int(&q, c->run_id);
 	pgq_int(&q, c->org_id);
-	if ((res = pg_run(&count, &q)) == NULL)
-		return (-1);
-	PQclear(res);
-	return (0);
+	return (pg_do(&count, &q));
 }
 
 /* $1..$5 of a runs page: org, the row it starts after (at NULL: none). */
@@ -461,16 +457,12 @@ pg_host_beat(int64_t instance, const char *name, int64_t seen)
 	    "seen_at) VALUES ($1, $2, $3) ON CONFLICT (instance) DO UPDATE "
 	    "SET seen_at = excluded.seen_at", 0 };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_int(&q, instance);
 	pgq_text(&q, name);
 	pgq_int(&q, seen);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	PQclear(res);
-	return (0);
+	return (pg_do(&st, &q));
 }
 
 int
@@ -479,16 +471,12 @@ pg_hosts_retire(int64_t instance, const char *name, int64_t before)
 	static struct pg_stmt	 st = { "DELETE FROM hosts WHERE instance <> "
 	    "$1 AND (name = $2 OR seen_at < $3)", 0 };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_int(&q, instance);
 	pgq_text(&q, name);
 	pgq_int(&q, before);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	PQclear(res);
-	return (0);
+	return (pg_do(&st, &q));
 }
 
 int
