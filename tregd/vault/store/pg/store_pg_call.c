@@ -28,24 +28,17 @@ pg_call_end_insert(const struct store_call_end *e)
 	    "org_id, status_code, refused_by, duration_ms, bytes, redacted, "
 	    "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)", 0 };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_int(&q, e->call_id);
 	pgq_int(&q, e->org_id);
-	if (e->has_status)
-		pgq_int(&q, e->status_code);
-	else
-		pgq_null(&q);
+	pgq_intif(&q, e->has_status, e->status_code);
 	pgq_text(&q, e->refused_by);
 	pgq_int(&q, e->duration_ms);
 	pgq_int(&q, e->bytes);
 	pgq_int(&q, e->redacted);
 	pgq_text(&q, e->created_at);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	PQclear(res);
-	return (0);
+	return (pg_do(&st, &q));
 }
 
 /* Counted up by n, never past the cap: the rows changed say if it was. */
@@ -122,19 +115,12 @@ pg_call_cap_set(int64_t org, int64_t user, int has, int64_t cap)
 	static struct pg_stmt	 st = { "UPDATE memberships SET "
 	    "daily_call_cap = $3 WHERE org_id = $1 AND user_id = $2", 0 };
 	struct pgq		 q;
-	PGresult		*res;
 
 	pgq_init(&q);
 	pgq_int(&q, org);
 	pgq_int(&q, user);
-	if (has)
-		pgq_int(&q, cap);
-	else
-		pgq_null(&q);
-	if ((res = pg_run(&st, &q)) == NULL)
-		return (-1);
-	PQclear(res);
-	return (0);
+	pgq_intif(&q, has, cap);
+	return (pg_do(&st, &q));
 }
 
 int
