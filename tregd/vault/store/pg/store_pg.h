@@ -50,6 +50,9 @@ int		 pg_each(struct pg_stmt *, const struct pgq *, pg_row_fn,
 int		 pg_each_of(struct pg_stmt *, int64_t, pg_row_fn, void *);
 /* A result with a row in *res (the caller clears it): 0, 1 none, -1. */
 int		 pg_row(struct pg_stmt *, const struct pgq *, PGresult **);
+/* pg_row() of a statement whose one parameter is an id, or a text. */
+int		 pg_row_of(struct pg_stmt *, int64_t, PGresult **);
+int		 pg_row_of_text(struct pg_stmt *, const char *, PGresult **);
 /* The first row to row() (NULL: only whether any): 0, 1 none, -1. */
 int		 pg_one(struct pg_stmt *, const struct pgq *, pg_row_fn,
 		    void *);
@@ -176,6 +179,9 @@ int		 pg_secret_mark(int64_t, int64_t, const char *,
 int		 pg_webhook_set(int64_t, int64_t, const char *);
 int		 pg_webhook_find(int64_t, int64_t, store_text_fn, void *);
 int		 pg_tool_secrets_mark(int64_t, int64_t, const char *,
+		    const char *, const char *, store_text_fn, void *);
+/* Secrets' status set by st ($1-$3; org $4, id $5), their names to fn. */
+int		 pg_marks(struct pg_stmt *, int64_t, int64_t, const char *,
 		    const char *, const char *, store_text_fn, void *);
 int		 pg_health(int64_t, const char *, int64_t,
 		    store_secret_row_fn, void *);

@@ -56,6 +56,26 @@ pg_each_of(struct pg_stmt *st, int64_t id, pg_row_fn row, void *arg)
 }
 
 int
+pg_row_of(struct pg_stmt *st, int64_t id, PGresult **res)
+{
+	struct pgq	 q;
+
+	pgq_init(&q);
+	pgq_int(&q, id);
+	return (pg_row(st, &q, res));
+}
+
+int
+pg_row_of_text(struct pg_stmt *st, const char *s, PGresult **res)
+{
+	struct pgq	 q;
+
+	pgq_init(&q);
+	pgq_text(&q, s);
+	return (pg_row(st, &q, res));
+}
+
+int
 pg_row(struct pg_stmt *st, const struct pgq *q, PGresult **res)
 {
 	if ((*res = pg_run(st, q)) == NULL)
@@ -254,13 +274,10 @@ pg_user_by_email(const char *email, int64_t *id, int *is_agent)
 {
 	static struct pg_stmt	 st = { "SELECT id, is_agent FROM users "
 	    "WHERE email = $1", 0 };
-	struct pgq		 q;
 	PGresult		*res;
 	int			 rc;
 
-	pgq_init(&q);
-	pgq_text(&q, email);
-	if ((rc = pg_row(&st, &q, &res)) != 0)
+	if ((rc = pg_row_of_text(&st, email, &res)) != 0)
 		return (rc);
 	*id = pg_int(res, 0, 0);
 	*is_agent = pg_int(res, 0, 1) != 0;
