@@ -92,6 +92,8 @@ static void	 runs_params(struct pgq *, int64_t, const char *, const char *,
 		    int64_t, int);
 static int	 runs_row(const PGresult *, int, store_runs_fn, void *);
 static int	 calls_row(const PGresult *, int, store_calls_fn, void *);
+static int	 calls_walk(struct pg_stmt *, int64_t, const int64_t *, int64_t,
+		    store_calls_fn, void *);
 
 static int
 pg_returning_id(struct pg_stmt *st, const struct pgq *q, int64_t *id)
@@ -221,13 +223,10 @@ runs_cursor(char src, int64_t id, char *at, size_t len)
 	    "WHERE id = $1", 0 };
 	static struct pg_stmt	 grant = { "SELECT created_at FROM calls "
 	    "WHERE id = $1", 0 };
-	struct pgq		 q;
 	PGresult		*res;
 	int			 rc;
 
-	pgq_init(&q);
-	pgq_int(&q, id);
-	if ((rc = pg_row(src == 's' ? &run : &grant, &q, &res)) != 0)
+	if ((rc = pg_row_of(src == 's' ? &run : &grant, id, &res)) != 0)
 		return (rc);
 	pg_copy(at, len, res, 0, 0);
 	PQclear(res);
@@ -329,8 +328,10 @@ runs_row(const PGresult *res, int i, store_runs_fn fn, void *arg)
 	return (fn(&r, arg));
 }
 
-int
-pg_calls_page(int64_t org, int64_t before_id, store_calls_fn fn, void *arg)
+/* Pages of calls on st after before_id: $1 org, $2 id, $3 *run if any. */
+static int
+calls_walk(struct pg_stmt *st, int64_t org, const int64_t *run,
+    int64_t before_id, store_calls_fn fn, void *arg)
 {
 	struct pgq	 q;
 	PGresult	*res;
@@ -341,8 +342,9 @@ pg_calls_page(int64_t org, int64_t before_id, store_calls_fn fn, void *arg)
 		pgq_init(&q);
 		pgq_int(&q, org);
 		pgq_int(&q, id);
-		if ((res = pg_run(org != 0 ? &calls_org : &calls_all, &q)) ==
-		    NULL)
+		if (run != NULL)
+			pgq_int(&q, *run);
+		if ((res = pg_run(st, &q)) == NULL)
 			return (-1);
 		n = PQntuples(res);
 		for (i = 0; i < n && rc == 0; i++)
@@ -352,6 +354,13 @@ pg_calls_page(int64_t org, int64_t before_id, store_calls_fn fn, void *arg)
 		PQclear(res);
 	} while (n == 64 && rc == 0);
 	return (rc < 0 ? -1 : 0);
+}
+
+int
+pg_calls_page(int64_t org, int64_t before_id, store_calls_fn fn, void *arg)
+{
+	return (calls_walk(org != 0 ? &calls_org : &calls_all, org, NULL,
+	    before_id, fn, arg));
 }
 
 static int
@@ -397,26 +406,7 @@ int
 pg_calls_run_page(int64_t org, int64_t run, int64_t before_id,
     store_calls_fn fn, void *arg)
 {
-	struct pgq	 q;
-	PGresult	*res;
-	int64_t		 id = before_id;
-	int		 i, n, rc = 0;
-
-	do {
-		pgq_init(&q);
-		pgq_int(&q, org);
-		pgq_int(&q, id);
-		pgq_int(&q, run);
-		if ((res = pg_run(&calls_run, &q)) == NULL)
-			return (-1);
-		n = PQntuples(res);
-		for (i = 0; i < n && rc == 0; i++)
-			rc = calls_row(res, i, fn, arg);
-		if (n > 0)
-			id = pg_int(res, n - 1, 0);
-		PQclear(res);
-	} while (n == 64 && rc == 0);
-	return (rc < 0 ? -1 : 0);
+	return (calls_walk(&calls_run, org, &run, before_id, fn, arg));
 }
 
 /* batched run ends */
