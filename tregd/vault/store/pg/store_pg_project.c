@@ -135,13 +135,10 @@ pg_invite_projects(int64_t id, char **json)
 {
 	static struct pg_stmt	 st = { "SELECT project_access FROM invites "
 	    "WHERE id = $1", 0 };
-	struct pgq		 q;
 	PGresult		*res;
 	int			 rc;
 
-	pgq_init(&q);
-	pgq_int(&q, id);
-	if ((rc = pg_row(&st, &q, &res)) != 0)
+	if ((rc = pg_row_of(&st, id, &res)) != 0)
 		return (rc);
 	*json = pg_strdup(res, 0, 0);
 	PQclear(res);
