@@ -22,6 +22,7 @@ static int	 pg_user_row(const PGresult *, int, void *);
 static int	 pg_tool_row(const PGresult *, int, void *);
 static void	 pg_tool_params(struct pgq *, const struct store_tool_item *);
 static int	 pg_bundle_row(const PGresult *, int, void *);
+static int	 pg_write_in(struct pg_stmt *, int64_t, int64_t);
 
 int
 pg_member_by_token(const uint8_t hash[STORE_HASH_LEN],
@@ -420,17 +421,25 @@ pg_user_row(const PGresult *res, int i, void *arg)
 	    e->arg));
 }
 
+/* A write to row id ($1) of org ($2): as pg_write(). */
+static int
+pg_write_in(struct pg_stmt *st, int64_t org, int64_t id)
+{
+	struct pgq	 q;
+
+	pgq_init(&q);
+	pgq_int(&q, id);
+	pgq_int(&q, org);
+	return (pg_write(st, &q, NULL));
+}
+
 int
 pg_secret_delete(int64_t org, int64_t id)
 {
 	static struct pg_stmt	 st = { "DELETE FROM secrets WHERE id = $1 "
 	    "AND org_id = $2", 0 };
-	struct pgq		 q;
 
-	pgq_init(&q);
-	pgq_int(&q, id);
-	pgq_int(&q, org);
-	return (pg_write(&st, &q, NULL));
+	return (pg_write_in(&st, org, id));
 }
 
 #define PG_TOOL_COLS	"SELECT t.id, t.org_id, t.name, t.owner_id, u.email, " \
@@ -590,12 +599,8 @@ pg_tool_delete(int64_t org, int64_t id)
 {
 	static struct pg_stmt	 st = { "DELETE FROM tools WHERE id = $1 "
 	    "AND org_id = $2", 0 };
-	struct pgq		 q;
 
-	pgq_init(&q);
-	pgq_int(&q, id);
-	pgq_int(&q, org);
-	return (pg_write(&st, &q, NULL));
+	return (pg_write_in(&st, org, id));
 }
 
 #define PG_BUNDLE_COLS	"SELECT b.id, b.org_id, b.name, b.owner_id, u.email, " \
@@ -689,13 +694,10 @@ pg_bundle_outside_user(int64_t id, char *tool, char *secret, size_t len)
 	    "tool_secrets ts JOIN tools t ON t.id = ts.tool_id JOIN secrets s "
 	    "ON s.id = ts.secret_id WHERE s.bundle_id = $1 AND "
 	    "(t.bundle_id IS NULL OR t.bundle_id <> $1) LIMIT 1", 0 };
-	struct pgq		 q;
 	PGresult		*res;
 	int			 rc;
 
-	pgq_init(&q);
-	pgq_int(&q, id);
-	if ((rc = pg_row(&st, &q, &res)) != 0)
+	if ((rc = pg_row_of(&st, id, &res)) != 0)
 		return (rc);
 	pg_copy(tool, len, res, 0, 0);
 	pg_copy(secret, len, res, 0, 1);
@@ -715,12 +717,8 @@ pg_bundle_delete(int64_t org, int64_t id)
 	    "bundle_id = $1 AND org_id = $2", 0 };
 	static struct pg_stmt	 st = { "DELETE FROM bundles WHERE id = $1 "
 	    "AND org_id = $2", 0 };
-	struct pgq		 q;
 
-	pgq_init(&q);
-	pgq_int(&q, id);
-	pgq_int(&q, org);
-	if (pg_write(&tools, &q, NULL) == -1)
+	if (pg_write_in(&tools, org, id) == -1)
 		return (-1);
-	return (pg_write(&st, &q, NULL));
+	return (pg_write_in(&st, org, id));
 }
