@@ -144,13 +144,10 @@ pg_email_code_get(const char *email, struct store_email_code *c)
 	static struct pg_stmt	 st = { "SELECT salt, code_hash, expires_at, "
 	    "attempts, window_start, sent FROM email_codes WHERE email = $1 "
 	    "FOR UPDATE", 0 };
-	struct pgq		 q;
 	PGresult		*res;
 	int			 rc;
 
-	pgq_init(&q);
-	pgq_text(&q, email);
-	if ((rc = pg_row(&st, &q, &res)) != 0)
+	if ((rc = pg_row_of_text(&st, email, &res)) != 0)
 		return (rc);
 	if (pg_hash_copy(res, 0, c->salt) == -1 ||
 	    pg_hash_copy(res, 1, c->hash) == -1)
