@@ -48,6 +48,15 @@ pg_secret_mark(int64_t org, int64_t id, const char *status,
 	static struct pg_stmt	 st = { "UPDATE secrets SET status = $1, "
 	    "status_detail = $2, checked_at = $3 WHERE org_id = $4 AND id = "
 	    "$5 AND kind <> 'param' RETURNING name", 0 };
+
+	return (pg_marks(&st, org, id, status, detail, at, fn, arg));
+}
+
+/* Also pg_tool_secrets_mark()'s (store_pg_policy.c): the same binding. */
+int
+pg_marks(struct pg_stmt *st, int64_t org, int64_t id, const char *status,
+    const char *detail, const char *at, store_text_fn fn, void *arg)
+{
 	struct store_each	 e = { .fn.text = fn, .arg = arg };
 	struct pgq		 q;
 
@@ -57,5 +66,5 @@ pg_secret_mark(int64_t org, int64_t id, const char *status,
 	pgq_text(&q, at);
 	pgq_int(&q, org);
 	pgq_int(&q, id);
-	return (pg_each(&st, &q, pg_text_row, &e));
+	return (pg_each(st, &q, pg_text_row, &e));
 }

@@ -140,14 +140,6 @@ pg_tool_secrets_mark(int64_t org, int64_t tool, const char *status,
 	    "status_detail = $2, checked_at = $3 WHERE org_id = $4 AND "
 	    "kind <> 'param' AND id IN (SELECT secret_id FROM tool_secrets "
 	    "WHERE tool_id = $5) RETURNING name", 0 };
-	struct store_each	 e = { .fn.text = fn, .arg = arg };
-	struct pgq		 q;
 
-	pgq_init(&q);
-	pgq_text(&q, status);
-	pgq_text(&q, detail);
-	pgq_text(&q, at);
-	pgq_int(&q, org);
-	pgq_int(&q, tool);
-	return (pg_each(&st, &q, pg_text_row, &e));
+	return (pg_marks(&st, org, tool, status, detail, at, fn, arg));
 }
