@@ -20,6 +20,21 @@ static int	sq_runs_row(sqlite3_stmt *, void *);
 static int	sq_calls_row(sqlite3_stmt *, void *);
 static int	sq_runs_cursor(char, int64_t, char *, size_t);
 static void	sq_runs_key(sqlite3_stmt *, char, int64_t, const char *);
+static void	sq_who(sqlite3_stmt *, int64_t, int64_t, const char *, int64_t,
+		    const char *);
+
+/* Who a run or a call is by, bound alike (runs and calls share the names). */
+static void
+sq_who(sqlite3_stmt *st, int64_t org, int64_t user, const char *email,
+    int64_t host, const char *client)
+{
+	sq_text(st, ":client", client != NULL ? client : "");
+	if (host != 0)
+		sq_int(st, ":host", host);
+	sq_int(st, ":org", org);
+	sq_int(st, ":user", user);
+	sq_text(st, ":email", email);
+}
 
 int
 sq_run_insert(const struct store_run *r, int64_t *id)
@@ -30,12 +45,7 @@ sq_run_insert(const struct store_run *r, int64_t *id)
 	    "tool, argv, created_at, host, client) VALUES (:org, :user, "
 	    ":email, :tool, :argv, :at, :host, :client)")) == NULL)
 		return (-1);
-	sq_text(st, ":client", r->client != NULL ? r->client : "");
-	if (r->host != 0)
-		sq_int(st, ":host", r->host);
-	sq_int(st, ":org", r->org_id);
-	sq_int(st, ":user", r->user_id);
-	sq_text(st, ":email", r->user_email);
+	sq_who(st, r->org_id, r->user_id, r->user_email, r->host, r->client);
 	sq_text(st, ":tool", r->tool);
 	sq_text(st, ":argv", r->argv);
 	sq_text(st, ":at", r->created_at);
@@ -79,16 +89,11 @@ sq_call_insert(const struct store_call *c, int64_t *id)
 	    ":refused_by, :argv, :exit, :verdict, :grant, :ms, :at, :host, "
 	    ":run, :place, :target, :client)")) == NULL)
 		return (-1);
-	sq_text(st, ":client", c->client != NULL ? c->client : "");
+	sq_who(st, c->org_id, c->user_id, c->user_email, c->host, c->client);
 	if (c->run_id != 0)
 		sq_int(st, ":run", c->run_id);
 	sq_text(st, ":place", c->place);
 	sq_text(st, ":target", c->target_host);
-	if (c->host != 0)
-		sq_int(st, ":host", c->host);
-	sq_int(st, ":org", c->org_id);
-	sq_int(st, ":user", c->user_id);
-	sq_text(st, ":email", c->user_email);
 	sq_text(st, ":tool", c->tool_name);
 	sq_text(st, ":method", c->method);
 	sq_text(st, ":path", c->path);
