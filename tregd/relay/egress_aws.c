@@ -27,7 +27,6 @@
 #define AWS_AUTHZ	"Authorization: " AWS_ALGO " Credential="
 
 static int	 qparam(const char *, size_t, const char *, char *, size_t);
-static int	 cred_split(char *, struct sigv4_auth *);
 static int	 aws_auth(const struct egress_req *, struct sigv4_auth *,
 		    char *, size_t);
 static char	*aws_payload(const struct egress_req *,
@@ -91,28 +90,6 @@ qparam(const char *q, size_t qlen, const char *name, char *out, size_t outsz)
 	return (-1);
 }
 
-/* "id/date/region/service/aws4_request" into a (cred is cut up). */
-static int
-cred_split(char *cred, struct sigv4_auth *a)
-{
-	char	*parts[5], *p, *save = NULL;
-	int	 n = 0;
-
-	for (p = strtok_r(cred, "/", &save); p != NULL && n < 5;
-	    p = strtok_r(NULL, "/", &save))
-		parts[n++] = p;
-	if (n != 5 || p != NULL || strcmp(parts[4], "aws4_request") != 0 ||
-	    strlcpy(a->key_id, parts[0], sizeof(a->key_id)) >=
-	    sizeof(a->key_id) ||
-	    strlcpy(a->date, parts[1], sizeof(a->date)) >= sizeof(a->date) ||
-	    strlcpy(a->region, parts[2], sizeof(a->region)) >=
-	    sizeof(a->region) ||
-	    strlcpy(a->service, parts[3], sizeof(a->service)) >=
-	    sizeof(a->service))
-		return (-1);
-	return (0);
-}
-
 /*
  * The request's signature parts as the CLI sent them (Authorization, or
  * the presigned query) and its date (YYYYMMDDTHHMMSSZ).  0, or -1.
@@ -142,7 +119,7 @@ aws_auth(const struct egress_req *req, struct sigv4_auth *a, char *date,
 	if (qparam(req->h.query.p, req->h.query.len, "X-Amz-Algorithm", cred,
 	    sizeof(cred)) == -1 || strcmp(cred, AWS_ALGO) != 0 ||
 	    qparam(req->h.query.p, req->h.query.len, "X-Amz-Credential", cred,
-	    sizeof(cred)) == -1 || cred_split(cred, a) == -1 ||
+	    sizeof(cred)) == -1 || sigv4_parse_scope(cred, a) == -1 ||
 	    qparam(req->h.query.p, req->h.query.len, "X-Amz-SignedHeaders",
 	    a->signed_headers, sizeof(a->signed_headers)) == -1 ||
 	    qparam(req->h.query.p, req->h.query.len, "X-Amz-Signature",

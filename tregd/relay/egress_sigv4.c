@@ -231,8 +231,7 @@ field(const char *authz, const char *name, char *out, size_t outsz)
 int
 sigv4_parse_auth(const char *authz, struct sigv4_auth *a)
 {
-	char	 cred[SIGV4_FIELD_MAX], *parts[5], *p, *save = NULL;
-	int	 n = 0;
+	char	 cred[SIGV4_FIELD_MAX];
 
 	memset(a, 0, sizeof(*a));
 	if (strncmp(authz, SIGV4_ALGO " ", sizeof(SIGV4_ALGO)) != 0 ||
@@ -240,20 +239,33 @@ sigv4_parse_auth(const char *authz, struct sigv4_auth *a)
 	    field(authz, "SignedHeaders", a->signed_headers,
 	    sizeof(a->signed_headers)) == -1 ||
 	    field(authz, "Signature", a->signature,
-	    sizeof(a->signature)) == -1)
+	    sizeof(a->signature)) == -1 ||
+	    sigv4_parse_scope(cred, a) == -1 || strlen(a->signature) != 64)
 		return (-1);
+	return (0);
+}
+
+/*
+ * A credential, "id/date/region/service/aws4_request" (in the header or
+ * a presigned query's X-Amz-Credential), into a; cred is cut up.
+ */
+int
+sigv4_parse_scope(char *cred, struct sigv4_auth *a)
+{
+	char	*parts[5], *p, *save = NULL;
+	int	 n = 0;
+
 	for (p = strtok_r(cred, "/", &save); p != NULL && n < 5;
 	    p = strtok_r(NULL, "/", &save))
 		parts[n++] = p;
-	if (n != 5 || p != NULL ||
-	    strcmp(parts[4], "aws4_request") != 0 ||
+	if (n != 5 || p != NULL || strcmp(parts[4], "aws4_request") != 0 ||
 	    strlcpy(a->key_id, parts[0], sizeof(a->key_id)) >=
 	    sizeof(a->key_id) ||
 	    strlcpy(a->date, parts[1], sizeof(a->date)) >= sizeof(a->date) ||
 	    strlcpy(a->region, parts[2], sizeof(a->region)) >=
 	    sizeof(a->region) ||
 	    strlcpy(a->service, parts[3], sizeof(a->service)) >=
-	    sizeof(a->service) || strlen(a->signature) != 64)
+	    sizeof(a->service))
 		return (-1);
 	return (0);
 }

@@ -261,6 +261,7 @@ struct sigv4_auth {
 	char		 signature[65];
 };
 int	 sigv4_parse_auth(const char *, struct sigv4_auth *);
+int	 sigv4_parse_scope(char *, struct sigv4_auth *);
 int	 sigv4_sign(const struct sigv4_req *, const struct sigv4_auth *,
 	    const char *, const char *, size_t, char [65]);
 void	 sigv4_hmac(unsigned char [32], const unsigned char *, size_t,
