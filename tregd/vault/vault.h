@@ -508,6 +508,8 @@ struct tool_row {
 };
 /* tool_load: 0 found, 1 no such tool in the org, -1 database error. */
 int		 tool_load(int64_t, const char *, struct tool_row *);
+int		 tool_find(int64_t, const char *, struct tool_row *,
+		    struct vault_resp *);
 void		 tool_row_clear(struct tool_row *);
 /* base_url, host, bindings, cli as stored into a row. */
 void		 tool_row_fill(struct tool_row *, const char *, const char *,

@@ -615,16 +615,8 @@ tool_grant(struct vault_req *req, struct vault_resp *resp)
 	memset(&la, 0, sizeof(la));
 	if (grant_argv(req, resp, &argv) == -1)
 		return;
-	switch (tool_load(a->org_id, req->name, &t)) {
-	case 0:
-		break;
-	case 1:
-		resp_error(resp, 404, "no tool '%s' in this org", req->name);
+	if (tool_find(a->org_id, req->name, &t, resp) == -1)
 		goto out;
-	default:
-		db_fail(resp, "tool lookup");
-		goto out;
-	}
 	if (grant_allowed(a, &t, resp) == -1)
 		goto out;
 	if (cli_deny_refuse(a, &t, argv, "local_run", resp) == -1)
@@ -762,16 +754,8 @@ tool_run_report(struct vault_req *req, struct vault_resp *resp)
 		db_fail(resp, "run report");
 		return;
 	}
-	switch (tool_load(a->org_id, req->name, &t)) {
-	case 0:
-		break;
-	case 1:
-		resp_error(resp, 404, "no tool '%s' in this org", req->name);
+	if (tool_find(a->org_id, req->name, &t, resp) == -1)
 		return;
-	default:
-		db_fail(resp, "tool lookup");
-		return;
-	}
 
 	if ((marked = json_array()) == NULL)
 		fatal("%s: json_array", __func__);

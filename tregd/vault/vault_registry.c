@@ -349,6 +349,26 @@ tool_load(int64_t org, const char *name, struct tool_row *t)
 	return (0);
 }
 
+/*
+ * A tool the request names, in the caller's org only: 0, or -1 with the
+ * answer given (404 naming it, or the database's failure).
+ */
+int
+tool_find(int64_t org, const char *name, struct tool_row *t,
+    struct vault_resp *resp)
+{
+	switch (tool_load(org, name, t)) {
+	case 0:
+		return (0);
+	case 1:
+		resp_error(resp, 404, "no tool '%s' in this org", name);
+		return (-1);
+	default:
+		db_fail(resp, "tool lookup");
+		return (-1);
+	}
+}
+
 void
 tool_row_clear(struct tool_row *t)
 {

@@ -312,16 +312,7 @@ runp_clear(struct runp *rp)
 static int
 run_tool(const struct auth *a, struct runp *rp, struct vault_resp *resp)
 {
-	switch (tool_load(a->org_id, rp->name, &rp->t)) {
-	case 0:
-		return (0);
-	case 1:
-		resp_error(resp, 404, "no tool '%s' in this org", rp->name);
-		return (-1);
-	default:
-		db_fail(resp, "tool lookup");
-		return (-1);
-	}
+	return (tool_find(a->org_id, rp->name, &rp->t, resp));
 }
 
 /* 3. Access list, then deny rules on the tool's base_url. */
