@@ -614,6 +614,25 @@ invite_accept(struct vault_req *req, struct vault_resp *resp)
 /* ------------------------------------------------------------------ */
 /* Members.                                                            */
 
+/*
+ * A transaction, and the membership of org the request's second id
+ * names: 0 found, 1 none, -1 answered (what: the failure's words).
+ */
+static int
+member_begin(struct vault_req *req, struct vault_resp *resp, int64_t org,
+    struct member_state *ms, const char *what)
+{
+	int	 rc;
+
+	if (store_begin() == -1) {
+		db_fail(resp, "begin");
+		return (-1);
+	}
+	if ((rc = member_find(req->id2, org, ms)) == -1)
+		db_fail(resp, what);
+	return (rc);
+}
+
 static void
 members_list(struct vault_req *req, struct vault_resp *resp)
 {
@@ -642,12 +661,10 @@ member_role(struct vault_req *req, struct vault_resp *resp)
 		resp_error(resp, 422, "field 'role' is required");
 		return;
 	}
-	if (store_begin() == -1) {
-		db_fail(resp, "begin");
+	if ((rc = member_begin(req, resp, ctx.org_id, &ms,
+	    "change role")) == -1)
 		return;
-	}
-	if ((rc = member_find(req->id2, ctx.org_id, &ms)) == -1 ||
-	    store_owner_count(ctx.org_id, &owners) == -1) {
+	if (store_owner_count(ctx.org_id, &owners) == -1) {
 		db_fail(resp, "change role");
 		return;
 	}
@@ -698,14 +715,8 @@ member_access(struct vault_req *req, struct vault_resp *resp)
 	    body_access(req, resp, ctx.org_id, &set.access_sent,
 	    &access) == -1)
 		return;
-	if (store_begin() == -1) {
+	if ((rc = member_begin(req, resp, ctx.org_id, &ms, "access")) == -1) {
 		free(access);
-		db_fail(resp, "begin");
-		return;
-	}
-	if ((rc = member_find(req->id2, ctx.org_id, &ms)) == -1) {
-		free(access);
-		db_fail(resp, "access");
 		return;
 	}
 	if (rc == 1 || (ms.role == ROLE_OWNER && (access != NULL ||
@@ -746,12 +757,10 @@ member_delete(struct vault_req *req, struct vault_resp *resp)
 
 	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1)
 		return;
-	if (store_begin() == -1) {
-		db_fail(resp, "begin");
+	if ((rc = member_begin(req, resp, ctx.org_id, &ms,
+	    "remove member")) == -1)
 		return;
-	}
-	if ((rc = member_find(req->id2, ctx.org_id, &ms)) == -1 ||
-	    store_owner_count(ctx.org_id, &owners) == -1) {
+	if (store_owner_count(ctx.org_id, &owners) == -1) {
 		db_fail(resp, "remove member");
 		return;
 	}
@@ -979,14 +988,9 @@ agent_delete(struct vault_req *req, struct vault_resp *resp)
 
 	if (org_enter(req, resp, ROLE_ADMIN, &ctx) == -1)
 		return;
-	if (store_begin() == -1) {
-		db_fail(resp, "begin");
+	if ((rc = member_begin(req, resp, ctx.org_id, &ms,
+	    "revoke agent")) == -1)
 		return;
-	}
-	if ((rc = member_find(req->id2, ctx.org_id, &ms)) == -1) {
-		db_fail(resp, "revoke agent");
-		return;
-	}
 	if (rc == 1 || !ms.is_agent) {
 		store_rollback();
 		resp_error(resp, 404, "agent not found");
