@@ -140,6 +140,7 @@ static void	http_accept(struct evconnlistener *, evutil_socket_t,
 		    struct sockaddr *, int, void *);
 static void	http_accept_error(struct evconnlistener *, void *);
 static void	http_refuse(int, int, const char *);
+static void	accept_refuse(int, int, int, const char *);
 static struct http_addr *addr_get(const struct sockaddr *);
 static void	http_peek(int, short, void *);
 static void	http_start(struct http_conn *);
@@ -343,6 +344,20 @@ http_refuse(int fd, int status, const char *detail)
 	close(fd);
 }
 
+/*
+ * A connection over a limit, counted: a plain one is told why; a TLS
+ * one is closed (no handshake is spent on it).
+ */
+static void
+accept_refuse(int fd, int tls, int status, const char *why)
+{
+	if (tls)
+		close(fd);
+	else
+		http_refuse(fd, status, why);
+	metrics_http(NULL, status, NULL);
+}
+
 static void
 http_accept(struct evconnlistener *lev, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
@@ -358,22 +373,14 @@ http_accept(struct evconnlistener *lev, evutil_socket_t fd,
 		return;
 	}
 	if (nconns >= hc.conns) {
-		if (tls)
-			close(fd);
-		else
-			http_refuse(fd, 503, "too many connections - try "
-			    "again in a moment");
-		metrics_http(NULL, 503, NULL);
+		accept_refuse(fd, tls, 503, "too many connections - try "
+		    "again in a moment");
 		return;
 	}
 	a = addr_get(sa);
 	if (a->n >= hc.per_addr) {
-		if (tls)
-			close(fd);
-		else
-			http_refuse(fd, 429, "too many connections from "
-			    "this address");
-		metrics_http(NULL, 429, NULL);
+		accept_refuse(fd, tls, 429, "too many connections from "
+		    "this address");
 		return;
 	}
 	/* An answer in several TLS records must not wait for an ACK. */

@@ -25,6 +25,7 @@ static const char *const reg_what[] = {
 
 static void	 reg_put_str(struct evbuffer *, const char *);
 static void	 reg_put_raw(struct evbuffer *, const char *);
+static void	 reg_put_id(struct evbuffer *, int64_t);
 static int	 reg_secret_one(const struct store_secret_item *, void *);
 static int	 reg_tool_one(const struct store_tool_item *, void *);
 
@@ -198,6 +199,16 @@ reg_put_raw(struct evbuffer *b, const char *s)
 		evbuffer_add(b, s, strlen(s));
 }
 
+/* An id, or null for 0 (none). */
+static void
+reg_put_id(struct evbuffer *b, int64_t id)
+{
+	if (id > 0)
+		evbuffer_add_printf(b, "%lld", (long long)id);
+	else
+		REG_PUT(b, "null");
+}
+
 /*
  * A tool as a client sees it, written as JSON text straight from its
  * row: GET /tools of a thousand tools is mostly this, and building and
@@ -233,16 +244,10 @@ reg_tool_text(struct evbuffer *b, const struct store_tool_item *t)
 	reg_put_raw(b, t->cli);
 	evbuffer_add_printf(b, ",\"server_runnable\":%s,\"bundle_id\":",
 	    runnable ? "true" : "false");
-	if (t->bundle_id > 0)
-		evbuffer_add_printf(b, "%lld", (long long)t->bundle_id);
-	else
-		REG_PUT(b, "null");
+	reg_put_id(b, t->bundle_id);
 	/* treg's project_id: null for an org-wide tool. */
 	REG_PUT(b, ",\"project_id\":");
-	if (t->project_id > 0)
-		evbuffer_add_printf(b, "%lld", (long long)t->project_id);
-	else
-		REG_PUT(b, "null");
+	reg_put_id(b, t->project_id);
 	REG_PUT(b, ",\"health_check\":");
 	reg_put_raw(b, t->health_check);
 	REG_PUT(b, ",\"examples\":");
