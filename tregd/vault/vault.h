@@ -176,6 +176,9 @@ int		 db_begin(struct vault_resp *);
 int		 db_commit(struct vault_resp *);
 void		 resp_error(struct vault_resp *, int, const char *, ...)
 		    __attribute__((__format__ (printf, 3, 4)));
+/* The transaction rolled back, then resp_error(). */
+void		 resp_refuse(struct vault_resp *, int, const char *, ...)
+		    __attribute__((__format__ (printf, 3, 4)));
 void		 resp_ok(struct vault_resp *, json_t *);	/* steals */
 /* 200 with a body already written as JSON text (malloc'd; steals). */
 void		 resp_text(struct vault_resp *, char *, size_t);
@@ -445,6 +448,10 @@ struct local_audit {
 	int64_t		 grant_id;
 	const char	*path;		/* REPORT: "exit=N verdict=V" */
 };
+/* A calls row begun: who, tool, method, path, refusal, this instance. */
+void		 audit_call_init(struct store_call *, const struct auth *,
+		    const char *, const char *, const char *, const char *,
+		    int, const char *);
 /* Write one local-run audit row (its argv masked): its id, or -1. */
 int64_t		 audit_local(const struct auth *, const struct local_audit *);
 /* The row could not be written: rolled back, 503 "... — what". */
@@ -580,10 +587,7 @@ uint32_t	 call_track(int64_t, int64_t);
 struct egress_who {
 	uint32_t	 runid;
 	int64_t		 audit_id;	/* the run's row */
-	int64_t		 org_id;
-	int64_t		 user_id;
-	const char	*email;
-	const char	*client;	/* X-Treg-Client the run came with */
+	const struct auth *who;		/* who ran it, as the request named */
 	const char	*tool;
 	int64_t		 project_id;	/* the tool's: deny rules */
 };

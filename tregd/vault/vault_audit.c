@@ -1,6 +1,7 @@
 /*
- * vault_audit.c: the local-run audit rows (kind local_run, and a server
- * run's refusals, kind server_run) and the refusals that go on record:
+ * vault_audit.c: how every calls row begins (audit_call_init), the
+ * local-run audit rows (kind local_run, and a server run's refusals, kind
+ * server_run) and the refusals that go on record:
  * a cli.deny match, an injection that does not resolve.  Runs and grants
  * refuse through here, in one wording; a row that cannot be written
  * fails closed (503).
@@ -24,8 +25,7 @@ void
 audit_unwritable(struct vault_resp *resp, const char *what)
 {
 	log_warnx("audit row not written (%s): %s", what, store_error());
-	store_rollback();
-	resp_error(resp, 503, "the audit log cannot be written — %s", what);
+	resp_refuse(resp, 503, "the audit log cannot be written — %s", what);
 }
 
 int
@@ -97,6 +97,35 @@ resolution_refuse(const struct auth *a, const char *tool, json_t *argv,
 		    "nothing was run" : "nothing was granted");
 }
 
+/*
+ * A calls row begun for a request: who asked (the org, the person or
+ * agent, its client), the tool and what was asked, the instance writing
+ * it, and a refusal with its status.  Every calls row starts here: a
+ * relayed call, a run's egress request and the local-run audit.
+ */
+void
+audit_call_init(struct store_call *c, const struct auth *a, const char *tool,
+    const char *method, const char *path, const char *refused_by,
+    int status, const char *now)
+{
+	memset(c, 0, sizeof(*c));
+	c->org_id = a->org_id;
+	c->user_id = a->user_id;
+	c->user_email = a->email;
+	c->client = a->client;
+	c->tool_name = tool;
+	c->method = method;
+	c->path = path;
+	c->kind = "call";
+	c->refused_by = refused_by;
+	if (refused_by != NULL) {
+		c->has_status = 1;
+		c->status_code = status;
+	}
+	c->created_at = now;
+	c->host = slots_instance();
+}
+
 int64_t
 audit_local(const struct auth *a, const struct local_audit *la)
 {
@@ -115,26 +144,18 @@ audit_local(const struct auth *a, const struct local_audit *la)
 		json_decref(masked);
 	}
 	now_iso(now, sizeof(now));
-	memset(&c, 0, sizeof(c));
-	c.org_id = a->org_id;
-	c.user_id = a->user_id;
-	c.user_email = a->email;
-	c.client = a->client;
-	c.tool_name = la->tool;
 	/* treg's audit shows the action where a call shows its method. */
-	c.method = la->action;
+	audit_call_init(&c, a, la->tool, la->action, la->path,
+	    la->refused_by, la->status, now);
 	c.has_status = 1;
 	c.status_code = la->status;
 	c.kind = la->kind != NULL ? la->kind : "local_run";
 	c.action = la->action;
-	c.refused_by = la->refused_by;
 	c.argv = argv;
 	c.has_exit = la->has_exit;
 	c.exit_code = la->exit_code;
 	c.verdict = la->verdict;
 	c.grant_id = la->grant_id;
-	c.path = la->path;
-	c.created_at = now;
 	rc = store_call_insert(&c, &id);
 	free(argv);
 	return (rc == 0 ? id : -1);

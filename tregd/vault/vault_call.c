@@ -555,22 +555,8 @@ call_audit(const struct auth *a, const char *tool, const char *method,
 {
 	struct store_call	 c;
 
-	memset(&c, 0, sizeof(c));
-	c.org_id = a->org_id;
-	c.user_id = a->user_id;
-	c.user_email = a->email;
-	c.client = a->client;
-	c.tool_name = tool;
-	c.method = method;
-	c.path = path;
-	c.kind = "call";
-	c.refused_by = refused_by;
-	if (refused_by != NULL) {
-		c.has_status = 1;
-		c.status_code = status;
-	}
-	c.created_at = turn.now;
-	c.host = slots_instance();
+	audit_call_init(&c, a, tool, method, path, refused_by, status,
+	    turn.now);
 	if (store_call_insert(&c, id) == -1) {
 		log_warnx("audit: the call's record cannot be written: %s",
 		    store_error());

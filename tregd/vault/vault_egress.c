@@ -41,11 +41,8 @@ struct erun {
 	TAILQ_ENTRY(erun)	 entry;
 	uint32_t		 runid;
 	int64_t			 audit_id;
-	int64_t			 org_id;
-	int64_t			 user_id;
+	struct auth		 who;		/* org, user, email, client */
 	int64_t			 project_id;	/* its tool's */
-	char			 email[256];
-	char			 client[CLIENT_NAME_MAX + 1];
 	char			 tool[NAME_LEN_MAX + 1];
 };
 TAILQ_HEAD(erun_list, erun);
@@ -102,11 +99,12 @@ egress_run_start(const struct egress_who *w, const struct egress_grant *g,
 		fatal("%s: calloc", __func__);
 	r->runid = w->runid;
 	r->audit_id = w->audit_id;
-	r->org_id = w->org_id;
-	r->user_id = w->user_id;
+	/* Only who it is: its role and access were judged at the start. */
+	r->who.org_id = w->who->org_id;
+	r->who.user_id = w->who->user_id;
+	strlcpy(r->who.email, w->who->email, sizeof(r->who.email));
+	strlcpy(r->who.client, w->who->client, sizeof(r->who.client));
 	r->project_id = w->project_id;
-	strlcpy(r->email, w->email, sizeof(r->email));
-	strlcpy(r->client, w->client, sizeof(r->client));
 	strlcpy(r->tool, w->tool, sizeof(r->tool));
 	TAILQ_INSERT_TAIL(&eruns, r, entry);
 	vault_egress_grant(g, pk, len);
@@ -258,7 +256,6 @@ static void
 egress_judge(struct epend *p)
 {
 	struct vault_resp	 resp;
-	struct auth		 a;
 	char			 path[EGRESS_PATH_MAX + 1];
 	json_t			*d;
 
@@ -270,16 +267,13 @@ egress_judge(struct epend *p)
 		    p->c.status : 403;
 		return;
 	}
-	memset(&a, 0, sizeof(a));
-	a.org_id = p->run->org_id;
-	a.user_id = p->run->user_id;
 	memset(&resp, 0, sizeof(resp));
 	strlcpy(path, p->path, sizeof(path));
 	path[strcspn(path, "?")] = '\0';
 	/* The record names host:port; the rules, the host. */
 	p->host[strcspn(p->host, ":")] = '\0';
-	if (deny_check(&a, p->host, path, p->method, p->run->project_id,
-	    &resp) == -1) {
+	if (deny_check(&p->run->who, p->host, path, p->method,
+	    p->run->project_id, &resp) == -1) {
 		p->refused_by = resp.status == 403 ? "policy" : "";
 		p->status = resp.status;
 		d = json_object_get(resp.body, "detail");
@@ -329,22 +323,8 @@ egress_row(struct epend *p, const char *now)
 {
 	struct store_call	 c;
 
-	memset(&c, 0, sizeof(c));
-	c.org_id = p->run->org_id;
-	c.user_id = p->run->user_id;
-	c.user_email = p->run->email;
-	c.client = p->run->client;
-	c.tool_name = p->run->tool;
-	c.method = p->method;
-	c.path = p->path;
-	c.kind = "call";
-	c.refused_by = p->refused_by;
-	if (p->refused_by != NULL) {
-		c.has_status = 1;
-		c.status_code = p->status;
-	}
-	c.created_at = now;
-	c.host = slots_instance();
+	audit_call_init(&c, &p->run->who, p->run->tool, p->method, p->path,
+	    p->refused_by, p->status, now);
 	c.run_id = p->run->audit_id;
 	c.place = "run";
 	c.target_host = p->host;
@@ -366,7 +346,7 @@ egress_answer(struct epend *p, int fail)
 		detail = "tregd: this run has ended";
 	} else if (p->refused_by == NULL && !fail) {
 		v.ok = 1;
-		v.callid = call_track(p->audit_id, p->run->org_id);
+		v.callid = call_track(p->audit_id, p->run->who.org_id);
 		detail = "";
 	} else if (p->refused_by == NULL || (fail &&
 	    p->c.refused != EGRESS_REFUSED_EGRESS)) {

@@ -50,8 +50,6 @@ struct vrun {
 	int			 granted;	/* the relay holds its grant */
 	int64_t			 org_id;
 	int64_t			 user_id;
-	char			 email[256];
-	char			 client[CLIENT_NAME_MAX + 1];	/* X-Treg-Client */
 	char			 tool[NAME_LEN_MAX + 1];
 	char			 bin[CONF_BIN_LEN];
 	char			*argv;		/* masked JSON */
@@ -133,7 +131,8 @@ static struct vrun *run_record(struct vault_req *, struct runp *,
 		    struct vault_resp *);
 static void	run_order(struct runp *);
 static void	run_send(struct vault_req *, struct runp *, struct vrun *);
-static void	run_grant(struct runp *, const struct vrun *);
+static void	run_grant(struct runp *, const struct vrun *,
+		    const struct auth *);
 static int	secs_tool(struct secs *, int64_t, const struct tool_row *,
 		    struct vault_resp *);
 static int	run_inject(int64_t, const struct tool_row *, struct secs *,
@@ -504,8 +503,6 @@ run_record(struct vault_req *req, struct runp *rp, struct vault_resp *resp)
 	rp->slot = -1;
 	vr->org_id = a->org_id;
 	vr->user_id = a->user_id;
-	strlcpy(vr->email, a->email, sizeof(vr->email));
-	strlcpy(vr->client, a->client, sizeof(vr->client));
 	strlcpy(vr->tool, rp->t.name, sizeof(vr->tool));
 	strlcpy(vr->bin, rp->bin, sizeof(vr->bin));
 	vr->argv = rp->argv;
@@ -590,7 +587,7 @@ run_send(struct vault_req *req, struct runp *rp, struct vrun *vr)
 	rs.tool_id = rp->t.id;
 	/* The grant first: the run's first connection finds it there. */
 	if (rp->network == RUN_NET_PROXY) {
-		run_grant(rp, vr);
+		run_grant(rp, vr, req->auth);
 		vr->granted = 1;
 	}
 	vault_run_start(req->reqid, &rs, rp->order.buf, rp->order.len,
@@ -612,7 +609,7 @@ run_send(struct vault_req *req, struct runp *rp, struct vrun *vr)
  * records.
  */
 static void
-run_grant(struct runp *rp, const struct vrun *vr)
+run_grant(struct runp *rp, const struct vrun *vr, const struct auth *a)
 {
 	struct egress_grant	 g;
 	struct egress_who	 w;
@@ -634,10 +631,7 @@ run_grant(struct runp *rp, const struct vrun *vr)
 	memset(&w, 0, sizeof(w));
 	w.runid = vr->runid;
 	w.audit_id = vr->audit_id;
-	w.org_id = vr->org_id;
-	w.user_id = vr->user_id;
-	w.email = vr->email;
-	w.client = vr->client;
+	w.who = a;
 	w.tool = vr->tool;
 	w.project_id = rp->t.project_id;
 	pack_init(&pk);
