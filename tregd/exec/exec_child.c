@@ -253,13 +253,7 @@ sbx_cli(const struct sbx_child *c)
 static void
 sbx_egress_make(const struct sbx_spec *sp, int sock, int err, int pre)
 {
-	struct msghdr		 msg;
 	struct iovec		 iov;
-	struct cmsghdr		*cm;
-	union {
-		struct cmsghdr	 hdr;
-		char		 buf[CMSG_SPACE(SBX_PORTS_MAX * sizeof(int))];
-	}			 cb;
 	int			 fds[SBX_PORTS_MAX], fd;
 	size_t			 i, len = strlen(sp->etc_hosts);
 	ssize_t			 n;
@@ -278,21 +272,9 @@ sbx_egress_make(const struct sbx_spec *sp, int sock, int err, int pre)
 		} else
 			fds[i] = sbx_egress_listen(sp->ports[i], err);
 	}
-	memset(&msg, 0, sizeof(msg));
-	memset(&cb, 0, sizeof(cb));
 	iov.iov_base = (void *)sp->ports;
 	iov.iov_len = sp->nports * sizeof(*sp->ports);
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = cb.buf;
-	msg.msg_controllen = CMSG_SPACE(sp->nports * sizeof(int));
-	cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sp->nports * sizeof(int));
-	memcpy(CMSG_DATA(cm), fds, sp->nports * sizeof(int));
-	while ((n = sendmsg(sock, &msg, MSG_NOSIGNAL)) == -1 && errno == EINTR)
-		;
+	n = fd_send(sock, &iov, 1, fds, sp->nports);
 	if (n != (ssize_t)iov.iov_len)
 		_exit(127);		/* exec is gone */
 	for (i = 0; i < sp->nports; i++)
@@ -323,54 +305,29 @@ sbx_egress_listen(uint16_t port, int err)
  * In exec: a run's listeners, as its CLI sent them (sbx_egress_make) on
  * exec's end of the order socket: how many (their ports in ports), 0
  * when the socket closed without them, -2 when nothing came yet, -1 on
- * a message that is not that (its descriptors closed).  Each is checked to be a TCP socket
- * listening on 127.0.0.1 at the port it came with.
+ * a message that is not that (its descriptors closed).  Each is checked
+ * to be a TCP socket listening on 127.0.0.1 at the port it came with.
  */
 int
 sbx_egress_recv(int sock, int *fds, uint16_t *ports, size_t max)
 {
 	struct sockaddr_in	 sin;
 	socklen_t		 slen;
-	struct msghdr		 msg;
 	struct iovec		 iov;
-	struct cmsghdr		*cm;
-	union {
-		struct cmsghdr	 hdr;
-		char		 buf[CMSG_SPACE(SBX_PORTS_MAX * sizeof(int))];
-	}			 cb;
 	ssize_t			 n;
 	size_t			 i, nfd = 0;
 	int			 v, bad = 0;
 
-	memset(&msg, 0, sizeof(msg));
 	iov.iov_base = ports;
 	iov.iov_len = max * sizeof(*ports);
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = cb.buf;
-	msg.msg_controllen = sizeof(cb.buf);
-	while ((n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT)) ==
-	    -1 && errno == EINTR)
-		;
+	n = fd_recv(sock, &iov, 1, MSG_DONTWAIT, fds, max, &nfd);
 	if (n == -1 && errno == EAGAIN)
 		return (-2);
-	if (n <= 0)
-		return (n == 0 ? 0 : -1);
-	for (cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm))
-		if (cm->cmsg_level == SOL_SOCKET &&
-		    cm->cmsg_type == SCM_RIGHTS && nfd == 0) {
-			nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (i = 0; i < nfd; i++) {
-				memcpy(&v, CMSG_DATA(cm) + i * sizeof(int),
-				    sizeof(v));
-				if (i < max)
-					fds[i] = v;
-				else
-					close(v);
-			}
-		}
-	if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || nfd == 0 ||
-	    nfd > max || (size_t)n != nfd * sizeof(*ports))
+	if (n == -1)
+		return (-1);
+	if (n == 0 && nfd == 0)
+		return (0);
+	if (nfd == 0 || (size_t)n != nfd * sizeof(*ports))
 		bad = 1;
 	for (i = 0; !bad && i < nfd; i++) {
 		slen = sizeof(v);
@@ -387,7 +344,7 @@ sbx_egress_recv(int sock, int *fds, uint16_t *ports, size_t max)
 			bad = 1;
 	}
 	if (bad) {
-		for (i = 0; i < nfd && i < max; i++)
+		for (i = 0; i < nfd; i++)
 			close(fds[i]);
 		return (-1);
 	}
@@ -467,20 +424,99 @@ sbx_isolated(void)
 	return (sbx_mode != SBX_NONE);
 }
 
-/* A request's message: its type, its payload, room for its fds. */
-void
-zyg_msg(struct msghdr *msg, struct iovec *iov, uint32_t *type, void *buf,
-    size_t len, union zyg_cbuf *cb, size_t clen)
+/* Room for the most descriptors one message carries. */
+_Static_assert(ZYG_NFD <= FD_PASS_MAX && SBX_PORTS_MAX <= FD_PASS_MAX,
+    "FD_PASS_MAX is too small");
+union fd_cbuf {
+	struct cmsghdr	 hdr;
+	char		 buf[CMSG_SPACE(FD_PASS_MAX * sizeof(int))];
+};
+
+/*
+ * sendmsg of iov with n descriptors, EINTR retried, never SIGPIPE (the
+ * reader may be gone): what sendmsg returned.
+ */
+ssize_t
+fd_send(int sock, struct iovec *iov, int iovcnt, const int *fds, size_t n)
 {
-	memset(msg, 0, sizeof(*msg));
-	iov[0].iov_base = type;
-	iov[0].iov_len = sizeof(*type);
-	iov[1].iov_base = buf;
-	iov[1].iov_len = len;
-	msg->msg_iov = iov;
-	msg->msg_iovlen = 2;
-	msg->msg_control = cb->buf;
-	msg->msg_controllen = clen;
+	struct msghdr	 msg;
+	struct cmsghdr	*cm;
+	union fd_cbuf	 cb;
+	ssize_t		 r;
+
+	if (n > FD_PASS_MAX) {
+		errno = EINVAL;
+		return (-1);
+	}
+	memset(&msg, 0, sizeof(msg));
+	memset(&cb, 0, sizeof(cb));
+	msg.msg_iov = iov;
+	msg.msg_iovlen = iovcnt;
+	if (n > 0) {
+		msg.msg_control = cb.buf;
+		msg.msg_controllen = CMSG_SPACE(n * sizeof(int));
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(n * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
+	}
+	while ((r = sendmsg(sock, &msg, MSG_NOSIGNAL)) == -1 && errno == EINTR)
+		;
+	return (r);
+}
+
+/*
+ * recvmsg into iov (flags besides close-on-exec: MSG_DONTWAIT), the
+ * descriptors into fds and their count into *nfd: what recvmsg returned.
+ * A message cut short or with more than max descriptors is refused
+ * whole: every descriptor it brought closed, -1 with EMSGSIZE.
+ */
+ssize_t
+fd_recv(int sock, struct iovec *iov, int iovcnt, int flags, int *fds,
+    size_t max, size_t *nfd)
+{
+	struct msghdr	 msg;
+	struct cmsghdr	*cm;
+	union fd_cbuf	 cb;
+	size_t		 i, n;
+	ssize_t		 r;
+	int		 v, bad;
+
+	*nfd = 0;
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = iov;
+	msg.msg_iovlen = iovcnt;
+	msg.msg_control = cb.buf;
+	msg.msg_controllen = sizeof(cb.buf);
+	while ((r = recvmsg(sock, &msg, flags | MSG_CMSG_CLOEXEC)) == -1 &&
+	    errno == EINTR)
+		;
+	if (r == -1)
+		return (-1);
+	bad = (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0;
+	for (cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < n; i++) {
+			memcpy(&v, CMSG_DATA(cm) + i * sizeof(int), sizeof(v));
+			if (*nfd < max)
+				fds[(*nfd)++] = v;
+			else {
+				close(v);
+				bad = 1;
+			}
+		}
+	}
+	if (bad) {
+		for (i = 0; i < *nfd; i++)
+			close(fds[i]);
+		*nfd = 0;
+		errno = EMSGSIZE;
+		return (-1);
+	}
+	return (r);
 }
 
 /*

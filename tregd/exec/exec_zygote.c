@@ -212,30 +212,20 @@ zyg_fd_get(void)
 int
 zyg_send(const struct zyg_make *m, const int *fds)
 {
-	struct msghdr		 msg;
-	struct cmsghdr		*cm;
 	struct iovec		 iov[2];
-	union zyg_cbuf		 cbuf;
 	uint32_t		 type = ZYG_MAKE;
 	int			 nfd = ZYG_FD_CG0 + m->ncg;
-	ssize_t			 n;
 
 	if (zyg_fd == -1 || m->ncg < 0 || nfd > ZYG_NFD) {
 		errno = EINVAL;
 		return (-1);
 	}
-	memset(&cbuf, 0, sizeof(cbuf));
-	zyg_msg(&msg, iov, &type, (void *)m, sizeof(*m), &cbuf,
-	    CMSG_SPACE(nfd * sizeof(int)));
-	cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(nfd * sizeof(int));
-	memcpy(CMSG_DATA(cm), fds, nfd * sizeof(int));
-	while ((n = sendmsg(zyg_fd, &msg, MSG_NOSIGNAL)) == -1 &&
-	    errno == EINTR)
-		;
-	return (n == (ssize_t)(sizeof(type) + sizeof(*m)) ? 0 : -1);
+	iov[0].iov_base = &type;
+	iov[0].iov_len = sizeof(type);
+	iov[1].iov_base = (void *)m;
+	iov[1].iov_len = sizeof(*m);
+	return (fd_send(zyg_fd, iov, 2, fds, nfd) ==
+	    (ssize_t)(sizeof(type) + sizeof(*m)) ? 0 : -1);
 }
 
 /*

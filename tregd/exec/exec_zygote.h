@@ -152,14 +152,14 @@ struct zyg_reply {
 	int32_t		 err;		/* its errno */
 };
 
-/* Room for the descriptors of one request. */
-union zyg_cbuf {
-	struct cmsghdr	 hdr;
-	char		 buf[CMSG_SPACE(ZYG_NFD * sizeof(int))];
-};
-
-void	 zyg_msg(struct msghdr *, struct iovec *, uint32_t *, void *, size_t,
-	    union zyg_cbuf *, size_t);
+/*
+ * Messages with descriptors (exec_child.c), between exec and its zygote
+ * and from a run's CLI to exec: at most FD_PASS_MAX descriptors, more
+ * than a zygote request (ZYG_NFD) or a run's listeners (SBX_PORTS_MAX).
+ */
+#define FD_PASS_MAX	80
+ssize_t	 fd_send(int, struct iovec *, int, const int *, size_t);
+ssize_t	 fd_recv(int, struct iovec *, int, int, int *, size_t, size_t *);
 int	 zyg_start(const struct zyg_conf *, int);
 pid_t	 zyg_pid(void);
 int	 zyg_fd_get(void);

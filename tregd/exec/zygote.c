@@ -75,7 +75,6 @@ static char		 zyg_cli_stack[128 * 1024]
 static void	 zyg_title_set(const char *);
 static void	 zyg_settings(void);
 static int	 zyg_recv(int, uint32_t *, void *, size_t, int *, int *);
-static void	 zyg_close_cmsg(struct cmsghdr *, int);
 static void	 zyg_serve(int, uint32_t, const struct zyg_make *,
 		    const int *, int);
 static pid_t	 zyg_make(const struct zyg_make *, const int *);
@@ -201,58 +200,31 @@ zyg_settings(void)
  * One request: 1 with its type, payload and fds; 0 at EOF; -1 when it
  * is no request the table allows (its fds closed).
  */
-/* Close the n descriptors a control message brought. */
-static void
-zyg_close_cmsg(struct cmsghdr *cm, int n)
-{
-	int	 i, d;
-
-	for (i = 0; i < n; i++) {
-		memcpy(&d, CMSG_DATA(cm) + i * sizeof(int), sizeof(d));
-		close(d);
-	}
-}
-
 static int
 zyg_recv(int fd, uint32_t *type, void *buf, size_t len, int *fds, int *nfd)
 {
-	struct msghdr		 msg;
-	struct cmsghdr		*cm;
 	struct iovec		 iov[2];
-	union zyg_cbuf		 cbuf;
 	const struct zyg_handler *h = NULL;
 	ssize_t			 n;
-	size_t			 i;
+	size_t			 i, got;
 
-	*nfd = 0;
-	zyg_msg(&msg, iov, type, buf, len, &cbuf, sizeof(cbuf.buf));
-	while ((n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC)) == -1 &&
-	    errno == EINTR)
-		;
-	if (n == 0)
+	iov[0].iov_base = type;
+	iov[0].iov_len = sizeof(*type);
+	iov[1].iov_base = buf;
+	iov[1].iov_len = len;
+	/* More descriptors than any request has: none kept, -1. */
+	n = fd_recv(fd, iov, 2, 0, fds, ZYG_NFD, &got);
+	*nfd = (int)got;
+	if (n == 0 && got == 0)
 		return (0);
-	for (cm = CMSG_FIRSTHDR(&msg); n > 0 && cm != NULL;
-	    cm = CMSG_NXTHDR(&msg, cm))
-		if (cm->cmsg_level == SOL_SOCKET &&
-		    cm->cmsg_type == SCM_RIGHTS && *nfd == 0) {
-			*nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			if (*nfd > ZYG_NFD) {
-				/* More than any request has: none kept. */
-				zyg_close_cmsg(cm, *nfd);
-				*nfd = 0;
-				return (-1);
-			}
-			memcpy(fds, CMSG_DATA(cm), *nfd * sizeof(int));
-		}
 	for (i = 0; n > 0 && i < sizeof(zyg_handlers) /
 	    sizeof(zyg_handlers[0]); i++)
 		if (zyg_handlers[i].type == *type)
 			h = &zyg_handlers[i];
-	if (h != NULL && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
-	    (size_t)n == sizeof(*type) + h->len && *nfd >= h->minfd &&
-	    *nfd <= h->maxfd)
+	if (h != NULL && (size_t)n == sizeof(*type) + h->len &&
+	    *nfd >= h->minfd && *nfd <= h->maxfd)
 		return (1);
-	for (i = 0; i < (size_t)*nfd; i++)
+	for (i = 0; i < got; i++)
 		close(fds[i]);
 	*nfd = 0;
 	return (-1);
