@@ -23,9 +23,10 @@ static const char *const reg_what[] = {
 	[STORE_BUNDLE] = "skill"
 };
 
-static void	 reg_put_str(struct evbuffer *, const char *);
-static void	 reg_put_raw(struct evbuffer *, const char *);
-static void	 reg_put_id(struct evbuffer *, int64_t);
+static void	 reg_put_key(struct evbuffer *, const char *);
+static void	 reg_put_str(struct evbuffer *, const char *, const char *);
+static void	 reg_put_raw(struct evbuffer *, const char *, const char *);
+static void	 reg_put_id(struct evbuffer *, const char *, int64_t);
 static int	 reg_secret_one(const struct store_secret_item *, void *);
 static int	 reg_tool_one(const struct store_tool_item *, void *);
 
@@ -139,13 +140,27 @@ reg_secret_json(const struct store_secret_item *s)
 	return (v);
 }
 
-/* s as a JSON string, escaped exactly as json_dumps writes it. */
+/* ,"key": before the next member's value (every one but the first). */
 static void
-reg_put_str(struct evbuffer *b, const char *s)
+reg_put_key(struct evbuffer *b, const char *key)
+{
+	REG_PUT(b, ",\"");
+	evbuffer_add(b, key, strlen(key));
+	REG_PUT(b, "\":");
+}
+
+/* s as a JSON string, escaped exactly as json_dumps writes it; or null. */
+static void
+reg_put_str(struct evbuffer *b, const char *key, const char *s)
 {
 	const char	*p, *run = s, *e;
 	char		 u[8];
 
+	reg_put_key(b, key);
+	if (s == NULL) {
+		REG_PUT(b, "null");
+		return;
+	}
 	REG_PUT(b, "\"");
 	for (p = s; *p != '\0'; p++) {
 		if ((unsigned char)*p >= 0x20 && *p != '"' && *p != '\\')
@@ -191,8 +206,9 @@ reg_put_str(struct evbuffer *b, const char *s)
  * parsed value would give.
  */
 static void
-reg_put_raw(struct evbuffer *b, const char *s)
+reg_put_raw(struct evbuffer *b, const char *key, const char *s)
 {
+	reg_put_key(b, key);
 	if (s == NULL || *s == '\0')
 		REG_PUT(b, "null");
 	else
@@ -201,8 +217,9 @@ reg_put_raw(struct evbuffer *b, const char *s)
 
 /* An id, or null for 0 (none). */
 static void
-reg_put_id(struct evbuffer *b, int64_t id)
+reg_put_id(struct evbuffer *b, const char *key, int64_t id)
 {
+	reg_put_key(b, key);
 	if (id > 0)
 		evbuffer_add_printf(b, "%lld", (long long)id);
 	else
@@ -227,31 +244,21 @@ reg_tool_text(struct evbuffer *b, const struct store_tool_item *t)
 		    &vault_conf, bin), conf_run_installed(&vault_conf, bin));
 		json_decref(cli);
 	}
-	evbuffer_add_printf(b, "{\"id\":%lld,\"name\":", (long long)t->id);
-	reg_put_str(b, t->name);
-	REG_PUT(b, ",\"owner\":");
-	if (t->owner_email != NULL)
-		reg_put_str(b, t->owner_email);
-	else
-		REG_PUT(b, "null");
-	REG_PUT(b, ",\"base_url\":");
-	reg_put_str(b, t->base_url);
-	REG_PUT(b, ",\"host\":");
-	reg_put_str(b, t->host);
-	REG_PUT(b, ",\"bindings\":");
-	reg_put_raw(b, t->bindings);
-	REG_PUT(b, ",\"cli\":");
-	reg_put_raw(b, t->cli);
-	evbuffer_add_printf(b, ",\"server_runnable\":%s,\"bundle_id\":",
+	evbuffer_add_printf(b, "{\"id\":%lld", (long long)t->id);
+	reg_put_str(b, "name", t->name);
+	/* null: the owner is gone */
+	reg_put_str(b, "owner", t->owner_email);
+	reg_put_str(b, "base_url", t->base_url);
+	reg_put_str(b, "host", t->host);
+	reg_put_raw(b, "bindings", t->bindings);
+	reg_put_raw(b, "cli", t->cli);
+	evbuffer_add_printf(b, ",\"server_runnable\":%s",
 	    runnable ? "true" : "false");
-	reg_put_id(b, t->bundle_id);
+	reg_put_id(b, "bundle_id", t->bundle_id);
 	/* treg's project_id: null for an org-wide tool. */
-	REG_PUT(b, ",\"project_id\":");
-	reg_put_id(b, t->project_id);
-	REG_PUT(b, ",\"health_check\":");
-	reg_put_raw(b, t->health_check);
-	REG_PUT(b, ",\"examples\":");
-	reg_put_raw(b, t->examples);
+	reg_put_id(b, "project_id", t->project_id);
+	reg_put_raw(b, "health_check", t->health_check);
+	reg_put_raw(b, "examples", t->examples);
 	REG_PUT(b, "}");
 }
 
