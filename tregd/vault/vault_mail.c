@@ -124,8 +124,7 @@ email_start(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	if (!code_send_allowed(&c, now)) {
-		store_rollback();
-		resp_error(resp, 429, "too many code requests — please wait "
+		resp_refuse(resp, 429, "too many code requests — please wait "
 		    "a few minutes");
 		return;
 	}
@@ -164,8 +163,7 @@ code_take(const char *email, const char *guess, struct vault_resp *resp)
 		return (-1);
 	}
 	if (rc == 1 || c.expires_at <= now || c.attempts <= 0) {
-		store_rollback();
-		resp_error(resp, 401, "invalid code");
+		resp_refuse(resp, 401, "invalid code");
 		return (-1);
 	}
 	code_hash(guess, c.salt, h);
@@ -211,17 +209,15 @@ code_person(const char *email, int64_t *uid, struct vault_resp *resp)
 		db_fail(resp, "sign in");
 		return (-1);
 	}
-	if (rc == 1 || is_agent) {
-		store_rollback();
-		if (rc == 1)
-			resp_error(resp, 403, "signup is closed on this "
-			    "server: ask an operator (tregctl user add)");
-		else
-			resp_error(resp, 403, "this address cannot be used to "
-			    "sign in");
-		return (-1);
-	}
-	return (0);
+	if (rc == 1)
+		resp_refuse(resp, 403, "signup is closed on this server: ask "
+		    "an operator (tregctl user add)");
+	else if (is_agent)
+		resp_refuse(resp, 403, "this address cannot be used to sign "
+		    "in");
+	else
+		return (0);
+	return (-1);
 }
 
 static void

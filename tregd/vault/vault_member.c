@@ -552,20 +552,18 @@ invite_join(const struct invite_found *f, const char *email, char *token,
 		db_fail(resp, "accept invite");
 		return (-1);
 	}
-	if (is_agent || rc == 1) {
-		store_rollback();
-		if (is_agent)
-			resp_error(resp, 403, "an agent joins an org only as "
-			    "its agent (POST /orgs/{id}/agents)");
-		else
-			resp_error(resp, 404, "invalid or already-used "
-			    "invite code");
+	if (is_agent) {
+		resp_refuse(resp, 403, "an agent joins an org only as its "
+		    "agent (POST /orgs/{id}/agents)");
+		return (-1);
+	}
+	if (rc == 1) {
+		resp_refuse(resp, 404, "invalid or already-used invite code");
 		return (-1);
 	}
 	if ((rc = membership_new(*uid, f->org_id, f->role, f->access,
 	    f->local_run, NULL, token)) == STORE_CONFLICT) {
-		store_rollback();
-		resp_error(resp, 409, "you are already a member of this org");
+		resp_refuse(resp, 409, "you are already a member of this org");
 		return (-1);
 	}
 	if (rc != 0 || project_invite_carry(f->id, f->org_id, *uid) == -1 ||
@@ -802,8 +800,7 @@ org_leave(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	if (ctx.role == ROLE_OWNER && owners <= 1) {
-		store_rollback();
-		resp_error(resp, 409, "the last owner cannot leave the org: "
+		resp_refuse(resp, 409, "the last owner cannot leave the org: "
 		    "make another member owner first, or delete the org");
 		return;
 	}
@@ -875,8 +872,7 @@ agent_issue(const struct org_ctx *ctx, const struct agent_req *a,
 	    (is_agent && (rc = member_find(*uid, ctx->org_id, &ms)) == -1))
 		goto fail;
 	if (!is_agent) {
-		store_rollback();
-		resp_error(resp, 409, "%s is registered as a person",
+		resp_refuse(resp, 409, "%s is registered as a person",
 		    a->email);
 		return (-1);
 	}
@@ -889,8 +885,7 @@ agent_issue(const struct org_ctx *ctx, const struct agent_req *a,
 	    &other) == -1)
 		goto fail;
 	if (other != ctx->org_id) {
-		store_rollback();
-		resp_error(resp, 409, "the agent address %s is taken by an "
+		resp_refuse(resp, 409, "the agent address %s is taken by an "
 		    "agent of another org: choose another name", a->email);
 		return (-1);
 	}
@@ -992,8 +987,7 @@ agent_delete(struct vault_req *req, struct vault_resp *resp)
 	    "revoke agent")) == -1)
 		return;
 	if (rc == 1 || !ms.is_agent) {
-		store_rollback();
-		resp_error(resp, 404, "agent not found");
+		resp_refuse(resp, 404, "agent not found");
 		return;
 	}
 	if (store_membership_remove(req->id2, ctx.org_id) == -1 ||

@@ -314,8 +314,7 @@ users_create(struct vault_req *req, struct vault_resp *resp)
 	else if (rc == 0)
 		rc = STORE_CONFLICT;
 	if (rc == STORE_CONFLICT) {
-		store_rollback();
-		resp_error(resp, 409, "email already registered");
+		resp_refuse(resp, 409, "email already registered");
 		return;
 	}
 	if (rc == -1 || org_insert(email, &oid, slug, sizeof(slug)) == -1 ||

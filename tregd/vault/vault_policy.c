@@ -286,8 +286,7 @@ deny_create(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	if (n >= DENY_RULES_MAX) {
-		store_rollback();
-		resp_error(resp, 409, "this org already has %d deny rules, "
+		resp_refuse(resp, 409, "this org already has %d deny rules, "
 		    "the most it may have", DENY_RULES_MAX);
 		return;
 	}

@@ -301,8 +301,7 @@ project_delete(struct vault_req *req, struct vault_resp *resp)
 		fatal("%s: json_array", __func__);
 	/* 404 across orgs: another org's ids are never confirmed. */
 	if ((rc = store_project_delete(ctx.org_id, req->id2, &freed)) == 1) {
-		store_rollback();
-		resp_error(resp, 404, "unknown project");
+		resp_refuse(resp, 404, "unknown project");
 		goto out;
 	}
 	if (rc == -1 || store_member_projects(ctx.org_id, sweep_row,

@@ -83,20 +83,42 @@ vault_respond(uint32_t reqid, struct vault_resp *resp)
 	freezero(text, strlen(text));
 }
 
-void
-resp_error(struct vault_resp *resp, int status, const char *fmt, ...)
+static void
+resp_verror(struct vault_resp *resp, int status, const char *fmt, va_list ap)
 {
 	char	 msg[1024];
-	va_list	 ap;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	json_decref(resp->body);
 	free(resp->text);
 	resp->text = NULL;
 	resp->status = status;
 	resp->body = json_pack("{s:s}", "detail", msg);
+}
+
+void
+resp_error(struct vault_resp *resp, int status, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	resp_verror(resp, status, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * A refusal in the middle of a transaction: nothing of it stays (rolled
+ * back), and the answer says why.
+ */
+void
+resp_refuse(struct vault_resp *resp, int status, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	store_rollback();
+	va_start(ap, fmt);
+	resp_verror(resp, status, fmt, ap);
+	va_end(ap);
 }
 
 void

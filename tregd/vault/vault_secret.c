@@ -162,8 +162,7 @@ secret_store_value(struct vault_resp *resp, int64_t org, int64_t id,
 	if (secret_seal(org, id, pt, ptlen, &sealed, &slen) == -1) {
 		log_warnx("%s: cannot seal secret %lld", __func__,
 		    (long long)id);
-		store_rollback();
-		resp_error(resp, 500, "internal error: cannot seal the value");
+		resp_refuse(resp, 500, "internal error: cannot seal the value");
 		return (-1);
 	}
 	rc = store_secret_set_value(org, id, sealed, slen);
@@ -477,8 +476,7 @@ secret_delete(struct vault_req *req, struct vault_resp *resp)
 		return;
 	}
 	if (tool[0] != '\0') {
-		store_rollback();
-		resp_error(resp, 409, "secret '%s' is in use by the tool '%s' "
+		resp_refuse(resp, 409, "secret '%s' is in use by the tool '%s' "
 		    "(referenced by its bindings or its local-run CLI "
 		    "profile) — remove it from there first", ref.name, tool);
 		return;

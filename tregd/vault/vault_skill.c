@@ -159,8 +159,7 @@ skill_insert(struct vault_req *req, struct vault_resp *resp,
 	rc = store_bundle_insert(&b, &in->bundle);
 	free(files);
 	if (rc == STORE_TAKEN) {
-		store_rollback();
-		resp_error(resp, 409, "skill name '%s' already exists in this "
+		resp_refuse(resp, 409, "skill name '%s' already exists in this "
 		    "org", in->name);
 		return (-1);
 	}
@@ -187,8 +186,7 @@ skill_names_free(struct vault_resp *resp, int64_t org, json_t *tools)
 		case 1:
 			break;
 		case 0:
-			store_rollback();
-			resp_error(resp, 409, "tool name '%s' already exists "
+			resp_refuse(resp, 409, "tool name '%s' already exists "
 			    "in this org", name);
 			return (-1);
 		default:
@@ -532,8 +530,7 @@ bundle_delete(struct vault_req *req, struct vault_resp *resp)
 	}
 	rc = store_bundle_outside_user(ref.id, tool, secret, sizeof(tool));
 	if (rc == 0) {
-		store_rollback();
-		resp_error(resp, 409, "the skill's secret '%s' is referenced "
+		resp_refuse(resp, 409, "the skill's secret '%s' is referenced "
 		    "by the tool '%s', outside the skill — remove it from that "
 		    "tool first", secret, tool);
 		return;

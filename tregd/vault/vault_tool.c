@@ -397,8 +397,7 @@ tool_name_taken(struct vault_resp *resp, int64_t org, const char *name,
 	case 1:
 		return (0);
 	case 0:
-		store_rollback();
-		resp_error(resp, 409, PHRASE_NAME_TAKEN, name);
+		resp_refuse(resp, 409, PHRASE_NAME_TAKEN, name);
 		return (-1);
 	default:
 		db_fail(resp, "tool");
@@ -464,8 +463,7 @@ tool_insert(struct vault_req *req, struct vault_resp *resp,
 	rc = store_tool_insert(&t, id);
 	tool_item_free(&t);
 	if (rc == STORE_TAKEN) {
-		store_rollback();
-		resp_error(resp, 409, PHRASE_NAME_TAKEN, in->name);
+		resp_refuse(resp, 409, PHRASE_NAME_TAKEN, in->name);
 		return (-1);
 	}
 	if (rc != 0) {
@@ -694,8 +692,7 @@ tool_update(struct vault_resp *resp, int64_t org, int64_t id,
 	rc = store_tool_update(&t);
 	tool_item_free(&t);
 	if (rc == STORE_TAKEN) {
-		store_rollback();
-		resp_error(resp, 409, PHRASE_NAME_TAKEN, in->name);
+		resp_refuse(resp, 409, PHRASE_NAME_TAKEN, in->name);
 		return (-1);
 	}
 	if (rc == -1 || tool_secrets_sync(id, in->secret_ids) == -1 ||
