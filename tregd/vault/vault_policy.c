@@ -858,23 +858,23 @@ call_view(const struct store_calls_row *r)
 
 	if (c->argv != NULL)
 		argv = json_loads(c->argv, 0, NULL);
-	o = json_pack("{s:I, s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:o, "
-	    "s:s, s:o, s:o, s:o, s:o}",
+	o = json_pack("{s:I, s:s, s:s?, s:s?, s:o, s:o, s:s, s:s?, s:o, "
+	    "s:s, s:s?, s:o?, s:o, s:s?}",
 	    "id", (json_int_t)r->id,
 	    "user_email", c->user_email,
-	    "tool_name", text_or_null(c->tool_name),
-	    "method", text_or_null(c->method),
+	    "tool_name", c->tool_name,
+	    "method", c->method,
 	    "path", c->path != NULL ? json_string(c->path) :
 	    compat_argv_path(argv),
 	    "status_code", int_or_null(c->has_status, c->status_code),
 	    "kind", c->kind,
-	    "refused_by", text_or_null(c->refused_by),
+	    "refused_by", c->refused_by,
 	    "duration_ms", int_or_null(c->has_duration, c->duration_ms),
 	    "created_at", c->created_at,
-	    "action", text_or_null(c->action),
-	    "argv", argv != NULL ? argv : json_null(),
+	    "action", c->action,
+	    "argv", argv,
 	    "exit_code", int_or_null(c->has_exit, c->exit_code),
-	    "verdict", text_or_null(c->verdict));
+	    "verdict", c->verdict);
 	if (o == NULL)
 		fatalx("%s: json_pack", __func__);
 	json_object_set_new(o, "outcome", text_or_null(call_outcome(r)));
@@ -931,14 +931,14 @@ audit_view(const struct store_calls_row *r)
 	const struct store_call	*c = &r->c;
 	json_t			*o;
 
-	o = json_pack("{s:I, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:s}",
+	o = json_pack("{s:I, s:s, s:s, s:s?, s:s, s:s?, s:s?, s:o, s:s}",
 	    "id", (json_int_t)r->id,
 	    "org", r->org_slug,
 	    "user_email", c->user_email,
-	    "tool_name", text_or_null(c->tool_name),
+	    "tool_name", c->tool_name,
 	    "kind", c->kind,
-	    "action", text_or_null(c->action),
-	    "refused_by", text_or_null(c->refused_by),
+	    "action", c->action,
+	    "refused_by", c->refused_by,
 	    "status_code", int_or_null(c->has_status, c->status_code),
 	    "created_at", c->created_at);
 	if (o == NULL)

@@ -71,12 +71,6 @@ reg_json_text(const char *s)
 	return (v);
 }
 
-json_t *
-reg_email(const char *email)
-{
-	return (email != NULL ? json_string(email) : json_null());
-}
-
 char *
 reg_dumps(json_t *v)
 {
@@ -128,11 +122,8 @@ reg_secret_json(const struct store_secret_item *s)
 {
 	json_t	*v;
 
-	v = json_pack("{s:I,s:s,s:s,s:o,s:o}",
-	    "id", (json_int_t)s->id,
-	    "name", s->name,
-	    "kind", s->kind,
-	    "owner", reg_email(s->owner_email),
+	v = json_pack("{s:I,s:s,s:s,s:s?,s:o}", "id", (json_int_t)s->id,
+	    "name", s->name, "kind", s->kind, "owner", s->owner_email,
 	    "bundle_id", s->bundle_id > 0 ? json_integer(s->bundle_id) :
 	    json_null());
 	if (v == NULL)

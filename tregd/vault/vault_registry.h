@@ -30,7 +30,6 @@ struct evbuffer;
 void		 reg_tool_text(struct evbuffer *,
 		    const struct store_tool_item *);
 json_t		*reg_json_text(const char *);	/* stored JSON, or null */
-json_t		*reg_email(const char *);	/* NULL: null */
 char		*reg_dumps(json_t *);
 /* A string member of a nested object; ctx prefixes errors ("tools[1]"). */
 int		 reg_spec_str(struct vault_resp *, json_t *, const char *,

@@ -356,10 +356,10 @@ bundle_head(const struct store_bundle_item *b, void *arg)
 	struct skill_view	*sv = arg;
 
 	strlcpy(sv->name, b->name, sizeof(sv->name));
-	sv->v = json_pack("{s:I,s:s,s:o,s:s,s:o}",
+	sv->v = json_pack("{s:I,s:s,s:s?,s:s,s:o}",
 	    "id", (json_int_t)b->id,
 	    "name", b->name,
-	    "owner", reg_email(b->owner_email),
+	    "owner", b->owner_email,
 	    "recipe", b->recipe,
 	    "files", reg_json_text(b->files));
 	if (sv->v == NULL)
@@ -425,9 +425,9 @@ bundle_list_row(const struct store_bundle_item *b, void *arg)
 	struct skill_view	*sv = arg;
 
 	if (bundle_visible(sv->a, b->org_id, b->id, b->name))
-		json_array_append_new(sv->list, json_pack("{s:I,s:s,s:o}",
+		json_array_append_new(sv->list, json_pack("{s:I,s:s,s:s?}",
 		    "id", (json_int_t)b->id, "name", b->name,
-		    "owner", reg_email(b->owner_email)));
+		    "owner", b->owner_email));
 	return (0);
 }
 

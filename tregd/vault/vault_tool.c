@@ -778,10 +778,9 @@ ctl_tool_row(const struct store_tool_item *t, void *arg)
 
 	cli = reg_json_text(t->cli);
 	bin = json_string_value(json_object_get(cli, "bin"));
-	json_array_append_new(arg, json_pack("{s:s,s:I,s:s,s:s,s:o,s:o}",
+	json_array_append_new(arg, json_pack("{s:s,s:I,s:s,s:s,s:s?,s:s?}",
 	    "org", t->org_slug, "id", (json_int_t)t->id, "name", t->name,
-	    "host", t->host, "bin", bin != NULL ? json_string(bin) :
-	    json_null(), "owner", reg_email(t->owner_email)));
+	    "host", t->host, "bin", bin, "owner", t->owner_email));
 	json_decref(cli);
 	return (0);
 }
