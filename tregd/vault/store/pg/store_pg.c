@@ -604,6 +604,14 @@ pg_null(const PGresult *res, int row, int col)
 	return (PQgetisnull(res, row, col));
 }
 
+/* An integer column that may be NULL: *has says whether it holds one. */
+int64_t
+pg_intif(const PGresult *res, int row, int col, int *has)
+{
+	*has = !PQgetisnull(res, row, col);
+	return (pg_int(res, row, col));
+}
+
 char *
 pg_strdup(const PGresult *res, int row, int col)
 {

@@ -70,6 +70,7 @@ int64_t		 pg_int(const PGresult *, int, int);
 const char	*pg_text(const PGresult *, int, int);	/* NULL: "" */
 const char	*pg_ntext(const PGresult *, int, int);	/* NULL: NULL */
 int		 pg_null(const PGresult *, int, int);
+int64_t		 pg_intif(const PGresult *, int, int, int *);
 char		*pg_strdup(const PGresult *, int, int);	/* NULL: NULL */
 void		 pg_copy(char *, size_t, const PGresult *, int, int);
 

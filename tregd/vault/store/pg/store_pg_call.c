@@ -101,10 +101,8 @@ pg_call_cap_get(int64_t org, int64_t user, int *has, int64_t *cap)
 	pgq_int(&q, user);
 	if ((res = pg_run(&st, &q)) == NULL)
 		return (-1);
-	if ((n = PQntuples(res)) == 1) {
-		*has = !pg_null(res, 0, 0);
-		*cap = pg_int(res, 0, 0);
-	}
+	if ((n = PQntuples(res)) == 1)
+		*cap = pg_intif(res, 0, 0, has);
 	PQclear(res);
 	return (n == 1 ? 0 : 1);
 }

@@ -871,6 +871,14 @@ sq_cnull(sqlite3_stmt *st, const char *name)
 	return (sqlite3_column_type(st, sq_col(st, name)) == SQLITE_NULL);
 }
 
+/* An integer column that may be NULL: *has says whether it holds one. */
+int64_t
+sq_cintif(sqlite3_stmt *st, const char *name, int *has)
+{
+	*has = !sq_cnull(st, name);
+	return (sq_cint(st, name));
+}
+
 char *
 sq_cdup(sqlite3_stmt *st, const char *name)
 {

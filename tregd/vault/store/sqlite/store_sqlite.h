@@ -26,6 +26,7 @@ int		 sq_col(sqlite3_stmt *, const char *);
 const char	*sq_ctext(sqlite3_stmt *, const char *);
 int64_t		 sq_cint(sqlite3_stmt *, const char *);
 int		 sq_cnull(sqlite3_stmt *, const char *);
+int64_t		 sq_cintif(sqlite3_stmt *, const char *, int *);
 char		*sq_cdup(sqlite3_stmt *, const char *);	/* NULL for NULL */
 const char	*sq_cntext(sqlite3_stmt *, const char *);	/* NULL too */
 void		 sq_ccopy(sqlite3_stmt *, const char *, char *, size_t);

@@ -112,10 +112,8 @@ sq_call_cap_get(int64_t org, int64_t user, int *has, int64_t *cap)
 		return (-1);
 	sq_int(st, ":org", org);
 	sq_int(st, ":user", user);
-	if ((rc = sq_step(st)) == SQLITE_ROW) {
-		*has = !sq_cnull(st, "daily_call_cap");
-		*cap = sq_cint(st, "daily_call_cap");
-	}
+	if ((rc = sq_step(st)) == SQLITE_ROW)
+		*cap = sq_cintif(st, "daily_call_cap", has);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	if (rc == SQLITE_ROW)
