@@ -45,6 +45,9 @@ static size_t	 wrap(const uint8_t *, size_t, int, uint8_t *, size_t);
 static int	 maskable(const uint8_t *, size_t);
 static size_t	 sanitize(const uint8_t *, size_t, const size_t *, size_t,
 		    char *);
+static size_t	 text_build(const uint8_t *, const uint8_t *,
+		    const struct patlist *, uint8_t *);
+static void	 sanitize_check(const struct obuf *, const size_t *);
 
 static void
 ob_out(void *arg, const void *buf, size_t len)
@@ -136,6 +139,59 @@ sanitize(const uint8_t *in, size_t n, const size_t *cuts, size_t ncuts,
 	return o;
 }
 
+/*
+ * The text: input bytes as they are, 0xfe K a whole pattern, 0xfd K W a
+ * pattern wrapped by W; at most MAXTEXT bytes.  Its length.
+ */
+static size_t
+text_build(const uint8_t *data, const uint8_t *end, const struct patlist *pl,
+    uint8_t *text)
+{
+	size_t	 n, k, len;
+
+	for (n = 0; data < end; data++) {
+		if (*data == 0xfe && end - data > 1 && pl->n > 0) {
+			k = *++data % pl->n;
+			len = pl->len[k];
+			if (len > MAXTEXT - n)
+				break;
+			memcpy(text + n, pl->pat[k], len);
+			n += len;
+		} else if (*data == 0xfd && end - data > 2 && pl->n > 0) {
+			k = *++data % pl->n;
+			data++;
+			n += wrap(pl->pat[k], pl->len[k], *data, text + n,
+			    MAXTEXT - n);
+		} else if (n < MAXTEXT)
+			text[n++] = *data;
+		else
+			break;
+	}
+	return (n);
+}
+
+/*
+ * Whole or cut, the same sanitized output: at most 3 bytes per byte,
+ * plus one U+FFFD for a sequence cut at the end.
+ */
+static void
+sanitize_check(const struct obuf *got, const size_t *cuts)
+{
+	char	*s1, *s2;
+	size_t	 a, b;
+
+	if ((s1 = malloc(UTF8_SANITIZE_BOUND(got->len))) == NULL ||
+	    (s2 = malloc(UTF8_SANITIZE_BOUND(got->len))) == NULL)
+		abort();
+	a = sanitize(got->p, got->len, NULL, 0, s1);
+	b = sanitize(got->p, got->len, cuts, 4, s2);
+	if (a != b || memcmp(s1, s2, a) != 0 || a > 3 * got->len + 3)
+		abort();
+	free(s1);
+	free(s2);
+}
+
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -145,9 +201,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct obuf		 got = { 0 }, want = { 0 };
 	const uint8_t		*secret[5], *end = data + size;
 	uint8_t			*text, *chunk;
-	char			*s1, *s2;
 	size_t			 slen[5], ns, i, k, n, len, cap, cuts[4];
-	size_t			 count, off, a, b;
+	size_t			 count, off;
 
 	if (size < 6)
 		return 0;
@@ -182,24 +237,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if ((text = malloc(MAXTEXT)) == NULL)
 		abort();
-	for (n = 0; data < end; data++) {
-		if (*data == 0xfe && end - data > 1 && pl.n > 0) {
-			k = *++data % pl.n;
-			len = pl.len[k];
-			if (len > MAXTEXT - n)
-				break;
-			memcpy(text + n, pl.pat[k], len);
-			n += len;
-		} else if (*data == 0xfd && end - data > 2 && pl.n > 0) {
-			k = *++data % pl.n;
-			data++;
-			n += wrap(pl.pat[k], pl.len[k], *data, text + n,
-			    MAXTEXT - n);
-		} else if (n < MAXTEXT)
-			text[n++] = *data;
-		else
-			break;
-	}
+	n = text_build(data, end, &pl, text);
 
 	count = redact_ref(pl.pat, pl.len, pl.n, text, n, &want.p, &want.len);
 	if ((r = redact_new(rs, cap)) == NULL)
@@ -232,19 +270,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    memmem(got.p, got.len, secret[i], slen[i]) != NULL)
 			abort();
 
-	/* Whole or cut, the same output: at most 3 bytes per byte, plus
-	 * one U+FFFD for a sequence cut at the end. */
-	if (got.len > 0) {
-		if ((s1 = malloc(UTF8_SANITIZE_BOUND(got.len))) == NULL ||
-		    (s2 = malloc(UTF8_SANITIZE_BOUND(got.len))) == NULL)
-			abort();
-		a = sanitize(got.p, got.len, NULL, 0, s1);
-		b = sanitize(got.p, got.len, cuts, 4, s2);
-		if (a != b || memcmp(s1, s2, a) != 0 || a > 3 * got.len + 3)
-			abort();
-		free(s1);
-		free(s2);
-	}
+	if (got.len > 0)
+		sanitize_check(&got, cuts);
 	redact_free(r);
 	redact_set_free(rs);
 	for (i = 0; i < pl.n; i++)

@@ -305,15 +305,51 @@ port_arg(const char *s)
 	return ((uint16_t)n);
 }
 
+/*
+ * The relay's side as tregd sets it up: the upstream CA (DIR/up-ca.pem),
+ * the run CA written to DIR/runca.pem for the clients, the call records
+ * to DIR/calls, and a vault on a socketpair (vault_read answers it).
+ */
+static void
+harness_setup(const char *dir)
+{
+	char	 path[1024], *ca, *pem;
+	size_t	 calen, pemlen;
+	int	 sv[2];
+	FILE	*f;
+
+	snprintf(path, sizeof(path), "%s/up-ca.pem", dir);
+	strlcpy(relay_conf.relay_ca, path, sizeof(relay_conf.relay_ca));
+	ca = slurp(path, &calen);
+	rhttp_init(ca, calen, 0);
+	free(ca);
+	if (egress_ca_init() == -1 || (pem = egress_ca_pem(&pemlen)) == NULL)
+		errx(1, "run CA");
+	snprintf(path, sizeof(path), "%s/runca.pem", dir);
+	if ((f = fopen(path, "w")) == NULL || fwrite(pem, 1, pemlen, f) !=
+	    pemlen || fclose(f) != 0)
+		err(1, "%s", path);
+	snprintf(path, sizeof(path), "%s/calls", dir);
+	if ((calls = fopen(path, "a")) == NULL)
+		err(1, "%s", path);
+	rcache_init();
+	rcache_start();
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == -1)
+		err(1, "socketpair");
+	relay_test_vault(sv[0]);
+	if (imsgbuf_init(&vb, sv[1]) == -1)
+		err(1, "imsgbuf_init");
+	event_set(&vev, sv[1], EV_READ | EV_PERSIST, vault_read, NULL);
+	event_add(&vev, NULL);
+}
+
 int
 main(int argc, char *argv[])
 {
 	struct lsn	 lp, lt, lp2, lh2;
 	struct event	 sigev;
 	char		 path[1024], hp[64], tp[64], hh[64], lh[64];
-	char		*ca, *pem;
-	size_t		 calen, pemlen;
-	int		 sv[2];
 	FILE		*f;
 	const char	*hosts1[6], *hosts2[] = { NULL, NULL };
 	const char	*vals1[] = {
@@ -332,30 +368,7 @@ main(int argc, char *argv[])
 	proc_base = event_init();
 	relay_conf.relay_timeout_connect = 5;
 	relay_conf.relay_timeout_total = 30;
-	snprintf(path, sizeof(path), "%s/up-ca.pem", argv[1]);
-	strlcpy(relay_conf.relay_ca, path, sizeof(relay_conf.relay_ca));
-	ca = slurp(path, &calen);
-	rhttp_init(ca, calen, 0);
-	free(ca);
-	if (egress_ca_init() == -1 || (pem = egress_ca_pem(&pemlen)) == NULL)
-		errx(1, "run CA");
-	snprintf(path, sizeof(path), "%s/runca.pem", argv[1]);
-	if ((f = fopen(path, "w")) == NULL || fwrite(pem, 1, pemlen, f) !=
-	    pemlen || fclose(f) != 0)
-		err(1, "%s", path);
-	snprintf(path, sizeof(path), "%s/calls", argv[1]);
-	if ((calls = fopen(path, "a")) == NULL)
-		err(1, "%s", path);
-	rcache_init();
-	rcache_start();
-
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == -1)
-		err(1, "socketpair");
-	relay_test_vault(sv[0]);
-	if (imsgbuf_init(&vb, sv[1]) == -1)
-		err(1, "imsgbuf_init");
-	event_set(&vev, sv[1], EV_READ | EV_PERSIST, vault_read, NULL);
-	event_add(&vev, NULL);
+	harness_setup(argv[1]);
 
 	snprintf(hp, sizeof(hp), "127.0.0.1:%s", argv[2]);
 	snprintf(lh, sizeof(lh), "localhost:%s", argv[2]);
