@@ -220,6 +220,8 @@ run_set(const struct redact_set *rs, const uint8_t *text, size_t size,
 			best = t;
 		*count = redact_count(r);
 		redact_free(r);
+		if (sk.bytes == 0 && size > 0)
+			errx(1, "no output");
 	}
 	return best;
 }
@@ -291,13 +293,11 @@ main(int argc, char *argv[])
 	static const size_t	 counts[] = { 0, 1, 10, 30, 100 };
 	static const size_t	 chunks[] = { 4096, 65536 };
 	struct redact_set	*rs;
-	struct redact		*r;
-	struct sink		 sk;
 	uint8_t			*text, *orig, secret[100][64];
 	size_t			 slen[100], mib = 64, rounds = 3, size;
 	size_t			 shortlen = 0;
-	size_t			 c, ch, i, j, off, len, plants;
-	double			 t, best, tcomp;
+	size_t			 c, ch, i, j, off, plants, masked;
+	double			 best, tcomp;
 	int			 ch_;
 
 	while ((ch_ = getopt(argc, argv, "cm:r:S:")) != -1) {
@@ -359,34 +359,16 @@ main(int argc, char *argv[])
 			err(1, "redact_set_compile");
 		tcomp = now() - tcomp;
 		for (ch = 0; ch < sizeof(chunks) / sizeof(chunks[0]); ch++) {
-			best = 1e9;
-			for (j = 0; j < rounds; j++) {
-				memset(&sk, 0, sizeof(sk));
-				if ((r = redact_new(rs, SIZE_MAX)) == NULL)
-					err(1, "redact_new");
-				t = now();
-				for (off = 0; off < size; off += len) {
-					len = size - off < chunks[ch] ?
-					    size - off : chunks[ch];
-					redact_write(r, text + off, len,
-					    sink_out, &sk);
-				}
-				redact_finish(r, sink_out, &sk);
-				t = now() - t;
-				if (t < best)
-					best = t;
-				if (redact_count(r) < plants)
-					errx(1, "masked %zu of %zu planted",
-					    redact_count(r), plants);
-				redact_free(r);
-			}
+			best = run_set(rs, text, size, chunks[ch], rounds,
+			    &masked);
+			if (masked < plants)
+				errx(1, "masked %zu of %zu planted", masked,
+				    plants);
 			printf("%-8zu %-9zu %-7zu %-9zu %-8.1f %-6zu %-7zu "
 			    "%.0f\n", counts[c], redact_set_npatterns(rs),
 			    redact_set_maxlen(rs), redact_set_memsize(rs),
 			    tcomp * 1e3, chunks[ch], plants,
 			    size / best / 1e6);
-			if (sk.bytes == 0)
-				errx(1, "no output");
 		}
 		redact_set_free(rs);
 	}
