@@ -1,8 +1,9 @@
 /*
  * schema_test: the shared schema's expander (store_schema.c): each
  * placeholder in the engine's word, no other text touched, a placeholder
- * without a word and a text over the limit refused, and every migration
- * expanding whole in both engines' words.
+ * without a word and a text over the limit refused, every migration
+ * expanding whole in both engines' words; and the walk over the
+ * migrations and the run of one, with the engine's step and exec.
  */
 
 #include <atf-c.h>
@@ -27,6 +28,8 @@ static const struct schema_words pg = {
 static void	expands(const char *, const struct schema_words *,
 		    const char *);
 static void	refused(const char *, const struct schema_words *);
+static int	step(int);
+static int	exec_sql(const char *);
 
 static void
 expands(const char *text, const struct schema_words *w, const char *want)
@@ -177,6 +180,78 @@ ATF_TC_BODY(sqlite_text, tc)
 	free(s);
 }
 
+/* What the engine's step and exec were handed, and where they fail. */
+static int	 seen[SCHEMA_VERSIONS + 2];
+static int	 nseen, fail_at;
+static char	 ran[4][256];
+static int	 nran;
+
+static int
+step(int v)
+{
+	if (nseen < (int)(sizeof(seen) / sizeof(seen[0])))
+		seen[nseen++] = v;
+	return (v == fail_at ? -1 : 0);
+}
+
+static int
+exec_sql(const char *sql)
+{
+	if (nran < 4)
+		strlcpy(ran[nran], sql, sizeof(ran[nran]));
+	return (++nran == fail_at ? -1 : 0);
+}
+
+ATF_TC_WITHOUT_HEAD(walk);
+ATF_TC_BODY(walk, tc)
+{
+	/* From 15: 16 and 17, in order. */
+	nseen = fail_at = 0;
+	ATF_CHECK_EQ(schema_walk(SCHEMA_VERSIONS - 2, step), 0);
+	ATF_REQUIRE_EQ(nseen, 2);
+	ATF_CHECK_EQ(seen[0], SCHEMA_VERSIONS - 1);
+	ATF_CHECK_EQ(seen[1], SCHEMA_VERSIONS);
+	/* Up to date: nothing. */
+	nseen = 0;
+	ATF_CHECK_EQ(schema_walk(SCHEMA_VERSIONS, step), 0);
+	ATF_CHECK_EQ(nseen, 0);
+	/* Newer than this tregd: refused, nothing run. */
+	ATF_CHECK_EQ(schema_walk(SCHEMA_VERSIONS + 1, step), -1);
+	ATF_CHECK_EQ(nseen, 0);
+	/* A step that fails stops the walk there. */
+	fail_at = 5;
+	ATF_CHECK_EQ(schema_walk(0, step), -1);
+	ATF_CHECK_EQ(nseen, 5);
+	ATF_CHECK_EQ(seen[4], 5);
+}
+
+ATF_TC_WITHOUT_HEAD(run);
+ATF_TC_BODY(run, tc)
+{
+	/* The shared text in the engine's words, then its own. */
+	nran = fail_at = 0;
+	ATF_CHECK_EQ(schema_run(14, &pg, "OWN", exec_sql), 0);
+	ATF_REQUIRE_EQ(nran, 2);
+	ATF_CHECK_STREQ(ran[0],
+	    "ALTER TABLE memberships ADD COLUMN webhook_url TEXT;");
+	ATF_CHECK_STREQ(ran[1], "OWN");
+	/* Nothing shared and nothing own: nothing run (pg: no empty query). */
+	nran = 0;
+	ATF_CHECK_EQ(schema_run(10, &pg, NULL, exec_sql), 0);
+	ATF_CHECK_EQ(nran, 0);
+	/* The shared text fails: the engine's own is not run. */
+	nran = 0;
+	fail_at = 1;
+	ATF_CHECK_EQ(schema_run(17, &sq, "OWN", exec_sql), -1);
+	ATF_CHECK_EQ(nran, 1);
+	ATF_CHECK_STREQ(ran[0], "ALTER TABLE deny_rules ADD COLUMN project_id "
+	    "INTEGER REFERENCES  projects(id) ON DELETE CASCADE;");
+	/* Out of range: nothing run. */
+	nran = fail_at = 0;
+	ATF_CHECK_EQ(schema_run(0, &sq, "OWN", exec_sql), -1);
+	ATF_CHECK_EQ(nran, 0);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, words);
@@ -185,5 +260,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, limit);
 	ATF_TP_ADD_TC(tp, migrations);
 	ATF_TP_ADD_TC(tp, sqlite_text);
+	ATF_TP_ADD_TC(tp, walk);
+	ATF_TP_ADD_TC(tp, run);
 	return (atf_no_error());
 }

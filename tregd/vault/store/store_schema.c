@@ -399,6 +399,47 @@ static const char	*schema_word(const char *, size_t,
 static long		 schema_fill(const char *, const struct schema_words *,
 			    char *);
 
+int
+schema_walk(int from, int (*step)(int))
+{
+	int	 v;
+
+	if (from > SCHEMA_VERSIONS) {
+		log_warnx("database schema version %d is newer than this "
+		    "tregd (%d)", from, SCHEMA_VERSIONS);
+		return (-1);
+	}
+	for (v = from + 1; v <= SCHEMA_VERSIONS; v++) {
+		if (step(v) == -1) {
+			log_warnx("database migration to version %d failed",
+			    v);
+			return (-1);
+		}
+		log_info("database schema migrated to version %d", v);
+	}
+	return (0);
+}
+
+/*
+ * An empty text is skipped: libpq answers one PGRES_EMPTY_QUERY, which
+ * pg_exec() takes for a failure.
+ */
+int
+schema_run(int v, const struct schema_words *w, const char *own,
+    int (*exec)(const char *))
+{
+	char	*text;
+	int	 rc = -1;
+
+	if ((text = schema_migration(v, w)) == NULL)
+		return (-1);
+	if ((*text == '\0' || exec(text) == 0) &&
+	    (own == NULL || exec(own) == 0))
+		rc = 0;
+	free(text);
+	return (rc);
+}
+
 char *
 schema_migration(int v, const struct schema_words *w)
 {

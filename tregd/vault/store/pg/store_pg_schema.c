@@ -14,7 +14,6 @@
  */
 
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "tregd.h"
 #include "log.h"
@@ -35,10 +34,10 @@
 	" ON " t " FOR EACH STATEMENT EXECUTE FUNCTION"			\
 	" tregd_registry_bump();"
 #define PG_REG_BUMP(t)	PG_REG_BUMP_ON(t, "INSERT OR UPDATE OR DELETE")
-/* Secrets: not their health, which run reports write and no call reads. */
+/* Secrets: only through the columns a call reads (store_schema.h). */
 #define PG_REG_BUMP_SECRETS						\
-	PG_REG_BUMP_ON("secrets", "INSERT OR DELETE OR UPDATE OF org_id, "	\
-	    "name, kind, owner_id, bundle_id, sealed")
+	PG_REG_BUMP_ON("secrets", "INSERT OR DELETE OR UPDATE OF "	\
+	    SCHEMA_SECRETS_READ)
 
 /* Audit rows never change, and go only with their org. */
 #define PG_APPEND_ONLY(t)						\
@@ -83,13 +82,9 @@ static const char *const own[SCHEMA_VERSIONS + 1] = {
 	PG_BUMP("tools") PG_BUMP("tool_secrets") PG_BUMP("deny_rules")
 	PG_BUMP("runs") PG_BUMP("calls"),
 
-	[2] =
-	PG_APPEND_ONLY("run_ends")
-	PG_BUMP("run_ends"),
+	[2] = PG_APPEND_ONLY("run_ends") PG_BUMP("run_ends"),
 
-	[4] =
-	PG_APPEND_ONLY("call_ends")
-	PG_BUMP("call_ends"),
+	[4] = PG_APPEND_ONLY("call_ends") PG_BUMP("call_ends"),
 
 	/*
 	 * 6: the registry version: like tregd_version, but moved only by
@@ -102,27 +97,20 @@ static const char *const own[SCHEMA_VERSIONS + 1] = {
 	"CREATE FUNCTION tregd_registry_bump() RETURNS trigger"
 	"  LANGUAGE plpgsql AS $$ BEGIN"
 	"  UPDATE tregd_registry_version SET v = v + 1; RETURN NULL; END $$;"
-	PG_REG_BUMP("users") PG_REG_BUMP("orgs") PG_REG_BUMP("memberships")
-	PG_REG_BUMP("invites") PG_REG_BUMP("bundles") PG_REG_BUMP_SECRETS
-	PG_REG_BUMP("tools") PG_REG_BUMP("tool_secrets")
-	PG_REG_BUMP("deny_rules"),
+	SCHEMA_REGISTRY_TABLES(PG_REG_BUMP, PG_REG_BUMP_SECRETS),
 
-	[7] =
-	PG_BUMP("keys") PG_BUMP("key_hosts"),
+	[7] = PG_BUMP("keys") PG_BUMP("key_hosts"),
 
-	[9] =
-	PG_BUMP("identity_tokens") PG_BUMP("email_codes"),
+	[9] = PG_BUMP("identity_tokens") PG_BUMP("email_codes"),
 
 	/*
 	 * 10: nothing: an identity column's sequence never gives a value
 	 * twice.  11: nothing.
 	 */
 
-	[12] =
-	PG_BUMP("projects") PG_REG_BUMP("projects"),
+	[12] = PG_BUMP("projects") PG_REG_BUMP("projects"),
 
-	[13] =
-	PG_BUMP("run_requests"),
+	[13] = PG_BUMP("run_requests"),
 };
 
 static int	pg_migration(int);
@@ -140,7 +128,7 @@ pg_schema_version(void)
 int
 pg_migrate(void)
 {
-	int	 version, v;
+	int	 version;
 
 	if (pg_exec("BEGIN") == -1)
 		return (-1);
@@ -149,43 +137,22 @@ pg_migrate(void)
 	    "(version BIGINT NOT NULL)") == -1 ||
 	    (version = pg_schema_version()) == -1)
 		goto fail;
-	if (version > SCHEMA_VERSIONS) {
-		log_warnx("database schema version %d is newer than this "
-		    "tregd (%d)", version, SCHEMA_VERSIONS);
+	if (schema_walk(version, pg_migration) == -1)
 		goto fail;
-	}
-	for (v = version + 1; v <= SCHEMA_VERSIONS; v++) {
-		if (pg_migration(v) == -1) {
-			log_warnx("database migration to version %d failed",
-			    v);
-			goto fail;
-		}
-		log_info("database schema migrated to version %d", v);
-	}
 	return (pg_exec("COMMIT"));
  fail:
 	pg_exec("ROLLBACK");
 	return (-1);
 }
 
-/*
- * Migration v in the open transaction: the shared text, PostgreSQL's
- * own, the new version.  An empty text is not sent: libpq answers it
- * PGRES_EMPTY_QUERY, which pg_exec() takes for a failure.
- */
+/* Migration v in the open transaction: its statements, its version. */
 static int
 pg_migration(int v)
 {
-	char	 sql[80], *shared;
-	int	 rc = -1;
+	char	 sql[80];
 
-	if ((shared = schema_migration(v, &pg_words)) == NULL)
-		return (-1);
 	snprintf(sql, sizeof(sql), "DELETE FROM tregd_schema; "
 	    "INSERT INTO tregd_schema VALUES (%d)", v);
-	if ((*shared == '\0' || pg_exec(shared) == 0) &&
-	    (own[v] == NULL || pg_exec(own[v]) == 0) && pg_exec(sql) == 0)
-		rc = 0;
-	free(shared);
-	return (rc);
+	return (schema_run(v, &pg_words, own[v], pg_exec) == 0 ?
+	    pg_exec(sql) : -1);
 }

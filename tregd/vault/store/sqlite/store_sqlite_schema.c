@@ -16,7 +16,10 @@
 #include "store_schema.h"
 #include "store_sqlite.h"
 
-/* A table whose every row written moves the registry version. */
+/*
+ * A table whose every row written moves the registry version; secrets
+ * only through the columns a call reads (store_schema.h).
+ */
 #define SQ_REG_BUMP_AS(t, name, op)					\
 	"CREATE TRIGGER " t "_reg_" name " AFTER " op " ON " t " BEGIN"	\
 	"  UPDATE registry_version SET v = v + 1; END;"
@@ -24,10 +27,9 @@
 #define SQ_REG_BUMP(t)							\
 	SQ_REG_BUMP1(t, "INSERT") SQ_REG_BUMP1(t, "UPDATE")		\
 	SQ_REG_BUMP1(t, "DELETE")
-/*
- * Secrets: not their health (status, status_detail, checked_at), which
- * every member's run report writes and no call reads.
- */
+#define SQ_REG_BUMP_SECRETS						\
+	SQ_REG_BUMP1("secrets", "INSERT") SQ_REG_BUMP1("secrets", "DELETE")	\
+	SQ_REG_BUMP_AS("secrets", "UPDATE", "UPDATE OF " SCHEMA_SECRETS_READ)
 /*
  * Every row written moves the commit mark in the writing transaction:
  * the database file holds the mark of the last transaction it holds
@@ -38,10 +40,6 @@
 	"  UPDATE commit_mark SET n = n + 1; END;"
 #define SQ_MARK(t)							\
 	SQ_MARK1(t, "INSERT") SQ_MARK1(t, "UPDATE") SQ_MARK1(t, "DELETE")
-#define SQ_REG_BUMP_SECRETS						\
-	SQ_REG_BUMP1("secrets", "INSERT") SQ_REG_BUMP1("secrets", "DELETE")	\
-	SQ_REG_BUMP_AS("secrets", "UPDATE", "UPDATE OF org_id, name, kind, "	\
-	    "owner_id, bundle_id, sealed")
 
 /* The sqlite words of the shared text (store_schema.c). */
 static const struct schema_words sq_words = {
@@ -102,10 +100,7 @@ static const char *const own[SCHEMA_VERSIONS + 1] = {
 	"CREATE TABLE registry_version (one INTEGER PRIMARY KEY"
 	"  CHECK (one = 1), v INTEGER NOT NULL);"
 	"INSERT INTO registry_version VALUES (1, 1);"
-	SQ_REG_BUMP("users") SQ_REG_BUMP("orgs") SQ_REG_BUMP("memberships")
-	SQ_REG_BUMP("invites") SQ_REG_BUMP("bundles") SQ_REG_BUMP_SECRETS
-	SQ_REG_BUMP("tools") SQ_REG_BUMP("tool_secrets")
-	SQ_REG_BUMP("deny_rules"),
+	SCHEMA_REGISTRY_TABLES(SQ_REG_BUMP, SQ_REG_BUMP_SECRETS),
 
 	/*
 	 * 7: the commit mark (store_sqlite.c) of every table so far.  A
@@ -151,7 +146,7 @@ int
 sq_migrate(void)
 {
 	sqlite3_stmt	*st;
-	int		 version = -1, v;
+	int		 version = -1;
 
 	if (sqlite3_prepare_v2(vault_db, "PRAGMA user_version", -1, &st,
 	    NULL) != SQLITE_OK)
@@ -161,43 +156,29 @@ sq_migrate(void)
 	sqlite3_finalize(st);
 	if (version < 0)
 		return (-1);
-	if (version > SCHEMA_VERSIONS) {
-		log_warnx("database schema version %d is newer than this "
-		    "tregd (%d)", version, SCHEMA_VERSIONS);
-		return (-1);
-	}
-	for (v = version + 1; v <= SCHEMA_VERSIONS; v++) {
-		if ((v == SQ_AUTOINC_VERSION ? sq_autoincrement(v) :
-		    sq_migration(v)) == -1) {
-			log_warnx("database migration to version %d failed",
-			    v);
-			return (-1);
-		}
-		log_info("database schema migrated to version %d", v);
-	}
-	return (0);
+	return (schema_walk(version, sq_migration));
 }
 
-/* Migration v: the shared text, then sqlite's own, in one transaction. */
+/*
+ * Migration v: the shared text, then sqlite's own, in one transaction;
+ * migration 10 rebuilds tables instead.
+ */
 static int
 sq_migration(int v)
 {
-	char	 sql[64], *shared;
-	int	 rc = -1;
+	char	 sql[64];
 
-	if ((shared = schema_migration(v, &sq_words)) == NULL)
-		return (-1);
+	if (v == SQ_AUTOINC_VERSION)
+		return (sq_autoincrement(v));
 	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v);
 	if (db_exec("BEGIN IMMEDIATE") == -1)
-		goto out;
-	if (db_exec(shared) == 0 && (own[v] == NULL || db_exec(own[v]) == 0) &&
+		return (-1);
+	if (schema_run(v, &sq_words, own[v], db_exec) == 0 &&
 	    db_exec(sql) == 0 && db_exec("COMMIT") == 0)
-		rc = 0;
-	else if (!sqlite3_get_autocommit(vault_db))
+		return (0);
+	if (!sqlite3_get_autocommit(vault_db))
 		db_exec("ROLLBACK");
- out:
-	free(shared);
-	return (rc);
+	return (-1);
 }
 
 int
