@@ -25,7 +25,7 @@
  * string literals: the text stays SQL one can read and copy into a
  * shell, a placeholder without a word fails the migration (logged)
  * instead of compiling into wrong SQL, and the expander is small enough
- * to test alone (regress/unit/store_schema_test.c).  It runs once per
+ * to test alone (regress/unit/schema_test.c).  It runs once per
  * migration at open, so its cost is nothing.
  *
  * sqlite keeps each CREATE's text as written and its migration 10

@@ -16,7 +16,7 @@
  */
 #define SCHEMA_VERSIONS		17
 
-/* The longest text a migration may expand to (the largest is ~5 KB). */
+/* The longest text a migration may expand to (the largest is ~4 KB). */
 #define SCHEMA_TEXT_MAX		65536
 
 /*
