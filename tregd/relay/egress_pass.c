@@ -20,7 +20,10 @@
  *
  * Spliced: bytes both ways as they come; reading one side stops while
  * EGRESS_UP_HIGH (to the upstream) or EGRESS_OUT_HIGH (to the run) waits
- * on the other; EGRESS_IDLE_SECS without a byte ends it.  Its record
+ * on the other; as long as the run may last without a byte ends it (a
+ * long-poll waits as long through a tunnel as an intercepted request,
+ * whose total is the run's timeout; the run's end closes it anyway).  Its
+ * record
  * ends (IMSG_CALL_DONE: 200, the bytes the run got, the duration) when
  * the connection does.
  */
@@ -53,6 +56,7 @@ static void	 pass_refused(struct rcall *, int, const char *);
 static void	 pass_next(struct egress_conn *);
 static void	 pass_connected(int, short, void *);
 static void	 pass_splice(struct egress_conn *);
+static void	 pass_idle(struct egress_conn *);
 static void	 pass_unhook(struct egress_conn *);
 static void	 pass_drop_up(struct egress_conn *);
 static void	 pass_fail(struct egress_conn *, int, const char *);
@@ -258,9 +262,23 @@ static void
 pass_splice(struct egress_conn *ec)
 {
 	ec->state = EC_SPLICE;
+	pass_idle(ec);
 	bufferevent_enable(ec->up, EV_READ | EV_WRITE);
 	bufferevent_enable(ec->bev, EV_READ | EV_WRITE);
 	egress_pass_pump(ec);
+}
+
+/* A byte moved on a spliced connection: its idle time starts again. */
+static void
+pass_idle(struct egress_conn *ec)
+{
+	struct timeval	 tv = { EGRESS_IDLE_SECS, 0 };
+	struct egrant	*gr;
+
+	if (ec->run != NULL && (gr = egrant_of(ec->run)) != NULL &&
+	    gr->g.timeout_s > 0)
+		tv.tv_sec = gr->g.timeout_s;
+	evtimer_add(&ec->tmo, &tv);
 }
 
 /* From the run to the upstream, while it takes it. */
@@ -268,14 +286,13 @@ void
 egress_pass_pump(struct egress_conn *ec)
 {
 	struct evbuffer	*in = bufferevent_get_input(ec->bev), *out;
-	struct timeval	 tv = { EGRESS_IDLE_SECS, 0 };
 
 	if (ec->up == NULL)
 		return;
 	out = bufferevent_get_output(ec->up);
 	if (evbuffer_get_length(in) > 0) {
 		evbuffer_add_buffer(out, in);
-		evtimer_add(&ec->tmo, &tv);
+		pass_idle(ec);
 	}
 	if (evbuffer_get_length(out) >= EGRESS_UP_HIGH)
 		bufferevent_disable(ec->bev, EV_READ);
@@ -297,7 +314,6 @@ up_read(struct bufferevent *bev, void *arg)
 {
 	struct egress_conn	*ec = arg;
 	struct evbuffer		*in = bufferevent_get_input(bev), *out;
-	struct timeval		 tv = { EGRESS_IDLE_SECS, 0 };
 	size_t			 n;
 
 	out = bufferevent_get_output(ec->bev);
@@ -306,7 +322,7 @@ up_read(struct bufferevent *bev, void *arg)
 			ec->rc->bytes += n;
 		evbuffer_add_buffer(out, in);
 		if (ec->state == EC_SPLICE)
-			evtimer_add(&ec->tmo, &tv);
+			pass_idle(ec);
 	}
 	if (evbuffer_get_length(out) >= EGRESS_OUT_HIGH)
 		bufferevent_disable(bev, EV_READ);
