@@ -99,7 +99,13 @@ egress_run_start(const struct egress_who *w, const struct egress_grant *g,
 		fatal("%s: calloc", __func__);
 	r->runid = w->runid;
 	r->audit_id = w->audit_id;
-	/* Only who it is: its role and access were judged at the start. */
+	/*
+	 * Only who it is, for the deny rules and the records: its role and
+	 * access were judged when the run started.  No role, no project:
+	 * were this copy ever asked for access, it would grant nothing.
+	 */
+	r->who.role = ROLE_NONE;
+	r->who.projects_scoped = 1;
 	r->who.org_id = w->who->org_id;
 	r->who.user_id = w->who->user_id;
 	strlcpy(r->who.email, w->who->email, sizeof(r->who.email));
