@@ -668,13 +668,12 @@ member_role(struct vault_req *req, struct vault_resp *resp)
 	}
 	if (rc == 1 || (ms.is_agent && role == ROLE_OWNER) ||
 	    (ms.role == ROLE_OWNER && role != ROLE_OWNER && owners <= 1)) {
-		store_rollback();
 		if (rc == 1)
-			resp_error(resp, 404, "member not found");
+			resp_refuse(resp, 404, "member not found");
 		else if (ms.is_agent && role == ROLE_OWNER)
-			resp_error(resp, 422, PHRASE_AGENT_OWNER);
+			resp_refuse(resp, 422, PHRASE_AGENT_OWNER);
 		else
-			resp_error(resp, 409, "the last owner cannot be "
+			resp_refuse(resp, 409, "the last owner cannot be "
 			    "demoted: make another member owner first");
 		return;
 	}
@@ -720,11 +719,10 @@ member_access(struct vault_req *req, struct vault_resp *resp)
 	if (rc == 1 || (ms.role == ROLE_OWNER && (access != NULL ||
 	    local_run == 0 || (cap != NULL && !json_is_null(cap))))) {
 		free(access);
-		store_rollback();
 		if (rc == 1)
-			resp_error(resp, 404, "member not found");
+			resp_refuse(resp, 404, "member not found");
 		else
-			resp_error(resp, 403, "owners cannot be restricted: "
+			resp_refuse(resp, 403, "owners cannot be restricted: "
 			    "they always have every tool, local runs and no "
 			    "daily call cap");
 		return;
@@ -764,13 +762,12 @@ member_delete(struct vault_req *req, struct vault_resp *resp)
 	}
 	if (rc == 1 || (ms.role == ROLE_OWNER && (ctx.role != ROLE_OWNER ||
 	    owners <= 1))) {
-		store_rollback();
 		if (rc == 1)
-			resp_error(resp, 404, "member not found");
+			resp_refuse(resp, 404, "member not found");
 		else if (ctx.role != ROLE_OWNER)
-			resp_error(resp, 403, "admins cannot remove owners");
+			resp_refuse(resp, 403, "admins cannot remove owners");
 		else
-			resp_error(resp, 409, "the last owner cannot be "
+			resp_refuse(resp, 409, "the last owner cannot be "
 			    "removed: make another member owner first, or "
 			    "delete the org");
 		return;

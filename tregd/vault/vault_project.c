@@ -510,9 +510,8 @@ project_field(struct vault_req *req, struct vault_resp *resp, json_t *spec,
 	}
 	if ((i = project_find(s, v)) == -1) {
 		free(s);
-		store_rollback();
 		ref_phrase(v, ref, sizeof(ref));
-		resp_error(resp, 404, "no project %s in this team", ref);
+		resp_refuse(resp, 404, "no project %s in this team", ref);
 		return (-1);
 	}
 	*id = s->id[i];
