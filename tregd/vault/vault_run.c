@@ -354,9 +354,8 @@ run_tool_bin(struct runp *rp, struct vault_resp *resp)
 /*
  * 5b. How the run reaches the network (SPEC 6a): none when the profile
  * says "network": false or the server "run network no"; the host's when
- * the operator chose "run network host", which a keyless profile that
- * injects a secret cannot run with (nothing would swap its placeholders;
- * one that injects nothing holds nothing to swap); else the egress proxy,
+ * the operator chose "run network host", which a keyless profile cannot
+ * run with (nothing would swap its placeholders); else the egress proxy,
  * with the run's egress list.  A keyless profile's run through the proxy
  * holds placeholders (rp->subs); a "network": false one is not keyless.
  */
@@ -370,8 +369,7 @@ run_network(struct runp *rp, struct vault_resp *resp)
 	    vault_conf.run_network == RUN_NET_NONE)
 		rp->network = RUN_NET_NONE;
 	else if (vault_conf.run_network == RUN_NET_HOST) {
-		if (keyless && json_array_size(json_object_get(cli,
-		    "inject")) > 0) {
+		if (keyless) {
 			resp_error(resp, 422, "keyless runs need the egress "
 			    "proxy: run network proxy");
 			return (-1);
